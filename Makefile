@@ -1,0 +1,36 @@
+# The two commands of the README:
+#   make run    installs what the build needs, builds, and starts a local 3-node cluster
+#   make test   installs what the build needs, then runs formatting, lints and every test
+# Builds go to a cache outside the clone so RocksDB's C++ is compiled once per machine.
+
+export CARGO_TARGET_DIR ?= $(HOME)/.cache/strand-target
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: run test deps build bench
+
+deps:
+	@missing=""; \
+	command -v protoc >/dev/null 2>&1 || missing="$$missing protobuf-compiler"; \
+	ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || missing="$$missing libclang-dev"; \
+	command -v clang >/dev/null 2>&1 || missing="$$missing clang"; \
+	command -v c++ >/dev/null 2>&1 || missing="$$missing g++"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	@command -v cargo-nextest >/dev/null 2>&1 || cargo install cargo-nextest --locked
+	@rustup component list --installed 2>/dev/null | grep -q clippy || rustup component add clippy rustfmt
+
+build: deps
+	cargo build --workspace --bins
+
+run: build
+	$(CARGO_TARGET_DIR)/debug/strand dev --nodes 3
+
+test: deps
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	cargo nextest run --workspace --no-fail-fast
+
+bench: build
+	$(CARGO_TARGET_DIR)/debug/strand bench claim --agents 128 --beads 20000

@@ -1,0 +1,334 @@
+//! The commands of the bead state machine and the envelope they travel in through the Raft log.
+//!
+//! A [`Proposal`] is what the leader appends: the command plus everything the state machine would
+//! otherwise have to ask the outside world for (the time, the default id prefix, the client's
+//! session). That is what keeps [`crate::state`] deterministic and free of I/O.
+//! A [`Query`] is a read; it never enters the log.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Actor, BeadId, DepType, Namespace, Status, Timestamp};
+
+/// Identifies a retried request: the client's id, its request number, and the lowest request
+/// number the client is still waiting on (everything below it the client has seen answered).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestId {
+    /// Random id a client picks once per process.
+    pub client_id: u64,
+    /// Increases by one per mutating request of this client, starting at 1.
+    pub request_seq: u64,
+    /// The lowest `request_seq` of this client whose answer it has not yet received.
+    pub lowest_unacked: u64,
+}
+
+/// One entry of the Raft log: a command stamped by the leader.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Proposal {
+    /// `None` for internal commands (the controller's), which are never retried by a client.
+    pub request_id: Option<RequestId>,
+    /// The leader's clock when it proposed the command.
+    pub timestamp: Timestamp,
+    /// The id prefix a namespace gets when this command is its first use (from cluster config).
+    pub default_prefix: String,
+    /// The namespace the command acts on.
+    pub namespace: Namespace,
+    /// What to do.
+    pub command: Command,
+}
+
+/// A mutating command. Every variant is applied atomically or refused with no effect.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Command {
+    /// Create one bead.
+    Create(CreateBead),
+    /// Change fields of one bead; unset fields stay unchanged.
+    Update(UpdateBead),
+    /// Set (or with `None`, remove) metadata keys of one bead, all in one step.
+    SetMetadata {
+        /// The bead.
+        id: BeadId,
+        /// Key to new value; `None` removes the key.
+        entries: BTreeMap<String, Option<String>>,
+    },
+    /// Claim one bead for an actor (BEADS-SPEC §3).
+    Claim {
+        /// The bead.
+        id: BeadId,
+        /// Who claims it.
+        actor: Actor,
+    },
+    /// Find the first ready bead matching the filter and claim it in the same step.
+    ClaimNext {
+        /// Who claims it.
+        actor: Actor,
+        /// Which beads qualify; `limit` is ignored.
+        filter: ReadyFilter,
+    },
+    /// Close beads; closing a closed bead succeeds and changes nothing.
+    Close {
+        /// The beads, at most [`crate::limits::IDS_PER_REQUEST_MAX`].
+        ids: Vec<BeadId>,
+        /// Why, recorded on each bead.
+        reason: Option<String>,
+    },
+    /// Move a closed bead back to open.
+    Reopen {
+        /// The bead.
+        id: BeadId,
+    },
+    /// Remove a bead and every dependency edge that touches it.
+    Delete {
+        /// The bead.
+        id: BeadId,
+    },
+    /// Add (or retype) a dependency edge.
+    DepAdd {
+        /// The bead that waits.
+        issue_id: BeadId,
+        /// The bead it waits for.
+        depends_on_id: BeadId,
+        /// The edge type.
+        dep_type: DepType,
+    },
+    /// Remove a dependency edge; removing a missing edge is a no-op.
+    DepRemove {
+        /// The bead that waits.
+        issue_id: BeadId,
+        /// The bead it waited for.
+        depends_on_id: BeadId,
+    },
+}
+
+impl Command {
+    /// A short name for logs and metrics.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Create(_) => "create",
+            Command::Update(_) => "update",
+            Command::SetMetadata { .. } => "set_metadata",
+            Command::Claim { .. } => "claim",
+            Command::ClaimNext { .. } => "claim_next",
+            Command::Close { .. } => "close",
+            Command::Reopen { .. } => "reopen",
+            Command::Delete { .. } => "delete",
+            Command::DepAdd { .. } => "dep_add",
+            Command::DepRemove { .. } => "dep_remove",
+        }
+    }
+}
+
+/// The fields of a new bead. The store assigns the id and times; the status is always `open`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CreateBead {
+    /// Required, non-empty.
+    pub title: String,
+    /// Free text.
+    pub description: String,
+    /// Empty means `task`.
+    pub bead_type: String,
+    /// 0..=4.
+    pub priority: Option<u8>,
+    /// Initial assignee.
+    pub assignee: String,
+    /// Sender (messages).
+    pub from: String,
+    /// Parent bead; the child takes its prefix.
+    pub parent_id: Option<BeadId>,
+    /// Step id or formula name.
+    pub reference: String,
+    /// Ids this bead waits for, each `ID` (a `blocks` edge) or `TYPE:ID`.
+    pub needs: Vec<String>,
+    /// Initial labels.
+    pub labels: BTreeSet<String>,
+    /// Initial metadata.
+    pub metadata: BTreeMap<String, String>,
+    /// A wisp.
+    pub ephemeral: bool,
+    /// Not ready before this time.
+    pub defer_until: Option<Timestamp>,
+    /// Ignored: a created bead is always `open` (store invariant 2). Kept so callers that send
+    /// a status are accepted, as the existing stores accept them.
+    pub requested_status: Option<Status>,
+}
+
+/// Changes to one bead. `None` leaves a field unchanged.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UpdateBead {
+    /// The bead.
+    pub id: BeadId,
+    /// New title (non-empty).
+    pub title: Option<String>,
+    /// New description.
+    pub description: Option<String>,
+    /// New status; the transition is validated.
+    pub status: Option<Status>,
+    /// New type.
+    pub bead_type: Option<String>,
+    /// New priority.
+    pub priority: Option<u8>,
+    /// New assignee (empty string unassigns).
+    pub assignee: Option<String>,
+    /// New parent (empty id string clears it).
+    pub parent_id: Option<BeadId>,
+    /// Labels added to the set.
+    pub add_labels: BTreeSet<String>,
+    /// Labels removed from the set.
+    pub remove_labels: BTreeSet<String>,
+    /// Per-key metadata changes; `None` removes the key.
+    pub metadata: BTreeMap<String, Option<String>>,
+    /// Claim the bead for this actor first, atomically with the other changes.
+    pub claim_for: Option<Actor>,
+}
+
+impl UpdateBead {
+    /// Whether the update names no change at all (store invariant 8: such an update changes nothing).
+    pub fn is_empty(&self) -> bool {
+        self.title.is_none()
+            && self.description.is_none()
+            && self.status.is_none()
+            && self.bead_type.is_none()
+            && self.priority.is_none()
+            && self.assignee.is_none()
+            && self.parent_id.is_none()
+            && self.add_labels.is_empty()
+            && self.remove_labels.is_empty()
+            && self.metadata.is_empty()
+            && self.claim_for.is_none()
+    }
+}
+
+/// The filters of `ready` (BEADS-SPEC §4), AND-ed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadyFilter {
+    /// Only beads assigned to this actor.
+    pub assignee: Option<String>,
+    /// Only unassigned beads.
+    pub unassigned: bool,
+    /// Beads carrying every one of these labels.
+    pub labels_all: Vec<String>,
+    /// Beads carrying at least one of these labels.
+    pub labels_any: Vec<String>,
+    /// Beads carrying none of these labels.
+    pub exclude_labels: Vec<String>,
+    /// Beads whose metadata has each key set to the value.
+    pub metadata_equals: Vec<(String, String)>,
+    /// Beads whose metadata has each key.
+    pub metadata_has_keys: Vec<String>,
+    /// Beads below this parent, at any depth.
+    pub parent: Option<BeadId>,
+    /// Beads of one of these types.
+    pub types: Vec<String>,
+    /// Beads of none of these types.
+    pub exclude_types: Vec<String>,
+    /// Include wisps.
+    pub include_ephemeral: bool,
+    /// At most this many; 0 means unlimited (up to [`crate::limits::LIST_RESULTS_MAX`]).
+    pub limit: u32,
+}
+
+/// How `list` orders its answer (ties broken by id).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ListSort {
+    /// Newest first.
+    #[default]
+    CreatedDesc,
+    /// Oldest first.
+    CreatedAsc,
+}
+
+/// The filters of `list`, AND-ed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListFilter {
+    /// Only this status (`closed` includes closed beads).
+    pub status: Option<Status>,
+    /// Only this assignee.
+    pub assignee: Option<String>,
+    /// Beads carrying every one of these labels.
+    pub labels_all: Vec<String>,
+    /// Only this type.
+    pub bead_type: Option<String>,
+    /// Only direct children of this parent.
+    pub parent: Option<BeadId>,
+    /// Metadata key equals value.
+    pub metadata_equals: Vec<(String, String)>,
+    /// Include closed beads, and allow a list with no other filter (a full scan).
+    pub all: bool,
+    /// At most this many; 0 means unlimited (up to [`crate::limits::LIST_RESULTS_MAX`]).
+    pub limit: u32,
+    /// Order.
+    pub sort: ListSort,
+}
+
+impl ListFilter {
+    /// Whether the filter names nothing but `all`/`limit`/`sort`.
+    pub fn is_unfiltered(&self) -> bool {
+        self.status.is_none()
+            && self.assignee.is_none()
+            && self.labels_all.is_empty()
+            && self.bead_type.is_none()
+            && self.parent.is_none()
+            && self.metadata_equals.is_empty()
+    }
+}
+
+/// Which way `dep_list` follows edges.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DepDirection {
+    /// What the bead depends on.
+    #[default]
+    Down,
+    /// What depends on the bead.
+    Up,
+}
+
+/// A read of the state machine. Reads never enter the Raft log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Query {
+    /// Beads by id (all must exist).
+    Get {
+        /// The ids.
+        ids: Vec<BeadId>,
+    },
+    /// Beads matching a filter.
+    List(ListFilter),
+    /// Ready beads (BEADS-SPEC §4) at time `now`.
+    Ready {
+        /// The filters.
+        filter: ReadyFilter,
+        /// The reader's clock, for `defer_until`.
+        now: Timestamp,
+    },
+    /// Beads whose parent is this id.
+    Children {
+        /// The parent.
+        parent: BeadId,
+        /// Include closed children.
+        include_closed: bool,
+    },
+    /// Beads carrying exactly this label, newest first, closed ones included.
+    ListByLabel {
+        /// The label.
+        label: String,
+        /// 0 means unlimited.
+        limit: u32,
+    },
+    /// Dependency edges of a bead.
+    DepList {
+        /// The bead.
+        id: BeadId,
+        /// Which way.
+        direction: DepDirection,
+    },
+}
+
+impl std::fmt::Display for Proposal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} in {} at {}", self.command.name(), self.namespace, self.timestamp.0)?;
+        if let Some(request_id) = &self.request_id {
+            write!(f, " (client {} request {})", request_id.client_id, request_id.request_seq)?;
+        }
+        Ok(())
+    }
+}

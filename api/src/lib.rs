@@ -1,0 +1,17 @@
+//! Strand's `api` crate: the bead model, the commands, the deterministic state machine, and the
+//! wire protocol (protobuf, gRPC client).
+//!
+//! Invariant: nothing here knows RocksDB or openraft. The state machine ([`state`]) does no I/O,
+//! no async, reads no clock and draws no random number. Protobuf types appear only in [`proto`]
+//! and are converted to and from the model in exactly one place, [`convert`].
+
+pub mod command;
+pub mod limits;
+pub mod model;
+pub mod outcome;
+pub mod state;
+pub mod validate;
+pub mod client;
+pub mod convert;
+pub mod proto;
+pub mod request_ids;

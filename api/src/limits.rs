@@ -1,0 +1,52 @@
+//! Named limits on everything a request can carry or ask for (STYLE rule 1: bound everything).
+//!
+//! The node checks a request against these before it proposes it, and the state machine checks
+//! them again when it applies the command, so an oversized value never reaches the log and a
+//! log written by another build still applies deterministically.
+
+/// Longest bead title, in bytes.
+pub const TITLE_BYTES_MAX: usize = 1024;
+/// Longest bead description, in bytes.
+pub const DESCRIPTION_BYTES_MAX: usize = 64 * 1024;
+/// Longest metadata key, in bytes.
+pub const METADATA_KEY_BYTES_MAX: usize = 256;
+/// Longest metadata value, in bytes.
+pub const METADATA_VALUE_BYTES_MAX: usize = 64 * 1024;
+/// Most metadata keys one bead may hold.
+pub const METADATA_KEYS_MAX: usize = 256;
+/// Longest label, in bytes.
+pub const LABEL_BYTES_MAX: usize = 256;
+/// Most labels one bead may hold.
+pub const LABELS_MAX: usize = 64;
+/// Longest actor, assignee, sender, type, reference, reason or other short string, in bytes.
+pub const NAME_BYTES_MAX: usize = 256;
+/// Longest close reason, in bytes.
+pub const REASON_BYTES_MAX: usize = 4 * 1024;
+/// Most ids one `close` or `get` may name.
+pub const IDS_PER_REQUEST_MAX: usize = 1000;
+/// Most dependencies one bead may have (outgoing edges).
+pub const DEPENDENCIES_PER_BEAD_MAX: usize = 1000;
+/// Longest namespace name, in bytes.
+pub const NAMESPACE_BYTES_MAX: usize = 128;
+/// Longest id prefix, in bytes.
+pub const PREFIX_BYTES_MAX: usize = 32;
+/// Largest encoded request the gRPC server accepts, in bytes.
+pub const REQUEST_BYTES_MAX: usize = 1024 * 1024;
+/// Largest encoded response the gRPC server sends, in bytes.
+pub const RESPONSE_BYTES_MAX: usize = 64 * 1024 * 1024;
+/// Default number of beads `ready` returns.
+pub const READY_LIMIT_DEFAULT: u32 = 100;
+/// Most beads any one list answer may hold; `limit 0` ("unlimited") is refused past this.
+pub const LIST_RESULTS_MAX: usize = 50_000;
+/// How many recent responses one client session keeps for retries.
+pub const SESSION_RESPONSES_MAX: usize = 1024;
+/// How many client sessions the dedup table keeps (least recently active evicted first).
+pub const SESSIONS_MAX: usize = 16_384;
+/// A session idle for this long (in leader time) is evicted.
+pub const SESSION_IDLE_MS_MAX: i64 = 60 * 60 * 1000;
+
+const _: () = assert!(TITLE_BYTES_MAX < REQUEST_BYTES_MAX);
+const _: () = assert!(DESCRIPTION_BYTES_MAX < REQUEST_BYTES_MAX);
+const _: () = assert!(METADATA_VALUE_BYTES_MAX < REQUEST_BYTES_MAX);
+const _: () = assert!(REQUEST_BYTES_MAX < RESPONSE_BYTES_MAX);
+const _: () = assert!(READY_LIMIT_DEFAULT as usize <= LIST_RESULTS_MAX);

@@ -1,0 +1,312 @@
+//! The bead model of BEADS-SPEC §1: beads, statuses, dependencies, and the newtypes that carry
+//! their preconditions (`BeadId`, `Actor`, `Namespace`, `Timestamp`).
+//!
+//! These types are what the state machine stores and what snapshots carry, so they derive plain
+//! serde (no `skip_serializing_if`, no `flatten`): the binary encoding used on disk must be able to
+//! read back exactly what it wrote. JSON shapes for users live in [`crate::view`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Milliseconds since the Unix epoch, stamped by the Raft leader when it proposes a command.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Timestamp(pub i64);
+
+impl Timestamp {
+    /// Renders the timestamp as RFC 3339 with millisecond precision, in UTC.
+    pub fn to_rfc3339(self) -> String {
+        let millis = u64::try_from(self.0).unwrap_or(0);
+        let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(millis);
+        humantime::format_rfc3339_millis(time).to_string()
+    }
+
+    /// Parses an RFC 3339 timestamp (as [`Timestamp::to_rfc3339`] writes it).
+    pub fn parse_rfc3339(text: &str) -> Option<Timestamp> {
+        let time = humantime::parse_rfc3339_weak(text).ok()?;
+        let millis = time.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis();
+        i64::try_from(millis).ok().map(Timestamp)
+    }
+}
+
+/// A bead id, `<prefix>-<n>`, assigned by the store.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct BeadId(pub String);
+
+impl BeadId {
+    /// The prefix part of the id (everything before the last `-`), used so a child takes its
+    /// parent's prefix.
+    pub fn prefix(&self) -> &str {
+        self.0.rsplit_once('-').map_or(self.0.as_str(), |(prefix, _)| prefix)
+    }
+
+    /// The id as a string slice.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for BeadId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for BeadId {
+    fn from(text: &str) -> Self {
+        BeadId(text.to_string())
+    }
+}
+
+/// The name of an agent or person acting on beads (claims, closes, sends mail).
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Actor(pub String);
+
+impl fmt::Display for Actor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One isolated bead store inside the cluster (a city or a rig of an orchestrator).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Namespace(pub String);
+
+impl Namespace {
+    /// The namespace used when a request names none.
+    pub const DEFAULT: &'static str = "default";
+
+    /// The default namespace.
+    pub fn default_namespace() -> Namespace {
+        Namespace(Self::DEFAULT.to_string())
+    }
+}
+
+impl fmt::Display for Namespace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The status of a bead: `bd`'s set of seven.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Status {
+    /// Waiting to be worked on.
+    Open,
+    /// Claimed and being worked on.
+    InProgress,
+    /// Explicitly marked blocked.
+    Blocked,
+    /// Put off until later.
+    Deferred,
+    /// Pinned (kept open, never ready).
+    Pinned,
+    /// Attached to an agent's hook.
+    Hooked,
+    /// Done.
+    Closed,
+}
+
+impl Status {
+    /// Every status, in the order the help text lists them.
+    pub const ALL: [Status; 7] = [
+        Status::Open,
+        Status::InProgress,
+        Status::Blocked,
+        Status::Deferred,
+        Status::Pinned,
+        Status::Hooked,
+        Status::Closed,
+    ];
+
+    /// The wire and CLI name of the status.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Open => "open",
+            Status::InProgress => "in_progress",
+            Status::Blocked => "blocked",
+            Status::Deferred => "deferred",
+            Status::Pinned => "pinned",
+            Status::Hooked => "hooked",
+            Status::Closed => "closed",
+        }
+    }
+
+    /// Parses a status name; `None` for anything outside the seven.
+    pub fn parse(text: &str) -> Option<Status> {
+        Status::ALL.into_iter().find(|status| status.as_str() == text)
+    }
+
+    /// Gas City's three-way fold: closed, in_progress, everything else open.
+    pub fn folded(self) -> Status {
+        match self {
+            Status::Closed => Status::Closed,
+            Status::InProgress => Status::InProgress,
+            _ => Status::Open,
+        }
+    }
+
+    /// The statuses a bead in this status may move to through `update` (staying put is always
+    /// allowed). `closed` only goes back to `open`, which is what `reopen` does.
+    pub fn allowed_next(self) -> &'static [Status] {
+        use Status::*;
+        match self {
+            Open => &[InProgress, Blocked, Deferred, Pinned, Hooked, Closed],
+            InProgress => &[Open, Blocked, Deferred, Hooked, Closed],
+            Blocked => &[Open, InProgress, Deferred, Closed],
+            Deferred => &[Open, Blocked, Closed],
+            Pinned => &[Open, Closed],
+            Hooked => &[Open, InProgress, Closed],
+            Closed => &[Open],
+        }
+    }
+
+    /// Whether `update --status next` is a valid transition from this status.
+    pub fn can_become(self, next: Status) -> bool {
+        self == next || self.allowed_next().contains(&next)
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The type of a dependency edge.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct DepType(pub String);
+
+impl DepType {
+    /// The default edge type, which blocks readiness.
+    pub const BLOCKS: &'static str = "blocks";
+    /// A child-of edge: the child is blocked while its parent is blocked.
+    pub const PARENT_CHILD: &'static str = "parent-child";
+    /// Edge types whose unclosed target keeps the source from being ready.
+    pub const BLOCKING: [&'static str; 3] = ["blocks", "conditional-blocks", "waits-for"];
+
+    /// The default `blocks` type.
+    pub fn blocks() -> DepType {
+        DepType(Self::BLOCKS.to_string())
+    }
+
+    /// Whether an unclosed target of this edge blocks the source.
+    pub fn blocks_until_closed(&self) -> bool {
+        Self::BLOCKING.contains(&self.0.as_str())
+    }
+
+    /// Whether the source inherits the target's blocked state (`parent-child`).
+    pub fn inherits_blocked(&self) -> bool {
+        self.0 == Self::PARENT_CHILD
+    }
+}
+
+/// A dependency edge `{issue_id, depends_on_id, type}`: `issue_id` waits for `depends_on_id`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Dependency {
+    /// The bead that waits.
+    pub issue_id: BeadId,
+    /// The bead it waits for.
+    pub depends_on_id: BeadId,
+    /// The edge type.
+    pub dep_type: DepType,
+}
+
+/// Bead types that `ready` never returns (infrastructure beads).
+pub const INFRASTRUCTURE_TYPES: [&str; 8] = [
+    "merge-request",
+    "gate",
+    "molecule",
+    "message",
+    "session",
+    "agent",
+    "role",
+    "rig",
+];
+
+/// Bead types that are containers (case-sensitive: `convoy` is one, `CONVOY` is not).
+pub const CONTAINER_TYPES: [&str; 2] = ["convoy", "epic"];
+
+/// The default bead type.
+pub const DEFAULT_TYPE: &str = "task";
+
+/// Whether `ready` leaves beads of this type out.
+pub fn is_infrastructure_type(bead_type: &str) -> bool {
+    INFRASTRUCTURE_TYPES.contains(&bead_type)
+}
+
+/// Whether beads of this type are containers (exact, case-sensitive match).
+pub fn is_container_type(bead_type: &str) -> bool {
+    CONTAINER_TYPES.contains(&bead_type)
+}
+
+/// A bead: the unit of work, message or container, with every field of BEADS-SPEC §1.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bead {
+    /// `<prefix>-<n>`.
+    pub id: BeadId,
+    /// The creation sequence number `n` in the id, unique within the namespace.
+    pub seq: u64,
+    /// Required, non-empty.
+    pub title: String,
+    /// Free text.
+    pub description: String,
+    /// One of the seven statuses.
+    pub status: Status,
+    /// Free string, case-sensitive; `task` by default.
+    pub bead_type: String,
+    /// 0 (highest) to 4; `None` when unset.
+    pub priority: Option<u8>,
+    /// Empty when unassigned.
+    pub assignee: String,
+    /// Sender (messages).
+    pub from: String,
+    /// Parent bead, `None` for roots.
+    pub parent_id: Option<BeadId>,
+    /// Step id (molecule steps) or formula name (molecule roots).
+    pub reference: String,
+    /// Exact-match labels.
+    pub labels: BTreeSet<String>,
+    /// Absent and empty string are different.
+    pub metadata: BTreeMap<String, String>,
+    /// Wisps: left out of `ready` unless asked, eligible for garbage collection.
+    pub ephemeral: bool,
+    /// When the store created the bead.
+    pub created_at: Timestamp,
+    /// When the bead last changed.
+    pub updated_at: Timestamp,
+    /// When the bead was last claimed.
+    pub started_at: Option<Timestamp>,
+    /// When the bead was closed; `None` while not closed.
+    pub closed_at: Option<Timestamp>,
+    /// Text given at close.
+    pub close_reason: Option<String>,
+    /// Not ready before this time.
+    pub defer_until: Option<Timestamp>,
+    /// Outgoing dependency edges (what this bead waits for), keyed by target.
+    pub depends_on: BTreeMap<BeadId, DepType>,
+}
+
+impl Bead {
+    /// The ids this bead waits for through an edge that blocks readiness (the `needs` field).
+    pub fn needs(&self) -> Vec<BeadId> {
+        self.depends_on
+            .iter()
+            .filter(|(_, dep_type)| dep_type.blocks_until_closed())
+            .map(|(bead_id, _)| bead_id.clone())
+            .collect()
+    }
+
+    /// The outgoing edges as `Dependency` rows.
+    pub fn dependencies(&self) -> Vec<Dependency> {
+        self.depends_on
+            .iter()
+            .map(|(target, dep_type)| Dependency {
+                issue_id: self.id.clone(),
+                depends_on_id: target.clone(),
+                dep_type: dep_type.clone(),
+            })
+            .collect()
+    }
+}

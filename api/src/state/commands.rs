@@ -1,0 +1,305 @@
+//! The mutating commands on one namespace. Each checks everything it needs before it changes
+//! anything, so a refused command leaves the namespace exactly as it was.
+
+use std::collections::BTreeMap;
+
+use super::namespace::NamespaceState;
+use crate::command::{CreateBead, ReadyFilter, UpdateBead};
+use crate::limits::DEPENDENCIES_PER_BEAD_MAX;
+use crate::model::{Actor, Bead, BeadId, DEFAULT_TYPE, DepType, Status, Timestamp};
+use crate::outcome::{Outcome, Refusal};
+use crate::validate::invalid_transition;
+
+/// Parses one `needs` entry: `ID` (a `blocks` edge) or `TYPE:ID`.
+fn parse_need(need: &str) -> (BeadId, DepType) {
+    match need.split_once(':') {
+        Some((dep_type, bead_id)) if !dep_type.is_empty() && !bead_id.is_empty() => {
+            (BeadId(bead_id.to_string()), DepType(dep_type.to_string()))
+        }
+        _ => (BeadId(need.to_string()), DepType::blocks()),
+    }
+}
+
+impl NamespaceState {
+    /// Creates a bead (store invariants 1-4).
+    pub(super) fn create(&mut self, create: &CreateBead, now: Timestamp) -> Result<Outcome, Refusal> {
+        let parent_prefix = match &create.parent_id {
+            Some(parent_id) => Some(self.bead(parent_id)?.id.prefix().to_string()),
+            None => None,
+        };
+        let mut depends_on = BTreeMap::new();
+        for need in &create.needs {
+            let (target, dep_type) = parse_need(need);
+            if !self.beads.contains_key(&target) {
+                return Err(Refusal::Invalid(format!(
+                    "needs names unknown bead {target}; create it first or fix the id"
+                )));
+            }
+            depends_on.insert(target, dep_type);
+        }
+        let (bead_id, seq) = self.next_id(parent_prefix.as_deref());
+        let bead_type = if create.bead_type.is_empty() { DEFAULT_TYPE } else { &create.bead_type };
+        let bead = Bead {
+            id: bead_id,
+            seq,
+            title: create.title.clone(),
+            description: create.description.clone(),
+            status: Status::Open,
+            bead_type: bead_type.to_string(),
+            priority: create.priority,
+            assignee: create.assignee.clone(),
+            from: create.from.clone(),
+            parent_id: create.parent_id.clone(),
+            reference: create.reference.clone(),
+            labels: create.labels.clone(),
+            metadata: create.metadata.clone(),
+            ephemeral: create.ephemeral,
+            created_at: now,
+            updated_at: now,
+            started_at: None,
+            closed_at: None,
+            close_reason: None,
+            defer_until: create.defer_until,
+            depends_on,
+        };
+        let outcome = Outcome::Bead(Box::new(bead.clone()));
+        self.insert(bead);
+        Ok(outcome)
+    }
+
+    /// Checks that a claim by `actor` may take the bead; `Ok(true)` when the actor already holds it.
+    fn check_claim(bead: &Bead, actor: &Actor) -> Result<bool, Refusal> {
+        let held_by_actor = bead.assignee == actor.0;
+        if bead.status == Status::InProgress && held_by_actor {
+            return Ok(true);
+        }
+        let live = matches!(bead.status, Status::Open | Status::InProgress | Status::Hooked);
+        if live && !bead.assignee.is_empty() && !held_by_actor {
+            return Err(Refusal::AlreadyClaimed { id: bead.id.clone(), holder: bead.assignee.clone() });
+        }
+        if bead.status != Status::Open {
+            return Err(Refusal::NotClaimable { id: bead.id.clone(), status: bead.status });
+        }
+        Ok(false)
+    }
+
+    fn take_claim(&mut self, bead_id: &BeadId, actor: &Actor, now: Timestamp) -> Result<Outcome, Refusal> {
+        let already_held = Self::check_claim(self.bead(bead_id)?, actor)?;
+        if already_held {
+            return Ok(Outcome::Bead(Box::new(self.bead(bead_id)?.clone())));
+        }
+        let bead = self.modify(bead_id, now, |bead| {
+            bead.status = Status::InProgress;
+            bead.assignee = actor.0.clone();
+            bead.started_at = Some(now);
+            bead.clone()
+        })?;
+        Ok(Outcome::Bead(Box::new(bead)))
+    }
+
+    /// Claims one bead (BEADS-SPEC §3).
+    pub(super) fn claim(&mut self, bead_id: &BeadId, actor: &Actor, now: Timestamp) -> Result<Outcome, Refusal> {
+        self.take_claim(bead_id, actor, now)
+    }
+
+    /// Claims the first ready bead matching the filter; an empty list when none is ready.
+    pub(super) fn claim_next(&mut self, actor: &Actor, filter: &ReadyFilter, now: Timestamp) -> Result<Outcome, Refusal> {
+        let filter = ReadyFilter { limit: 1, ..filter.clone() };
+        let candidates = self.ready_ids(&filter, now, |bead| Self::check_claim(bead, actor).is_ok())?;
+        match candidates.first() {
+            Some(bead_id) => {
+                let outcome = self.take_claim(bead_id, actor, now)?;
+                let Outcome::Bead(bead) = outcome else { unreachable!("take_claim answers with a bead") };
+                Ok(Outcome::Beads(vec![*bead]))
+            }
+            None => Ok(Outcome::Beads(Vec::new())),
+        }
+    }
+
+    /// Updates a bead; unset fields stay unchanged (store invariants 8 and 9).
+    pub(super) fn update(&mut self, update: &UpdateBead, now: Timestamp) -> Result<Outcome, Refusal> {
+        let current = self.bead(&update.id)?.clone();
+        if let Some(actor) = &update.claim_for {
+            Self::check_claim(&current, actor)?;
+        }
+        let status_after_claim = if update.claim_for.is_some() { Status::InProgress } else { current.status };
+        if let Some(next) = update.status
+            && !status_after_claim.can_become(next)
+        {
+            return Err(invalid_transition(&current.id, status_after_claim, next));
+        }
+        if let Some(parent_id) = &update.parent_id
+            && !parent_id.0.is_empty()
+        {
+            self.bead(parent_id)?;
+            if self.would_cycle(&current.id, parent_id) {
+                return Err(Refusal::Invalid(format!(
+                    "making {parent_id} the parent of {} would form a cycle", current.id
+                )));
+            }
+        }
+        if update.is_empty() {
+            return Ok(Outcome::Bead(Box::new(current)));
+        }
+        let bead = self.modify(&update.id, now, |bead| {
+            if let Some(actor) = &update.claim_for
+                && !(bead.status == Status::InProgress && bead.assignee == actor.0)
+            {
+                bead.status = Status::InProgress;
+                bead.assignee = actor.0.clone();
+                bead.started_at = Some(now);
+            }
+            apply_fields(bead, update, now);
+            bead.clone()
+        })?;
+        Ok(Outcome::Bead(Box::new(bead)))
+    }
+
+    /// Sets (or removes) metadata keys of one bead atomically, each key on its own.
+    pub(super) fn set_metadata(
+        &mut self,
+        bead_id: &BeadId,
+        entries: &BTreeMap<String, Option<String>>,
+        now: Timestamp,
+    ) -> Result<Outcome, Refusal> {
+        let bead = self.bead(bead_id)?;
+        let added = entries.iter().filter(|(key, value)| value.is_some() && !bead.metadata.contains_key(*key)).count();
+        if bead.metadata.len() + added > crate::limits::METADATA_KEYS_MAX {
+            return Err(Refusal::Invalid(format!(
+                "bead {bead_id} would hold more than {} metadata keys", crate::limits::METADATA_KEYS_MAX
+            )));
+        }
+        let bead = self.modify(bead_id, now, |bead| {
+            merge_metadata(bead, entries);
+            bead.clone()
+        })?;
+        Ok(Outcome::Bead(Box::new(bead)))
+    }
+
+    /// Closes beads; closing a closed bead succeeds and leaves it as it was (store invariant 6).
+    pub(super) fn close(&mut self, ids: &[BeadId], reason: &Option<String>, now: Timestamp) -> Result<Outcome, Refusal> {
+        for bead_id in ids {
+            self.bead(bead_id)?;
+        }
+        let mut closed = Vec::with_capacity(ids.len());
+        for bead_id in ids {
+            let bead = self.modify(bead_id, now, |bead| {
+                if bead.status != Status::Closed {
+                    bead.status = Status::Closed;
+                    bead.closed_at = Some(now);
+                    bead.close_reason = reason.clone();
+                }
+                bead.clone()
+            })?;
+            closed.push(bead);
+        }
+        Ok(Outcome::Beads(closed))
+    }
+
+    /// Moves a closed bead back to `open`.
+    pub(super) fn reopen(&mut self, bead_id: &BeadId, now: Timestamp) -> Result<Outcome, Refusal> {
+        let status = self.bead(bead_id)?.status;
+        if status != Status::Closed {
+            return Err(Refusal::Invalid(format!(
+                "bead {bead_id} is {status}, not closed; only closed beads can be reopened"
+            )));
+        }
+        let bead = self.modify(bead_id, now, |bead| {
+            bead.status = Status::Open;
+            bead.closed_at = None;
+            bead.close_reason = None;
+            bead.clone()
+        })?;
+        Ok(Outcome::Bead(Box::new(bead)))
+    }
+
+    /// Deletes a bead and the edges that touch it.
+    pub(super) fn delete(&mut self, bead_id: &BeadId, now: Timestamp) -> Result<Outcome, Refusal> {
+        self.bead(bead_id)?;
+        self.remove(bead_id, now)?;
+        Ok(Outcome::Done)
+    }
+
+    /// Adds or retypes an edge; re-adding a pair updates its type.
+    pub(super) fn dep_add(
+        &mut self,
+        issue_id: &BeadId,
+        depends_on_id: &BeadId,
+        dep_type: &DepType,
+        now: Timestamp,
+    ) -> Result<Outcome, Refusal> {
+        let bead = self.bead(issue_id)?;
+        self.bead(depends_on_id)?;
+        let is_new = !bead.depends_on.contains_key(depends_on_id);
+        if is_new && bead.depends_on.len() >= DEPENDENCIES_PER_BEAD_MAX {
+            return Err(Refusal::Invalid(format!(
+                "bead {issue_id} already has {DEPENDENCIES_PER_BEAD_MAX} dependencies"
+            )));
+        }
+        if is_new && self.would_cycle(issue_id, depends_on_id) {
+            return Err(Refusal::Invalid(format!(
+                "{issue_id} depending on {depends_on_id} would form a dependency cycle; remove an edge first"
+            )));
+        }
+        self.modify(issue_id, now, |bead| {
+            bead.depends_on.insert(depends_on_id.clone(), dep_type.clone());
+        })?;
+        Ok(Outcome::Done)
+    }
+
+    /// Removes an edge; a missing edge (or bead) is a no-op.
+    pub(super) fn dep_remove(&mut self, issue_id: &BeadId, depends_on_id: &BeadId, now: Timestamp) -> Result<Outcome, Refusal> {
+        let has_edge = self.beads.get(issue_id).is_some_and(|bead| bead.depends_on.contains_key(depends_on_id));
+        if has_edge {
+            self.modify(issue_id, now, |bead| {
+                bead.depends_on.remove(depends_on_id);
+            })?;
+        }
+        Ok(Outcome::Done)
+    }
+}
+
+fn merge_metadata(bead: &mut Bead, entries: &BTreeMap<String, Option<String>>) {
+    for (key, value) in entries {
+        match value {
+            Some(value) => bead.metadata.insert(key.clone(), value.clone()),
+            None => bead.metadata.remove(key),
+        };
+    }
+}
+
+/// Applies an update's plain fields (claim already handled, transitions already checked).
+fn apply_fields(bead: &mut Bead, update: &UpdateBead, now: Timestamp) {
+    if let Some(title) = &update.title {
+        bead.title = title.clone();
+    }
+    if let Some(description) = &update.description {
+        bead.description = description.clone();
+    }
+    if let Some(status) = update.status
+        && status != bead.status
+    {
+        bead.status = status;
+        bead.closed_at = (status == Status::Closed).then_some(now);
+        if status != Status::Closed {
+            bead.close_reason = None;
+        }
+    }
+    if let Some(bead_type) = &update.bead_type {
+        bead.bead_type = bead_type.clone();
+    }
+    if update.priority.is_some() {
+        bead.priority = update.priority;
+    }
+    if let Some(assignee) = &update.assignee {
+        bead.assignee = assignee.clone();
+    }
+    if let Some(parent_id) = &update.parent_id {
+        bead.parent_id = (!parent_id.0.is_empty()).then(|| parent_id.clone());
+    }
+    bead.labels.extend(update.add_labels.iter().cloned());
+    for label in &update.remove_labels {
+        bead.labels.remove(label);
+    }
+    merge_metadata(bead, &update.metadata);
+}

@@ -1,0 +1,222 @@
+//! Secondary indexes of one namespace, kept current on every change so that `ready`, `list`,
+//! `children` and `list_by_label` are look-ups, never scans of the whole store.
+//!
+//! Invariant: a bead is in a ready index exactly when it is `open`, not blocked, and not of an
+//! infrastructure type; wisps go to `ready_ephemeral`, every other such bead to `ready`.
+//! Invariant: every bead is in `all`, `by_status`, `by_type`, `by_assignee`, and in `by_label` for
+//! each of its labels, under the key built from its current fields.
+//! The indexes are derived state: they are rebuilt from the beads at load, never persisted.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::model::{Bead, BeadId, Status, is_infrastructure_type};
+
+/// Orders beads by creation (time, then sequence number, which orders ties by id).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CreatedKey {
+    /// Creation time, milliseconds.
+    pub created_at: i64,
+    /// Creation sequence number within the namespace.
+    pub seq: u64,
+    /// The bead.
+    pub id: BeadId,
+}
+
+impl CreatedKey {
+    /// The key of a bead.
+    pub fn of(bead: &Bead) -> CreatedKey {
+        CreatedKey {
+            created_at: bead.created_at.0,
+            seq: bead.seq,
+            id: bead.id.clone(),
+        }
+    }
+}
+
+/// The order of BEADS-SPEC §4: priority ascending with unset last, then creation, then id.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ReadyKey {
+    /// Priority 0..=4, or 5 when unset.
+    pub priority_rank: u8,
+    /// Creation order.
+    pub created: CreatedKey,
+}
+
+impl ReadyKey {
+    /// Rank given to beads with no priority, after every real priority.
+    pub const UNSET_PRIORITY_RANK: u8 = 5;
+
+    /// The key of a bead.
+    pub fn of(bead: &Bead) -> ReadyKey {
+        ReadyKey {
+            priority_rank: bead.priority.unwrap_or(Self::UNSET_PRIORITY_RANK),
+            created: CreatedKey::of(bead),
+        }
+    }
+}
+
+/// Ready beads, whole and partitioned by assignee and by label.
+#[derive(Debug, Default)]
+pub struct ReadyIndex {
+    /// Every ready bead.
+    pub all: BTreeSet<ReadyKey>,
+    /// Ready beads by assignee; the empty string holds the unassigned ones.
+    pub by_assignee: HashMap<String, BTreeSet<ReadyKey>>,
+    /// Ready beads by label.
+    pub by_label: HashMap<String, BTreeSet<ReadyKey>>,
+}
+
+impl ReadyIndex {
+    fn insert(&mut self, bead: &Bead) {
+        let key = ReadyKey::of(bead);
+        for label in &bead.labels {
+            self.by_label.entry(label.clone()).or_default().insert(key.clone());
+        }
+        self.by_assignee.entry(bead.assignee.clone()).or_default().insert(key.clone());
+        self.all.insert(key);
+    }
+
+    fn remove(&mut self, bead: &Bead) {
+        let key = ReadyKey::of(bead);
+        for label in &bead.labels {
+            remove_from(&mut self.by_label, label, &key);
+        }
+        remove_from(&mut self.by_assignee, &bead.assignee, &key);
+        self.all.remove(&key);
+    }
+}
+
+fn remove_from<K, V>(map: &mut HashMap<String, BTreeSet<V>>, name: &K, key: &V)
+where
+    K: AsRef<str> + ?Sized,
+    V: Ord,
+{
+    if let Some(set) = map.get_mut(name.as_ref()) {
+        set.remove(key);
+        if set.is_empty() {
+            map.remove(name.as_ref());
+        }
+    }
+}
+
+/// All secondary indexes of one namespace.
+#[derive(Debug, Default)]
+pub struct Indexes {
+    /// Every bead, by creation.
+    pub all: BTreeSet<CreatedKey>,
+    /// Beads by status.
+    pub by_status: HashMap<Status, BTreeSet<CreatedKey>>,
+    /// Beads by type.
+    pub by_type: HashMap<String, BTreeSet<CreatedKey>>,
+    /// Beads by assignee (empty string: unassigned).
+    pub by_assignee: HashMap<String, BTreeSet<CreatedKey>>,
+    /// Beads by label.
+    pub by_label: HashMap<String, BTreeSet<CreatedKey>>,
+    /// Beads by parent id.
+    pub children: HashMap<BeadId, BTreeSet<CreatedKey>>,
+    /// Reverse dependency edges: target to the beads that depend on it.
+    pub dependents: HashMap<BeadId, BTreeSet<BeadId>>,
+    /// Beads currently blocked (derived from statuses, dependencies and parents).
+    pub blocked: BTreeSet<BeadId>,
+    /// Ready beads that are not wisps.
+    pub ready: ReadyIndex,
+    /// Ready wisps.
+    pub ready_ephemeral: ReadyIndex,
+}
+
+impl Indexes {
+    /// Whether the bead belongs in a ready index, given its current blocked state.
+    pub fn is_ready(&self, bead: &Bead) -> bool {
+        bead.status == Status::Open
+            && !self.blocked.contains(&bead.id)
+            && !is_infrastructure_type(&bead.bead_type)
+    }
+
+    /// Adds a bead under its current fields.
+    pub fn insert(&mut self, bead: &Bead) {
+        let key = CreatedKey::of(bead);
+        self.by_status.entry(bead.status).or_default().insert(key.clone());
+        self.by_type.entry(bead.bead_type.clone()).or_default().insert(key.clone());
+        self.by_assignee.entry(bead.assignee.clone()).or_default().insert(key.clone());
+        for label in &bead.labels {
+            self.by_label.entry(label.clone()).or_default().insert(key.clone());
+        }
+        if let Some(parent_id) = &bead.parent_id {
+            self.children.entry(parent_id.clone()).or_default().insert(key.clone());
+        }
+        for target in bead.depends_on.keys() {
+            self.dependents.entry(target.clone()).or_default().insert(bead.id.clone());
+        }
+        self.all.insert(key);
+        self.insert_ready(bead);
+    }
+
+    /// Removes a bead under its current fields (call before changing them).
+    pub fn remove(&mut self, bead: &Bead) {
+        let key = CreatedKey::of(bead);
+        self.remove_ready(bead);
+        if let Some(set) = self.by_status.get_mut(&bead.status) {
+            set.remove(&key);
+        }
+        remove_from(&mut self.by_type, &bead.bead_type, &key);
+        remove_from(&mut self.by_assignee, &bead.assignee, &key);
+        for label in &bead.labels {
+            remove_from(&mut self.by_label, label, &key);
+        }
+        if let Some(parent_id) = &bead.parent_id
+            && let Some(set) = self.children.get_mut(parent_id)
+        {
+            set.remove(&key);
+            if set.is_empty() {
+                self.children.remove(parent_id);
+            }
+        }
+        for target in bead.depends_on.keys() {
+            if let Some(set) = self.dependents.get_mut(target) {
+                set.remove(&bead.id);
+                if set.is_empty() {
+                    self.dependents.remove(target);
+                }
+            }
+        }
+        self.all.remove(&key);
+    }
+
+    /// Adds the bead to its ready index if it is ready.
+    pub fn insert_ready(&mut self, bead: &Bead) {
+        if self.is_ready(bead) {
+            self.ready_index_mut(bead).insert(bead);
+        }
+    }
+
+    /// Removes the bead from its ready index if it is there.
+    pub fn remove_ready(&mut self, bead: &Bead) {
+        if self.is_ready(bead) {
+            self.ready_index_mut(bead).remove(bead);
+        }
+    }
+
+    fn ready_index_mut(&mut self, bead: &Bead) -> &mut ReadyIndex {
+        if bead.ephemeral {
+            &mut self.ready_ephemeral
+        } else {
+            &mut self.ready
+        }
+    }
+
+    /// Records a change of the bead's blocked state, moving it in or out of the ready index.
+    pub fn set_blocked(&mut self, bead: &Bead, blocked: bool) {
+        self.remove_ready(bead);
+        if blocked {
+            self.blocked.insert(bead.id.clone());
+        } else {
+            self.blocked.remove(&bead.id);
+        }
+        self.insert_ready(bead);
+    }
+
+    /// Forgets the blocked state of a deleted bead.
+    pub fn forget(&mut self, bead_id: &BeadId) {
+        self.blocked.remove(bead_id);
+    }
+}

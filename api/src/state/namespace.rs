@@ -1,0 +1,243 @@
+//! One namespace's beads and the mutating commands on them.
+//!
+//! Every change to a bead goes through [`NamespaceState::modify`], which takes the bead out of the
+//! indexes, changes it, puts it back, marks it dirty for persistence and refreshes the blocked
+//! state of whatever the change can affect. That single path is what keeps the index invariants of
+//! [`super::index`] true.
+//!
+//! Invariant: a bead is blocked exactly when its status is `blocked`, or one of its blocking
+//! dependencies (`blocks`, `conditional-blocks`, `waits-for`) points at a bead that is not closed,
+//! or its parent (or a `parent-child` target) is blocked.
+//! Invariant: neither dependency edges nor parent links form a cycle.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use super::index::Indexes;
+use crate::model::{Bead, BeadId, DepType, Status, Timestamp};
+use crate::outcome::Refusal;
+
+/// How far up a parent chain or along dependency edges any walk goes before it stops.
+pub const GRAPH_WALK_MAX: usize = 100_000;
+
+/// The persisted settings and counters of a namespace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NamespaceMeta {
+    /// Prefix of new ids, fixed at first use.
+    pub prefix: String,
+    /// The sequence number the next bead gets.
+    pub next_seq: u64,
+}
+
+/// One namespace: its beads, their indexes, and what changed since the last persist.
+#[derive(Debug)]
+pub struct NamespaceState {
+    pub(super) meta: NamespaceMeta,
+    pub(super) beads: HashMap<BeadId, Bead>,
+    pub(super) indexes: Indexes,
+    pub(super) dirty_beads: BTreeSet<BeadId>,
+    pub(super) meta_dirty: bool,
+}
+
+impl NamespaceState {
+    /// An empty namespace.
+    pub fn new(meta: NamespaceMeta) -> NamespaceState {
+        NamespaceState {
+            meta,
+            beads: HashMap::new(),
+            indexes: Indexes::default(),
+            dirty_beads: BTreeSet::new(),
+            meta_dirty: true,
+        }
+    }
+
+    /// The bead with this id, or a not-found refusal.
+    pub fn bead(&self, bead_id: &BeadId) -> Result<&Bead, Refusal> {
+        self.beads.get(bead_id).ok_or_else(|| Refusal::NotFound(bead_id.clone()))
+    }
+
+    /// Number of beads.
+    pub fn len(&self) -> usize {
+        self.beads.len()
+    }
+
+    /// Takes a new id, `<prefix>-<n>`; `prefix` overrides the namespace's (a child's parent prefix).
+    pub(super) fn next_id(&mut self, prefix: Option<&str>) -> (BeadId, u64) {
+        let seq = self.meta.next_seq;
+        self.meta.next_seq += 1;
+        self.meta_dirty = true;
+        let prefix = prefix.unwrap_or(&self.meta.prefix);
+        (BeadId(format!("{prefix}-{seq}")), seq)
+    }
+
+    /// Adds a new bead (its dependencies already checked) and indexes it.
+    pub(super) fn insert(&mut self, bead: Bead) {
+        let bead_id = bead.id.clone();
+        assert!(!self.beads.contains_key(&bead_id), "bead id {bead_id} assigned twice");
+        self.indexes.insert(&bead);
+        self.beads.insert(bead_id.clone(), bead);
+        self.dirty_beads.insert(bead_id.clone());
+        self.refresh_blocked(vec![bead_id]);
+    }
+
+    /// Changes one bead through `change`, keeping indexes, persistence and blocked states current.
+    pub(super) fn modify<T>(
+        &mut self,
+        bead_id: &BeadId,
+        now: Timestamp,
+        change: impl FnOnce(&mut Bead) -> T,
+    ) -> Result<T, Refusal> {
+        let mut bead = self
+            .beads
+            .remove(bead_id)
+            .ok_or_else(|| Refusal::NotFound(bead_id.clone()))?;
+        self.indexes.remove(&bead);
+        let before = bead.clone();
+        let result = change(&mut bead);
+        assert_eq!(bead.id, before.id, "a change must not rename a bead");
+        if bead != before {
+            bead.updated_at = now;
+        }
+        self.indexes.insert(&bead);
+        let affected = affected_by_change(&before, &bead);
+        self.beads.insert(bead_id.clone(), bead);
+        self.dirty_beads.insert(bead_id.clone());
+        let mut refresh = vec![bead_id.clone()];
+        if (before.status == Status::Closed) != (self.beads[bead_id].status == Status::Closed) {
+            refresh.extend(self.dependents_of(bead_id));
+        }
+        if affected {
+            self.refresh_blocked(refresh);
+        }
+        Ok(result)
+    }
+
+    /// Removes a bead and every dependency edge that points at it.
+    pub(super) fn remove(&mut self, bead_id: &BeadId, now: Timestamp) -> Result<(), Refusal> {
+        let dependents = self.dependents_of(bead_id);
+        for dependent in &dependents {
+            self.modify(dependent, now, |bead| {
+                bead.depends_on.remove(bead_id);
+            })?;
+        }
+        let bead = self
+            .beads
+            .remove(bead_id)
+            .ok_or_else(|| Refusal::NotFound(bead_id.clone()))?;
+        self.indexes.remove(&bead);
+        self.indexes.forget(bead_id);
+        self.dirty_beads.insert(bead_id.clone());
+        let children: Vec<BeadId> = self.children_of(bead_id);
+        self.refresh_blocked(children);
+        Ok(())
+    }
+
+    /// Beads with an edge to this one.
+    pub(super) fn dependents_of(&self, bead_id: &BeadId) -> Vec<BeadId> {
+        self.indexes
+            .dependents
+            .get(bead_id)
+            .map(|set| set.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Direct children of this bead.
+    pub(super) fn children_of(&self, bead_id: &BeadId) -> Vec<BeadId> {
+        self.indexes
+            .children
+            .get(bead_id)
+            .map(|set| set.iter().map(|key| key.id.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether a bead is blocked now, from its status, dependencies and parent.
+    fn compute_blocked(&self, bead: &Bead) -> bool {
+        if bead.status == Status::Blocked {
+            return true;
+        }
+        let inherited = |target: &BeadId| self.indexes.blocked.contains(target);
+        for (target, dep_type) in &bead.depends_on {
+            let Some(target_bead) = self.beads.get(target) else {
+                continue;
+            };
+            if dep_type.blocks_until_closed() && target_bead.status != Status::Closed {
+                return true;
+            }
+            if dep_type.inherits_blocked() && inherited(target) {
+                return true;
+            }
+        }
+        bead.parent_id.as_ref().is_some_and(inherited)
+    }
+
+    /// Recomputes the blocked state of the given beads, and of whatever inherits it when it flips.
+    /// Work is proportional to the beads whose state can change, never to the namespace.
+    pub(super) fn refresh_blocked(&mut self, start: Vec<BeadId>) {
+        let mut queue: VecDeque<BeadId> = start.into();
+        let mut steps = 0usize;
+        while let Some(bead_id) = queue.pop_front() {
+            steps += 1;
+            assert!(steps <= GRAPH_WALK_MAX.max(self.beads.len() * 2), "blocked-state refresh does not converge");
+            let Some(bead) = self.beads.get(&bead_id) else {
+                continue;
+            };
+            let blocked = self.compute_blocked(bead);
+            if blocked == self.indexes.blocked.contains(&bead_id) {
+                continue;
+            }
+            self.indexes.set_blocked(bead, blocked);
+            queue.extend(self.children_of(&bead_id));
+            for dependent in self.dependents_of(&bead_id) {
+                let inherits = self.beads.get(&dependent).is_some_and(|dependent_bead| {
+                    dependent_bead.depends_on.get(&bead_id).is_some_and(DepType::inherits_blocked)
+                });
+                if inherits {
+                    queue.push_back(dependent);
+                }
+            }
+        }
+    }
+
+    /// Whether making `from` wait for `to` (through an edge or a parent link) would close a cycle.
+    pub(super) fn would_cycle(&self, from: &BeadId, to: &BeadId) -> bool {
+        if from == to {
+            return true;
+        }
+        let mut stack = vec![to.clone()];
+        let mut seen = BTreeSet::new();
+        while let Some(current) = stack.pop() {
+            if &current == from {
+                return true;
+            }
+            if seen.len() >= GRAPH_WALK_MAX || !seen.insert(current.clone()) {
+                continue;
+            }
+            if let Some(bead) = self.beads.get(&current) {
+                stack.extend(bead.depends_on.keys().cloned());
+                stack.extend(bead.parent_id.iter().cloned());
+            }
+        }
+        false
+    }
+
+    /// Whether `bead_id` is `ancestor` or lies below it.
+    pub(super) fn is_below(&self, bead_id: &BeadId, ancestor: &BeadId) -> bool {
+        let mut current = Some(bead_id.clone());
+        for _ in 0..GRAPH_WALK_MAX {
+            match current {
+                Some(ref id) if id == ancestor => return true,
+                Some(ref id) => current = self.beads.get(id).and_then(|bead| bead.parent_id.clone()),
+                None => return false,
+            }
+        }
+        false
+    }
+}
+
+/// Whether a change can alter the bead's own blocked state or that of its dependents.
+fn affected_by_change(before: &Bead, after: &Bead) -> bool {
+    before.status != after.status
+        || before.parent_id != after.parent_id
+        || before.depends_on != after.depends_on
+}

@@ -1,0 +1,199 @@
+//! Reads of one namespace, each served from the smallest index that answers it.
+//!
+//! `ready` walks a ready index in ready order and stops at the limit, so `ready --limit 1` costs
+//! the same over a million beads as over a hundred; `list` walks the smallest of the indexes its
+//! filters name. Only filters that no index serves are checked bead by bead.
+
+use std::collections::BTreeSet;
+
+use super::index::{CreatedKey, ReadyIndex, ReadyKey};
+use super::namespace::NamespaceState;
+use crate::command::{DepDirection, ListFilter, ListSort, ReadyFilter};
+use crate::limits::LIST_RESULTS_MAX;
+use crate::model::{Bead, BeadId, Dependency, Status, Timestamp};
+use crate::outcome::{Outcome, Refusal};
+
+/// The effective cap of a list: `limit`, or [`LIST_RESULTS_MAX`] + 1 when unlimited, so an
+/// over-long unlimited answer can be detected and refused.
+fn cap(limit: u32) -> usize {
+    if limit == 0 { LIST_RESULTS_MAX + 1 } else { (limit as usize).min(LIST_RESULTS_MAX) }
+}
+
+fn check_cap(limit: u32, found: usize) -> Result<(), Refusal> {
+    if limit == 0 && found > LIST_RESULTS_MAX {
+        return Err(Refusal::TooManyResults { limit: LIST_RESULTS_MAX });
+    }
+    Ok(())
+}
+
+impl NamespaceState {
+    fn ready_source<'a>(index: &'a ReadyIndex, filter: &ReadyFilter) -> Option<&'a BTreeSet<ReadyKey>> {
+        if let Some(assignee) = &filter.assignee {
+            return index.by_assignee.get(assignee);
+        }
+        if filter.unassigned {
+            return index.by_assignee.get("");
+        }
+        if let Some(label) = filter.labels_all.first() {
+            return index.by_label.get(label);
+        }
+        Some(&index.all)
+    }
+
+    fn matches_ready(&self, bead: &Bead, filter: &ReadyFilter, now: Timestamp) -> bool {
+        let has = |label: &String| bead.labels.contains(label);
+        let metadata_ok = filter.metadata_equals.iter().all(|(key, value)| bead.metadata.get(key) == Some(value))
+            && filter.metadata_has_keys.iter().all(|key| bead.metadata.contains_key(key));
+        filter.assignee.as_ref().is_none_or(|assignee| &bead.assignee == assignee)
+            && (!filter.unassigned || bead.assignee.is_empty())
+            && filter.labels_all.iter().all(has)
+            && (filter.labels_any.is_empty() || filter.labels_any.iter().any(has))
+            && !filter.exclude_labels.iter().any(has)
+            && metadata_ok
+            && (filter.types.is_empty() || filter.types.contains(&bead.bead_type))
+            && !filter.exclude_types.contains(&bead.bead_type)
+            && bead.defer_until.is_none_or(|until| until <= now)
+            && filter.parent.as_ref().is_none_or(|parent| bead.id != *parent && self.is_below(&bead.id, parent))
+    }
+
+    /// Ids of ready beads matching the filter and `accept`, in ready order, up to the limit.
+    pub(super) fn ready_ids(
+        &self,
+        filter: &ReadyFilter,
+        now: Timestamp,
+        accept: impl Fn(&Bead) -> bool,
+    ) -> Result<Vec<BeadId>, Refusal> {
+        let limit = cap(filter.limit);
+        let mut sources = vec![&self.indexes.ready];
+        if filter.include_ephemeral {
+            sources.push(&self.indexes.ready_ephemeral);
+        }
+        let mut found: Vec<&ReadyKey> = Vec::new();
+        for index in sources {
+            let Some(source) = Self::ready_source(index, filter) else { continue };
+            let matching = source.iter().filter(|key| {
+                let bead = &self.beads[&key.created.id];
+                self.matches_ready(bead, filter, now) && accept(bead)
+            });
+            found.extend(matching.take(limit));
+        }
+        found.sort();
+        found.truncate(limit);
+        check_cap(filter.limit, found.len())?;
+        Ok(found.into_iter().map(|key| key.created.id.clone()).collect())
+    }
+
+    /// `ready` (BEADS-SPEC §4).
+    pub(super) fn ready(&self, filter: &ReadyFilter, now: Timestamp) -> Result<Outcome, Refusal> {
+        let ids = self.ready_ids(filter, now, |_| true)?;
+        Ok(Outcome::Beads(ids.iter().map(|bead_id| self.beads[bead_id].clone()).collect()))
+    }
+
+    fn list_sources(&self, filter: &ListFilter) -> Vec<Option<&BTreeSet<CreatedKey>>> {
+        let indexes = &self.indexes;
+        let mut sources = Vec::new();
+        if let Some(parent) = &filter.parent {
+            sources.push(indexes.children.get(parent));
+        }
+        if let Some(label) = filter.labels_all.first() {
+            sources.push(indexes.by_label.get(label));
+        }
+        if let Some(assignee) = &filter.assignee {
+            sources.push(indexes.by_assignee.get(assignee));
+        }
+        if let Some(bead_type) = &filter.bead_type {
+            sources.push(indexes.by_type.get(bead_type));
+        }
+        if let Some(status) = &filter.status {
+            sources.push(indexes.by_status.get(status));
+        }
+        sources
+    }
+
+    fn matches_list(bead: &Bead, filter: &ListFilter) -> bool {
+        let include_closed = filter.all || filter.status == Some(Status::Closed);
+        (include_closed || bead.status != Status::Closed)
+            && filter.status.is_none_or(|status| bead.status == status)
+            && filter.assignee.as_ref().is_none_or(|assignee| &bead.assignee == assignee)
+            && filter.labels_all.iter().all(|label| bead.labels.contains(label))
+            && filter.bead_type.as_ref().is_none_or(|bead_type| &bead.bead_type == bead_type)
+            && filter.parent.as_ref().is_none_or(|parent| bead.parent_id.as_ref() == Some(parent))
+            && filter.metadata_equals.iter().all(|(key, value)| bead.metadata.get(key) == Some(value))
+    }
+
+    /// `list`: filters AND-ed, closed left out unless asked, newest first by default.
+    pub(super) fn list(&self, filter: &ListFilter) -> Result<Outcome, Refusal> {
+        if filter.is_unfiltered() && !filter.all {
+            return Err(Refusal::UnfilteredList);
+        }
+        let empty = BTreeSet::new();
+        let source = if filter.is_unfiltered() {
+            &self.indexes.all
+        } else {
+            let sources = self.list_sources(filter);
+            let smallest = sources.into_iter().min_by_key(|source| source.map_or(0, BTreeSet::len));
+            smallest.flatten().unwrap_or(&empty)
+        };
+        let beads = self.walk_created(source, filter.sort, filter.limit, |bead| Self::matches_list(bead, filter))?;
+        Ok(Outcome::Beads(beads))
+    }
+
+    fn walk_created(
+        &self,
+        source: &BTreeSet<CreatedKey>,
+        sort: ListSort,
+        limit: u32,
+        accept: impl Fn(&Bead) -> bool,
+    ) -> Result<Vec<Bead>, Refusal> {
+        let keys: Box<dyn Iterator<Item = &CreatedKey>> = match sort {
+            ListSort::CreatedAsc => Box::new(source.iter()),
+            ListSort::CreatedDesc => Box::new(source.iter().rev()),
+        };
+        let beads: Vec<Bead> = keys
+            .map(|key| &self.beads[&key.id])
+            .filter(|bead| accept(bead))
+            .take(cap(limit))
+            .cloned()
+            .collect();
+        check_cap(limit, beads.len())?;
+        Ok(beads)
+    }
+
+    /// Beads whose parent is this id (store invariant 10), oldest first.
+    pub(super) fn children(&self, parent: &BeadId, include_closed: bool) -> Result<Outcome, Refusal> {
+        let empty = BTreeSet::new();
+        let source = self.indexes.children.get(parent).unwrap_or(&empty);
+        let beads = self.walk_created(source, ListSort::CreatedAsc, 0, |bead| {
+            include_closed || bead.status != Status::Closed
+        })?;
+        Ok(Outcome::Beads(beads))
+    }
+
+    /// Beads with exactly this label, newest first, closed included (store invariant 11).
+    pub(super) fn list_by_label(&self, label: &str, limit: u32) -> Result<Outcome, Refusal> {
+        let empty = BTreeSet::new();
+        let source = self.indexes.by_label.get(label).unwrap_or(&empty);
+        Ok(Outcome::Beads(self.walk_created(source, ListSort::CreatedDesc, limit, |_| true)?))
+    }
+
+    /// Edges of a bead; an unknown id has none.
+    pub(super) fn dep_list(&self, bead_id: &BeadId, direction: DepDirection) -> Outcome {
+        let rows: Vec<Dependency> = match direction {
+            DepDirection::Down => self.beads.get(bead_id).map(Bead::dependencies).unwrap_or_default(),
+            DepDirection::Up => self
+                .dependents_of(bead_id)
+                .iter()
+                .filter_map(|dependent| self.beads.get(dependent))
+                .flat_map(Bead::dependencies)
+                .filter(|row| &row.depends_on_id == bead_id)
+                .collect(),
+        };
+        Outcome::Dependencies(rows)
+    }
+
+    /// Beads by id; every id must exist.
+    pub(super) fn get(&self, ids: &[BeadId]) -> Result<Outcome, Refusal> {
+        let beads = ids.iter().map(|bead_id| self.bead(bead_id).cloned()).collect::<Result<_, _>>()?;
+        Ok(Outcome::Beads(beads))
+    }
+}

@@ -1,0 +1,706 @@
+//! State-machine tests: one `Harness` that applies commands like the log would, the twelve store
+//! invariants of BEADS-SPEC §2 each under its own name, then table tests per command.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::*;
+use crate::command::*;
+use crate::model::*;
+use crate::outcome::Outcome;
+
+struct Harness {
+    state: State,
+    now: i64,
+    namespace: Namespace,
+}
+
+impl Harness {
+    fn new() -> Harness {
+        Harness { state: State::new(), now: 1_000, namespace: Namespace::default_namespace() }
+    }
+
+    fn apply_with(&mut self, request_id: Option<RequestId>, command: Command) -> Answer {
+        self.now += 1;
+        let proposal = Proposal {
+            request_id,
+            timestamp: Timestamp(self.now),
+            default_prefix: "st".into(),
+            namespace: self.namespace.clone(),
+            command,
+        };
+        let answer = self.state.apply(&proposal);
+        self.check_persistence();
+        answer
+    }
+
+    /// Every apply is followed by a persist; reloading from the records must give the same state.
+    fn check_persistence(&mut self) {
+        self.state.take_changes();
+        let reloaded = State::from_records(self.state.records()).expect("records reload");
+        assert_eq!(reloaded.digest(), self.state.digest());
+    }
+
+    fn apply(&mut self, command: Command) -> Answer {
+        self.apply_with(None, command)
+    }
+
+    fn query(&self, query: Query) -> Answer {
+        self.state.query(&self.namespace, &query)
+    }
+
+    fn create(&mut self, title: &str) -> BeadId {
+        self.create_with(CreateBead { title: title.into(), ..Default::default() })
+    }
+
+    fn create_with(&mut self, create: CreateBead) -> BeadId {
+        bead_of(self.apply(Command::Create(create))).id
+    }
+
+    fn get(&self, bead_id: &BeadId) -> Bead {
+        beads_of(self.query(Query::Get { ids: vec![bead_id.clone()] })).remove(0)
+    }
+
+    fn ready(&self, filter: ReadyFilter) -> Vec<BeadId> {
+        let answer = self.query(Query::Ready { filter, now: Timestamp(self.now) });
+        beads_of(answer).into_iter().map(|bead| bead.id).collect()
+    }
+
+    fn ready_all(&self) -> Vec<BeadId> {
+        self.ready(ReadyFilter { limit: 0, ..Default::default() })
+    }
+
+    fn claim(&mut self, bead_id: &BeadId, actor: &str) -> Answer {
+        self.apply(Command::Claim { id: bead_id.clone(), actor: Actor(actor.into()) })
+    }
+
+    fn close(&mut self, bead_id: &BeadId) -> Answer {
+        self.apply(Command::Close { ids: vec![bead_id.clone()], reason: None })
+    }
+}
+
+/// The state's beads and namespaces (the clock and dedup table move on every apply).
+fn content(state: &State) -> String {
+    let records: Vec<_> = state
+        .records()
+        .into_iter()
+        .filter(|(key, _)| matches!(key, RecordKey::Bead(..) | RecordKey::Namespace(_)))
+        .collect();
+    format!("{records:?}")
+}
+
+fn bead_of(answer: Answer) -> Bead {
+    match answer {
+        Ok(Outcome::Bead(bead)) => *bead,
+        other => panic!("expected one bead, got {other:?}"),
+    }
+}
+
+fn beads_of(answer: Answer) -> Vec<Bead> {
+    match answer {
+        Ok(Outcome::Beads(beads)) => beads,
+        other => panic!("expected beads, got {other:?}"),
+    }
+}
+
+fn ids(names: &[&BeadId]) -> Vec<BeadId> {
+    names.iter().map(|bead_id| (*bead_id).clone()).collect()
+}
+
+fn labels(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|name| name.to_string()).collect()
+}
+
+// ---- The twelve store invariants of BEADS-SPEC §2 ----
+
+#[test]
+fn invariant_01_create_assigns_unique_nonempty_ids() {
+    let mut harness = Harness::new();
+    let created: BTreeSet<BeadId> = (0..200).map(|n| harness.create(&format!("bead {n}"))).collect();
+    assert_eq!(created.len(), 200);
+    assert!(created.iter().all(|bead_id| !bead_id.0.is_empty() && bead_id.0.starts_with("st-")));
+}
+
+#[test]
+fn invariant_02_create_always_yields_open() {
+    let mut harness = Harness::new();
+    let bead_id = harness.create_with(CreateBead {
+        title: "t".into(),
+        requested_status: Some(Status::Closed),
+        ..Default::default()
+    });
+    assert_eq!(harness.get(&bead_id).status, Status::Open);
+}
+
+#[test]
+fn invariant_03_create_defaults_type_to_task_and_keeps_explicit() {
+    let mut harness = Harness::new();
+    let default = harness.create("a");
+    let explicit = harness.create_with(CreateBead { title: "b".into(), bead_type: "bug".into(), ..Default::default() });
+    assert_eq!(harness.get(&default).bead_type, "task");
+    assert_eq!(harness.get(&explicit).bead_type, "bug");
+}
+
+#[test]
+fn invariant_04_create_stamps_created_at_with_proposal_time() {
+    let mut harness = Harness::new();
+    let bead_id = harness.create("a");
+    let bead = harness.get(&bead_id);
+    assert_eq!(bead.created_at, Timestamp(harness.now));
+    assert_eq!(bead.updated_at, bead.created_at);
+}
+
+#[test]
+fn invariant_05_get_of_missing_id_is_not_found() {
+    let harness = Harness::new();
+    let answer = harness.query(Query::Get { ids: vec!["st-404".into()] });
+    assert_eq!(answer, Err(Refusal::NotFound("st-404".into())));
+    assert!(answer.unwrap_err().to_string().contains("not found"));
+}
+
+#[test]
+fn invariant_06_close_is_idempotent() {
+    let mut harness = Harness::new();
+    let bead_id = harness.create("a");
+    let first = beads_of(harness.close(&bead_id)).remove(0);
+    let second = beads_of(harness.close(&bead_id)).remove(0);
+    assert_eq!(first.status, Status::Closed);
+    assert_eq!(second.status, Status::Closed);
+    assert_eq!(first.closed_at, second.closed_at, "a second close changes nothing");
+}
+
+#[test]
+fn invariant_07_closed_bead_never_ready() {
+    let mut harness = Harness::new();
+    let bead_id = harness.create("a");
+    assert_eq!(harness.ready_all(), ids(&[&bead_id]));
+    harness.close(&bead_id).unwrap();
+    assert!(harness.ready_all().is_empty());
+}
+
+#[test]
+fn invariant_08_empty_update_changes_nothing() {
+    let mut harness = Harness::new();
+    let bead_id = harness.create("a");
+    let before = harness.get(&bead_id);
+    let after = bead_of(harness.apply(Command::Update(UpdateBead { id: bead_id.clone(), ..Default::default() })));
+    assert_eq!(before, after);
+    assert_eq!(before, harness.get(&bead_id));
+}
+
+#[test]
+fn invariant_09_update_labels_add_and_remove_labels_removes() {
+    let mut harness = Harness::new();
+    let bead_id = harness.create_with(CreateBead { title: "a".into(), labels: labels(&["x"]), ..Default::default() });
+    let update = UpdateBead { id: bead_id.clone(), add_labels: labels(&["y"]), ..Default::default() };
+    assert_eq!(bead_of(harness.apply(Command::Update(update))).labels, labels(&["x", "y"]));
+    let update = UpdateBead { id: bead_id.clone(), remove_labels: labels(&["x"]), ..Default::default() };
+    assert_eq!(bead_of(harness.apply(Command::Update(update))).labels, labels(&["y"]));
+}
+
+#[test]
+fn invariant_10_children_are_exactly_the_beads_with_that_parent() {
+    let mut harness = Harness::new();
+    let parent = harness.create("parent");
+    let other = harness.create("other");
+    let child_a = harness.create_with(CreateBead { title: "a".into(), parent_id: Some(parent.clone()), ..Default::default() });
+    let child_b = harness.create_with(CreateBead { title: "b".into(), parent_id: Some(parent.clone()), ..Default::default() });
+    harness.create_with(CreateBead { title: "c".into(), parent_id: Some(other), ..Default::default() });
+    let children = beads_of(harness.query(Query::Children { parent, include_closed: true }));
+    assert_eq!(children.into_iter().map(|bead| bead.id).collect::<Vec<_>>(), vec![child_a, child_b]);
+}
+
+#[test]
+fn invariant_11_list_by_label_exact_unlimited_newest_first() {
+    let mut harness = Harness::new();
+    let first = harness.create_with(CreateBead { title: "a".into(), labels: labels(&["pool:web"]), ..Default::default() });
+    harness.create_with(CreateBead { title: "b".into(), labels: labels(&["pool:web-2"]), ..Default::default() });
+    let second = harness.create_with(CreateBead { title: "c".into(), labels: labels(&["pool:web"]), ..Default::default() });
+    let listed = beads_of(harness.query(Query::ListByLabel { label: "pool:web".into(), limit: 0 }));
+    assert_eq!(listed.into_iter().map(|bead| bead.id).collect::<Vec<_>>(), vec![second.clone(), first]);
+    let limited = beads_of(harness.query(Query::ListByLabel { label: "pool:web".into(), limit: 1 }));
+    assert_eq!(limited.into_iter().map(|bead| bead.id).collect::<Vec<_>>(), vec![second]);
+    assert!(beads_of(harness.query(Query::ListByLabel { label: "pool".into(), limit: 0 })).is_empty());
+}
+
+#[test]
+fn invariant_12_container_types_are_case_sensitive() {
+    assert!(is_container_type("convoy"));
+    assert!(!is_container_type("CONVOY"));
+    let mut harness = Harness::new();
+    let bead_id = harness.create_with(CreateBead { title: "a".into(), bead_type: "CONVOY".into(), ..Default::default() });
+    assert_eq!(harness.get(&bead_id).bead_type, "CONVOY");
+}
+
+// ---- Claim (BEADS-SPEC §3) ----
+
+#[test]
+fn claim_table() {
+    struct Case {
+        name: &'static str,
+        setup: fn(&mut Harness, &BeadId),
+        actor: &'static str,
+        expect: fn(&BeadId, Answer),
+    }
+    let cases = [
+        Case {
+            name: "open and unassigned is claimed",
+            setup: |_, _| {},
+            actor: "alice",
+            expect: |_, answer| {
+                let bead = bead_of(answer);
+                assert_eq!((bead.status, bead.assignee.as_str()), (Status::InProgress, "alice"));
+                assert!(bead.started_at.is_some());
+            },
+        },
+        Case {
+            name: "claiming again by the holder succeeds",
+            setup: |harness, bead_id| {
+                harness.claim(bead_id, "alice").unwrap();
+            },
+            actor: "alice",
+            expect: |_, answer| assert_eq!(bead_of(answer).assignee, "alice"),
+        },
+        Case {
+            name: "held by another actor",
+            setup: |harness, bead_id| {
+                harness.claim(bead_id, "bob").unwrap();
+            },
+            actor: "alice",
+            expect: |bead_id, answer| {
+                let refusal = answer.unwrap_err();
+                assert_eq!(refusal, Refusal::AlreadyClaimed { id: bead_id.clone(), holder: "bob".into() });
+                assert!(refusal.to_string().contains("already claimed by bob"));
+            },
+        },
+        Case {
+            name: "open but assigned to another actor",
+            setup: |harness, bead_id| {
+                let update = UpdateBead { id: bead_id.clone(), assignee: Some("bob".into()), ..Default::default() };
+                harness.apply(Command::Update(update)).unwrap();
+            },
+            actor: "alice",
+            expect: |_, answer| assert!(matches!(answer, Err(Refusal::AlreadyClaimed { .. }))),
+        },
+        Case {
+            name: "open and assigned to the claimer",
+            setup: |harness, bead_id| {
+                let update = UpdateBead { id: bead_id.clone(), assignee: Some("alice".into()), ..Default::default() };
+                harness.apply(Command::Update(update)).unwrap();
+            },
+            actor: "alice",
+            expect: |_, answer| assert_eq!(bead_of(answer).status, Status::InProgress),
+        },
+        Case {
+            name: "closed is not claimable",
+            setup: |harness, bead_id| {
+                harness.close(bead_id).unwrap();
+            },
+            actor: "alice",
+            expect: |bead_id, answer| {
+                let refusal = answer.unwrap_err();
+                assert_eq!(refusal, Refusal::NotClaimable { id: bead_id.clone(), status: Status::Closed });
+                assert!(refusal.to_string().contains("not claimable (status closed)"));
+            },
+        },
+        Case {
+            name: "deferred is not claimable",
+            setup: |harness, bead_id| {
+                let update = UpdateBead { id: bead_id.clone(), status: Some(Status::Deferred), ..Default::default() };
+                harness.apply(Command::Update(update)).unwrap();
+            },
+            actor: "alice",
+            expect: |_, answer| assert!(matches!(answer, Err(Refusal::NotClaimable { status: Status::Deferred, .. }))),
+        },
+    ];
+    for case in cases {
+        let mut harness = Harness::new();
+        let bead_id = harness.create("work");
+        (case.setup)(&mut harness, &bead_id);
+        let before = content(&harness.state);
+        let answer = harness.claim(&bead_id, case.actor);
+        if answer.is_err() {
+            assert_eq!(before, content(&harness.state), "refused claim changed state: {}", case.name);
+        }
+        (case.expect)(&bead_id, answer);
+    }
+}
+
+#[test]
+fn claim_of_missing_bead_is_not_found() {
+    let mut harness = Harness::new();
+    assert_eq!(harness.claim(&"st-9".into(), "alice"), Err(Refusal::NotFound("st-9".into())));
+}
+
+#[test]
+fn claim_next_takes_first_ready_in_order_and_skips_held() {
+    let mut harness = Harness::new();
+    let low = harness.create_with(CreateBead { title: "low".into(), priority: Some(3), ..Default::default() });
+    let high = harness.create_with(CreateBead { title: "high".into(), priority: Some(0), ..Default::default() });
+    let unset = harness.create("unset");
+    let next = |harness: &mut Harness, actor: &str| {
+        let command = Command::ClaimNext { actor: Actor(actor.into()), filter: ReadyFilter::default() };
+        beads_of(harness.apply(command)).into_iter().map(|bead| bead.id).collect::<Vec<_>>()
+    };
+    assert_eq!(next(&mut harness, "a"), vec![high]);
+    assert_eq!(next(&mut harness, "b"), vec![low]);
+    assert_eq!(next(&mut harness, "c"), vec![unset]);
+    assert!(next(&mut harness, "d").is_empty());
+}
+
+#[test]
+fn claim_next_skips_beads_assigned_to_others() {
+    let mut harness = Harness::new();
+    harness.create_with(CreateBead { title: "bob's".into(), assignee: "bob".into(), priority: Some(0), ..Default::default() });
+    let free = harness.create("free");
+    let command = Command::ClaimNext { actor: Actor("alice".into()), filter: ReadyFilter::default() };
+    assert_eq!(beads_of(harness.apply(command))[0].id, free);
+}
+
+// ---- Ready (BEADS-SPEC §4) ----
+
+#[test]
+fn ready_order_priority_then_created_then_id() {
+    let mut harness = Harness::new();
+    let unset = harness.create("unset");
+    let p2 = harness.create_with(CreateBead { title: "p2".into(), priority: Some(2), ..Default::default() });
+    let p0 = harness.create_with(CreateBead { title: "p0".into(), priority: Some(0), ..Default::default() });
+    let p2_later = harness.create_with(CreateBead { title: "p2b".into(), priority: Some(2), ..Default::default() });
+    assert_eq!(harness.ready_all(), ids(&[&p0, &p2, &p2_later, &unset]));
+}
+
+#[test]
+fn ready_excludes_infrastructure_types_ephemeral_blocked_and_deferred() {
+    let mut harness = Harness::new();
+    let plain = harness.create("plain");
+    for bead_type in INFRASTRUCTURE_TYPES {
+        harness.create_with(CreateBead { title: "infra".into(), bead_type: bead_type.into(), ..Default::default() });
+    }
+    let wisp = harness.create_with(CreateBead { title: "wisp".into(), ephemeral: true, ..Default::default() });
+    let later = Timestamp(harness.now + 1_000_000);
+    harness.create_with(CreateBead { title: "deferred".into(), defer_until: Some(later), ..Default::default() });
+    let blocker = harness.create("blocker");
+    harness.create_with(CreateBead { title: "blocked".into(), needs: vec![blocker.0.clone()], ..Default::default() });
+    assert_eq!(harness.ready_all(), ids(&[&plain, &blocker]));
+    let with_wisps = harness.ready(ReadyFilter { include_ephemeral: true, limit: 0, ..Default::default() });
+    assert_eq!(with_wisps, ids(&[&plain, &wisp, &blocker]));
+}
+
+#[test]
+fn ready_becomes_ready_when_blocker_closes_and_blocked_again_on_reopen() {
+    let mut harness = Harness::new();
+    let blocker = harness.create("blocker");
+    let waiting = harness.create("waiting");
+    harness
+        .apply(Command::DepAdd { issue_id: waiting.clone(), depends_on_id: blocker.clone(), dep_type: DepType::blocks() })
+        .unwrap();
+    assert_eq!(harness.ready_all(), ids(&[&blocker]));
+    harness.close(&blocker).unwrap();
+    assert_eq!(harness.ready_all(), ids(&[&waiting]));
+    harness.apply(Command::Reopen { id: blocker.clone() }).unwrap();
+    assert_eq!(harness.ready_all(), ids(&[&blocker]));
+}
+
+#[test]
+fn ready_child_of_blocked_parent_is_blocked() {
+    let mut harness = Harness::new();
+    let blocker = harness.create("blocker");
+    let parent = harness.create_with(CreateBead { title: "parent".into(), needs: vec![blocker.0.clone()], ..Default::default() });
+    let child = harness.create_with(CreateBead { title: "child".into(), parent_id: Some(parent.clone()), ..Default::default() });
+    let grandchild = harness.create_with(CreateBead { title: "gc".into(), parent_id: Some(child.clone()), ..Default::default() });
+    assert_eq!(harness.ready_all(), ids(&[&blocker]));
+    harness.close(&blocker).unwrap();
+    assert_eq!(harness.ready_all(), ids(&[&parent, &child, &grandchild]));
+    let update = UpdateBead { id: parent.clone(), status: Some(Status::Blocked), ..Default::default() };
+    harness.apply(Command::Update(update)).unwrap();
+    assert!(harness.ready_all().is_empty());
+}
+
+#[test]
+fn ready_waits_for_and_related_edges() {
+    let mut harness = Harness::new();
+    let gate = harness.create("gate");
+    let waits = harness.create_with(CreateBead { title: "w".into(), needs: vec![format!("waits-for:{gate}")], ..Default::default() });
+    let related = harness.create_with(CreateBead { title: "r".into(), needs: vec![format!("related:{gate}")], ..Default::default() });
+    assert_eq!(harness.ready_all(), ids(&[&gate, &related]));
+    harness.close(&gate).unwrap();
+    assert_eq!(harness.ready_all(), ids(&[&waits, &related]));
+}
+
+#[test]
+fn ready_filters_table() {
+    let mut harness = Harness::new();
+    let mut metadata = BTreeMap::new();
+    metadata.insert("gc.routed_to".to_string(), "web".to_string());
+    let routed = harness.create_with(CreateBead { title: "routed".into(), metadata, ..Default::default() });
+    let alice = harness.create_with(CreateBead { title: "alice".into(), assignee: "alice".into(), labels: labels(&["a", "b"]), ..Default::default() });
+    let bug = harness.create_with(CreateBead { title: "bug".into(), bead_type: "bug".into(), labels: labels(&["b"]), ..Default::default() });
+    let parent = harness.create_with(CreateBead { title: "epic".into(), bead_type: "epic".into(), ..Default::default() });
+    let child = harness.create_with(CreateBead { title: "child".into(), parent_id: Some(parent.clone()), ..Default::default() });
+    let grandchild = harness.create_with(CreateBead { title: "gc".into(), parent_id: Some(child.clone()), ..Default::default() });
+    let cases: Vec<(&str, ReadyFilter, Vec<BeadId>)> = vec![
+        ("assignee", ReadyFilter { assignee: Some("alice".into()), ..Default::default() }, ids(&[&alice])),
+        ("unassigned", ReadyFilter { unassigned: true, ..Default::default() }, ids(&[&routed, &bug, &parent, &child, &grandchild])),
+        ("label all", ReadyFilter { labels_all: vec!["a".into(), "b".into()], ..Default::default() }, ids(&[&alice])),
+        ("label any", ReadyFilter { labels_any: vec!["a".into(), "b".into()], ..Default::default() }, ids(&[&alice, &bug])),
+        ("exclude label", ReadyFilter { exclude_labels: vec!["b".into()], ..Default::default() }, ids(&[&routed, &parent, &child, &grandchild])),
+        ("metadata field", ReadyFilter { metadata_equals: vec![("gc.routed_to".into(), "web".into())], ..Default::default() }, ids(&[&routed])),
+        ("has metadata key", ReadyFilter { metadata_has_keys: vec!["gc.routed_to".into()], ..Default::default() }, ids(&[&routed])),
+        ("parent recursive", ReadyFilter { parent: Some(parent.clone()), ..Default::default() }, ids(&[&child, &grandchild])),
+        ("type", ReadyFilter { types: vec!["bug".into()], ..Default::default() }, ids(&[&bug])),
+        ("exclude type", ReadyFilter { exclude_types: vec!["task".into(), "epic".into()], ..Default::default() }, ids(&[&bug])),
+        ("limit", ReadyFilter { limit: 2, ..Default::default() }, ids(&[&routed, &alice])),
+    ];
+    for (name, filter, expected) in cases {
+        assert_eq!(harness.ready(filter), expected, "filter {name}");
+    }
+}
+
+// ---- Update, transitions, metadata ----
+
+#[test]
+fn update_invalid_transition_names_current_and_allowed() {
+    let mut harness = Harness::new();
+    let bead_id = harness.create("a");
+    harness.close(&bead_id).unwrap();
+    let update = UpdateBead { id: bead_id.clone(), status: Some(Status::InProgress), ..Default::default() };
+    let refusal = harness.apply(Command::Update(update)).unwrap_err();
+    let message = refusal.to_string();
+    assert!(message.contains("from closed to in_progress"), "{message}");
+    assert!(message.contains("allowed from closed: open"), "{message}");
+    assert_eq!(harness.get(&bead_id).status, Status::Closed);
+}
+
+#[test]
+fn transition_table_is_consistent() {
+    for from in Status::ALL {
+        assert!(from.can_become(from), "{from} to itself");
+        assert!(!from.allowed_next().contains(&from), "{from} lists itself");
+        if from != Status::Closed {
+            assert!(from.can_become(Status::Closed), "{from} can close");
+        }
+    }
+    assert_eq!(Status::Closed.allowed_next(), &[Status::Open]);
+}
+
+#[test]
+fn update_with_claim_is_atomic() {
+    let mut harness = Harness::new();
+    let bead_id = harness.create("a");
+    harness.claim(&bead_id, "bob").unwrap();
+    let update = UpdateBead { id: bead_id.clone(), title: Some("new".into()), claim_for: Some(Actor("alice".into())), ..Default::default() };
+    assert!(matches!(harness.apply(Command::Update(update)), Err(Refusal::AlreadyClaimed { .. })));
+    assert_eq!(harness.get(&bead_id).title, "a", "a lost claim changes nothing");
+}
+
+#[test]
+fn set_metadata_sets_keys_independently_and_batches_atomically() {
+    let mut harness = Harness::new();
+    let bead_id = harness.create("a");
+    let set = |key: &str, value: Option<&str>| Command::SetMetadata {
+        id: bead_id.clone(),
+        entries: [(key.to_string(), value.map(str::to_string))].into_iter().collect(),
+    };
+    harness.apply(set("a", Some("1"))).unwrap();
+    harness.apply(set("b", Some(""))).unwrap();
+    let bead = harness.get(&bead_id);
+    assert_eq!(bead.metadata.get("a").map(String::as_str), Some("1"));
+    assert_eq!(bead.metadata.get("b").map(String::as_str), Some(""), "empty is not absent");
+    harness.apply(set("a", None)).unwrap();
+    assert!(!harness.get(&bead_id).metadata.contains_key("a"));
+    let too_big = "x".repeat(crate::limits::METADATA_VALUE_BYTES_MAX + 1);
+    let batch = Command::SetMetadata {
+        id: bead_id.clone(),
+        entries: [("c".to_string(), Some("ok".to_string())), ("d".to_string(), Some(too_big))].into_iter().collect(),
+    };
+    assert!(matches!(harness.apply(batch), Err(Refusal::TooLarge { .. })));
+    assert!(!harness.get(&bead_id).metadata.contains_key("c"), "a refused batch sets no key");
+    assert_eq!(harness.apply(set("a", Some("1")).clone()).is_ok(), true);
+    let missing = Command::SetMetadata { id: "st-99".into(), entries: [("a".to_string(), Some("1".to_string()))].into_iter().collect() };
+    assert_eq!(harness.apply(missing), Err(Refusal::NotFound("st-99".into())));
+}
+
+#[test]
+fn bad_input_is_refused_and_changes_nothing() {
+    let long = |n: usize| "x".repeat(n + 1);
+    let cases: Vec<(&str, Command)> = vec![
+        ("empty title", Command::Create(CreateBead { title: "  ".into(), ..Default::default() })),
+        ("oversized title", Command::Create(CreateBead { title: long(crate::limits::TITLE_BYTES_MAX), ..Default::default() })),
+        ("oversized description", Command::Create(CreateBead { title: "t".into(), description: long(crate::limits::DESCRIPTION_BYTES_MAX), ..Default::default() })),
+        ("priority out of range", Command::Create(CreateBead { title: "t".into(), priority: Some(9), ..Default::default() })),
+        ("unknown need", Command::Create(CreateBead { title: "t".into(), needs: vec!["st-404".into()], ..Default::default() })),
+        ("unknown parent", Command::Create(CreateBead { title: "t".into(), parent_id: Some("st-404".into()), ..Default::default() })),
+        ("update unknown", Command::Update(UpdateBead { id: "st-404".into(), title: Some("x".into()), ..Default::default() })),
+        ("close unknown", Command::Close { ids: vec!["st-404".into()], reason: None }),
+        ("delete unknown", Command::Delete { id: "st-404".into() }),
+        ("claim without actor", Command::Claim { id: "st-1".into(), actor: Actor(String::new()) }),
+    ];
+    for (name, command) in cases {
+        let mut harness = Harness::new();
+        harness.create("existing");
+        let before = content(&harness.state);
+        let refusal = harness.apply(command).expect_err(name);
+        assert!(!refusal.to_string().is_empty());
+        assert_eq!(before, content(&harness.state), "{name} changed state");
+    }
+}
+
+#[test]
+fn child_takes_parent_prefix_and_namespaces_are_isolated() {
+    let mut harness = Harness::new();
+    let parent = harness.create("p");
+    let child = harness.create_with(CreateBead { title: "c".into(), parent_id: Some(parent.clone()), ..Default::default() });
+    assert_eq!(child.prefix(), "st");
+    harness.namespace = Namespace("rig-a".into());
+    assert_eq!(harness.query(Query::Get { ids: vec![parent.clone()] }), Err(Refusal::NotFound(parent)));
+    let other = harness.create("other");
+    assert_eq!(other.0, "st-1", "each namespace numbers its own ids");
+}
+
+// ---- Close, reopen, delete, list, deps ----
+
+#[test]
+fn close_many_with_reason_all_or_nothing() {
+    let mut harness = Harness::new();
+    let a = harness.create("a");
+    let b = harness.create("b");
+    assert!(harness.apply(Command::Close { ids: vec![a.clone(), "st-404".into()], reason: None }).is_err());
+    assert_eq!(harness.get(&a).status, Status::Open);
+    let closed = beads_of(harness.apply(Command::Close { ids: vec![a.clone(), b.clone()], reason: Some("done".into()) }));
+    assert!(closed.iter().all(|bead| bead.status == Status::Closed && bead.close_reason.as_deref() == Some("done")));
+}
+
+#[test]
+fn reopen_only_from_closed() {
+    let mut harness = Harness::new();
+    let bead_id = harness.create("a");
+    assert!(matches!(harness.apply(Command::Reopen { id: bead_id.clone() }), Err(Refusal::Invalid(_))));
+    harness.close(&bead_id).unwrap();
+    let bead = bead_of(harness.apply(Command::Reopen { id: bead_id.clone() }));
+    assert_eq!((bead.status, bead.closed_at), (Status::Open, None));
+}
+
+#[test]
+fn delete_removes_bead_and_edges() {
+    let mut harness = Harness::new();
+    let blocker = harness.create("blocker");
+    let waiting = harness.create_with(CreateBead { title: "w".into(), needs: vec![blocker.0.clone()], ..Default::default() });
+    harness.apply(Command::Delete { id: blocker.clone() }).unwrap();
+    assert_eq!(harness.query(Query::Get { ids: vec![blocker.clone()] }), Err(Refusal::NotFound(blocker)));
+    assert!(harness.get(&waiting).depends_on.is_empty());
+    assert_eq!(harness.ready_all(), ids(&[&waiting]));
+}
+
+#[test]
+fn list_filters_sort_and_closed_handling() {
+    let mut harness = Harness::new();
+    let a = harness.create_with(CreateBead { title: "a".into(), assignee: "alice".into(), ..Default::default() });
+    let b = harness.create_with(CreateBead { title: "b".into(), assignee: "alice".into(), ..Default::default() });
+    let c = harness.create_with(CreateBead { title: "c".into(), assignee: "bob".into(), ..Default::default() });
+    harness.close(&b).unwrap();
+    let list = |harness: &Harness, filter: ListFilter| {
+        beads_of(harness.query(Query::List(filter))).into_iter().map(|bead| bead.id).collect::<Vec<_>>()
+    };
+    assert_eq!(harness.query(Query::List(ListFilter::default())), Err(Refusal::UnfilteredList));
+    assert_eq!(list(&harness, ListFilter { all: true, ..Default::default() }), ids(&[&c, &b, &a]));
+    assert_eq!(list(&harness, ListFilter { assignee: Some("alice".into()), ..Default::default() }), ids(&[&a]));
+    assert_eq!(list(&harness, ListFilter { assignee: Some("alice".into()), all: true, sort: ListSort::CreatedAsc, ..Default::default() }), ids(&[&a, &b]));
+    assert_eq!(list(&harness, ListFilter { status: Some(Status::Closed), ..Default::default() }), ids(&[&b]));
+    assert_eq!(list(&harness, ListFilter { all: true, limit: 1, ..Default::default() }), ids(&[&c]));
+}
+
+#[test]
+fn dep_add_idempotent_retype_remove_noop_and_cycles_refused() {
+    let mut harness = Harness::new();
+    let a = harness.create("a");
+    let b = harness.create("b");
+    let add = |dep_type: &str| Command::DepAdd { issue_id: a.clone(), depends_on_id: b.clone(), dep_type: DepType(dep_type.into()) };
+    harness.apply(add("blocks")).unwrap();
+    harness.apply(add("blocks")).unwrap();
+    harness.apply(add("related")).unwrap();
+    let rows = |harness: &Harness, id: &BeadId, direction| match harness.query(Query::DepList { id: id.clone(), direction }) {
+        Ok(Outcome::Dependencies(rows)) => rows,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(rows(&harness, &a, DepDirection::Down), vec![Dependency { issue_id: a.clone(), depends_on_id: b.clone(), dep_type: DepType("related".into()) }]);
+    assert_eq!(rows(&harness, &b, DepDirection::Up).len(), 1);
+    assert!(rows(&harness, &"st-404".into(), DepDirection::Down).is_empty());
+    let cycle = Command::DepAdd { issue_id: b.clone(), depends_on_id: a.clone(), dep_type: DepType::blocks() };
+    assert!(harness.apply(cycle).unwrap_err().to_string().contains("cycle"));
+    harness.apply(Command::DepRemove { issue_id: a.clone(), depends_on_id: b.clone() }).unwrap();
+    harness.apply(Command::DepRemove { issue_id: a.clone(), depends_on_id: b.clone() }).unwrap();
+    assert!(rows(&harness, &a, DepDirection::Down).is_empty());
+}
+
+// ---- Exactly-once ----
+
+#[test]
+fn retried_request_is_applied_once_and_answered_the_same() {
+    let mut harness = Harness::new();
+    let request_id = RequestId { client_id: 7, request_seq: 1, lowest_unacked: 1 };
+    let create = Command::Create(CreateBead { title: "once".into(), ..Default::default() });
+    let first = harness.apply_with(Some(request_id), create.clone());
+    let again = harness.apply_with(Some(request_id), create);
+    assert_eq!(first, again);
+    assert_eq!(harness.state.bead_count(), 1);
+}
+
+#[test]
+fn retry_of_a_refused_request_is_refused_again() {
+    let mut harness = Harness::new();
+    let bead_id = harness.create("a");
+    harness.claim(&bead_id, "bob").unwrap();
+    let request_id = RequestId { client_id: 8, request_seq: 1, lowest_unacked: 1 };
+    let claim = Command::Claim { id: bead_id.clone(), actor: Actor("alice".into()) };
+    let first = harness.apply_with(Some(request_id), claim.clone());
+    harness.close(&bead_id).unwrap();
+    assert_eq!(first, harness.apply_with(Some(request_id), claim));
+}
+
+#[test]
+fn acknowledged_requests_are_forgotten_and_not_reapplied() {
+    let mut harness = Harness::new();
+    let create = Command::Create(CreateBead { title: "a".into(), ..Default::default() });
+    harness.apply_with(Some(RequestId { client_id: 9, request_seq: 1, lowest_unacked: 1 }), create.clone()).unwrap();
+    harness.apply_with(Some(RequestId { client_id: 9, request_seq: 2, lowest_unacked: 2 }), create.clone()).unwrap();
+    let stale = harness.apply_with(Some(RequestId { client_id: 9, request_seq: 1, lowest_unacked: 1 }), create);
+    assert!(matches!(stale, Err(Refusal::RequestTooOld { .. })));
+    assert_eq!(harness.state.bead_count(), 2);
+}
+
+#[test]
+fn evicted_session_is_reported_not_reapplied() {
+    let mut harness = Harness::new();
+    let create = Command::Create(CreateBead { title: "a".into(), ..Default::default() });
+    harness.apply_with(Some(RequestId { client_id: 10, request_seq: 1, lowest_unacked: 1 }), create.clone()).unwrap();
+    harness.now += crate::limits::SESSION_IDLE_MS_MAX + 1;
+    harness.create("tick");
+    let retry = harness.apply_with(Some(RequestId { client_id: 10, request_seq: 2, lowest_unacked: 2 }), create);
+    assert!(matches!(retry, Err(Refusal::SessionExpired { .. })));
+    assert_eq!(harness.state.bead_count(), 2);
+}
+
+#[test]
+fn clock_never_goes_backwards() {
+    let mut harness = Harness::new();
+    harness.now = 5_000;
+    harness.create("a");
+    harness.now = 100;
+    let bead_id = harness.create("b");
+    assert_eq!(harness.get(&bead_id).created_at, Timestamp(5_001));
+}
+
+#[test]
+fn ready_limit_one_walks_one_entry_of_a_large_store() {
+    let mut harness = Harness::new();
+    for n in 0..5_000 {
+        harness.state.apply(&Proposal {
+            request_id: None,
+            timestamp: Timestamp(n),
+            default_prefix: "st".into(),
+            namespace: harness.namespace.clone(),
+            command: Command::Create(CreateBead { title: format!("b{n}"), ..Default::default() }),
+        }).unwrap();
+    }
+    let found = harness.ready(ReadyFilter { limit: 1, ..Default::default() });
+    assert_eq!(found, vec![BeadId::from("st-1")]);
+}

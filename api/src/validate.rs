@@ -1,0 +1,183 @@
+//! Checks of a command's shape against the named limits of [`crate::limits`].
+//!
+//! The node runs [`validate_command`] before proposing, so bad input is refused without a Raft
+//! round; the state machine runs it again at apply, so the outcome never depends on which node
+//! took the request.
+
+use crate::command::{Command, CreateBead, ReadyFilter, UpdateBead};
+use crate::limits::*;
+use crate::model::{Namespace, Status};
+use crate::outcome::Refusal;
+
+fn check_size(what: &str, value: &str, limit: usize) -> Result<(), Refusal> {
+    if value.len() > limit {
+        return Err(Refusal::TooLarge { what: what.to_string(), size: value.len(), limit });
+    }
+    Ok(())
+}
+
+fn check_title(title: &str) -> Result<(), Refusal> {
+    if title.trim().is_empty() {
+        return Err(Refusal::Invalid("title must not be empty; give the bead a title".into()));
+    }
+    check_size("title", title, TITLE_BYTES_MAX)
+}
+
+fn check_priority(priority: Option<u8>) -> Result<(), Refusal> {
+    match priority {
+        Some(value) if value > 4 => Err(Refusal::Invalid(format!(
+            "priority {value} is out of range; use 0 (highest) to 4"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+fn check_labels<'a>(labels: impl IntoIterator<Item = &'a String>) -> Result<(), Refusal> {
+    for (count, label) in labels.into_iter().enumerate() {
+        if count >= LABELS_MAX {
+            return Err(Refusal::Invalid(format!("more than {LABELS_MAX} labels; drop some")));
+        }
+        if label.is_empty() {
+            return Err(Refusal::Invalid("a label must not be empty".into()));
+        }
+        check_size("label", label, LABEL_BYTES_MAX)?;
+    }
+    Ok(())
+}
+
+fn check_metadata<'a>(
+    entries: impl IntoIterator<Item = (&'a String, Option<&'a String>)>,
+) -> Result<(), Refusal> {
+    for (count, (key, value)) in entries.into_iter().enumerate() {
+        if count >= METADATA_KEYS_MAX {
+            return Err(Refusal::Invalid(format!("more than {METADATA_KEYS_MAX} metadata keys; drop some")));
+        }
+        if key.is_empty() {
+            return Err(Refusal::Invalid("a metadata key must not be empty".into()));
+        }
+        check_size("metadata key", key, METADATA_KEY_BYTES_MAX)?;
+        if let Some(value) = value {
+            check_size(&format!("metadata value of {key}"), value, METADATA_VALUE_BYTES_MAX)?;
+        }
+    }
+    Ok(())
+}
+
+fn check_names(fields: &[(&str, &str)]) -> Result<(), Refusal> {
+    fields.iter().try_for_each(|(what, value)| check_size(what, value, NAME_BYTES_MAX))
+}
+
+/// Checks a namespace name: 1..=128 bytes of letters, digits, `-`, `_`, `.`, `/` and `:`.
+pub fn validate_namespace(namespace: &Namespace) -> Result<(), Refusal> {
+    let name = &namespace.0;
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "-_./:".contains(c);
+    if name.is_empty() || name.len() > NAMESPACE_BYTES_MAX || !name.chars().all(allowed) {
+        return Err(Refusal::Invalid(format!(
+            "namespace {name:?} is invalid; use 1 to {NAMESPACE_BYTES_MAX} letters, digits, '-', '_', '.', '/' or ':'"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks an id prefix: 1..=32 bytes of letters, digits and `_`, starting with a letter.
+pub fn validate_prefix(prefix: &str) -> Result<(), Refusal> {
+    let valid = !prefix.is_empty()
+        && prefix.len() <= PREFIX_BYTES_MAX
+        && prefix.starts_with(|c: char| c.is_ascii_alphabetic())
+        && prefix.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid {
+        return Err(Refusal::Invalid(format!(
+            "id prefix {prefix:?} is invalid; use 1 to {PREFIX_BYTES_MAX} letters, digits or '_', starting with a letter"
+        )));
+    }
+    Ok(())
+}
+
+fn validate_create(create: &CreateBead) -> Result<(), Refusal> {
+    check_title(&create.title)?;
+    check_size("description", &create.description, DESCRIPTION_BYTES_MAX)?;
+    check_priority(create.priority)?;
+    check_names(&[
+        ("type", &create.bead_type),
+        ("assignee", &create.assignee),
+        ("from", &create.from),
+        ("ref", &create.reference),
+    ])?;
+    check_labels(&create.labels)?;
+    check_metadata(create.metadata.iter().map(|(key, value)| (key, Some(value))))?;
+    if create.needs.len() > DEPENDENCIES_PER_BEAD_MAX {
+        return Err(Refusal::Invalid(format!("more than {DEPENDENCIES_PER_BEAD_MAX} needs")));
+    }
+    create.needs.iter().try_for_each(|need| check_size("need", need, NAME_BYTES_MAX))
+}
+
+fn validate_update(update: &UpdateBead) -> Result<(), Refusal> {
+    if let Some(title) = &update.title {
+        check_title(title)?;
+    }
+    if let Some(description) = &update.description {
+        check_size("description", description, DESCRIPTION_BYTES_MAX)?;
+    }
+    check_priority(update.priority)?;
+    for (what, value) in [("type", &update.bead_type), ("assignee", &update.assignee)] {
+        if let Some(value) = value {
+            check_names(&[(what, value)])?;
+        }
+    }
+    if update.bead_type.as_deref() == Some("") {
+        return Err(Refusal::Invalid("type must not be empty".into()));
+    }
+    check_labels(update.add_labels.iter().chain(&update.remove_labels))?;
+    check_metadata(update.metadata.iter().map(|(key, value)| (key, value.as_ref())))
+}
+
+/// Checks a ready filter's strings against the limits.
+pub fn validate_ready_filter(filter: &ReadyFilter) -> Result<(), Refusal> {
+    check_labels(filter.labels_all.iter().chain(&filter.labels_any).chain(&filter.exclude_labels))
+}
+
+/// Checks a command's shape: sizes, counts, non-empty titles, priority range.
+pub fn validate_command(command: &Command) -> Result<(), Refusal> {
+    match command {
+        Command::Create(create) => validate_create(create),
+        Command::Update(update) => validate_update(update),
+        Command::SetMetadata { entries, .. } => {
+            if entries.is_empty() {
+                return Err(Refusal::Invalid("set_metadata needs at least one key".into()));
+            }
+            check_metadata(entries.iter().map(|(key, value)| (key, value.as_ref())))
+        }
+        Command::Claim { actor, .. } | Command::ClaimNext { actor, .. } => {
+            if actor.0.is_empty() {
+                return Err(Refusal::Invalid("claim needs an actor; pass --actor or set STRAND_ACTOR".into()));
+            }
+            check_names(&[("actor", &actor.0)])?;
+            match command {
+                Command::ClaimNext { filter, .. } => validate_ready_filter(filter),
+                _ => Ok(()),
+            }
+        }
+        Command::Close { ids, reason } => {
+            if ids.is_empty() {
+                return Err(Refusal::Invalid("close needs at least one id".into()));
+            }
+            if ids.len() > IDS_PER_REQUEST_MAX {
+                return Err(Refusal::Invalid(format!("close names more than {IDS_PER_REQUEST_MAX} ids; split it")));
+            }
+            reason.as_ref().map_or(Ok(()), |reason| check_size("reason", reason, REASON_BYTES_MAX))
+        }
+        Command::DepAdd { dep_type, .. } => {
+            if dep_type.0.is_empty() {
+                return Err(Refusal::Invalid("dependency type must not be empty".into()));
+            }
+            check_names(&[("dependency type", &dep_type.0)])
+        }
+        Command::Reopen { .. } | Command::Delete { .. } | Command::DepRemove { .. } => Ok(()),
+    }
+}
+
+/// The transition refusal for a status change, naming the allowed next statuses.
+pub fn invalid_transition(id: &crate::model::BeadId, from: Status, to: Status) -> Refusal {
+    let allowed: Vec<&str> = from.allowed_next().iter().map(|status| status.as_str()).collect();
+    Refusal::InvalidTransition { id: id.clone(), from, to, allowed: allowed.join(", ") }
+}

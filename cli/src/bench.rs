@@ -1,0 +1,201 @@
+//! `strand bench claim`: drives a running cluster with concurrent claiming agents and reports
+//! throughput and latency. It is a benchmark, not a test: it asserts only that no bead was
+//! claimed twice (and exits 1 if one was).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use api::client::{Client, ClientConfig};
+use api::command::{Command, CreateBead, ReadyFilter};
+use api::model::{Actor, BeadId, Namespace};
+use api::outcome::Outcome as Answer;
+use clap::{Args, Subcommand};
+use hdrhistogram::Histogram;
+
+use crate::{Cli, Failure, Outcome};
+
+/// Most concurrent agents.
+pub const AGENTS_MAX: usize = 4096;
+/// Concurrent writers that create the beads.
+const CREATORS: usize = 64;
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// M beads created, then claimed by N concurrent agents, with plain claim and with claim_next.
+    Claim(ClaimArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ClaimArgs {
+    /// Concurrent agents (each its own client).
+    #[arg(long, default_value_t = 32)]
+    agents: usize,
+    /// Beads per phase.
+    #[arg(long, default_value_t = 5000)]
+    beads: usize,
+}
+
+struct PhaseReport {
+    name: &'static str,
+    claims: usize,
+    lost: usize,
+    elapsed: Duration,
+    latency: Histogram<u64>,
+    winners: Vec<(BeadId, usize)>,
+}
+
+fn agent_client(cli: &Cli, namespace: &Namespace) -> Result<Arc<Client>, Failure> {
+    let mut config = ClientConfig::new(cli.endpoints.clone());
+    config.namespace = namespace.clone();
+    config.deadline = cli.timeout;
+    Ok(Arc::new(Client::new(config).map_err(Failure::from)?))
+}
+
+async fn create_beads(client: &Arc<Client>, count: usize, label: &str) -> Result<Vec<BeadId>, Failure> {
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..CREATORS.min(count.max(1)) {
+        let (client, next, label) = (client.clone(), next.clone(), label.to_string());
+        tasks.push(tokio::spawn(async move {
+            let mut ids = Vec::new();
+            while next.fetch_add(1, Ordering::Relaxed) < count {
+                let create = CreateBead { title: "bench".into(), labels: [label.clone()].into(), ..Default::default() };
+                match client.execute(Command::Create(create)).await? {
+                    Answer::Bead(bead) => ids.push(bead.id),
+                    other => return Err(api::client::ClientError::Failed(format!("create answered {other:?}"))),
+                }
+            }
+            Ok(ids)
+        }));
+    }
+    let mut ids = Vec::with_capacity(count);
+    for task in tasks {
+        ids.extend(task.await.map_err(|error| Failure::Refused(error.to_string()))??);
+    }
+    Ok(ids)
+}
+
+async fn run_phase(
+    name: &'static str,
+    clients: &[Arc<Client>],
+    work: Arc<Vec<BeadId>>,
+    label: String,
+) -> Result<PhaseReport, Failure> {
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for (agent, client) in clients.iter().enumerate() {
+        let (client, next, work, label) = (client.clone(), next.clone(), work.clone(), label.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut latency = Histogram::<u64>::new(3).expect("histogram bounds are valid");
+            let (mut won, mut lost) = (Vec::new(), 0usize);
+            let actor = Actor(format!("agent-{agent}"));
+            loop {
+                let command = if name == "claim" {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(bead_id) = work.get(index) else { break };
+                    Command::Claim { id: bead_id.clone(), actor: actor.clone() }
+                } else {
+                    let filter = ReadyFilter { labels_all: vec![label.clone()], unassigned: true, limit: 1, ..Default::default() };
+                    Command::ClaimNext { actor: actor.clone(), filter }
+                };
+                let attempt = Instant::now();
+                let answer = client.execute(command).await;
+                latency.saturating_record(attempt.elapsed().as_micros() as u64);
+                match answer {
+                    Ok(Answer::Bead(bead)) => won.push((bead.id, agent)),
+                    Ok(Answer::Beads(beads)) if beads.is_empty() => break,
+                    Ok(Answer::Beads(beads)) => won.extend(beads.into_iter().map(|bead| (bead.id, agent))),
+                    Ok(_) => {}
+                    Err(api::client::ClientError::Refused(_)) => lost += 1,
+                    Err(error) => return Err(error),
+                }
+            }
+            Ok((latency, won, lost))
+        }));
+    }
+    let mut report = PhaseReport {
+        name,
+        claims: 0,
+        lost: 0,
+        elapsed: Duration::ZERO,
+        latency: Histogram::new(3).expect("histogram bounds are valid"),
+        winners: Vec::new(),
+    };
+    for task in tasks {
+        let (latency, won, lost) = task.await.map_err(|error| Failure::Refused(error.to_string()))??;
+        report.latency.add(&latency).map_err(|error| Failure::Refused(error.to_string()))?;
+        report.claims += won.len();
+        report.lost += lost;
+        report.winners.extend(won);
+    }
+    report.elapsed = started.elapsed();
+    Ok(report)
+}
+
+fn print_report(report: &PhaseReport, agents: usize) {
+    let seconds = report.elapsed.as_secs_f64().max(1e-9);
+    let millis = |quantile: f64| report.latency.value_at_quantile(quantile) as f64 / 1000.0;
+    println!(
+        "{:<10} agents={agents:<4} claims={:<7} lost={:<5} {:>9.0} claims/s  p50={:.2}ms p99={:.2}ms max={:.2}ms",
+        report.name,
+        report.claims,
+        report.lost,
+        report.claims as f64 / seconds,
+        millis(0.5),
+        millis(0.99),
+        report.latency.max() as f64 / 1000.0,
+    );
+}
+
+fn double_claims(winners: &[(BeadId, usize)]) -> Vec<BeadId> {
+    let mut seen: HashMap<&BeadId, usize> = HashMap::new();
+    let mut doubles = Vec::new();
+    for (bead_id, agent) in winners {
+        if let Some(previous) = seen.insert(bead_id, *agent)
+            && previous != *agent
+        {
+            doubles.push(bead_id.clone());
+        }
+    }
+    doubles
+}
+
+/// Runs a benchmark.
+pub async fn run(cli: &Cli, command: &BenchCommand) -> Outcome {
+    let BenchCommand::Claim(args) = command;
+    if args.agents == 0 || args.agents > AGENTS_MAX {
+        return Err(Failure::Usage(format!("--agents must be between 1 and {AGENTS_MAX}")));
+    }
+    let run_id = rand::random::<u32>();
+    let namespace = Namespace(format!("bench-{run_id:08x}"));
+    let setup = agent_client(cli, &namespace)?;
+    let clients: Vec<Arc<Client>> = (0..args.agents).map(|_| agent_client(cli, &namespace)).collect::<Result<_, _>>()?;
+    println!("namespace {namespace}: creating {} beads per phase", args.beads);
+    let claim_label = format!("bench-claim-{run_id:08x}");
+    let work = Arc::new(create_beads(&setup, args.beads, &claim_label).await?);
+    let claim = run_phase("claim", &clients, work, String::new()).await?;
+    print_report(&claim, args.agents);
+    let next_label = format!("bench-next-{run_id:08x}");
+    create_beads(&setup, args.beads, &next_label).await?;
+    let next = run_phase("claim_next", &clients, Arc::new(Vec::new()), next_label).await?;
+    print_report(&next, args.agents);
+    let mut doubles = double_claims(&claim.winners);
+    doubles.extend(double_claims(&next.winners));
+    if !doubles.is_empty() || claim.claims != args.beads || next.claims != args.beads {
+        eprintln!(
+            "error: claims are wrong: {} beads claimed twice ({:?}), {} of {} plain claims and {} of {} claim_next won",
+            doubles.len(),
+            doubles.iter().take(5).collect::<Vec<_>>(),
+            claim.claims,
+            args.beads,
+            next.claims,
+            args.beads
+        );
+        return Ok(false);
+    }
+    println!("ok: every bead claimed exactly once");
+    Ok(true)
+}

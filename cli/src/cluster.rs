@@ -1,0 +1,60 @@
+//! `strand cluster status`: members, leader, term, log and applied indexes per node.
+
+use clap::Subcommand;
+use serde_json::json;
+
+use crate::{Cli, Outcome};
+
+#[derive(Subcommand, Debug)]
+pub enum ClusterCommand {
+    /// Members, leader, term, last log index and applied index of every node.
+    Status {
+        /// Also compute each node's state digest (equal digests: equal states).
+        #[arg(long)]
+        digest: bool,
+    },
+}
+
+/// Runs a cluster command.
+pub async fn run(cli: &Cli, command: &ClusterCommand) -> Outcome {
+    let ClusterCommand::Status { digest } = command;
+    let status = cli.client()?.status(*digest).await?;
+    if cli.json {
+        let nodes: Vec<_> = status
+            .nodes
+            .iter()
+            .map(|node| {
+                json!({
+                    "id": node.id, "address": node.address, "state": node.state, "term": node.term,
+                    "last_log_index": node.last_log_index, "applied_index": node.applied_index,
+                    "snapshot_index": node.snapshot_index, "purged_index": node.purged_index,
+                    "leader_id": node.leader_id, "digest": node.digest.map(|digest| format!("{digest:016x}")),
+                    "bead_count": node.bead_count, "fatal_error": node.fatal_error, "error": node.error,
+                })
+            })
+            .collect();
+        let value = json!({ "leader_id": status.leader_id, "term": status.term, "voters": status.voters, "nodes": nodes });
+        crate::output::print_value(&value);
+        return Ok(true);
+    }
+    let leader = if status.leader_id == 0 { "none".to_string() } else { status.leader_id.to_string() };
+    println!("leader {leader}, term {}, voters {:?}", status.term, status.voters);
+    println!("{:>4}  {:<22} {:<12} {:>6} {:>10} {:>10} {:>10}  {}", "id", "address", "state", "term", "last_log", "applied", "snapshot", "notes");
+    for node in &status.nodes {
+        let mut notes = Vec::new();
+        if let Some(digest) = node.digest {
+            notes.push(format!("digest {digest:016x}"));
+        }
+        if !node.fatal_error.is_empty() {
+            notes.push(format!("FATAL: {}", node.fatal_error));
+        }
+        if !node.error.is_empty() {
+            notes.push(node.error.clone());
+        }
+        println!(
+            "{:>4}  {:<22} {:<12} {:>6} {:>10} {:>10} {:>10}  {}",
+            node.id, node.address, node.state, node.term, node.last_log_index, node.applied_index, node.snapshot_index, notes.join("; ")
+        );
+    }
+    Ok(true)
+}

@@ -1,0 +1,230 @@
+//! `strand node` (one cluster member, in this process) and `strand dev` (a local cluster of
+//! child processes). This is where the real world is handed to `node::run`: the TCP listener,
+//! the RocksDB disk, the system clock, an OS-random seed and Ctrl-C / SIGTERM as shutdown.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use node::clock::SystemClock;
+use node::config::{NodeConfig, parse_peers};
+use node::network::TcpConnector;
+use node::{NodeParams, run};
+use raft_store::{FlushMode, RocksDisk};
+
+use crate::{Failure, Outcome};
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct NodeArgs {
+    /// This node's id (unique, non-zero).
+    #[arg(long)]
+    id: Option<u64>,
+    /// Address to listen on, host:port.
+    #[arg(long)]
+    listen: Option<String>,
+    /// Address peers and clients use to reach this node (default: --listen).
+    #[arg(long)]
+    advertise: Option<String>,
+    /// Directory for the node's RocksDB database and snapshots.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// The other members, ID=HOST:PORT,... Without it the node runs a single-node cluster.
+    #[arg(long)]
+    peers: Option<String>,
+    /// TOML config file; flags override it.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Cluster name; a data directory of another cluster is refused.
+    #[arg(long)]
+    cluster_name: Option<String>,
+    /// Id prefix of new namespaces (default st).
+    #[arg(long)]
+    id_prefix: Option<String>,
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
+
+fn load_config(args: &NodeArgs) -> Result<NodeConfig, Failure> {
+    let mut config = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|error| Failure::Usage(format!("cannot read --config {}: {error}", path.display())))?;
+            toml::from_str(&text)
+                .map_err(|error| Failure::Usage(format!("--config {} is not valid: {error}", path.display())))?
+        }
+        None => NodeConfig::default(),
+    };
+    if let Some(id) = args.id {
+        config.id = id;
+    }
+    if let Some(listen) = &args.listen {
+        config.listen = listen.clone();
+    }
+    if let Some(advertise) = &args.advertise {
+        config.advertise = Some(advertise.clone());
+    }
+    if let Some(data_dir) = &args.data_dir {
+        config.data_dir = data_dir.clone();
+    }
+    if let Some(peers) = &args.peers {
+        config.peers = parse_peers(peers).map_err(|error| Failure::Usage(error.to_string()))?;
+        config.peers.remove(&config.id);
+    }
+    if let Some(cluster_name) = &args.cluster_name {
+        config.cluster_name = cluster_name.clone();
+    }
+    if let Some(id_prefix) = &args.id_prefix {
+        config.id_prefix = id_prefix.clone();
+    }
+    config.validate().map_err(|error| Failure::Usage(error.to_string()))?;
+    Ok(config)
+}
+
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(signal) => signal,
+            Err(_) => {
+                let _ = interrupt.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = interrupt.await;
+}
+
+/// Runs `strand node`.
+pub async fn run_node(args: &NodeArgs) -> Outcome {
+    let config = load_config(args)?;
+    init_logging(args.log_format);
+    std::fs::create_dir_all(&config.data_dir).map_err(|error| {
+        Failure::Refused(format!("cannot create --data-dir {}: {error}", config.data_dir.display()))
+    })?;
+    let disk = RocksDisk::open(&config.data_dir.join("db")).map_err(|error| {
+        Failure::Refused(format!("cannot open the database in {}: {error}", config.data_dir.display()))
+    })?;
+    let listener = tokio::net::TcpListener::bind(&config.listen)
+        .await
+        .map_err(|error| Failure::Refused(format!("cannot listen on {}: {error}", config.listen)))?;
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let params = NodeParams {
+        config,
+        incoming,
+        connector: Arc::new(TcpConnector { connect_timeout: Duration::from_secs(2) }),
+        disk: Arc::new(disk),
+        flush_mode: FlushMode::Grouped,
+        clock: Arc::new(SystemClock),
+        seed: rand::random(),
+        shutdown: Box::pin(shutdown_signal()),
+    };
+    run(params).await.map_err(|error| {
+        tracing::error!(%error, "node stopped");
+        Failure::Refused(error.to_string())
+    })?;
+    Ok(true)
+}
+
+#[derive(Args, Debug)]
+pub struct DevArgs {
+    /// How many nodes.
+    #[arg(long, default_value_t = 3)]
+    nodes: u64,
+    /// Port of node 1; node i listens on base_port + i - 1.
+    #[arg(long, default_value_t = node::config::DEFAULT_PORT)]
+    base_port: u16,
+    /// Directory for the nodes' data and logs.
+    #[arg(long, default_value = "strand-dev")]
+    dir: PathBuf,
+}
+
+/// Runs `strand dev`: starts the nodes as child processes, waits for a leader, prints the
+/// endpoints and stops them all on Ctrl-C.
+pub async fn run_dev(args: &DevArgs) -> Outcome {
+    if args.nodes == 0 || args.nodes > 9 {
+        return Err(Failure::Usage("--nodes must be between 1 and 9".into()));
+    }
+    let executable = std::env::current_exe().map_err(|error| Failure::Refused(format!("cannot find the strand binary: {error}")))?;
+    let addresses: Vec<String> = (0..args.nodes).map(|index| format!("127.0.0.1:{}", u64::from(args.base_port) + index)).collect();
+    let peers: Vec<String> = addresses.iter().enumerate().map(|(index, address)| format!("{}={address}", index + 1)).collect();
+    std::fs::create_dir_all(&args.dir).map_err(|error| Failure::Refused(format!("cannot create {}: {error}", args.dir.display())))?;
+    let mut children = Vec::new();
+    for (index, address) in addresses.iter().enumerate() {
+        let id = index + 1;
+        let log = std::fs::File::create(args.dir.join(format!("node-{id}.log")))
+            .map_err(|error| Failure::Refused(format!("cannot create a log file: {error}")))?;
+        let mut command = tokio::process::Command::new(&executable);
+        command
+            .args(["node", "--id", &id.to_string(), "--listen", address])
+            .arg("--data-dir")
+            .arg(args.dir.join(format!("node-{id}")))
+            .args(["--peers", &peers.join(",")])
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .kill_on_drop(true);
+        let child = command.spawn().map_err(|error| Failure::Refused(format!("cannot start node {id}: {error}")))?;
+        children.push(child);
+    }
+    let mut config = api::client::ClientConfig::new(addresses.clone());
+    config.deadline = Duration::from_secs(30);
+    let client = api::client::Client::new(config).map_err(Failure::from)?;
+    wait_for_leader(&client).await?;
+    println!("strand dev: {} nodes ready, data and logs in {}", args.nodes, args.dir.display());
+    println!("endpoints: {}", addresses.join(","));
+    println!("try: strand create \"my first bead\" && strand ready    (Ctrl-C stops the cluster)");
+    tokio::select! {
+        _ = shutdown_signal() => {}
+        exited = wait_any(&mut children) => eprintln!("a node exited ({exited}); see its log in {}; stopping", args.dir.display()),
+    }
+    for child in &mut children {
+        let _ = child.kill().await;
+    }
+    Ok(true)
+}
+
+async fn wait_any(children: &mut [tokio::process::Child]) -> String {
+    let waits = children.iter_mut().map(|child| Box::pin(child.wait()));
+    match futures::future::select_all(waits).await {
+        (Ok(status), index, _) => format!("node {} {status}", index + 1),
+        (Err(error), index, _) => format!("node {}: {error}", index + 1),
+    }
+}
+
+async fn wait_for_leader(client: &api::client::Client) -> Result<(), Failure> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(status) = client.status(false).await
+            && status.leader_id != 0
+        {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err(Failure::Unavailable("the dev cluster elected no leader within 30 s; see the node logs".into()));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -1,0 +1,215 @@
+//! A node's configuration: identity, addresses, peers, and the Raft timing and snapshot policy.
+//!
+//! It is read from a TOML file (`--config`), then overridden by command-line flags. Every setting
+//! that matters for safety is spelled out in [`RaftSettings::to_openraft`], never left to a
+//! library default.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// The default client and peer port.
+pub const DEFAULT_PORT: u16 = 7400;
+
+/// Raft timing, snapshot and purge policy.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RaftSettings {
+    /// How often the leader sends heartbeats; also the timeout of one append RPC.
+    pub heartbeat_interval_ms: u64,
+    /// Shortest election timeout.
+    pub election_timeout_ms_min: u64,
+    /// Longest election timeout.
+    pub election_timeout_ms_max: u64,
+    /// Build a snapshot after this many log entries since the last one.
+    pub snapshot_logs_since_last: u64,
+    /// Entries kept in the log behind the snapshot. Kept generous: openraft 0.10 can race a
+    /// purge against a queued apply when this is small (openraft issue 2116).
+    pub max_in_snapshot_log_to_keep: u64,
+    /// Entries deleted per purge.
+    pub purge_batch_size: u64,
+    /// How long sending one whole snapshot may take.
+    pub install_snapshot_timeout_ms: u64,
+    /// Most entries per append RPC.
+    pub max_payload_entries: u64,
+    /// Timeout of a vote, forward, read-index or status RPC.
+    pub rpc_timeout_ms: u64,
+}
+
+impl Default for RaftSettings {
+    fn default() -> Self {
+        RaftSettings {
+            heartbeat_interval_ms: 150,
+            election_timeout_ms_min: 750,
+            election_timeout_ms_max: 1500,
+            snapshot_logs_since_last: 20_000,
+            max_in_snapshot_log_to_keep: 10_000,
+            purge_batch_size: 1024,
+            install_snapshot_timeout_ms: 120_000,
+            max_payload_entries: 512,
+            rpc_timeout_ms: 2_000,
+        }
+    }
+}
+
+/// Why a configuration cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// openraft refused the timing.
+    #[error("invalid raft settings: {0}; check heartbeat_interval_ms < election_timeout_ms_min < election_timeout_ms_max")]
+    Raft(#[from] openraft::ConfigError),
+    /// A setting is out of range.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl RaftSettings {
+    /// The openraft configuration, every safety-relevant field set explicitly.
+    pub fn to_openraft(&self, cluster_name: &str) -> Result<openraft::Config, ConfigError> {
+        if self.max_in_snapshot_log_to_keep < 1000 {
+            return Err(ConfigError::Invalid(
+                "max_in_snapshot_log_to_keep must be at least 1000 (openraft issue 2116: a small value lets a purge race a queued apply)".into(),
+            ));
+        }
+        let config = openraft::Config {
+            cluster_name: cluster_name.to_string(),
+            heartbeat_interval: self.heartbeat_interval_ms,
+            election_timeout_min: self.election_timeout_ms_min,
+            election_timeout_max: self.election_timeout_ms_max,
+            install_snapshot_timeout: self.install_snapshot_timeout_ms,
+            max_payload_entries: self.max_payload_entries,
+            snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(self.snapshot_logs_since_last),
+            max_in_snapshot_log_to_keep: self.max_in_snapshot_log_to_keep,
+            purge_batch_size: self.purge_batch_size,
+            enable_tick: true,
+            enable_heartbeat: true,
+            enable_elect: true,
+            enable_pre_vote: Some(true),
+            // The state machine is durable on apply and `save_committed` is implemented, so a
+            // restarted leader may resume; spelled out rather than left to the default.
+            enable_leader_restore: Some(true),
+            allow_log_reversion: Some(false),
+            ..Default::default()
+        };
+        Ok(config.validate()?)
+    }
+}
+
+/// A node's configuration.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NodeConfig {
+    /// This node's id, unique in the cluster, non-zero.
+    pub id: u64,
+    /// Address to listen on, `host:port`.
+    pub listen: String,
+    /// Address other nodes and clients reach this node at; defaults to `listen`.
+    pub advertise: Option<String>,
+    /// Where the node keeps its RocksDB database and snapshots.
+    pub data_dir: PathBuf,
+    /// The other members: id to `host:port`. Empty: a single-node cluster.
+    pub peers: BTreeMap<u64, String>,
+    /// The cluster's name; a data directory of another cluster is refused.
+    pub cluster_name: String,
+    /// The id prefix of namespaces created without one.
+    pub id_prefix: String,
+    /// Raft timing and snapshot policy.
+    pub raft: RaftSettings,
+}
+
+impl Default for NodeConfig {
+    fn default() -> Self {
+        NodeConfig {
+            id: 1,
+            listen: format!("127.0.0.1:{DEFAULT_PORT}"),
+            advertise: None,
+            data_dir: PathBuf::from("strand-data"),
+            peers: BTreeMap::new(),
+            cluster_name: "strand".into(),
+            id_prefix: "st".into(),
+            raft: RaftSettings::default(),
+        }
+    }
+}
+
+impl NodeConfig {
+    /// The address this node is reached at.
+    pub fn advertised(&self) -> String {
+        self.advertise.clone().unwrap_or_else(|| self.listen.clone())
+    }
+
+    /// Every member, this node included.
+    pub fn members(&self) -> BTreeMap<u64, String> {
+        let mut members = self.peers.clone();
+        members.insert(self.id, self.advertised());
+        members
+    }
+
+    /// Checks the configuration before a node starts.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.id == 0 {
+            return Err(ConfigError::Invalid("node id 0 is reserved; use --id 1 or higher".into()));
+        }
+        if self.peers.contains_key(&self.id) && self.peers[&self.id] != self.advertised() {
+            return Err(ConfigError::Invalid(format!(
+                "--peers gives node {} the address {}, but this node advertises {}",
+                self.id,
+                self.peers[&self.id],
+                self.advertised()
+            )));
+        }
+        api::validate::validate_prefix(&self.id_prefix).map_err(|refusal| ConfigError::Invalid(refusal.to_string()))?;
+        self.raft.to_openraft(&self.cluster_name)?;
+        Ok(())
+    }
+}
+
+/// Parses `--peers ID=ADDR,...`.
+pub fn parse_peers(text: &str) -> Result<BTreeMap<u64, String>, ConfigError> {
+    let mut peers = BTreeMap::new();
+    for item in text.split(',').map(str::trim).filter(|item| !item.is_empty()) {
+        let malformed = || ConfigError::Invalid(format!("--peers entry {item:?} is malformed; use ID=HOST:PORT, e.g. 2=10.0.0.2:7400"));
+        let (id, address) = item.split_once('=').ok_or_else(malformed)?;
+        let id: u64 = id.trim().parse().map_err(|_| malformed())?;
+        let address = address.trim();
+        let (host, port) = address.rsplit_once(':').ok_or_else(malformed)?;
+        if id == 0 || host.is_empty() || port.parse::<u16>().is_err() {
+            return Err(malformed());
+        }
+        if peers.insert(id, address.to_string()).is_some() {
+            return Err(ConfigError::Invalid(format!("--peers names node {id} twice")));
+        }
+    }
+    Ok(peers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peers_parse_and_malformed_peers_are_refused() {
+        let peers = parse_peers("1=127.0.0.1:7401, 2=127.0.0.1:7402").unwrap();
+        assert_eq!(peers[&2], "127.0.0.1:7402");
+        for bad in ["1", "x=127.0.0.1:1", "1=127.0.0.1", "1=:80", "0=h:1", "1=h:1,1=h:2", "1=h:99999"] {
+            let error = parse_peers(bad).unwrap_err().to_string();
+            assert!(error.contains("--peers"), "{bad}: {error}");
+        }
+    }
+
+    #[test]
+    fn default_settings_validate_and_tiny_log_keep_is_refused() {
+        NodeConfig::default().validate().unwrap();
+        let mut config = NodeConfig::default();
+        config.raft.max_in_snapshot_log_to_keep = 10;
+        assert!(config.validate().is_err());
+    }
+
+    #[test]
+    fn toml_round_trip_and_unknown_keys_refused() {
+        let config: NodeConfig = toml::from_str("id = 3\nlisten = \"0.0.0.0:9000\"\n[raft]\nheartbeat_interval_ms = 100\n").unwrap();
+        assert_eq!((config.id, config.raft.heartbeat_interval_ms), (3, 100));
+        assert!(toml::from_str::<NodeConfig>("idd = 3\n").is_err());
+    }
+}

@@ -1,0 +1,243 @@
+//! The node's request paths: writes go through Raft (forwarded to the leader when this node is
+//! not it), reads are linearized through the leader's read index unless asked otherwise.
+//!
+//! Invariant: only the leader stamps a proposal (time and default prefix), so the state machine
+//! never reads a clock.
+//! Invariant: a write is retried here only with a request id, so a retry after an unknown outcome
+//! is answered from the dedup table instead of applied twice. Requests that arrive without one
+//! get an id from the node's own numbering.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use api::command::{Proposal, RequestId};
+use api::convert::{Consistency, ReadRequest, WriteRequest};
+use api::outcome::Answer;
+use api::request_ids::RequestIds;
+use openraft::ReadPolicy;
+use openraft::async_runtime::WatchReceiver;
+use openraft::errors::{ClientWriteError, RaftError};
+use openraft::raft::linearizable_read::{Linearizer, ReadLogId};
+use raft_store::types::{LogId, TypeConfig};
+use raft_store::{Disk, NodeId, StateMachineStore};
+use serde::{Deserialize, Serialize};
+use tonic::Status;
+
+use crate::clock::Clock;
+use crate::config::NodeConfig;
+use crate::network::{Peers, decode, encode};
+
+/// The Raft handle of a node.
+pub type StrandRaft<D> = openraft::Raft<TypeConfig, StateMachineStore<D>>;
+
+/// How long a write or a linearizable read may wait for a leader before failing.
+pub const LEADER_WAIT_MS_MAX: u64 = 10_000;
+/// Longest pause between attempts while no leader is known.
+const RETRY_PAUSE_MS_MAX: u64 = 200;
+
+/// A write forwarded from a follower to the leader.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ForwardedWrite {
+    /// The namespace.
+    pub namespace: api::model::Namespace,
+    /// The request's identity (always set on forwarded writes).
+    pub request_id: RequestId,
+    /// The command.
+    pub command: api::command::Command,
+}
+
+/// The leader's answer to a read-index request.
+pub type ReadIndex = (NodeId, ReadLogId<TypeConfig>, Option<LogId>);
+
+/// Everything the services share.
+pub struct NodeCore<D: Disk> {
+    /// This node's id.
+    pub id: NodeId,
+    /// The Raft handle.
+    pub raft: StrandRaft<D>,
+    /// The state machine (for local reads).
+    pub state_machine: StateMachineStore<D>,
+    /// Channels to peers.
+    pub peers: Arc<Peers>,
+    /// The clock stamped into proposals.
+    pub clock: Arc<dyn Clock>,
+    /// The node's configuration.
+    pub config: NodeConfig,
+    request_ids: RequestIds,
+}
+
+impl<D: Disk> NodeCore<D> {
+    /// Bundles a running node's parts; `client_id` numbers requests that arrive without an id.
+    pub fn new(
+        raft: StrandRaft<D>,
+        state_machine: StateMachineStore<D>,
+        peers: Arc<Peers>,
+        clock: Arc<dyn Clock>,
+        config: NodeConfig,
+        client_id: u64,
+    ) -> NodeCore<D> {
+        NodeCore { id: config.id, raft, state_machine, peers, clock, config, request_ids: RequestIds::new(client_id) }
+    }
+
+    /// The leader this node knows of.
+    pub fn leader(&self) -> Option<NodeId> {
+        self.raft.metrics().borrow_watched().current_leader
+    }
+
+    fn address_of(&self, node_id: NodeId) -> Option<String> {
+        let metrics = self.raft.metrics().borrow_watched().clone();
+        metrics.membership_config.membership().get_node(&node_id).map(|node| node.addr.clone())
+    }
+
+    fn rpc_timeout(&self) -> Duration {
+        Duration::from_millis(self.config.raft.rpc_timeout_ms)
+    }
+
+    /// Waits for something to change (a leader elected) or the pause to pass.
+    async fn pause(&self, pause: Duration) {
+        let mut metrics = self.raft.metrics();
+        let _ = tokio::time::timeout(pause, metrics.changed()).await;
+    }
+
+    /// Applies a write through Raft and answers it, waiting up to [`LEADER_WAIT_MS_MAX`] for a leader.
+    pub async fn write(&self, request: WriteRequest) -> Result<Answer, Status> {
+        let own_id = request.request_id.is_none().then(|| self.request_ids.begin());
+        let request_id = request.request_id.or(own_id).expect("a request id is set");
+        let forwarded = ForwardedWrite { namespace: request.namespace, request_id, command: request.command };
+        let result = self.retry_until_deadline(|| self.write_attempt(&forwarded)).await;
+        if let Some(own_id) = own_id {
+            self.request_ids.finish(&own_id);
+        }
+        result
+    }
+
+    async fn retry_until_deadline<F, Fut, T>(&self, mut attempt: F) -> Result<T, Status>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<Attempt<T>, Status>>,
+    {
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(LEADER_WAIT_MS_MAX);
+        let mut pause = Duration::from_millis(10);
+        loop {
+            let reason = match attempt().await? {
+                Attempt::Done(value) => return Ok(value),
+                Attempt::Retry(reason) => reason,
+            };
+            if tokio::time::Instant::now() + pause > deadline {
+                return Err(Status::unavailable(format!(
+                    "no leader could serve the request within {LEADER_WAIT_MS_MAX} ms ({reason}); check `strand cluster status` and that a majority of nodes is up"
+                )));
+            }
+            tracing::debug!(%reason, "retrying");
+            self.pause(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(RETRY_PAUSE_MS_MAX));
+        }
+    }
+
+    async fn write_attempt(&self, forwarded: &ForwardedWrite) -> Result<Attempt<Answer>, Status> {
+        match self.leader() {
+            None => Ok(Attempt::Retry("no leader is elected".into())),
+            Some(leader) if leader == self.id => Ok(self.propose_local(forwarded).await),
+            Some(leader) => Ok(self.forward(leader, forwarded).await),
+        }
+    }
+
+    /// Proposes on this node, which believes it is leader; stamps the time and prefix.
+    pub async fn propose_local(&self, forwarded: &ForwardedWrite) -> Attempt<Answer> {
+        let proposal = Proposal {
+            request_id: Some(forwarded.request_id),
+            timestamp: self.clock.now(),
+            default_prefix: self.config.id_prefix.clone(),
+            namespace: forwarded.namespace.clone(),
+            command: forwarded.command.clone(),
+        };
+        match self.raft.client_write(proposal).await {
+            Ok(response) => Attempt::Done(response.data),
+            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward))) => {
+                Attempt::Retry(format!("this node is no longer leader (leader hint {:?})", forward.leader_id))
+            }
+            Err(RaftError::APIError(ClientWriteError::LogEntryDiscarded(_))) => {
+                Attempt::Retry("the entry was discarded by a leader change".into())
+            }
+            Err(RaftError::APIError(other)) => Attempt::Retry(other.to_string()),
+            Err(RaftError::Fatal(fatal)) => Attempt::Retry(format!("raft stopped: {fatal}")),
+        }
+    }
+
+    async fn forward(&self, leader: NodeId, forwarded: &ForwardedWrite) -> Attempt<Answer> {
+        let Some(address) = self.address_of(leader) else {
+            return Attempt::Retry(format!("leader {leader} has no known address"));
+        };
+        let mut client = match self.peers.client(&address) {
+            Ok(client) => client,
+            Err(error) => return Attempt::Retry(error),
+        };
+        let timeout = self.rpc_timeout() * 4;
+        match tokio::time::timeout(timeout, client.propose(encode(forwarded))).await {
+            Err(_) => Attempt::Retry(format!("leader {leader} did not answer within {timeout:?}")),
+            Ok(Err(status)) => Attempt::Retry(format!("leader {leader}: {}", status.message())),
+            Ok(Ok(response)) => match decode::<Result<Answer, String>>(&response.into_inner()) {
+                Ok(Ok(answer)) => Attempt::Done(answer),
+                Ok(Err(reason)) => Attempt::Retry(format!("leader {leader}: {reason}")),
+                Err(error) => Attempt::Retry(error),
+            },
+        }
+    }
+
+    /// Answers a read with the requested consistency.
+    pub async fn read(&self, request: ReadRequest) -> Result<Answer, Status> {
+        if request.consistency == Consistency::Linearizable {
+            self.retry_until_deadline(|| self.linearize_attempt()).await?;
+        }
+        Ok(self.state_machine.read(|state| state.query(&request.namespace, &request.query)))
+    }
+
+    /// The leader side of a linearizable read: confirm leadership with a quorum, answer the
+    /// index every read must wait for.
+    pub async fn read_index(&self) -> Result<ReadIndex, String> {
+        let linearizer = self.raft.get_read_linearizer(ReadPolicy::ReadIndex).await.map_err(|error| error.to_string())?;
+        Ok((*linearizer.node_id(), linearizer.read_log_id().clone(), linearizer.applied().cloned()))
+    }
+
+    async fn linearize_attempt(&self) -> Result<Attempt<()>, Status> {
+        let Some(leader) = self.leader() else {
+            return Ok(Attempt::Retry("no leader is elected".into()));
+        };
+        let read_index = if leader == self.id {
+            match self.read_index().await {
+                Ok(read_index) => read_index,
+                Err(reason) => return Ok(Attempt::Retry(reason)),
+            }
+        } else {
+            match self.remote_read_index(leader).await {
+                Ok(read_index) => read_index,
+                Err(reason) => return Ok(Attempt::Retry(reason)),
+            }
+        };
+        let (leader_id, read_log_id, applied) = read_index;
+        let linearizer = Linearizer::new(leader_id, read_log_id, applied);
+        match linearizer.try_await_ready(&self.raft, Some(Duration::from_millis(LEADER_WAIT_MS_MAX))).await {
+            Ok(Ok(_)) => Ok(Attempt::Done(())),
+            Ok(Err(_)) => Ok(Attempt::Retry("this node did not catch up to the read index in time".into())),
+            Err(fatal) => Err(Status::unavailable(format!("raft stopped on this node: {fatal}; use another endpoint"))),
+        }
+    }
+
+    async fn remote_read_index(&self, leader: NodeId) -> Result<ReadIndex, String> {
+        let address = self.address_of(leader).ok_or_else(|| format!("leader {leader} has no known address"))?;
+        let mut client = self.peers.client(&address)?;
+        let response = tokio::time::timeout(self.rpc_timeout(), client.read_index(encode(&())))
+            .await
+            .map_err(|_| format!("leader {leader} did not answer the read index in time"))?
+            .map_err(|status| status.message().to_string())?;
+        decode::<Result<ReadIndex, String>>(&response.into_inner())?
+    }
+}
+
+/// One attempt's result inside [`NodeCore::retry_until_deadline`].
+pub enum Attempt<T> {
+    /// Finished with this value.
+    Done(T),
+    /// Try again; why.
+    Retry(String),
+}

@@ -1,0 +1,227 @@
+//! Strand's `node` crate: one member of a Strand cluster. It wires openraft, the storage of
+//! `raft-store` and the gRPC services of `api` together.
+//!
+//! [`run`] is the entry point `strand node` calls, and the simulation seam: it receives its
+//! listener (a stream of accepted connections), its outbound [`network::Connector`], its
+//! storage, its [`clock::Clock`], its RNG seed and its shutdown signal as parameters. It never
+//! binds a port or reads argv or the environment, so the simulator runs this very code over a
+//! simulated network.
+//!
+//! Invariant: a data directory belongs to one node of one cluster; another is refused at start.
+//! Invariant: a log that fails verification (a missing or corrupt entry) stops the node before it
+//! serves anything.
+
+pub mod clock;
+pub mod config;
+pub mod core;
+pub mod network;
+pub mod services;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use api::proto::beads_server::BeadsServer;
+use api::proto::cluster_server::ClusterServer;
+use api::proto::raft_server::RaftServer;
+use openraft::BasicNode;
+use openraft::async_runtime::WatchReceiver;
+use raft_store::codec::{self, META_IDENTITY};
+use raft_store::{Disk, Durability, FlushMode, LogStore, Op, Runtime, Space, StateMachineStore};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tonic::transport::server::Connected;
+
+use crate::clock::Clock;
+use crate::config::NodeConfig;
+use crate::core::{NodeCore, StrandRaft};
+use crate::network::{Connector, Network, PEER_MESSAGE_BYTES_MAX, Peers};
+use crate::services::{BeadsService, ClusterService, RaftPeerService};
+
+/// Why a node could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    /// The configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] config::ConfigError),
+    /// The data directory belongs to another node or cluster.
+    #[error(
+        "data directory {dir} belongs to node {found_id} of cluster {found_cluster:?}, not node {id} of cluster {cluster:?}; start with the matching --id, or use a fresh --data-dir"
+    )]
+    ForeignDataDir {
+        /// The directory.
+        dir: String,
+        /// This node's id.
+        id: u64,
+        /// This node's cluster.
+        cluster: String,
+        /// The id recorded in the directory.
+        found_id: u64,
+        /// The cluster recorded in the directory.
+        found_cluster: String,
+    },
+    /// The stored log or state failed verification.
+    #[error("refusing to start: the data in {dir} is damaged ({detail}); restore the directory, or remove it and let the node catch up from the cluster")]
+    Corrupt {
+        /// The directory.
+        dir: String,
+        /// What failed.
+        detail: String,
+    },
+    /// Raft could not start or stopped with an error.
+    #[error("raft failed: {0}")]
+    Raft(String),
+    /// Serving gRPC failed.
+    #[error("serving failed: {0}")]
+    Serve(#[from] tonic::transport::Error),
+}
+
+/// The identity recorded in a data directory.
+#[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Identity {
+    cluster_name: String,
+    node_id: u64,
+}
+
+fn check_identity<D: Disk>(disk: &D, config: &NodeConfig) -> Result<(), NodeError> {
+    let dir = config.data_dir.display().to_string();
+    let corrupt = |error: std::io::Error| NodeError::Corrupt { dir: dir.clone(), detail: error.to_string() };
+    let ours = Identity { cluster_name: config.cluster_name.clone(), node_id: config.id };
+    match disk.get(Space::Meta, META_IDENTITY).map_err(corrupt)? {
+        Some(bytes) => {
+            let found: Identity = codec::decode(&bytes, "node identity").map_err(corrupt)?;
+            if found != ours {
+                return Err(NodeError::ForeignDataDir {
+                    dir,
+                    id: config.id,
+                    cluster: config.cluster_name.clone(),
+                    found_id: found.node_id,
+                    found_cluster: found.cluster_name,
+                });
+            }
+            Ok(())
+        }
+        None => {
+            let op = Op::Put(Space::Meta, META_IDENTITY.to_vec(), codec::encode(&ours).map_err(corrupt)?);
+            disk.write(vec![op], Durability::Sync).map_err(corrupt)
+        }
+    }
+}
+
+/// Everything a node runs with. The caller owns every resource; [`run`] only uses them.
+pub struct NodeParams<D: Disk, I> {
+    /// The configuration.
+    pub config: NodeConfig,
+    /// Accepted inbound connections (a TCP listener's stream, or the simulator's).
+    pub incoming: I,
+    /// Opens channels to peers.
+    pub connector: Arc<dyn Connector>,
+    /// The storage.
+    pub disk: Arc<D>,
+    /// How log appends are synced.
+    pub flush_mode: FlushMode,
+    /// The clock stamped into proposals.
+    pub clock: Arc<dyn Clock>,
+    /// Seeds openraft's random draws (election timeouts) and the node's own request numbering.
+    pub seed: u64,
+    /// Resolves when the node should stop.
+    pub shutdown: Pin<Box<dyn Future<Output = ()> + Send>>,
+}
+
+/// Opens the storage, starts Raft and serves until shutdown.
+pub async fn run<D, I, IO, IE>(params: NodeParams<D, I>) -> Result<(), NodeError>
+where
+    D: Disk,
+    I: futures::Stream<Item = Result<IO, IE>> + Send + 'static,
+    IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
+    IE: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let NodeParams { config, incoming, connector, disk, flush_mode, clock, seed, shutdown } = params;
+    config.validate()?;
+    check_identity(disk.as_ref(), &config)?;
+    let core = Runtime::scope(seed, start_raft(config, connector, disk, flush_mode, clock, seed)).await?;
+    let core = Arc::new(core);
+    let watcher = tokio::spawn(watch_running_state(core.raft.clone()));
+    let (health_reporter, health_service) = tonic_health::server::health_reporter();
+    for service in ["strand.v1.Beads", "strand.v1.Cluster", ""] {
+        health_reporter.set_service_status(service, tonic_health::ServingStatus::Serving).await;
+    }
+    tracing::info!(node = core.id, address = %core.config.advertised(), "serving");
+    let served = tonic::transport::Server::builder()
+        .add_service(health_service)
+        .add_service(
+            BeadsServer::new(BeadsService::new(core.clone()))
+                .max_decoding_message_size(api::limits::REQUEST_BYTES_MAX)
+                .max_encoding_message_size(api::limits::RESPONSE_BYTES_MAX),
+        )
+        .add_service(ClusterServer::new(ClusterService::new(core.clone())))
+        .add_service(
+            RaftServer::new(RaftPeerService::new(core.clone()))
+                .max_decoding_message_size(PEER_MESSAGE_BYTES_MAX)
+                .max_encoding_message_size(PEER_MESSAGE_BYTES_MAX),
+        )
+        .serve_with_incoming_shutdown(incoming, shutdown)
+        .await;
+    tracing::info!(node = core.id, "shutting down");
+    watcher.abort();
+    let stopped = core.raft.shutdown().await;
+    served?;
+    stopped.map_err(|error| NodeError::Raft(error.to_string()))
+}
+
+async fn start_raft<D: Disk>(
+    config: NodeConfig,
+    connector: Arc<dyn Connector>,
+    disk: Arc<D>,
+    flush_mode: FlushMode,
+    clock: Arc<dyn Clock>,
+    seed: u64,
+) -> Result<NodeCore<D>, NodeError> {
+    let dir = config.data_dir.display().to_string();
+    let corrupt = |error: std::io::Error| NodeError::Corrupt { dir: dir.clone(), detail: error.to_string() };
+    let log_store = LogStore::open(disk.clone(), flush_mode).map_err(corrupt)?;
+    let state_machine = StateMachineStore::open(disk, &config.data_dir.join("snapshots")).map_err(corrupt)?;
+    let raft_config = Arc::new(config.raft.to_openraft(&config.cluster_name)?);
+    let peers = Arc::new(Peers::new(connector));
+    let network = Network::new(peers.clone());
+    let raft: StrandRaft<D> = openraft::Raft::new(config.id, raft_config, network, log_store, state_machine.clone())
+        .await
+        .map_err(|fatal| NodeError::Raft(fatal.to_string()))?;
+    initialize_if_first(&raft, &config).await?;
+    let client_id = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    Ok(NodeCore::new(raft, state_machine, peers, clock, config, client_id))
+}
+
+/// The lowest id of the configured members initialises the cluster on its first start; later
+/// starts (and every other node) just rejoin.
+async fn initialize_if_first<D: Disk>(raft: &StrandRaft<D>, config: &NodeConfig) -> Result<(), NodeError> {
+    let members = config.members();
+    let lowest = *members.keys().next().expect("members include this node");
+    let initialized = raft.is_initialized().await.map_err(|fatal| NodeError::Raft(fatal.to_string()))?;
+    if initialized || lowest != config.id {
+        return Ok(());
+    }
+    let nodes: BTreeMap<u64, BasicNode> =
+        members.into_iter().map(|(node_id, address)| (node_id, BasicNode::new(address))).collect();
+    tracing::info!(node = config.id, members = ?nodes.keys().collect::<Vec<_>>(), "initializing the cluster");
+    match raft.initialize(nodes).await {
+        Ok(()) => Ok(()),
+        Err(openraft::errors::RaftError::APIError(openraft::errors::InitializeError::NotAllowed(_))) => Ok(()),
+        Err(error) => Err(NodeError::Raft(error.to_string())),
+    }
+}
+
+/// Logs the moment Raft stops with a fatal error (a storage failure, a panic in the core).
+async fn watch_running_state<D: Disk>(raft: StrandRaft<D>) {
+    let mut metrics = raft.metrics();
+    loop {
+        if let Err(fatal) = &metrics.borrow_watched().running_state {
+            tracing::error!(%fatal, "raft core stopped; this node no longer serves writes or linearizable reads");
+            return;
+        }
+        if metrics.changed().await.is_err() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! The storage trait under the Raft log and the state machine: a small, ordered key-value disk
+//! with atomic batches and an explicit sync.
+//!
+//! Two implementations: [`crate::rocks::RocksDisk`] for real nodes, and the simulator's in-memory
+//! disk, which keeps unsynced writes volatile so that a simulated crash can drop them.
+//!
+//! Invariant: a batch is applied whole or not at all; after [`Disk::sync`] returns, every batch
+//! written before it survives a crash; batches become durable in the order they were written.
+
+use std::io;
+
+/// A key space of the disk (a RocksDB column family).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Space {
+    /// Raft log entries, keyed by big-endian index.
+    Log,
+    /// The vote, committed and purged log ids, applied state, node identity.
+    Meta,
+    /// The state machine's records (beads, namespaces, sessions).
+    State,
+}
+
+impl Space {
+    /// Every space.
+    pub const ALL: [Space; 3] = [Space::Log, Space::Meta, Space::State];
+
+    /// The column family name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Space::Log => "log",
+            Space::Meta => "meta",
+            Space::State => "state",
+        }
+    }
+}
+
+/// One change inside a batch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Set a key.
+    Put(Space, Vec<u8>, Vec<u8>),
+    /// Remove a key.
+    Delete(Space, Vec<u8>),
+    /// Remove every key in `[from, to)`.
+    DeleteRange(Space, Vec<u8>, Vec<u8>),
+}
+
+/// Whether a write must be durable before it returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// Synced before returning.
+    Sync,
+    /// Durable after the next [`Disk::sync`] (or a later synced write).
+    Buffered,
+}
+
+/// A visitor over a key range: return `false` to stop.
+pub type Visit<'a> = &'a mut dyn FnMut(&[u8], &[u8]) -> io::Result<bool>;
+
+/// A consistent, read-only view of the disk at one instant.
+pub trait DiskView: Send {
+    /// Visits the keys of `space` in `[from, to)` (to the end when `to` is `None`), in key order.
+    fn scan(&self, space: Space, from: &[u8], to: Option<&[u8]>, visit: Visit<'_>) -> io::Result<()>;
+    /// Reads one key.
+    fn get(&self, space: Space, key: &[u8]) -> io::Result<Option<Vec<u8>>>;
+}
+
+/// The storage trait.
+pub trait Disk: Send + Sync + 'static {
+    /// Applies a batch atomically.
+    fn write(&self, ops: Vec<Op>, durability: Durability) -> io::Result<()>;
+    /// Makes every write so far durable.
+    fn sync(&self) -> io::Result<()>;
+    /// Reads one key (latest written value, synced or not).
+    fn get(&self, space: Space, key: &[u8]) -> io::Result<Option<Vec<u8>>>;
+    /// Visits a key range of the latest written values, in key order.
+    fn scan(&self, space: Space, from: &[u8], to: Option<&[u8]>, visit: Visit<'_>) -> io::Result<()>;
+    /// A consistent point-in-time view (for building snapshots while writes go on).
+    fn view(&self) -> io::Result<Box<dyn DiskView + '_>>;
+}

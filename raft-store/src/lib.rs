@@ -1,0 +1,24 @@
+//! Strand's `raft-store` crate: the Raft log, the vote and the state machine on disk, for openraft.
+//!
+//! - [`disk`]: the storage trait ([`disk::Disk`]), with [`rocks::RocksDisk`] for real nodes; the
+//!   simulator adds an in-memory disk that drops unsynced writes on a crash.
+//! - [`log_store`]: openraft's `RaftLogStorage` (log entries, vote, committed and purged ids).
+//! - [`state_machine`]: openraft's `RaftStateMachine` over [`api::state::State`], with streamed
+//!   file snapshots ([`snapshot`]).
+//!
+//! Invariant: this is the only crate that knows RocksDB; it knows nothing of gRPC or the network.
+
+pub mod codec;
+pub mod disk;
+pub mod log_store;
+pub mod rocks;
+pub mod snapshot;
+pub mod state_machine;
+pub mod types;
+
+pub use disk::{Disk, Durability, Op, Space};
+pub use log_store::{FlushMode, LogStore};
+pub use rocks::RocksDisk;
+pub use snapshot::SnapshotFile;
+pub use state_machine::{Applied, StateMachineStore};
+pub use types::{NodeId, Runtime, TypeConfig};

@@ -1,0 +1,137 @@
+//! Snapshot files: the state machine's records at one applied log id, written and read as a
+//! stream so that neither building, sending nor installing a snapshot holds it whole in memory.
+//!
+//! Format: the magic line, the length-prefixed snapshot metadata, then length-prefixed key/value
+//! records of the state space, then an end marker with the record count. A file cut short or
+//! with a wrong count is refused.
+
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use crate::codec;
+use crate::types::SnapshotMeta;
+
+const MAGIC: &[u8] = b"STRAND-SNAPSHOT-1\n";
+const END_MARKER: u32 = u32::MAX;
+/// Largest key or value a snapshot record may hold, in bytes.
+pub const SNAPSHOT_RECORD_BYTES_MAX: usize = 64 * 1024 * 1024;
+
+/// A snapshot's data: an open file, so that a snapshot replaced on disk while it is being sent
+/// stays readable.
+#[derive(Debug)]
+pub struct SnapshotFile {
+    /// Where it is (or was) on disk.
+    pub path: PathBuf,
+    /// The open file, positioned at its start.
+    pub file: File,
+}
+
+impl SnapshotFile {
+    /// Opens a snapshot file for reading.
+    pub fn open(path: &Path) -> io::Result<SnapshotFile> {
+        Ok(SnapshotFile { path: path.to_path_buf(), file: File::open(path)? })
+    }
+}
+
+/// Writes a snapshot file record by record.
+pub struct SnapshotWriter {
+    out: BufWriter<File>,
+    count: u64,
+}
+
+fn write_frame(out: &mut impl Write, bytes: &[u8]) -> io::Result<()> {
+    let length = u32::try_from(bytes.len()).map_err(|_| io::Error::other("snapshot record over 4 GiB"))?;
+    out.write_all(&length.to_be_bytes())?;
+    out.write_all(bytes)
+}
+
+impl SnapshotWriter {
+    /// Starts a snapshot file at `path` with its metadata.
+    pub fn create(path: &Path, meta: &SnapshotMeta) -> io::Result<SnapshotWriter> {
+        let mut out = BufWriter::new(File::create(path)?);
+        out.write_all(MAGIC)?;
+        write_frame(&mut out, &codec::encode(meta)?)?;
+        Ok(SnapshotWriter { out, count: 0 })
+    }
+
+    /// Adds one state record.
+    pub fn record(&mut self, key: &[u8], value: &[u8]) -> io::Result<()> {
+        write_frame(&mut self.out, key)?;
+        write_frame(&mut self.out, value)?;
+        self.count += 1;
+        Ok(())
+    }
+
+    /// Ends the file and syncs it to disk.
+    pub fn finish(mut self) -> io::Result<()> {
+        self.out.write_all(&END_MARKER.to_be_bytes())?;
+        self.out.write_all(&self.count.to_be_bytes())?;
+        let file = self.out.into_inner().map_err(|error| error.into_error())?;
+        file.sync_all()
+    }
+}
+
+/// Reads a snapshot file record by record.
+pub struct SnapshotReader {
+    input: BufReader<File>,
+    count: u64,
+    /// The metadata from the file's header.
+    pub meta: SnapshotMeta,
+}
+
+fn corrupt(message: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, message)
+}
+
+fn read_u32(input: &mut impl Read) -> io::Result<u32> {
+    let mut bytes = [0u8; 4];
+    input.read_exact(&mut bytes)?;
+    Ok(u32::from_be_bytes(bytes))
+}
+
+fn read_bytes(input: &mut impl Read, length: u32) -> io::Result<Vec<u8>> {
+    let length = length as usize;
+    if length > SNAPSHOT_RECORD_BYTES_MAX {
+        return Err(corrupt(format!("snapshot record of {length} bytes is over the limit")));
+    }
+    let mut bytes = vec![0u8; length];
+    input.read_exact(&mut bytes)?;
+    Ok(bytes)
+}
+
+impl SnapshotReader {
+    /// Opens a snapshot file from its start and reads its header.
+    pub fn new(mut file: File) -> io::Result<SnapshotReader> {
+        use std::io::Seek;
+        file.seek(io::SeekFrom::Start(0))?;
+        let mut input = BufReader::new(file);
+        let mut magic = vec![0u8; MAGIC.len()];
+        input.read_exact(&mut magic).map_err(|_| corrupt("snapshot file is too short".into()))?;
+        if magic != MAGIC {
+            return Err(corrupt("not a Strand snapshot file".into()));
+        }
+        let length = read_u32(&mut input)?;
+        let meta = codec::decode(&read_bytes(&mut input, length)?, "snapshot metadata")?;
+        Ok(SnapshotReader { input, count: 0, meta })
+    }
+
+    /// The next record, or `None` at the (verified) end.
+    pub fn next_record(&mut self) -> io::Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let length = read_u32(&mut self.input).map_err(|_| corrupt("snapshot file is cut short".into()))?;
+        if length == END_MARKER {
+            let mut count = [0u8; 8];
+            self.input.read_exact(&mut count)?;
+            let expected = u64::from_be_bytes(count);
+            if expected != self.count {
+                return Err(corrupt(format!("snapshot holds {} records, its trailer says {expected}", self.count)));
+            }
+            return Ok(None);
+        }
+        let key = read_bytes(&mut self.input, length)?;
+        let value_length = read_u32(&mut self.input)?;
+        let value = read_bytes(&mut self.input, value_length)?;
+        self.count += 1;
+        Ok(Some((key, value)))
+    }
+}

@@ -1,0 +1,268 @@
+//! The bead state machine on a [`Disk`], as openraft's `RaftStateMachine`.
+//!
+//! The state lives in memory ([`api::state::State`], indexes included) and on disk (its records
+//! in the state space). Applying a batch of entries changes memory, then writes every changed
+//! record together with `last_applied` and the membership in **one** atomic disk batch, and only
+//! then answers the clients.
+//!
+//! Invariant: the state space and `last_applied` on disk always belong together.
+//! Invariant: while a snapshot is being installed the `installing` marker is set, and a node that
+//! opens with the marker set finishes the install from the snapshot file before serving.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+use api::outcome::{Answer, Outcome};
+use api::state::{Record, RecordKey, State};
+use futures::{Stream, TryStreamExt};
+use openraft::storage::{EntryResponder, RaftSnapshotBuilder, RaftStateMachine, Snapshot};
+use openraft::{EntryPayload, OptionalSend};
+
+use crate::codec::{self, META_APPLIED, META_INSTALLING, META_MEMBERSHIP};
+use crate::disk::{Disk, Durability, Op, Space};
+use crate::snapshot::{SnapshotFile, SnapshotReader, SnapshotWriter};
+use crate::types::{LogId, SnapshotMeta, StoredMembership, TypeConfig};
+
+/// Records written per disk batch while installing a snapshot.
+pub const INSTALL_BATCH_RECORDS: usize = 4096;
+/// File name of the current snapshot in the snapshot directory.
+const CURRENT_SNAPSHOT: &str = "current.snapshot";
+
+/// What the state machine has applied.
+#[derive(Clone, Debug, Default)]
+pub struct Applied {
+    /// The last applied log id.
+    pub log_id: Option<LogId>,
+    /// The last applied membership.
+    pub membership: StoredMembership,
+}
+
+struct Inner<D: Disk> {
+    disk: Arc<D>,
+    state: RwLock<State>,
+    applied: Mutex<Applied>,
+    snapshot_dir: PathBuf,
+    build_lock: Mutex<()>,
+}
+
+/// The state machine store. Clones share one state; the node keeps a clone for reads.
+pub struct StateMachineStore<D: Disk> {
+    inner: Arc<Inner<D>>,
+}
+
+impl<D: Disk> Clone for StateMachineStore<D> {
+    fn clone(&self) -> Self {
+        StateMachineStore { inner: self.inner.clone() }
+    }
+}
+
+fn read_applied<D: Disk + ?Sized>(disk: &D) -> io::Result<Applied> {
+    let log_id = match disk.get(Space::Meta, META_APPLIED)? {
+        Some(bytes) => codec::decode(&bytes, "applied log id")?,
+        None => None,
+    };
+    let membership = match disk.get(Space::Meta, META_MEMBERSHIP)? {
+        Some(bytes) => codec::decode(&bytes, "membership")?,
+        None => StoredMembership::default(),
+    };
+    Ok(Applied { log_id, membership })
+}
+
+fn load_state<D: Disk>(disk: &D) -> io::Result<State> {
+    let mut records = Vec::new();
+    disk.scan(Space::State, &[], None, &mut |key, value| {
+        let key: RecordKey = codec::decode(key, "state record key")?;
+        let record: Record = codec::decode(value, &format!("state record {key:?}"))?;
+        records.push((key, record));
+        Ok(true)
+    })?;
+    State::from_records(records).map_err(|error| io::Error::new(io::ErrorKind::InvalidData, error.to_string()))
+}
+
+impl<D: Disk> StateMachineStore<D> {
+    /// Opens the state machine on `disk`, finishing an interrupted snapshot install first.
+    pub fn open(disk: Arc<D>, snapshot_dir: &Path) -> io::Result<StateMachineStore<D>> {
+        std::fs::create_dir_all(snapshot_dir)?;
+        if disk.get(Space::Meta, META_INSTALLING)?.is_some() {
+            let current = snapshot_dir.join(CURRENT_SNAPSHOT);
+            tracing::warn!(path = %current.display(), "finishing an interrupted snapshot install");
+            let reader = SnapshotReader::new(std::fs::File::open(&current)?)?;
+            write_snapshot_records(disk.as_ref(), reader)?;
+        }
+        let state = load_state(disk.as_ref())?;
+        let applied = read_applied(disk.as_ref())?;
+        let inner = Inner {
+            disk,
+            state: RwLock::new(state),
+            applied: Mutex::new(applied),
+            snapshot_dir: snapshot_dir.to_path_buf(),
+            build_lock: Mutex::new(()),
+        };
+        Ok(StateMachineStore { inner: Arc::new(inner) })
+    }
+
+    /// Runs `read` on the current state (a serializable read).
+    pub fn read<T>(&self, read: impl FnOnce(&State) -> T) -> T {
+        read(&self.inner.state.read().expect("state lock"))
+    }
+
+    /// What has been applied.
+    pub fn applied(&self) -> Applied {
+        self.inner.applied.lock().expect("applied lock").clone()
+    }
+
+    fn persist(&self, applied: &Applied) -> io::Result<()> {
+        let changes = self.inner.state.write().expect("state lock").take_changes();
+        let mut ops = Vec::with_capacity(changes.len() + 2);
+        for (key, record) in changes {
+            let key_bytes = codec::encode(&key)?;
+            match record {
+                Some(record) => ops.push(Op::Put(Space::State, key_bytes, codec::encode(&record)?)),
+                None => ops.push(Op::Delete(Space::State, key_bytes)),
+            }
+        }
+        ops.push(Op::Put(Space::Meta, META_APPLIED.to_vec(), codec::encode(&applied.log_id)?));
+        ops.push(Op::Put(Space::Meta, META_MEMBERSHIP.to_vec(), codec::encode(&applied.membership)?));
+        self.inner.disk.write(ops, Durability::Buffered)
+    }
+
+    fn current_snapshot_path(&self) -> PathBuf {
+        self.inner.snapshot_dir.join(CURRENT_SNAPSHOT)
+    }
+
+    /// Builds a snapshot from a consistent view of the disk (apply continues meanwhile).
+    fn build(&self) -> io::Result<Snapshot<TypeConfig, SnapshotFile>> {
+        let _building = self.inner.build_lock.lock().expect("build lock");
+        let view = self.inner.disk.view()?;
+        let applied = Applied {
+            log_id: match view.get(Space::Meta, META_APPLIED)? {
+                Some(bytes) => codec::decode(&bytes, "applied log id")?,
+                None => None,
+            },
+            membership: match view.get(Space::Meta, META_MEMBERSHIP)? {
+                Some(bytes) => codec::decode(&bytes, "membership")?,
+                None => StoredMembership::default(),
+            },
+        };
+        let meta = SnapshotMeta { last_log_id: applied.log_id, last_membership: applied.membership };
+        let building = self.inner.snapshot_dir.join("building.snapshot");
+        let mut writer = SnapshotWriter::create(&building, &meta)?;
+        view.scan(Space::State, &[], None, &mut |key, value| writer.record(key, value).map(|()| true))?;
+        writer.finish()?;
+        drop(view);
+        std::fs::rename(&building, self.current_snapshot_path())?;
+        sync_directory(&self.inner.snapshot_dir)?;
+        Ok(Snapshot { meta, snapshot: SnapshotFile::open(&self.current_snapshot_path())? })
+    }
+
+    fn install(&self, meta: &SnapshotMeta, snapshot: SnapshotFile) -> io::Result<()> {
+        let current = self.current_snapshot_path();
+        if snapshot.path != current {
+            std::fs::copy(&snapshot.path, &current)?;
+            std::fs::File::open(&current)?.sync_all()?;
+            sync_directory(&self.inner.snapshot_dir)?;
+            if snapshot.path.starts_with(&self.inner.snapshot_dir) {
+                let _ = std::fs::remove_file(&snapshot.path);
+            }
+        }
+        let reader = SnapshotReader::new(std::fs::File::open(&current)?)?;
+        if reader.meta.last_log_id != meta.last_log_id {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "snapshot file does not match its metadata"));
+        }
+        let disk = self.inner.disk.as_ref();
+        let mut state = self.inner.state.write().expect("state lock");
+        write_snapshot_records(disk, reader)?;
+        *state = load_state(disk)?;
+        *self.inner.applied.lock().expect("applied lock") =
+            Applied { log_id: meta.last_log_id, membership: meta.last_membership.clone() };
+        Ok(())
+    }
+}
+
+/// Replaces the state space with a snapshot's records, under the `installing` marker.
+fn write_snapshot_records<D: Disk + ?Sized>(disk: &D, mut reader: SnapshotReader) -> io::Result<()> {
+    let marker = Op::Put(Space::Meta, META_INSTALLING.to_vec(), vec![1]);
+    let clear = Op::DeleteRange(Space::State, Vec::new(), vec![0xff; 64]);
+    disk.write(vec![marker, clear], Durability::Sync)?;
+    let mut batch = Vec::with_capacity(INSTALL_BATCH_RECORDS);
+    while let Some((key, value)) = reader.next_record()? {
+        batch.push(Op::Put(Space::State, key, value));
+        if batch.len() >= INSTALL_BATCH_RECORDS {
+            disk.write(std::mem::take(&mut batch), Durability::Buffered)?;
+        }
+    }
+    batch.push(Op::Put(Space::Meta, META_APPLIED.to_vec(), codec::encode(&reader.meta.last_log_id)?));
+    batch.push(Op::Put(Space::Meta, META_MEMBERSHIP.to_vec(), codec::encode(&reader.meta.last_membership)?));
+    batch.push(Op::Delete(Space::Meta, META_INSTALLING.to_vec()));
+    disk.write(batch, Durability::Sync)
+}
+
+fn sync_directory(path: &Path) -> io::Result<()> {
+    std::fs::File::open(path)?.sync_all()
+}
+
+impl<D: Disk> RaftSnapshotBuilder<TypeConfig> for StateMachineStore<D> {
+    type SnapshotData = SnapshotFile;
+
+    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig, SnapshotFile>, io::Error> {
+        self.build()
+    }
+}
+
+impl<D: Disk> RaftStateMachine<TypeConfig> for StateMachineStore<D> {
+    type SnapshotData = SnapshotFile;
+    type SnapshotBuilder = Self;
+
+    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), io::Error> {
+        let applied = self.applied();
+        Ok((applied.log_id, applied.membership))
+    }
+
+    async fn apply<Strm>(&mut self, mut entries: Strm) -> Result<(), io::Error>
+    where
+        Strm: Stream<Item = Result<EntryResponder<TypeConfig>, io::Error>> + Unpin + OptionalSend,
+    {
+        let mut applied = self.applied();
+        let mut responders = Vec::new();
+        while let Some((entry, responder)) = entries.try_next().await? {
+            let answer: Answer = match &entry.payload {
+                EntryPayload::Blank => Ok(Outcome::Done),
+                EntryPayload::Normal(proposal) => self.inner.state.write().expect("state lock").apply(proposal),
+                EntryPayload::Membership(membership) => {
+                    applied.membership = StoredMembership::new(Some(entry.log_id), membership.clone());
+                    Ok(Outcome::Done)
+                }
+            };
+            applied.log_id = Some(entry.log_id);
+            if let Some(responder) = responder {
+                responders.push((responder, answer));
+            }
+        }
+        self.persist(&applied)?;
+        *self.inner.applied.lock().expect("applied lock") = applied;
+        for (responder, answer) in responders {
+            responder.send(answer);
+        }
+        Ok(())
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        self.clone()
+    }
+
+    async fn install_snapshot(&mut self, meta: &SnapshotMeta, snapshot: SnapshotFile) -> Result<(), io::Error> {
+        self.install(meta, snapshot)
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig, SnapshotFile>>, io::Error> {
+        let path = self.current_snapshot_path();
+        let file = match std::fs::File::open(&path) {
+            Ok(file) => file,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(error),
+        };
+        let reader = SnapshotReader::new(file.try_clone()?)?;
+        Ok(Some(Snapshot { meta: reader.meta, snapshot: SnapshotFile { path, file } }))
+    }
+}

@@ -1,0 +1,33 @@
+//! The openraft type configuration of Strand: what a log entry carries (an
+//! [`api::command::Proposal`]), what applying it answers (an [`api::outcome::Answer`]), and how
+//! nodes are named (`u64` ids, `host:port` addresses).
+
+use openraft::type_config::alias::{EntryOf, LogIdOf, SnapshotMetaOf, StoredMembershipOf, VoteOf};
+
+openraft::declare_raft_types!(
+    /// Strand's Raft types.
+    pub TypeConfig:
+        D = api::command::Proposal,
+        R = api::outcome::Answer,
+        NodeId = u64,
+        Node = openraft::BasicNode,
+        AsyncRuntime = Runtime,
+);
+
+/// openraft's runtime: tokio, with every random draw (election timeouts) taken from a seeded
+/// generator, so a node's elections replay from its seed. Raft must run inside
+/// `Runtime::scope(seed, ...)`.
+pub type Runtime = openraft_rt::deterministic_rng::DeterministicRng<openraft_rt_tokio::TokioRuntime>;
+
+/// A Raft log entry.
+pub type Entry = EntryOf<TypeConfig>;
+/// A Raft log id (term and index).
+pub type LogId = LogIdOf<TypeConfig>;
+/// A Raft vote.
+pub type Vote = VoteOf<TypeConfig>;
+/// Membership as stored with the log id that set it.
+pub type StoredMembership = StoredMembershipOf<TypeConfig>;
+/// Snapshot metadata.
+pub type SnapshotMeta = SnapshotMetaOf<TypeConfig>;
+/// A node's id.
+pub type NodeId = u64;

@@ -1,0 +1,115 @@
+//! Storage tests: openraft's conformance suite on the RocksDB disk, restart from disk, and the
+//! refusal to open a damaged log.
+
+use std::sync::Arc;
+
+use api::command::{Command, CreateBead, Proposal};
+use api::model::{Namespace, Timestamp};
+use openraft::storage::{RaftLogReader, RaftLogStorage, RaftStateMachine};
+use openraft::testing::log::{StoreBuilder, Suite};
+use openraft::{ErrorSubject, ErrorVerb, StorageError};
+use raft_store::disk::{Disk, Durability, Op, Space};
+use raft_store::types::{Entry, TypeConfig};
+use raft_store::{FlushMode, LogStore, RocksDisk, StateMachineStore};
+
+struct RocksBuilder;
+
+type Stores = (tempfile::TempDir, LogStore<RocksDisk>, StateMachineStore<RocksDisk>);
+
+fn open(dir: &std::path::Path) -> std::io::Result<(LogStore<RocksDisk>, StateMachineStore<RocksDisk>)> {
+    let disk = Arc::new(RocksDisk::open(&dir.join("db"))?);
+    let log_store = LogStore::open(disk.clone(), FlushMode::Grouped)?;
+    let state_machine = StateMachineStore::open(disk, &dir.join("snapshots"))?;
+    Ok((log_store, state_machine))
+}
+
+impl StoreBuilder<TypeConfig, LogStore<RocksDisk>, StateMachineStore<RocksDisk>, tempfile::TempDir> for RocksBuilder {
+    async fn build(&self) -> Result<Stores, StorageError<TypeConfig>> {
+        let dir = tempfile::tempdir().map_err(|error| StorageError::from_io_error(ErrorSubject::Store, ErrorVerb::Write, error))?;
+        let (log_store, state_machine) =
+            open(dir.path()).map_err(|error| StorageError::from_io_error(ErrorSubject::Store, ErrorVerb::Read, error))?;
+        Ok((dir, log_store, state_machine))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openraft_storage_conformance_suite() {
+    raft_store::Runtime::scope(7, async { Suite::test_all(RocksBuilder).await.expect("conformance suite") }).await;
+}
+
+fn proposal(title: &str, index: i64) -> Proposal {
+    Proposal {
+        request_id: None,
+        timestamp: Timestamp(index),
+        default_prefix: "st".into(),
+        namespace: Namespace::default_namespace(),
+        command: Command::Create(CreateBead { title: title.into(), ..Default::default() }),
+    }
+}
+
+fn entries(count: u64) -> Vec<Entry> {
+    (1..=count)
+        .map(|index| Entry {
+            log_id: openraft::LogId::new(openraft::impls::leader_id_adv::LeaderId { term: 1, node_id: 1 }, index),
+            payload: openraft::EntryPayload::Normal(proposal(&format!("bead {index}"), index as i64)),
+        })
+        .collect()
+}
+
+async fn append(log_store: &mut LogStore<RocksDisk>, entries: Vec<Entry>) {
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    log_store
+        .append(entries, openraft::storage::IOFlushed::signal(sender))
+        .await
+        .expect("append");
+    receiver.await.expect("flush callback").expect("flushed");
+}
+
+#[tokio::test]
+async fn restart_from_disk_keeps_log_and_applied_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let digest = {
+        let (mut log_store, mut state_machine) = open(dir.path()).unwrap();
+        append(&mut log_store, entries(5)).await;
+        let applied: Vec<_> = entries(5).into_iter().map(|entry| Ok((entry, None))).collect();
+        state_machine.apply(futures::stream::iter(applied)).await.unwrap();
+        state_machine.read(|state| state.digest())
+    };
+    let (mut log_store, mut state_machine) = open(dir.path()).unwrap();
+    assert_eq!(log_store.try_get_log_entries(1..=5).await.unwrap().len(), 5);
+    let (applied, _) = state_machine.applied_state().await.unwrap();
+    assert_eq!(applied.map(|log_id| log_id.index), Some(5));
+    assert_eq!(state_machine.read(|state| state.digest()), digest);
+    assert_eq!(state_machine.read(|state| state.bead_count()), 5);
+}
+
+#[tokio::test]
+async fn a_missing_log_entry_is_refused_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (mut log_store, _) = open(dir.path()).unwrap();
+        append(&mut log_store, entries(5)).await;
+    }
+    {
+        let disk = RocksDisk::open(&dir.path().join("db")).unwrap();
+        disk.write(vec![Op::Delete(Space::Log, raft_store::codec::log_key(3))], Durability::Sync).unwrap();
+    }
+    let error = open(dir.path()).err().expect("open refuses a log with a hole");
+    assert!(error.to_string().contains("log entry 3 is missing"), "{error}");
+}
+
+#[tokio::test]
+async fn a_corrupt_log_entry_is_refused_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (mut log_store, _) = open(dir.path()).unwrap();
+        append(&mut log_store, entries(3)).await;
+    }
+    {
+        let disk = RocksDisk::open(&dir.path().join("db")).unwrap();
+        let garbage = Op::Put(Space::Log, raft_store::codec::log_key(2), vec![0xff, 0xfe, 0x01]);
+        disk.write(vec![garbage], Durability::Sync).unwrap();
+    }
+    let error = open(dir.path()).err().expect("open refuses a corrupt entry");
+    assert!(error.to_string().contains("log entry 2 is corrupt"), "{error}");
+}

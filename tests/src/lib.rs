@@ -1,0 +1,180 @@
+//! A harness for end-to-end tests: real `strand node` processes on loopback ports, killed with
+//! SIGKILL on demand and always on drop, plus helpers that wait on conditions, never on sleeps.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use api::client::{Client, ClientConfig};
+
+/// How long a test waits for a condition before failing.
+pub const WAIT_MAX: Duration = Duration::from_secs(60);
+
+/// The `strand` binary: `$STRAND_BIN`, or the one built beside the test executable.
+pub fn strand_binary() -> PathBuf {
+    if let Ok(path) = std::env::var("STRAND_BIN") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().expect("test executable path");
+    let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>");
+    let binary = profile_dir.join("strand");
+    assert!(binary.exists(), "{} is missing; build it first with `cargo build --bins` (make test does)", binary.display());
+    binary
+}
+
+/// A free loopback port (bound once, then released for the node to take).
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    listener.local_addr().expect("local address").port()
+}
+
+/// One node process.
+pub struct NodeProcess {
+    /// Node id.
+    pub id: u64,
+    /// `127.0.0.1:port`.
+    pub address: String,
+    /// Its data directory.
+    pub data_dir: PathBuf,
+    child: Option<Child>,
+}
+
+/// A cluster of node processes in a temporary directory.
+pub struct Cluster {
+    /// The nodes, index `id - 1`.
+    pub nodes: Vec<NodeProcess>,
+    peers: String,
+    config: Option<PathBuf>,
+    dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    /// Starts `size` nodes; `config_toml`, if given, is written to a file passed as `--config`.
+    pub fn start(size: u64, config_toml: Option<&str>) -> Cluster {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let config = config_toml.map(|text| {
+            let path = dir.path().join("node.toml");
+            std::fs::write(&path, text).expect("write config");
+            path
+        });
+        let nodes: Vec<NodeProcess> = (1..=size)
+            .map(|id| NodeProcess {
+                id,
+                address: format!("127.0.0.1:{}", free_port()),
+                data_dir: dir.path().join(format!("node-{id}")),
+                child: None,
+            })
+            .collect();
+        let peers = nodes.iter().map(|node| format!("{}={}", node.id, node.address)).collect::<Vec<_>>().join(",");
+        let mut cluster = Cluster { nodes, peers, config, dir };
+        for id in 1..=size {
+            cluster.restart(id);
+        }
+        cluster
+    }
+
+    /// The command that starts node `id` (for tests that expect it to fail).
+    pub fn node_command(&self, id: u64) -> Command {
+        let node = &self.nodes[(id - 1) as usize];
+        let mut command = Command::new(strand_binary());
+        command.args(["node", "--id", &id.to_string(), "--listen", &node.address]).arg("--data-dir").arg(&node.data_dir);
+        if self.nodes.len() > 1 {
+            command.args(["--peers", &self.peers]);
+        }
+        if let Some(config) = &self.config {
+            command.arg("--config").arg(config);
+        }
+        command.env("RUST_LOG", "warn");
+        command
+    }
+
+    /// Starts (or restarts) node `id`; its log goes to `node-<id>.log` in the cluster directory.
+    pub fn restart(&mut self, id: u64) {
+        let log = std::fs::File::create(self.dir.path().join(format!("node-{id}.log"))).expect("log file");
+        let mut command = self.node_command(id);
+        command.stdout(Stdio::null()).stderr(log);
+        let child = command.spawn().expect("spawn strand node");
+        self.nodes[(id - 1) as usize].child = Some(child);
+    }
+
+    /// Kills node `id` with SIGKILL and waits for it to die.
+    pub fn kill(&mut self, id: u64) {
+        if let Some(mut child) = self.nodes[(id - 1) as usize].child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// A node's log so far.
+    pub fn log(&self, id: u64) -> String {
+        std::fs::read_to_string(self.dir.path().join(format!("node-{id}.log"))).unwrap_or_default()
+    }
+
+    /// Every node's address.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.nodes.iter().map(|node| node.address.clone()).collect()
+    }
+
+    /// A client of the given endpoints.
+    pub fn client_of(&self, endpoints: Vec<String>) -> Client {
+        let mut config = ClientConfig::new(endpoints);
+        config.deadline = Duration::from_secs(30);
+        config.attempt_timeout = Duration::from_secs(5);
+        Client::new(config).expect("client")
+    }
+
+    /// A client of every node.
+    pub fn client(&self) -> Client {
+        self.client_of(self.endpoints())
+    }
+
+    /// Waits until some node reports a leader that every live node agrees on; answers its id.
+    pub async fn wait_for_leader(&self) -> u64 {
+        let client = self.client();
+        wait_for("a leader", || async {
+            let status = client.status(false).await.ok()?;
+            let live: Vec<_> = status.nodes.iter().filter(|node| node.state != "unreachable").collect();
+            let agreed = status.leader_id != 0 && live.iter().all(|node| node.leader_id == status.leader_id);
+            agreed.then_some(status.leader_id)
+        })
+        .await
+    }
+
+    /// Waits until every live node has the same applied index and state digest; answers it.
+    pub async fn wait_for_convergence(&self, expected_nodes: usize) -> (u64, u64) {
+        let client = self.client();
+        wait_for("every node to converge", || async {
+            let status = client.status(true).await.ok()?;
+            let live: Vec<_> = status.nodes.iter().filter(|node| node.state != "unreachable").collect();
+            let first = live.first()?;
+            let same = live.iter().all(|node| node.applied_index == first.applied_index && node.digest == first.digest);
+            (live.len() == expected_nodes && same && first.applied_index > 0).then(|| (first.applied_index, first.digest?))
+        })
+        .await
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for id in 1..=self.nodes.len() as u64 {
+            self.kill(id);
+        }
+    }
+}
+
+/// Polls `check` (with a short pause between polls) until it answers `Some`, or fails the test
+/// after [`WAIT_MAX`].
+pub async fn wait_for<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + WAIT_MAX;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

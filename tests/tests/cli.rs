@@ -1,0 +1,117 @@
+//! Golden tests of the CLI against a one-node cluster: `--json` output (times normalised) and
+//! exit codes (0 ok, 1 refused, 2 usage, 3 unavailable). `UPDATE_GOLDEN=1` rewrites the files.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use tests::{Cluster, free_port, strand_binary};
+
+enum Expect {
+    /// Exit 0 and stdout equal to `tests/golden/<name>.json` after normalisation.
+    Golden(&'static str),
+    /// This exit code and stderr containing the text.
+    Fails(i32, &'static str),
+}
+
+const TIME_FIELDS: [&str; 5] = ["created_at", "updated_at", "started_at", "closed_at", "defer_until"];
+
+fn normalise(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Array(items) => items.iter_mut().for_each(normalise),
+        serde_json::Value::Object(fields) => {
+            for (key, field) in fields.iter_mut() {
+                if TIME_FIELDS.contains(&key.as_str()) {
+                    assert!(field.as_str().is_some_and(|text| text.ends_with('Z')), "{key} is RFC 3339: {field}");
+                    *field = serde_json::Value::String("<time>".into());
+                } else {
+                    normalise(field);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn golden_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden").join(format!("{name}.json"))
+}
+
+fn run(endpoint: &str, args: &[&str], expect: Expect) {
+    let mut command = Command::new(strand_binary());
+    if !args.contains(&"--endpoints") {
+        command.args(["--endpoints", endpoint]);
+    }
+    let output = command
+        .args(["--actor", "alice"])
+        .args(args)
+        .env_remove("STRAND_ACTOR")
+        .output()
+        .expect("run strand");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let code = output.status.code().unwrap_or(-1);
+    match expect {
+        Expect::Golden(name) => {
+            assert_eq!(code, 0, "strand {args:?} failed: {stderr}");
+            let mut value: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|error| panic!("{args:?}: {error}: {stdout}"));
+            normalise(&mut value);
+            let actual = serde_json::to_string_pretty(&value).unwrap() + "\n";
+            let path = golden_path(name);
+            if std::env::var("UPDATE_GOLDEN").is_ok() {
+                std::fs::write(&path, &actual).unwrap();
+            }
+            let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| panic!("missing {}; run with UPDATE_GOLDEN=1", path.display()));
+            assert_eq!(actual, expected, "strand {args:?} differs from {}", path.display());
+        }
+        Expect::Fails(expected_code, text) => {
+            assert_eq!(code, expected_code, "strand {args:?}: stdout {stdout} stderr {stderr}");
+            assert!(stderr.contains(text), "strand {args:?}: stderr {stderr:?} lacks {text:?}");
+            assert_eq!(stderr.trim().lines().count(), 1, "one-line error: {stderr}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_output_and_exit_codes() {
+    let cluster = Cluster::start(1, None);
+    cluster.wait_for_leader().await;
+    let endpoint = cluster.endpoints()[0].clone();
+    let down = format!("127.0.0.1:{}", free_port());
+    let cases: Vec<(Vec<&str>, Expect)> = vec![
+        (vec!["create", "--json", "first bead", "-t", "bug", "--priority", "1", "--labels", "a,b", "--metadata", r#"{"k":"v"}"#], Expect::Golden("create")),
+        (vec!["create", "--json", "second", "--deps", "st-1", "--parent", "st-1"], Expect::Golden("create_child")),
+        (vec!["show", "--json", "st-1"], Expect::Golden("show")),
+        (vec!["show", "st-999"], Expect::Fails(1, "st-999 not found")),
+        (vec!["ready", "--json"], Expect::Golden("ready")),
+        (vec!["claim", "--json", "st-1"], Expect::Golden("claim")),
+        (vec!["claim", "st-1", "--actor", "bob"], Expect::Fails(1, "already claimed by alice")),
+        (vec!["update", "st-1", "--status", "bogus"], Expect::Fails(2, "invalid status \"bogus\"")),
+        (vec!["update", "st-1", "--status", "pinned"], Expect::Fails(1, "cannot go from in_progress to pinned")),
+        (vec!["update", "--json", "st-2", "--add-label", "x", "--set-metadata", "gc.routed_to=web"], Expect::Golden("update")),
+        (vec!["create", "x", "--metadata", "{bad"], Expect::Fails(2, "--metadata is not a JSON object")),
+        (vec!["create", ""], Expect::Fails(1, "title must not be empty")),
+        (vec!["show", "--bogus-flag"], Expect::Fails(2, "--bogus-flag")),
+        (vec!["list"], Expect::Fails(1, "pass --all")),
+        (vec!["list", "--json", "--all", "--sort", "created_asc"], Expect::Golden("list_all")),
+        (vec!["dep", "add", "st-2", "st-1", "--type", "related"], Expect::Fails(0, "")),
+        (vec!["dep", "list", "--json", "st-2"], Expect::Golden("dep_list")),
+        (vec!["close", "--json", "st-1", "--reason", "done"], Expect::Golden("close")),
+        (vec!["ready", "--json", "--claim", "--label", "nope"], Expect::Fails(1, "")),
+        (vec!["delete", "st-2"], Expect::Fails(2, "without --force")),
+        (vec!["--endpoints", &down, "--timeout", "1s", "show", "st-1"], Expect::Fails(3, "cluster unavailable")),
+    ];
+    for (args, expect) in cases {
+        match expect {
+            Expect::Fails(0, _) => {
+                let status = Command::new(strand_binary()).args(["--endpoints", &endpoint]).args(&args).status().unwrap();
+                assert!(status.success(), "strand {args:?}");
+            }
+            Expect::Fails(1, "") => {
+                let output = Command::new(strand_binary()).args(["--endpoints", &endpoint]).args(&args).output().unwrap();
+                assert_eq!(output.status.code(), Some(1), "strand {args:?} claims nothing");
+                assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "[]");
+            }
+            expect => run(&endpoint, &args, expect),
+        }
+    }
+}

@@ -1,0 +1,56 @@
+//! (c) A node that was down while the log moved past the purge point catches up through a
+//! snapshot streamed over gRPC.
+
+use std::sync::Arc;
+
+use api::command::{Command, CreateBead};
+use tests::{Cluster, wait_for};
+
+const CONFIG: &str = "[raft]\nsnapshot_logs_since_last = 300\nmax_in_snapshot_log_to_keep = 1000\npurge_batch_size = 256\n";
+const WRITERS: usize = 16;
+const WRITES: usize = 2_400;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn lagging_node_catches_up_through_a_snapshot() {
+    let mut cluster = Cluster::start(3, Some(CONFIG));
+    let leader = cluster.wait_for_leader().await;
+    let lagging = cluster.nodes.iter().find(|node| node.id != leader).expect("a follower").id;
+    let before = cluster.client().status(false).await.unwrap();
+    let lagging_log_end = before.nodes.iter().find(|node| node.id == lagging).expect("lagging status").last_log_index;
+    cluster.kill(lagging);
+
+    let client = Arc::new(cluster.client_of(
+        cluster.nodes.iter().filter(|node| node.id != lagging).map(|node| node.address.clone()).collect(),
+    ));
+    let tasks: Vec<_> = (0..WRITERS)
+        .map(|writer| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                for n in 0..WRITES / WRITERS {
+                    let create = CreateBead { title: format!("w{writer}-{n}"), ..Default::default() };
+                    client.execute(Command::Create(create)).await.expect("create");
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let status = client.status(false).await.unwrap();
+    let leader_status = status.nodes.iter().find(|node| node.id == status.leader_id).expect("leader status");
+    assert!(
+        leader_status.purged_index > lagging_log_end,
+        "the leader purged past the lagging node's log end {lagging_log_end}, so only a snapshot can catch it up: {leader_status:?}"
+    );
+
+    cluster.restart(lagging);
+    cluster.wait_for_convergence(3).await;
+    let probe = cluster.client();
+    let lagging_status = wait_for("the lagging node's status", || async {
+        let status = probe.status(false).await.ok()?;
+        status.nodes.into_iter().find(|node| node.id == lagging && node.state != "unreachable")
+    })
+    .await;
+    assert!(lagging_status.snapshot_index > lagging_log_end, "the lagging node holds a snapshot: {lagging_status:?}");
+    assert_eq!(lagging_status.bead_count, WRITES as u64);
+}
