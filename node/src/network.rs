@@ -19,7 +19,8 @@ use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, TransferLeaderRequest, TransferLeaderResponse,
     VoteRequest, VoteResponse,
 };
-use openraft::{BasicNode, Snapshot};
+use openraft::BasicNode;
+use openraft::type_config::alias::SnapshotOf;
 use raft_store::types::{TypeConfig, Vote};
 use raft_store::{NodeId, SnapshotFile};
 use serde::Serialize;
@@ -160,7 +161,7 @@ impl PeerClient {
 
     fn snapshot_chunks(
         vote: Vote,
-        snapshot: Snapshot<TypeConfig, SnapshotFile>,
+        snapshot: SnapshotOf<TypeConfig, SnapshotFile>,
     ) -> Result<impl futures::Stream<Item = SnapshotChunk> + Send + 'static, std::io::Error> {
         let meta = postcard::to_stdvec(&(vote, snapshot.meta.clone())).map_err(std::io::Error::other)?;
         let file = tokio::fs::File::from_std(snapshot.snapshot.file);
@@ -203,7 +204,7 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
     async fn full_snapshot(
         &mut self,
         vote: Vote,
-        snapshot: Snapshot<TypeConfig, SnapshotFile>,
+        snapshot: SnapshotOf<TypeConfig, SnapshotFile>,
         cancel: impl Future<Output = ReplicationClosed> + Send + 'static,
         option: RPCOption,
     ) -> Result<SnapshotResponse<TypeConfig>, StreamingError<TypeConfig>> {

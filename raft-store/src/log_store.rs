@@ -34,7 +34,23 @@ pub enum FlushMode {
 struct Inner<D: Disk> {
     disk: Arc<D>,
     last_log_id: Mutex<Option<LogId>>,
-    flusher: Option<std::sync::mpsc::SyncSender<IOFlushed<TypeConfig>>>,
+    flusher: Option<Flusher>,
+}
+
+/// The group-commit thread and its queue. Dropping it closes the queue and waits for the thread,
+/// so the disk is released when the log store is.
+struct Flusher {
+    sender: Option<std::sync::mpsc::SyncSender<IOFlushed<TypeConfig>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Flusher {
+    fn drop(&mut self) {
+        drop(self.sender.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// The Raft log store. Clones share the same log.
@@ -107,9 +123,9 @@ impl<D: Disk> LogStore<D> {
 
 /// Starts the group-commit thread: it waits for one append, takes every other queued one, syncs
 /// once, and completes them all.
-fn spawn_flusher<D: Disk>(disk: Arc<D>) -> io::Result<std::sync::mpsc::SyncSender<IOFlushed<TypeConfig>>> {
+fn spawn_flusher<D: Disk>(disk: Arc<D>) -> io::Result<Flusher> {
     let (sender, receiver) = std::sync::mpsc::sync_channel::<IOFlushed<TypeConfig>>(FLUSH_QUEUE_MAX);
-    std::thread::Builder::new().name("strand-log-flush".into()).spawn(move || {
+    let thread = std::thread::Builder::new().name("strand-log-flush".into()).spawn(move || {
         while let Ok(first) = receiver.recv() {
             let mut group = vec![first];
             group.extend(receiver.try_iter());
@@ -123,7 +139,7 @@ fn spawn_flusher<D: Disk>(disk: Arc<D>) -> io::Result<std::sync::mpsc::SyncSende
             }
         }
     })?;
-    Ok(sender)
+    Ok(Flusher { sender: Some(sender), thread: Some(thread) })
 }
 
 fn range_start(range: &impl RangeBounds<u64>) -> u64 {
@@ -216,10 +232,10 @@ impl<D: Disk> RaftLogStorage<TypeConfig> for LogStore<D> {
             self.set_last(Some(last));
         }
         match &self.inner.flusher {
-            Some(flusher) => flusher
+            Some(Flusher { sender: Some(sender), .. }) => sender
                 .send(callback)
                 .map_err(|_| io::Error::other("the log flusher thread has stopped; the node must restart"))?,
-            None => callback.io_completed(self.disk().sync()),
+            _ => callback.io_completed(self.disk().sync()),
         }
         Ok(())
     }
@@ -229,7 +245,10 @@ impl<D: Disk> RaftLogStorage<TypeConfig> for LogStore<D> {
         let op = Op::DeleteRange(Space::Log, codec::log_key(from), codec::log_key(u64::MAX));
         self.disk().write(vec![op], Durability::Buffered)?;
         let last_purged: Option<LogId> = read_meta(self.disk(), META_PURGED)?;
-        self.set_last(last_log_id.or(last_purged));
+        let mut last = self.inner.last_log_id.lock().expect("last log id lock");
+        if last.is_some_and(|last| last.index >= from) {
+            *last = last_log_id.or(last_purged);
+        }
         Ok(())
     }
 

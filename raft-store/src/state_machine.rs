@@ -17,6 +17,7 @@ use api::outcome::{Answer, Outcome};
 use api::state::{Record, RecordKey, State};
 use futures::{Stream, TryStreamExt};
 use openraft::storage::{EntryResponder, RaftSnapshotBuilder, RaftStateMachine, Snapshot};
+use openraft::type_config::alias::SnapshotOf;
 use openraft::{EntryPayload, OptionalSend};
 
 use crate::codec::{self, META_APPLIED, META_INSTALLING, META_MEMBERSHIP};
@@ -132,7 +133,7 @@ impl<D: Disk> StateMachineStore<D> {
     }
 
     /// Builds a snapshot from a consistent view of the disk (apply continues meanwhile).
-    fn build(&self) -> io::Result<Snapshot<TypeConfig, SnapshotFile>> {
+    fn build(&self) -> io::Result<SnapshotOf<TypeConfig, SnapshotFile>> {
         let _building = self.inner.build_lock.lock().expect("build lock");
         let view = self.inner.disk.view()?;
         let applied = Applied {
@@ -205,7 +206,7 @@ fn sync_directory(path: &Path) -> io::Result<()> {
 impl<D: Disk> RaftSnapshotBuilder<TypeConfig> for StateMachineStore<D> {
     type SnapshotData = SnapshotFile;
 
-    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig, SnapshotFile>, io::Error> {
+    async fn build_snapshot(&mut self) -> Result<SnapshotOf<TypeConfig, SnapshotFile>, io::Error> {
         self.build()
     }
 }
@@ -255,7 +256,7 @@ impl<D: Disk> RaftStateMachine<TypeConfig> for StateMachineStore<D> {
         self.install(meta, snapshot)
     }
 
-    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig, SnapshotFile>>, io::Error> {
+    async fn get_current_snapshot(&mut self) -> Result<Option<SnapshotOf<TypeConfig, SnapshotFile>>, io::Error> {
         let path = self.current_snapshot_path();
         let file = match std::fs::File::open(&path) {
             Ok(file) => file,

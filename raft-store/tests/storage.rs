@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use api::command::{Command, CreateBead, Proposal};
 use api::model::{Namespace, Timestamp};
-use openraft::storage::{RaftLogReader, RaftLogStorage, RaftStateMachine};
+use openraft::storage::{RaftLogReader, RaftLogStorageExt, RaftStateMachine};
 use openraft::testing::log::{StoreBuilder, Suite};
 use openraft::{ErrorSubject, ErrorVerb, StorageError};
 use raft_store::disk::{Disk, Durability, Op, Space};
@@ -57,12 +57,7 @@ fn entries(count: u64) -> Vec<Entry> {
 }
 
 async fn append(log_store: &mut LogStore<RocksDisk>, entries: Vec<Entry>) {
-    let (sender, receiver) = tokio::sync::oneshot::channel();
-    log_store
-        .append(entries, openraft::storage::IOFlushed::signal(sender))
-        .await
-        .expect("append");
-    receiver.await.expect("flush callback").expect("flushed");
+    log_store.blocking_append(entries).await.expect("append, synced");
 }
 
 #[tokio::test]
