@@ -37,6 +37,11 @@ pub struct ClaimArgs {
     beads: usize,
 }
 
+/// Latencies in microseconds, from 1 µs to 10 minutes, 3 significant digits.
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 600_000_000, 3).expect("histogram bounds are valid")
+}
+
 struct PhaseReport {
     name: &'static str,
     claims: usize,
@@ -89,7 +94,7 @@ async fn run_phase(
     for (agent, client) in clients.iter().enumerate() {
         let (client, next, work, label) = (client.clone(), next.clone(), work.clone(), label.clone());
         tasks.push(tokio::spawn(async move {
-            let mut latency = Histogram::<u64>::new(3).expect("histogram bounds are valid");
+            let mut latency = new_histogram();
             let (mut won, mut lost) = (Vec::new(), 0usize);
             let actor = Actor(format!("agent-{agent}"));
             loop {
@@ -103,7 +108,7 @@ async fn run_phase(
                 };
                 let attempt = Instant::now();
                 let answer = client.execute(command).await;
-                latency.saturating_record(attempt.elapsed().as_micros() as u64);
+                latency.saturating_record(u64::try_from(attempt.elapsed().as_micros()).unwrap_or(u64::MAX));
                 match answer {
                     Ok(Answer::Bead(bead)) => won.push((bead.id, agent)),
                     Ok(Answer::Beads(beads)) if beads.is_empty() => break,
@@ -121,7 +126,7 @@ async fn run_phase(
         claims: 0,
         lost: 0,
         elapsed: Duration::ZERO,
-        latency: Histogram::new(3).expect("histogram bounds are valid"),
+        latency: new_histogram(),
         winners: Vec::new(),
     };
     for task in tasks {

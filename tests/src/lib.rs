@@ -148,7 +148,8 @@ impl Cluster {
             let live: Vec<_> = status.nodes.iter().filter(|node| node.state != "unreachable").collect();
             let first = live.first()?;
             let same = live.iter().all(|node| node.applied_index == first.applied_index && node.digest == first.digest);
-            (live.len() == expected_nodes && same && first.applied_index > 0).then(|| (first.applied_index, first.digest?))
+            let converged = live.len() == expected_nodes && same && first.applied_index > 0;
+            converged.then_some((first.applied_index, first.digest?))
         })
         .await
     }
