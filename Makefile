@@ -30,6 +30,7 @@ run: build
 test: deps
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	cargo build --workspace --bins
 	cargo nextest run --workspace --no-fail-fast
 
 bench: build

@@ -205,7 +205,9 @@ async fn send_write(channel: Channel, request: WriteProto) -> Result<Result<Outc
     let answer = match request {
         WriteProto::Create(request) => convert::outcome_from_bead(client.create(request).await?.into_inner()),
         WriteProto::Update(request) => convert::outcome_from_bead(client.update(request).await?.into_inner()),
-        WriteProto::SetMetadata(request) => convert::outcome_from_bead(client.set_metadata(request).await?.into_inner()),
+        WriteProto::SetMetadata(request) => {
+            convert::outcome_from_bead(client.set_metadata(request).await?.into_inner())
+        }
         WriteProto::Claim(request) => convert::outcome_from_bead(client.claim(request).await?.into_inner()),
         WriteProto::ClaimNext(request) => convert::outcome_from_beads(client.claim_next(request).await?.into_inner()),
         WriteProto::Close(request) => convert::outcome_from_beads(client.close(request).await?.into_inner()),
@@ -224,7 +226,9 @@ async fn send_read(channel: Channel, request: ReadProto) -> Result<Result<Outcom
         ReadProto::List(request) => convert::outcome_from_beads(client.list(request).await?.into_inner()),
         ReadProto::Ready(request) => convert::outcome_from_beads(client.ready(request).await?.into_inner()),
         ReadProto::Children(request) => convert::outcome_from_beads(client.children(request).await?.into_inner()),
-        ReadProto::ListByLabel(request) => convert::outcome_from_beads(client.list_by_label(request).await?.into_inner()),
+        ReadProto::ListByLabel(request) => {
+            convert::outcome_from_beads(client.list_by_label(request).await?.into_inner())
+        }
         ReadProto::DepList(request) => {
             let rows = client.dep_list(request).await?.into_inner().dependencies;
             Ok(Outcome::Dependencies(rows.into_iter().map(Into::into).collect()))

@@ -98,11 +98,10 @@ fn optional_id(text: &str) -> Option<BeadId> {
     (!text.is_empty()).then(|| BeadId(text.to_string()))
 }
 
-fn metadata_changes(changes: std::collections::HashMap<String, pb::MetadataChange>) -> BTreeMap<String, Option<String>> {
-    changes
-        .into_iter()
-        .map(|(key, change)| (key, (!change.remove).then_some(change.value)))
-        .collect()
+fn metadata_changes(
+    changes: std::collections::HashMap<String, pb::MetadataChange>,
+) -> BTreeMap<String, Option<String>> {
+    changes.into_iter().map(|(key, change)| (key, (!change.remove).then_some(change.value))).collect()
 }
 
 fn ready_filter(filter: Option<pb::ReadyFilter>) -> Result<ReadyFilter, Refusal> {
@@ -345,15 +344,15 @@ pub fn write_to_proto(header: pb::WriteHeader, command: &Command) -> WriteProto 
             depends_on_id: depends_on_id.0,
             r#type: dep_type.0,
         }),
-        Command::DepRemove { issue_id, depends_on_id } => WriteProto::DepRemove(pb::DepRemoveRequest {
-            header,
-            issue_id: issue_id.0,
-            depends_on_id: depends_on_id.0,
-        }),
+        Command::DepRemove { issue_id, depends_on_id } => {
+            WriteProto::DepRemove(pb::DepRemoveRequest { header, issue_id: issue_id.0, depends_on_id: depends_on_id.0 })
+        }
     }
 }
 
-fn metadata_to_proto(entries: BTreeMap<String, Option<String>>) -> std::collections::HashMap<String, pb::MetadataChange> {
+fn metadata_to_proto(
+    entries: BTreeMap<String, Option<String>>,
+) -> std::collections::HashMap<String, pb::MetadataChange> {
     entries
         .into_iter()
         .map(|(key, value)| {
@@ -398,7 +397,9 @@ pub fn read_to_proto(header: pb::ReadHeader, query: &Query) -> ReadProto {
                 ListSort::CreatedDesc => "created_desc".into(),
             },
         }),
-        Query::Ready { filter, .. } => ReadProto::Ready(pb::ReadyRequest { header, filter: Some(ready_filter_to_proto(&filter)) }),
+        Query::Ready { filter, .. } => {
+            ReadProto::Ready(pb::ReadyRequest { header, filter: Some(ready_filter_to_proto(&filter)) })
+        }
         Query::Children { parent, include_closed } => {
             ReadProto::Children(pb::ChildrenRequest { header, parent: parent.0, include_closed })
         }

@@ -5,13 +5,13 @@
 //! no async, reads no clock and draws no random number. Protobuf types appear only in [`proto`]
 //! and are converted to and from the model in exactly one place, [`convert`].
 
+pub mod client;
 pub mod command;
+pub mod convert;
 pub mod limits;
 pub mod model;
 pub mod outcome;
-pub mod state;
-pub mod validate;
-pub mod client;
-pub mod convert;
 pub mod proto;
 pub mod request_ids;
+pub mod state;
+pub mod validate;

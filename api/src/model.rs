@@ -214,16 +214,8 @@ pub struct Dependency {
 }
 
 /// Bead types that `ready` never returns (infrastructure beads).
-pub const INFRASTRUCTURE_TYPES: [&str; 8] = [
-    "merge-request",
-    "gate",
-    "molecule",
-    "message",
-    "session",
-    "agent",
-    "role",
-    "rig",
-];
+pub const INFRASTRUCTURE_TYPES: [&str; 8] =
+    ["merge-request", "gate", "molecule", "message", "session", "agent", "role", "rig"];
 
 /// Bead types that are containers (case-sensitive: `convoy` is one, `CONVOY` is not).
 pub const CONTAINER_TYPES: [&str; 2] = ["convoy", "epic"];

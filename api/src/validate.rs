@@ -25,9 +25,9 @@ fn check_title(title: &str) -> Result<(), Refusal> {
 
 fn check_priority(priority: Option<u8>) -> Result<(), Refusal> {
     match priority {
-        Some(value) if value > 4 => Err(Refusal::Invalid(format!(
-            "priority {value} is out of range; use 0 (highest) to 4"
-        ))),
+        Some(value) if value > 4 => {
+            Err(Refusal::Invalid(format!("priority {value} is out of range; use 0 (highest) to 4")))
+        }
         _ => Ok(()),
     }
 }
@@ -45,9 +45,7 @@ fn check_labels<'a>(labels: impl IntoIterator<Item = &'a String>) -> Result<(), 
     Ok(())
 }
 
-fn check_metadata<'a>(
-    entries: impl IntoIterator<Item = (&'a String, Option<&'a String>)>,
-) -> Result<(), Refusal> {
+fn check_metadata<'a>(entries: impl IntoIterator<Item = (&'a String, Option<&'a String>)>) -> Result<(), Refusal> {
     for (count, (key, value)) in entries.into_iter().enumerate() {
         if count >= METADATA_KEYS_MAX {
             return Err(Refusal::Invalid(format!("more than {METADATA_KEYS_MAX} metadata keys; drop some")));

@@ -350,7 +350,10 @@ pub async fn run(cli: &Cli, command: &BeadCommand) -> Outcome {
             print_one(write(command).await?, json)
         }
         BeadCommand::Close { ids, reason } => {
-            let command = Command::Close { ids: ids.iter().map(|id| BeadId::from(id.as_str())).collect(), reason: reason.clone() };
+            let command = Command::Close {
+                ids: ids.iter().map(|id| BeadId::from(id.as_str())).collect(),
+                reason: reason.clone(),
+            };
             print_many(write(command).await?, json)
         }
         BeadCommand::Reopen { id } => print_one(write(Command::Reopen { id: BeadId::from(id.as_str()) }).await?, json),
@@ -418,7 +421,10 @@ pub async fn run_dep(cli: &Cli, command: &DepCommand) -> Outcome {
             Ok(true)
         }
         DepCommand::Remove { issue, depends_on } => {
-            let command = Command::DepRemove { issue_id: BeadId::from(issue.as_str()), depends_on_id: BeadId::from(depends_on.as_str()) };
+            let command = Command::DepRemove {
+                issue_id: BeadId::from(issue.as_str()),
+                depends_on_id: BeadId::from(depends_on.as_str()),
+            };
             client.execute(command).await?;
             if !cli.json {
                 println!("{issue} no longer depends on {depends_on}");

@@ -103,7 +103,12 @@ async fn run_phase(
                     let Some(bead_id) = work.get(index) else { break };
                     Command::Claim { id: bead_id.clone(), actor: actor.clone() }
                 } else {
-                    let filter = ReadyFilter { labels_all: vec![label.clone()], unassigned: true, limit: 1, ..Default::default() };
+                    let filter = ReadyFilter {
+                        labels_all: vec![label.clone()],
+                        unassigned: true,
+                        limit: 1,
+                        ..Default::default()
+                    };
                     Command::ClaimNext { actor: actor.clone(), filter }
                 };
                 let attempt = Instant::now();
@@ -177,7 +182,8 @@ pub async fn run(cli: &Cli, command: &BenchCommand) -> Outcome {
     let run_id = rand::random::<u32>();
     let namespace = Namespace(format!("bench-{run_id:08x}"));
     let setup = agent_client(cli, &namespace)?;
-    let clients: Vec<Arc<Client>> = (0..args.agents).map(|_| agent_client(cli, &namespace)).collect::<Result<_, _>>()?;
+    let clients: Vec<Arc<Client>> =
+        (0..args.agents).map(|_| agent_client(cli, &namespace)).collect::<Result<_, _>>()?;
     println!("namespace {namespace}: creating {} beads per phase", args.beads);
     let claim_label = format!("bench-claim-{run_id:08x}");
     let work = Arc::new(create_beads(&setup, args.beads, &claim_label).await?);

@@ -33,13 +33,17 @@ pub async fn run(cli: &Cli, command: &ClusterCommand) -> Outcome {
                 })
             })
             .collect();
-        let value = json!({ "leader_id": status.leader_id, "term": status.term, "voters": status.voters, "nodes": nodes });
+        let value =
+            json!({ "leader_id": status.leader_id, "term": status.term, "voters": status.voters, "nodes": nodes });
         crate::output::print_value(&value);
         return Ok(true);
     }
     let leader = if status.leader_id == 0 { "none".to_string() } else { status.leader_id.to_string() };
     println!("leader {leader}, term {}, voters {:?}", status.term, status.voters);
-    println!("{:>4}  {:<22} {:<12} {:>6} {:>10} {:>10} {:>10}  {}", "id", "address", "state", "term", "last_log", "applied", "snapshot", "notes");
+    println!(
+        "{:>4}  {:<22} {:<12} {:>6} {:>10} {:>10} {:>10}  notes",
+        "id", "address", "state", "term", "last_log", "applied", "snapshot"
+    );
     for node in &status.nodes {
         let mut notes = Vec::new();
         if let Some(digest) = node.digest {
@@ -53,7 +57,14 @@ pub async fn run(cli: &Cli, command: &ClusterCommand) -> Outcome {
         }
         println!(
             "{:>4}  {:<22} {:<12} {:>6} {:>10} {:>10} {:>10}  {}",
-            node.id, node.address, node.state, node.term, node.last_log_index, node.applied_index, node.snapshot_index, notes.join("; ")
+            node.id,
+            node.address,
+            node.state,
+            node.term,
+            node.last_log_index,
+            node.applied_index,
+            node.snapshot_index,
+            notes.join("; ")
         );
     }
     Ok(true)

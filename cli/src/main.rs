@@ -7,9 +7,9 @@
 mod beads;
 mod bench;
 mod cluster;
+mod output;
 #[cfg(feature = "node")]
 mod run_node;
-mod output;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -146,8 +146,29 @@ async fn dispatch(cli: &Cli) -> Outcome {
     }
 }
 
+/// Parses the command line; a usage error becomes one line on stderr and exit code 2.
+fn parse() -> Result<Cli, ExitCode> {
+    match Cli::try_parse() {
+        Ok(cli) => Ok(cli),
+        Err(error) if !error.use_stderr() => {
+            let _ = error.print();
+            Err(ExitCode::SUCCESS)
+        }
+        Err(error) => {
+            let rendered = error.render().to_string();
+            let first = rendered.lines().next().unwrap_or("error: invalid command line").trim_end();
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("error: {first}; see `strand --help`");
+            Err(ExitCode::from(2))
+        }
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match parse() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {

@@ -168,10 +168,14 @@ pub async fn run_dev(args: &DevArgs) -> Outcome {
     if args.nodes == 0 || args.nodes > 9 {
         return Err(Failure::Usage("--nodes must be between 1 and 9".into()));
     }
-    let executable = std::env::current_exe().map_err(|error| Failure::Refused(format!("cannot find the strand binary: {error}")))?;
-    let addresses: Vec<String> = (0..args.nodes).map(|index| format!("127.0.0.1:{}", u64::from(args.base_port) + index)).collect();
-    let peers: Vec<String> = addresses.iter().enumerate().map(|(index, address)| format!("{}={address}", index + 1)).collect();
-    std::fs::create_dir_all(&args.dir).map_err(|error| Failure::Refused(format!("cannot create {}: {error}", args.dir.display())))?;
+    let executable =
+        std::env::current_exe().map_err(|error| Failure::Refused(format!("cannot find the strand binary: {error}")))?;
+    let addresses: Vec<String> =
+        (0..args.nodes).map(|index| format!("127.0.0.1:{}", u64::from(args.base_port) + index)).collect();
+    let peers: Vec<String> =
+        addresses.iter().enumerate().map(|(index, address)| format!("{}={address}", index + 1)).collect();
+    std::fs::create_dir_all(&args.dir)
+        .map_err(|error| Failure::Refused(format!("cannot create {}: {error}", args.dir.display())))?;
     let mut children = Vec::new();
     for (index, address) in addresses.iter().enumerate() {
         let id = index + 1;
@@ -223,7 +227,9 @@ async fn wait_for_leader(client: &api::client::Client) -> Result<(), Failure> {
             return Ok(());
         }
         if tokio::time::Instant::now() > deadline {
-            return Err(Failure::Unavailable("the dev cluster elected no leader within 30 s; see the node logs".into()));
+            return Err(Failure::Unavailable(
+                "the dev cluster elected no leader within 30 s; see the node logs".into(),
+            ));
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -16,9 +16,7 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     #[allow(clippy::disallowed_methods)] // The one sanctioned read of the system clock.
     fn now(&self) -> Timestamp {
-        let since_epoch = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
+        let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         Timestamp(i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX))
     }
 }

@@ -57,7 +57,9 @@ impl Default for RaftSettings {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// openraft refused the timing.
-    #[error("invalid raft settings: {0}; check heartbeat_interval_ms < election_timeout_ms_min < election_timeout_ms_max")]
+    #[error(
+        "invalid raft settings: {0}; check heartbeat_interval_ms < election_timeout_ms_min < election_timeout_ms_max"
+    )]
     Raft(#[from] openraft::ConfigError),
     /// A setting is out of range.
     #[error("{0}")]
@@ -169,7 +171,9 @@ impl NodeConfig {
 pub fn parse_peers(text: &str) -> Result<BTreeMap<u64, String>, ConfigError> {
     let mut peers = BTreeMap::new();
     for item in text.split(',').map(str::trim).filter(|item| !item.is_empty()) {
-        let malformed = || ConfigError::Invalid(format!("--peers entry {item:?} is malformed; use ID=HOST:PORT, e.g. 2=10.0.0.2:7400"));
+        let malformed = || {
+            ConfigError::Invalid(format!("--peers entry {item:?} is malformed; use ID=HOST:PORT, e.g. 2=10.0.0.2:7400"))
+        };
         let (id, address) = item.split_once('=').ok_or_else(malformed)?;
         let id: u64 = id.trim().parse().map_err(|_| malformed())?;
         let address = address.trim();
@@ -208,7 +212,8 @@ mod tests {
 
     #[test]
     fn toml_round_trip_and_unknown_keys_refused() {
-        let config: NodeConfig = toml::from_str("id = 3\nlisten = \"0.0.0.0:9000\"\n[raft]\nheartbeat_interval_ms = 100\n").unwrap();
+        let config: NodeConfig =
+            toml::from_str("id = 3\nlisten = \"0.0.0.0:9000\"\n[raft]\nheartbeat_interval_ms = 100\n").unwrap();
         assert_eq!((config.id, config.raft.heartbeat_interval_ms), (3, 100));
         assert!(toml::from_str::<NodeConfig>("idd = 3\n").is_err());
     }

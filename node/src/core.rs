@@ -195,8 +195,9 @@ impl<D: Disk> NodeCore<D> {
     /// The leader side of a linearizable read: confirm leadership with a quorum, answer the
     /// index every read must wait for.
     pub async fn read_index(&self) -> Result<ReadIndex, String> {
-        let linearizer = self.raft.get_read_linearizer(ReadPolicy::ReadIndex).await.map_err(|error| error.to_string())?;
-        Ok((*linearizer.node_id(), linearizer.read_log_id().clone(), linearizer.applied().cloned()))
+        let linearizer =
+            self.raft.get_read_linearizer(ReadPolicy::ReadIndex).await.map_err(|error| error.to_string())?;
+        Ok((*linearizer.node_id(), *linearizer.read_log_id(), linearizer.applied().cloned()))
     }
 
     async fn linearize_attempt(&self) -> Result<Attempt<()>, Status> {

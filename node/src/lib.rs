@@ -62,7 +62,9 @@ pub enum NodeError {
         found_cluster: String,
     },
     /// The stored log or state failed verification.
-    #[error("refusing to start: the data in {dir} is damaged ({detail}); restore the directory, or remove it and let the node catch up from the cluster")]
+    #[error(
+        "refusing to start: the data in {dir} is damaged ({detail}); restore the directory, or remove it and let the node catch up from the cluster"
+    )]
     Corrupt {
         /// The directory.
         dir: String,

@@ -13,13 +13,13 @@ use std::time::Duration;
 use api::proto::raft_client::RaftClient;
 use api::proto::{RaftPayload, SnapshotChunk};
 use futures::StreamExt;
+use openraft::BasicNode;
 use openraft::errors::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
 use openraft::network::{RPCOption, RaftNetworkFactory, RaftNetworkV2};
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, TransferLeaderRequest, TransferLeaderResponse,
     VoteRequest, VoteResponse,
 };
-use openraft::BasicNode;
 use openraft::type_config::alias::SnapshotOf;
 use raft_store::types::{TypeConfig, Vote};
 use raft_store::{NodeId, SnapshotFile};
@@ -133,7 +133,12 @@ impl PeerClient {
     }
 
     /// Calls one unary RPC with a timeout and decodes the remote result.
-    async fn call<Req, Resp, F, Fut>(&self, request: &Req, timeout: Duration, rpc: F) -> Result<Resp, RPCError<TypeConfig>>
+    async fn call<Req, Resp, F, Fut>(
+        &self,
+        request: &Req,
+        timeout: Duration,
+        rpc: F,
+    ) -> Result<Resp, RPCError<TypeConfig>>
     where
         Req: Serialize,
         Resp: DeserializeOwned,
@@ -164,7 +169,9 @@ impl PeerClient {
         snapshot: SnapshotOf<TypeConfig, SnapshotFile>,
     ) -> Result<impl futures::Stream<Item = SnapshotChunk> + Send + 'static, std::io::Error> {
         let meta = postcard::to_stdvec(&(vote, snapshot.meta.clone())).map_err(std::io::Error::other)?;
-        let file = tokio::fs::File::from_std(snapshot.snapshot.file);
+        let mut file = snapshot.snapshot.file;
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(0))?;
+        let file = tokio::fs::File::from_std(file);
         let first = SnapshotChunk { meta, data: Vec::new() };
         let rest = futures::stream::unfold(Some(file), |file| async move {
             let mut file = file?;
@@ -193,11 +200,19 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
             .await
     }
 
-    async fn vote(&mut self, rpc: VoteRequest<TypeConfig>, option: RPCOption) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
         self.call(&rpc, option.hard_ttl(), |mut client, payload| async move { client.vote(payload).await }).await
     }
 
-    async fn pre_vote(&mut self, rpc: VoteRequest<TypeConfig>, option: RPCOption) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
+    async fn pre_vote(
+        &mut self,
+        rpc: VoteRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
         self.call(&rpc, option.hard_ttl(), |mut client, payload| async move { client.pre_vote(payload).await }).await
     }
 
@@ -238,7 +253,11 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
         request: TransferLeaderRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<TransferLeaderResponse<TypeConfig>, RPCError<TypeConfig>> {
-        self.call(&request, option.hard_ttl(), |mut client, payload| async move { client.transfer_leader(payload).await })
-            .await
+        self.call(
+            &request,
+            option.hard_ttl(),
+            |mut client, payload| async move { client.transfer_leader(payload).await },
+        )
+        .await
     }
 }

@@ -58,7 +58,10 @@ impl<D: Disk> Beads for BeadsService<D> {
     async fn update(&self, request: Request<pb::UpdateRequest>) -> Result<Response<pb::BeadResponse>, Status> {
         self.write(request).await
     }
-    async fn set_metadata(&self, request: Request<pb::SetMetadataRequest>) -> Result<Response<pb::BeadResponse>, Status> {
+    async fn set_metadata(
+        &self,
+        request: Request<pb::SetMetadataRequest>,
+    ) -> Result<Response<pb::BeadResponse>, Status> {
         self.write(request).await
     }
     async fn claim(&self, request: Request<pb::ClaimRequest>) -> Result<Response<pb::BeadResponse>, Status> {
@@ -85,7 +88,10 @@ impl<D: Disk> Beads for BeadsService<D> {
     async fn children(&self, request: Request<pb::ChildrenRequest>) -> Result<Response<pb::BeadsResponse>, Status> {
         self.read(request).await
     }
-    async fn list_by_label(&self, request: Request<pb::ListByLabelRequest>) -> Result<Response<pb::BeadsResponse>, Status> {
+    async fn list_by_label(
+        &self,
+        request: Request<pb::ListByLabelRequest>,
+    ) -> Result<Response<pb::BeadsResponse>, Status> {
         self.read(request).await
     }
     async fn dep_add(&self, request: Request<pb::DepAddRequest>) -> Result<Response<pb::Empty>, Status> {
@@ -94,7 +100,10 @@ impl<D: Disk> Beads for BeadsService<D> {
     async fn dep_remove(&self, request: Request<pb::DepRemoveRequest>) -> Result<Response<pb::Empty>, Status> {
         self.write(request).await
     }
-    async fn dep_list(&self, request: Request<pb::DepListRequest>) -> Result<Response<pb::DependenciesResponse>, Status> {
+    async fn dep_list(
+        &self,
+        request: Request<pb::DepListRequest>,
+    ) -> Result<Response<pb::DependenciesResponse>, Status> {
         self.read(request).await
     }
 }
@@ -114,9 +123,8 @@ impl<D: Disk> ClusterService<D> {
 /// This node's own status.
 pub fn own_status<D: Disk>(core: &NodeCore<D>, include_digest: bool) -> pb::NodeStatus {
     let metrics = core.raft.metrics().borrow_watched().clone();
-    let (digest, bead_count) = core.state_machine.read(|state| {
-        (include_digest.then(|| state.digest()), state.bead_count() as u64)
-    });
+    let (digest, bead_count) =
+        core.state_machine.read(|state| (include_digest.then(|| state.digest()), state.bead_count() as u64));
     let fatal_error = match &metrics.running_state {
         Ok(()) => String::new(),
         Err(fatal) => fatal.to_string(),
@@ -203,7 +211,10 @@ impl<D: Disk> RaftPeerService<D> {
         self.core.config.data_dir.join("snapshots").join(format!("incoming-{unique}-{}.snapshot", rand_suffix()))
     }
 
-    async fn receive_snapshot(&self, mut chunks: Streaming<SnapshotChunk>) -> Result<(Vote, SnapshotMeta, std::path::PathBuf), Status> {
+    async fn receive_snapshot(
+        &self,
+        mut chunks: Streaming<SnapshotChunk>,
+    ) -> Result<(Vote, SnapshotMeta, std::path::PathBuf), Status> {
         let first = chunks.message().await?.ok_or_else(|| Status::invalid_argument("empty snapshot stream"))?;
         let (vote, meta): (Vote, SnapshotMeta) = postcard::from_bytes(&first.meta)
             .map_err(|error| Status::invalid_argument(format!("malformed snapshot header: {error}")))?;
@@ -249,8 +260,18 @@ impl<D: Disk> RaftService for RaftPeerService<D> {
         answer(self.core.raft.pre_vote(rpc).await)
     }
 
-    async fn install_snapshot(&self, request: Request<Streaming<SnapshotChunk>>) -> Result<Response<RaftPayload>, Status> {
+    async fn install_snapshot(
+        &self,
+        request: Request<Streaming<SnapshotChunk>>,
+    ) -> Result<Response<RaftPayload>, Status> {
         let (vote, meta, path) = self.receive_snapshot(request.into_inner()).await?;
+        let verified = raft_store::snapshot::verify(&path);
+        if let Err(error) =
+            verified.as_ref().map(|file_meta| (file_meta == &meta).then_some(()).ok_or("metadata differs"))
+        {
+            let _ = std::fs::remove_file(&path);
+            return Err(Status::data_loss(format!("received snapshot is damaged ({error:?}); the sender will retry")));
+        }
         let file = SnapshotFile::open(&path).map_err(|error| Status::internal(error.to_string()))?;
         let snapshot = Snapshot { meta, snapshot: file };
         answer(self.core.raft.install_full_snapshot(vote, snapshot).await)

@@ -39,8 +39,8 @@ pub fn log_key(index: u64) -> Vec<u8> {
 
 /// The index of a log key.
 pub fn log_index(key: &[u8]) -> io::Result<u64> {
-    let bytes: [u8; 8] = key
-        .try_into()
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, format!("log key of {} bytes is corrupt", key.len())))?;
+    let bytes: [u8; 8] = key.try_into().map_err(|_| {
+        io::Error::new(io::ErrorKind::InvalidData, format!("log key of {} bytes is corrupt", key.len()))
+    })?;
     Ok(u64::from_be_bytes(bytes))
 }

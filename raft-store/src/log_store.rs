@@ -12,8 +12,8 @@ use std::io;
 use std::ops::{Bound, RangeBounds};
 use std::sync::{Arc, Mutex};
 
-use openraft::storage::{IOFlushed, LogState, RaftLogReader, RaftLogStorage};
 use openraft::OptionalSend;
+use openraft::storage::{IOFlushed, LogState, RaftLogReader, RaftLogStorage};
 
 use crate::codec::{self, META_COMMITTED, META_PURGED, META_VOTE};
 use crate::disk::{Disk, Durability, Op, Space};

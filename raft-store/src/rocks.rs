@@ -110,8 +110,7 @@ impl DiskView for RocksView<'_> {
         let mut read_options = ReadOptions::default();
         read_options.set_snapshot(&self.snapshot);
         let family = self.disk.family(space)?;
-        let iterator =
-            self.disk.db.iterator_cf_opt(family, read_options, IteratorMode::From(from, Direction::Forward));
+        let iterator = self.disk.db.iterator_cf_opt(family, read_options, IteratorMode::From(from, Direction::Forward));
         scan_iterator(iterator, to, visit)
     }
 

@@ -263,7 +263,10 @@ impl<D: Disk> RaftStateMachine<TypeConfig> for StateMachineStore<D> {
             Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(error) => return Err(error),
         };
-        let reader = SnapshotReader::new(file.try_clone()?)?;
-        Ok(Some(Snapshot { meta: reader.meta, snapshot: SnapshotFile { path, file } }))
+        let meta = SnapshotReader::new(file.try_clone()?)?.meta;
+        // The clone shares the file position: rewind so the snapshot is read from its start.
+        let mut file = file;
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(0))?;
+        Ok(Some(Snapshot { meta, snapshot: SnapshotFile { path, file } }))
     }
 }

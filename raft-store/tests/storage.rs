@@ -1,5 +1,6 @@
 //! Storage tests: openraft's conformance suite on the RocksDB disk, restart from disk, and the
 //! refusal to open a damaged log.
+#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::sync::Arc;
 
@@ -25,9 +26,10 @@ fn open(dir: &std::path::Path) -> std::io::Result<(LogStore<RocksDisk>, StateMac
 
 impl StoreBuilder<TypeConfig, LogStore<RocksDisk>, StateMachineStore<RocksDisk>, tempfile::TempDir> for RocksBuilder {
     async fn build(&self) -> Result<Stores, StorageError<TypeConfig>> {
-        let dir = tempfile::tempdir().map_err(|error| StorageError::from_io_error(ErrorSubject::Store, ErrorVerb::Write, error))?;
-        let (log_store, state_machine) =
-            open(dir.path()).map_err(|error| StorageError::from_io_error(ErrorSubject::Store, ErrorVerb::Read, error))?;
+        let dir = tempfile::tempdir()
+            .map_err(|error| StorageError::from_io_error(ErrorSubject::Store, ErrorVerb::Write, error))?;
+        let (log_store, state_machine) = open(dir.path())
+            .map_err(|error| StorageError::from_io_error(ErrorSubject::Store, ErrorVerb::Read, error))?;
         Ok((dir, log_store, state_machine))
     }
 }

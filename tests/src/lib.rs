@@ -18,7 +18,11 @@ pub fn strand_binary() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>");
     let binary = profile_dir.join("strand");
-    assert!(binary.exists(), "{} is missing; build it first with `cargo build --bins` (make test does)", binary.display());
+    assert!(
+        binary.exists(),
+        "{} is missing; build it first with `cargo build --bins` (make test does)",
+        binary.display()
+    );
     binary
 }
 
@@ -77,14 +81,17 @@ impl Cluster {
     pub fn node_command(&self, id: u64) -> Command {
         let node = &self.nodes[(id - 1) as usize];
         let mut command = Command::new(strand_binary());
-        command.args(["node", "--id", &id.to_string(), "--listen", &node.address]).arg("--data-dir").arg(&node.data_dir);
+        command
+            .args(["node", "--id", &id.to_string(), "--listen", &node.address])
+            .arg("--data-dir")
+            .arg(&node.data_dir);
         if self.nodes.len() > 1 {
             command.args(["--peers", &self.peers]);
         }
         if let Some(config) = &self.config {
             command.arg("--config").arg(config);
         }
-        command.env("RUST_LOG", "warn");
+        command.env("RUST_LOG", "info,openraft=warn");
         command
     }
 
@@ -159,6 +166,14 @@ impl Drop for Cluster {
     fn drop(&mut self) {
         for id in 1..=self.nodes.len() as u64 {
             self.kill(id);
+        }
+        if std::thread::panicking() {
+            for id in 1..=self.nodes.len() as u64 {
+                let log = self.log(id);
+                let tail: Vec<&str> = log.lines().rev().take(40).collect();
+                eprintln!("---- node {id} log (last {} lines) ----", tail.len());
+                tail.iter().rev().for_each(|line| eprintln!("{line}"));
+            }
         }
     }
 }

@@ -1,5 +1,6 @@
 //! (a) 64 concurrent clients race to claim 500 beads through all three nodes: every bead is
 //! claimed exactly once, and every client's view agrees.
+#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,7 +20,8 @@ async fn concurrent_claims_through_all_nodes_each_bead_claimed_once() {
     let creator = cluster.client();
     let mut ids = Vec::with_capacity(BEADS);
     for n in 0..BEADS {
-        let create = CreateBead { title: format!("work {n}"), labels: ["race".to_string()].into(), ..Default::default() };
+        let create =
+            CreateBead { title: format!("work {n}"), labels: ["race".to_string()].into(), ..Default::default() };
         match creator.execute(Command::Create(create)).await.unwrap() {
             Outcome::Bead(bead) => ids.push(bead.id),
             other => panic!("create answered {other:?}"),

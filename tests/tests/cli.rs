@@ -1,5 +1,6 @@
 //! Golden tests of the CLI against a one-node cluster: `--json` output (times normalised) and
 //! exit codes (0 ok, 1 refused, 2 usage, 3 unavailable). `UPDATE_GOLDEN=1` rewrites the files.
+#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -41,26 +42,23 @@ fn run(endpoint: &str, args: &[&str], expect: Expect) {
     if !args.contains(&"--endpoints") {
         command.args(["--endpoints", endpoint]);
     }
-    let output = command
-        .args(["--actor", "alice"])
-        .args(args)
-        .env_remove("STRAND_ACTOR")
-        .output()
-        .expect("run strand");
+    let output = command.args(["--actor", "alice"]).args(args).env_remove("STRAND_ACTOR").output().expect("run strand");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     let code = output.status.code().unwrap_or(-1);
     match expect {
         Expect::Golden(name) => {
             assert_eq!(code, 0, "strand {args:?} failed: {stderr}");
-            let mut value: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|error| panic!("{args:?}: {error}: {stdout}"));
+            let mut value: serde_json::Value =
+                serde_json::from_str(&stdout).unwrap_or_else(|error| panic!("{args:?}: {error}: {stdout}"));
             normalise(&mut value);
             let actual = serde_json::to_string_pretty(&value).unwrap() + "\n";
             let path = golden_path(name);
             if std::env::var("UPDATE_GOLDEN").is_ok() {
                 std::fs::write(&path, &actual).unwrap();
             }
-            let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| panic!("missing {}; run with UPDATE_GOLDEN=1", path.display()));
+            let expected = std::fs::read_to_string(&path)
+                .unwrap_or_else(|_| panic!("missing {}; run with UPDATE_GOLDEN=1", path.display()));
             assert_eq!(actual, expected, "strand {args:?} differs from {}", path.display());
         }
         Expect::Fails(expected_code, text) => {
@@ -78,7 +76,22 @@ async fn json_output_and_exit_codes() {
     let endpoint = cluster.endpoints()[0].clone();
     let down = format!("127.0.0.1:{}", free_port());
     let cases: Vec<(Vec<&str>, Expect)> = vec![
-        (vec!["create", "--json", "first bead", "-t", "bug", "--priority", "1", "--labels", "a,b", "--metadata", r#"{"k":"v"}"#], Expect::Golden("create")),
+        (
+            vec![
+                "create",
+                "--json",
+                "first bead",
+                "-t",
+                "bug",
+                "--priority",
+                "1",
+                "--labels",
+                "a,b",
+                "--metadata",
+                r#"{"k":"v"}"#,
+            ],
+            Expect::Golden("create"),
+        ),
         (vec!["create", "--json", "second", "--deps", "st-1", "--parent", "st-1"], Expect::Golden("create_child")),
         (vec!["show", "--json", "st-1"], Expect::Golden("show")),
         (vec!["show", "st-999"], Expect::Fails(1, "st-999 not found")),
@@ -87,7 +100,10 @@ async fn json_output_and_exit_codes() {
         (vec!["claim", "st-1", "--actor", "bob"], Expect::Fails(1, "already claimed by alice")),
         (vec!["update", "st-1", "--status", "bogus"], Expect::Fails(2, "invalid status \"bogus\"")),
         (vec!["update", "st-1", "--status", "pinned"], Expect::Fails(1, "cannot go from in_progress to pinned")),
-        (vec!["update", "--json", "st-2", "--add-label", "x", "--set-metadata", "gc.routed_to=web"], Expect::Golden("update")),
+        (
+            vec!["update", "--json", "st-2", "--add-label", "x", "--set-metadata", "gc.routed_to=web"],
+            Expect::Golden("update"),
+        ),
         (vec!["create", "x", "--metadata", "{bad"], Expect::Fails(2, "--metadata is not a JSON object")),
         (vec!["create", ""], Expect::Fails(1, "title must not be empty")),
         (vec!["show", "--bogus-flag"], Expect::Fails(2, "--bogus-flag")),
@@ -103,11 +119,13 @@ async fn json_output_and_exit_codes() {
     for (args, expect) in cases {
         match expect {
             Expect::Fails(0, _) => {
-                let status = Command::new(strand_binary()).args(["--endpoints", &endpoint]).args(&args).status().unwrap();
+                let status =
+                    Command::new(strand_binary()).args(["--endpoints", &endpoint]).args(&args).status().unwrap();
                 assert!(status.success(), "strand {args:?}");
             }
             Expect::Fails(1, "") => {
-                let output = Command::new(strand_binary()).args(["--endpoints", &endpoint]).args(&args).output().unwrap();
+                let output =
+                    Command::new(strand_binary()).args(["--endpoints", &endpoint]).args(&args).output().unwrap();
                 assert_eq!(output.status.code(), Some(1), "strand {args:?} claims nothing");
                 assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "[]");
             }

@@ -1,6 +1,7 @@
 //! (b) Under continuous create and claim load the leader is killed with SIGKILL: a new leader
 //! serves, every acknowledged create and claim survives, and the killed node comes back to the
 //! same state digest. (d) A request retried after a leader change is applied once.
+#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,7 +28,8 @@ struct Acked {
 async fn worker(client: api::client::Client, index: usize, stop: Arc<AtomicBool>, acked: Arc<Mutex<Acked>>) {
     let actor = Actor(format!("worker-{index}"));
     while !stop.load(Ordering::Relaxed) {
-        let create = CreateBead { title: format!("load {index}"), labels: ["load".to_string()].into(), ..Default::default() };
+        let create =
+            CreateBead { title: format!("load {index}"), labels: ["load".to_string()].into(), ..Default::default() };
         let Ok(Outcome::Bead(bead)) = client.execute(Command::Create(create)).await else { continue };
         acked.lock().await.created.push(bead.id.clone());
         let claim = Command::Claim { id: bead.id.clone(), actor: actor.clone() };
@@ -43,9 +45,8 @@ async fn leader_killed_under_load_loses_no_acknowledged_write() {
     let leader = cluster.wait_for_leader().await;
     let stop = Arc::new(AtomicBool::new(false));
     let acked = Arc::new(Mutex::new(Acked::default()));
-    let tasks: Vec<_> = (0..WORKERS)
-        .map(|index| tokio::spawn(worker(cluster.client(), index, stop.clone(), acked.clone())))
-        .collect();
+    let tasks: Vec<_> =
+        (0..WORKERS).map(|index| tokio::spawn(worker(cluster.client(), index, stop.clone(), acked.clone()))).collect();
     wait_for("load to be acknowledged", || async { (acked.lock().await.claimed.len() >= 100).then_some(()) }).await;
 
     let killed_at = Instant::now();
@@ -60,14 +61,16 @@ async fn leader_killed_under_load_loses_no_acknowledged_write() {
     println!("failover: a write was served {failover:?} after the leader was killed");
     assert!(failover < FAILOVER_BUDGET, "failover took {failover:?}");
 
-    wait_for("load to continue", || async { (acked.lock().await.claimed.len() >= before_kill + 100).then_some(()) }).await;
+    wait_for("load to continue", || async { (acked.lock().await.claimed.len() >= before_kill + 100).then_some(()) })
+        .await;
     stop.store(true, Ordering::Relaxed);
     for task in tasks {
         task.await.unwrap();
     }
 
     let acked = acked.lock().await;
-    let reader = cluster.client_of(cluster.nodes.iter().filter(|node| node.id != leader).map(|node| node.address.clone()).collect());
+    let reader = cluster
+        .client_of(cluster.nodes.iter().filter(|node| node.id != leader).map(|node| node.address.clone()).collect());
     let filter = ListFilter { labels_all: vec!["load".into()], all: true, limit: 0, ..Default::default() };
     let Outcome::Beads(beads) = reader.query(Query::List(filter)).await.unwrap() else { panic!("list") };
     let stored: std::collections::HashMap<BeadId, _> = beads.into_iter().map(|bead| (bead.id.clone(), bead)).collect();
@@ -76,7 +79,11 @@ async fn leader_killed_under_load_loses_no_acknowledged_write() {
     }
     for (bead_id, actor) in &acked.claimed {
         let bead = &stored[bead_id];
-        assert_eq!((bead.status, bead.assignee.as_str()), (Status::InProgress, actor.as_str()), "acknowledged claim of {bead_id} was lost");
+        assert_eq!(
+            (bead.status, bead.assignee.as_str()),
+            (Status::InProgress, actor.as_str()),
+            "acknowledged claim of {bead_id} was lost"
+        );
     }
 
     cluster.restart(leader);
@@ -97,7 +104,8 @@ async fn retried_request_after_leader_change_is_applied_once() {
     let first = first_client.create(request.clone()).await.unwrap().into_inner().bead.unwrap();
 
     cluster.kill(leader);
-    let survivors: Vec<String> = cluster.nodes.iter().filter(|node| node.id != leader).map(|node| node.address.clone()).collect();
+    let survivors: Vec<String> =
+        cluster.nodes.iter().filter(|node| node.id != leader).map(|node| node.address.clone()).collect();
     let probe = cluster.client_of(survivors.clone());
     probe.execute(Command::Create(CreateBead { title: "new leader".into(), ..Default::default() })).await.unwrap();
 

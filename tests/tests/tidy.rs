@@ -7,6 +7,7 @@
 //! simulation -> node, raft-store, api
 //! tests      -> api, node
 //! ```
+#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

@@ -103,7 +103,12 @@ impl NamespaceState {
     }
 
     /// Claims the first ready bead matching the filter; an empty list when none is ready.
-    pub(super) fn claim_next(&mut self, actor: &Actor, filter: &ReadyFilter, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(super) fn claim_next(
+        &mut self,
+        actor: &Actor,
+        filter: &ReadyFilter,
+        now: Timestamp,
+    ) -> Result<Outcome, Refusal> {
         let filter = ReadyFilter { limit: 1, ..filter.clone() };
         let candidates = self.ready_ids(&filter, now, |bead| Self::check_claim(bead, actor).is_ok())?;
         match candidates.first() {
@@ -134,7 +139,8 @@ impl NamespaceState {
             self.bead(parent_id)?;
             if self.would_cycle(&current.id, parent_id) {
                 return Err(Refusal::Invalid(format!(
-                    "making {parent_id} the parent of {} would form a cycle", current.id
+                    "making {parent_id} the parent of {} would form a cycle",
+                    current.id
                 )));
             }
         }
@@ -166,7 +172,8 @@ impl NamespaceState {
         let added = entries.iter().filter(|(key, value)| value.is_some() && !bead.metadata.contains_key(*key)).count();
         if bead.metadata.len() + added > crate::limits::METADATA_KEYS_MAX {
             return Err(Refusal::Invalid(format!(
-                "bead {bead_id} would hold more than {} metadata keys", crate::limits::METADATA_KEYS_MAX
+                "bead {bead_id} would hold more than {} metadata keys",
+                crate::limits::METADATA_KEYS_MAX
             )));
         }
         let bead = self.modify(bead_id, now, |bead| {
@@ -177,7 +184,12 @@ impl NamespaceState {
     }
 
     /// Closes beads; closing a closed bead succeeds and leaves it as it was (store invariant 6).
-    pub(super) fn close(&mut self, ids: &[BeadId], reason: &Option<String>, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(super) fn close(
+        &mut self,
+        ids: &[BeadId],
+        reason: &Option<String>,
+        now: Timestamp,
+    ) -> Result<Outcome, Refusal> {
         for bead_id in ids {
             self.bead(bead_id)?;
         }
@@ -248,7 +260,12 @@ impl NamespaceState {
     }
 
     /// Removes an edge; a missing edge (or bead) is a no-op.
-    pub(super) fn dep_remove(&mut self, issue_id: &BeadId, depends_on_id: &BeadId, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(super) fn dep_remove(
+        &mut self,
+        issue_id: &BeadId,
+        depends_on_id: &BeadId,
+        now: Timestamp,
+    ) -> Result<Outcome, Refusal> {
         let has_edge = self.beads.get(issue_id).is_some_and(|bead| bead.depends_on.contains_key(depends_on_id));
         if has_edge {
             self.modify(issue_id, now, |bead| {

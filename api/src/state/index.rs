@@ -25,11 +25,7 @@ pub struct CreatedKey {
 impl CreatedKey {
     /// The key of a bead.
     pub fn of(bead: &Bead) -> CreatedKey {
-        CreatedKey {
-            created_at: bead.created_at.0,
-            seq: bead.seq,
-            id: bead.id.clone(),
-        }
+        CreatedKey { created_at: bead.created_at.0, seq: bead.seq, id: bead.id.clone() }
     }
 }
 
@@ -48,10 +44,7 @@ impl ReadyKey {
 
     /// The key of a bead.
     pub fn of(bead: &Bead) -> ReadyKey {
-        ReadyKey {
-            priority_rank: bead.priority.unwrap_or(Self::UNSET_PRIORITY_RANK),
-            created: CreatedKey::of(bead),
-        }
+        ReadyKey { priority_rank: bead.priority.unwrap_or(Self::UNSET_PRIORITY_RANK), created: CreatedKey::of(bead) }
     }
 }
 
@@ -127,9 +120,7 @@ pub struct Indexes {
 impl Indexes {
     /// Whether the bead belongs in a ready index, given its current blocked state.
     pub fn is_ready(&self, bead: &Bead) -> bool {
-        bead.status == Status::Open
-            && !self.blocked.contains(&bead.id)
-            && !is_infrastructure_type(&bead.bead_type)
+        bead.status == Status::Open && !self.blocked.contains(&bead.id) && !is_infrastructure_type(&bead.bead_type)
     }
 
     /// Adds a bead under its current fields.
@@ -197,11 +188,7 @@ impl Indexes {
     }
 
     fn ready_index_mut(&mut self, bead: &Bead) -> &mut ReadyIndex {
-        if bead.ephemeral {
-            &mut self.ready_ephemeral
-        } else {
-            &mut self.ready
-        }
+        if bead.ephemeral { &mut self.ready_ephemeral } else { &mut self.ready }
     }
 
     /// Records a change of the bead's blocked state, moving it in or out of the ready index.

@@ -165,7 +165,11 @@ impl State {
     }
 
     /// The namespace a write goes to, created on first use with `default_prefix`.
-    fn namespace_for_write(&mut self, namespace: &Namespace, default_prefix: &str) -> Result<&mut NamespaceState, Refusal> {
+    fn namespace_for_write(
+        &mut self,
+        namespace: &Namespace,
+        default_prefix: &str,
+    ) -> Result<&mut NamespaceState, Refusal> {
         validate_namespace(namespace)?;
         if !self.namespaces.contains_key(namespace) {
             validate_prefix(default_prefix)?;
@@ -233,7 +237,8 @@ impl State {
             let mut beads: Vec<&Bead> = namespace_state.beads.values().collect();
             beads.sort_by(|a, b| a.id.cmp(&b.id));
             for bead in beads {
-                records.push((RecordKey::Bead(namespace.clone(), bead.id.clone()), Record::Bead(Box::new(bead.clone()))));
+                records
+                    .push((RecordKey::Bead(namespace.clone(), bead.id.clone()), Record::Bead(Box::new(bead.clone()))));
             }
         }
         for (client_id, session) in &self.sessions.by_client {

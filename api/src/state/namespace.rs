@@ -88,10 +88,7 @@ impl NamespaceState {
         now: Timestamp,
         change: impl FnOnce(&mut Bead) -> T,
     ) -> Result<T, Refusal> {
-        let mut bead = self
-            .beads
-            .remove(bead_id)
-            .ok_or_else(|| Refusal::NotFound(bead_id.clone()))?;
+        let mut bead = self.beads.remove(bead_id).ok_or_else(|| Refusal::NotFound(bead_id.clone()))?;
         self.indexes.remove(&bead);
         let before = bead.clone();
         let result = change(&mut bead);
@@ -121,10 +118,7 @@ impl NamespaceState {
                 bead.depends_on.remove(bead_id);
             })?;
         }
-        let bead = self
-            .beads
-            .remove(bead_id)
-            .ok_or_else(|| Refusal::NotFound(bead_id.clone()))?;
+        let bead = self.beads.remove(bead_id).ok_or_else(|| Refusal::NotFound(bead_id.clone()))?;
         self.indexes.remove(&bead);
         self.indexes.forget(bead_id);
         self.dirty_beads.insert(bead_id.clone());
@@ -135,20 +129,12 @@ impl NamespaceState {
 
     /// Beads with an edge to this one.
     pub(super) fn dependents_of(&self, bead_id: &BeadId) -> Vec<BeadId> {
-        self.indexes
-            .dependents
-            .get(bead_id)
-            .map(|set| set.iter().cloned().collect())
-            .unwrap_or_default()
+        self.indexes.dependents.get(bead_id).map(|set| set.iter().cloned().collect()).unwrap_or_default()
     }
 
     /// Direct children of this bead.
     pub(super) fn children_of(&self, bead_id: &BeadId) -> Vec<BeadId> {
-        self.indexes
-            .children
-            .get(bead_id)
-            .map(|set| set.iter().map(|key| key.id.clone()).collect())
-            .unwrap_or_default()
+        self.indexes.children.get(bead_id).map(|set| set.iter().map(|key| key.id.clone()).collect()).unwrap_or_default()
     }
 
     /// Whether a bead is blocked now, from its status, dependencies and parent.
@@ -237,7 +223,5 @@ impl NamespaceState {
 
 /// Whether a change can alter the bead's own blocked state or that of its dependents.
 fn affected_by_change(before: &Bead, after: &Bead) -> bool {
-    before.status != after.status
-        || before.parent_id != after.parent_id
-        || before.depends_on != after.depends_on
+    before.status != after.status || before.parent_id != after.parent_id || before.depends_on != after.depends_on
 }

@@ -149,12 +149,8 @@ impl NamespaceState {
             ListSort::CreatedAsc => Box::new(source.iter()),
             ListSort::CreatedDesc => Box::new(source.iter().rev()),
         };
-        let beads: Vec<Bead> = keys
-            .map(|key| &self.beads[&key.id])
-            .filter(|bead| accept(bead))
-            .take(cap(limit))
-            .cloned()
-            .collect();
+        let beads: Vec<Bead> =
+            keys.map(|key| &self.beads[&key.id]).filter(|bead| accept(bead)).take(cap(limit)).cloned().collect();
         check_cap(limit, beads.len())?;
         Ok(beads)
     }
@@ -163,9 +159,8 @@ impl NamespaceState {
     pub(super) fn children(&self, parent: &BeadId, include_closed: bool) -> Result<Outcome, Refusal> {
         let empty = BTreeSet::new();
         let source = self.indexes.children.get(parent).unwrap_or(&empty);
-        let beads = self.walk_created(source, ListSort::CreatedAsc, 0, |bead| {
-            include_closed || bead.status != Status::Closed
-        })?;
+        let beads =
+            self.walk_created(source, ListSort::CreatedAsc, 0, |bead| include_closed || bead.status != Status::Closed)?;
         Ok(Outcome::Beads(beads))
     }
 

@@ -202,8 +202,10 @@ fn invariant_10_children_are_exactly_the_beads_with_that_parent() {
     let mut harness = Harness::new();
     let parent = harness.create("parent");
     let other = harness.create("other");
-    let child_a = harness.create_with(CreateBead { title: "a".into(), parent_id: Some(parent.clone()), ..Default::default() });
-    let child_b = harness.create_with(CreateBead { title: "b".into(), parent_id: Some(parent.clone()), ..Default::default() });
+    let child_a =
+        harness.create_with(CreateBead { title: "a".into(), parent_id: Some(parent.clone()), ..Default::default() });
+    let child_b =
+        harness.create_with(CreateBead { title: "b".into(), parent_id: Some(parent.clone()), ..Default::default() });
     harness.create_with(CreateBead { title: "c".into(), parent_id: Some(other), ..Default::default() });
     let children = beads_of(harness.query(Query::Children { parent, include_closed: true }));
     assert_eq!(children.into_iter().map(|bead| bead.id).collect::<Vec<_>>(), vec![child_a, child_b]);
@@ -212,9 +214,11 @@ fn invariant_10_children_are_exactly_the_beads_with_that_parent() {
 #[test]
 fn invariant_11_list_by_label_exact_unlimited_newest_first() {
     let mut harness = Harness::new();
-    let first = harness.create_with(CreateBead { title: "a".into(), labels: labels(&["pool:web"]), ..Default::default() });
+    let first =
+        harness.create_with(CreateBead { title: "a".into(), labels: labels(&["pool:web"]), ..Default::default() });
     harness.create_with(CreateBead { title: "b".into(), labels: labels(&["pool:web-2"]), ..Default::default() });
-    let second = harness.create_with(CreateBead { title: "c".into(), labels: labels(&["pool:web"]), ..Default::default() });
+    let second =
+        harness.create_with(CreateBead { title: "c".into(), labels: labels(&["pool:web"]), ..Default::default() });
     let listed = beads_of(harness.query(Query::ListByLabel { label: "pool:web".into(), limit: 0 }));
     assert_eq!(listed.into_iter().map(|bead| bead.id).collect::<Vec<_>>(), vec![second.clone(), first]);
     let limited = beads_of(harness.query(Query::ListByLabel { label: "pool:web".into(), limit: 1 }));
@@ -227,7 +231,8 @@ fn invariant_12_container_types_are_case_sensitive() {
     assert!(is_container_type("convoy"));
     assert!(!is_container_type("CONVOY"));
     let mut harness = Harness::new();
-    let bead_id = harness.create_with(CreateBead { title: "a".into(), bead_type: "CONVOY".into(), ..Default::default() });
+    let bead_id =
+        harness.create_with(CreateBead { title: "a".into(), bead_type: "CONVOY".into(), ..Default::default() });
     assert_eq!(harness.get(&bead_id).bead_type, "CONVOY");
 }
 
@@ -350,7 +355,12 @@ fn claim_next_takes_first_ready_in_order_and_skips_held() {
 #[test]
 fn claim_next_skips_beads_assigned_to_others() {
     let mut harness = Harness::new();
-    harness.create_with(CreateBead { title: "bob's".into(), assignee: "bob".into(), priority: Some(0), ..Default::default() });
+    harness.create_with(CreateBead {
+        title: "bob's".into(),
+        assignee: "bob".into(),
+        priority: Some(0),
+        ..Default::default()
+    });
     let free = harness.create("free");
     let command = Command::ClaimNext { actor: Actor("alice".into()), filter: ReadyFilter::default() };
     assert_eq!(beads_of(harness.apply(command))[0].id, free);
@@ -391,7 +401,11 @@ fn ready_becomes_ready_when_blocker_closes_and_blocked_again_on_reopen() {
     let blocker = harness.create("blocker");
     let waiting = harness.create("waiting");
     harness
-        .apply(Command::DepAdd { issue_id: waiting.clone(), depends_on_id: blocker.clone(), dep_type: DepType::blocks() })
+        .apply(Command::DepAdd {
+            issue_id: waiting.clone(),
+            depends_on_id: blocker.clone(),
+            dep_type: DepType::blocks(),
+        })
         .unwrap();
     assert_eq!(harness.ready_all(), ids(&[&blocker]));
     harness.close(&blocker).unwrap();
@@ -404,9 +418,18 @@ fn ready_becomes_ready_when_blocker_closes_and_blocked_again_on_reopen() {
 fn ready_child_of_blocked_parent_is_blocked() {
     let mut harness = Harness::new();
     let blocker = harness.create("blocker");
-    let parent = harness.create_with(CreateBead { title: "parent".into(), needs: vec![blocker.0.clone()], ..Default::default() });
-    let child = harness.create_with(CreateBead { title: "child".into(), parent_id: Some(parent.clone()), ..Default::default() });
-    let grandchild = harness.create_with(CreateBead { title: "gc".into(), parent_id: Some(child.clone()), ..Default::default() });
+    let parent = harness.create_with(CreateBead {
+        title: "parent".into(),
+        needs: vec![blocker.0.clone()],
+        ..Default::default()
+    });
+    let child = harness.create_with(CreateBead {
+        title: "child".into(),
+        parent_id: Some(parent.clone()),
+        ..Default::default()
+    });
+    let grandchild =
+        harness.create_with(CreateBead { title: "gc".into(), parent_id: Some(child.clone()), ..Default::default() });
     assert_eq!(harness.ready_all(), ids(&[&blocker]));
     harness.close(&blocker).unwrap();
     assert_eq!(harness.ready_all(), ids(&[&parent, &child, &grandchild]));
@@ -419,8 +442,16 @@ fn ready_child_of_blocked_parent_is_blocked() {
 fn ready_waits_for_and_related_edges() {
     let mut harness = Harness::new();
     let gate = harness.create("gate");
-    let waits = harness.create_with(CreateBead { title: "w".into(), needs: vec![format!("waits-for:{gate}")], ..Default::default() });
-    let related = harness.create_with(CreateBead { title: "r".into(), needs: vec![format!("related:{gate}")], ..Default::default() });
+    let waits = harness.create_with(CreateBead {
+        title: "w".into(),
+        needs: vec![format!("waits-for:{gate}")],
+        ..Default::default()
+    });
+    let related = harness.create_with(CreateBead {
+        title: "r".into(),
+        needs: vec![format!("related:{gate}")],
+        ..Default::default()
+    });
     assert_eq!(harness.ready_all(), ids(&[&gate, &related]));
     harness.close(&gate).unwrap();
     assert_eq!(harness.ready_all(), ids(&[&waits, &related]));
@@ -432,22 +463,66 @@ fn ready_filters_table() {
     let mut metadata = BTreeMap::new();
     metadata.insert("gc.routed_to".to_string(), "web".to_string());
     let routed = harness.create_with(CreateBead { title: "routed".into(), metadata, ..Default::default() });
-    let alice = harness.create_with(CreateBead { title: "alice".into(), assignee: "alice".into(), labels: labels(&["a", "b"]), ..Default::default() });
-    let bug = harness.create_with(CreateBead { title: "bug".into(), bead_type: "bug".into(), labels: labels(&["b"]), ..Default::default() });
-    let parent = harness.create_with(CreateBead { title: "epic".into(), bead_type: "epic".into(), ..Default::default() });
-    let child = harness.create_with(CreateBead { title: "child".into(), parent_id: Some(parent.clone()), ..Default::default() });
-    let grandchild = harness.create_with(CreateBead { title: "gc".into(), parent_id: Some(child.clone()), ..Default::default() });
+    let alice = harness.create_with(CreateBead {
+        title: "alice".into(),
+        assignee: "alice".into(),
+        labels: labels(&["a", "b"]),
+        ..Default::default()
+    });
+    let bug = harness.create_with(CreateBead {
+        title: "bug".into(),
+        bead_type: "bug".into(),
+        labels: labels(&["b"]),
+        ..Default::default()
+    });
+    let parent =
+        harness.create_with(CreateBead { title: "epic".into(), bead_type: "epic".into(), ..Default::default() });
+    let child = harness.create_with(CreateBead {
+        title: "child".into(),
+        parent_id: Some(parent.clone()),
+        ..Default::default()
+    });
+    let grandchild =
+        harness.create_with(CreateBead { title: "gc".into(), parent_id: Some(child.clone()), ..Default::default() });
     let cases: Vec<(&str, ReadyFilter, Vec<BeadId>)> = vec![
         ("assignee", ReadyFilter { assignee: Some("alice".into()), ..Default::default() }, ids(&[&alice])),
-        ("unassigned", ReadyFilter { unassigned: true, ..Default::default() }, ids(&[&routed, &bug, &parent, &child, &grandchild])),
+        (
+            "unassigned",
+            ReadyFilter { unassigned: true, ..Default::default() },
+            ids(&[&routed, &bug, &parent, &child, &grandchild]),
+        ),
         ("label all", ReadyFilter { labels_all: vec!["a".into(), "b".into()], ..Default::default() }, ids(&[&alice])),
-        ("label any", ReadyFilter { labels_any: vec!["a".into(), "b".into()], ..Default::default() }, ids(&[&alice, &bug])),
-        ("exclude label", ReadyFilter { exclude_labels: vec!["b".into()], ..Default::default() }, ids(&[&routed, &parent, &child, &grandchild])),
-        ("metadata field", ReadyFilter { metadata_equals: vec![("gc.routed_to".into(), "web".into())], ..Default::default() }, ids(&[&routed])),
-        ("has metadata key", ReadyFilter { metadata_has_keys: vec!["gc.routed_to".into()], ..Default::default() }, ids(&[&routed])),
-        ("parent recursive", ReadyFilter { parent: Some(parent.clone()), ..Default::default() }, ids(&[&child, &grandchild])),
+        (
+            "label any",
+            ReadyFilter { labels_any: vec!["a".into(), "b".into()], ..Default::default() },
+            ids(&[&alice, &bug]),
+        ),
+        (
+            "exclude label",
+            ReadyFilter { exclude_labels: vec!["b".into()], ..Default::default() },
+            ids(&[&routed, &parent, &child, &grandchild]),
+        ),
+        (
+            "metadata field",
+            ReadyFilter { metadata_equals: vec![("gc.routed_to".into(), "web".into())], ..Default::default() },
+            ids(&[&routed]),
+        ),
+        (
+            "has metadata key",
+            ReadyFilter { metadata_has_keys: vec!["gc.routed_to".into()], ..Default::default() },
+            ids(&[&routed]),
+        ),
+        (
+            "parent recursive",
+            ReadyFilter { parent: Some(parent.clone()), ..Default::default() },
+            ids(&[&child, &grandchild]),
+        ),
         ("type", ReadyFilter { types: vec!["bug".into()], ..Default::default() }, ids(&[&bug])),
-        ("exclude type", ReadyFilter { exclude_types: vec!["task".into(), "epic".into()], ..Default::default() }, ids(&[&bug])),
+        (
+            "exclude type",
+            ReadyFilter { exclude_types: vec!["task".into(), "epic".into()], ..Default::default() },
+            ids(&[&bug]),
+        ),
         ("limit", ReadyFilter { limit: 2, ..Default::default() }, ids(&[&routed, &alice])),
     ];
     for (name, filter, expected) in cases {
@@ -487,7 +562,12 @@ fn update_with_claim_is_atomic() {
     let mut harness = Harness::new();
     let bead_id = harness.create("a");
     harness.claim(&bead_id, "bob").unwrap();
-    let update = UpdateBead { id: bead_id.clone(), title: Some("new".into()), claim_for: Some(Actor("alice".into())), ..Default::default() };
+    let update = UpdateBead {
+        id: bead_id.clone(),
+        title: Some("new".into()),
+        claim_for: Some(Actor("alice".into())),
+        ..Default::default()
+    };
     assert!(matches!(harness.apply(Command::Update(update)), Err(Refusal::AlreadyClaimed { .. })));
     assert_eq!(harness.get(&bead_id).title, "a", "a lost claim changes nothing");
 }
@@ -514,8 +594,11 @@ fn set_metadata_sets_keys_independently_and_batches_atomically() {
     };
     assert!(matches!(harness.apply(batch), Err(Refusal::TooLarge { .. })));
     assert!(!harness.get(&bead_id).metadata.contains_key("c"), "a refused batch sets no key");
-    assert_eq!(harness.apply(set("a", Some("1")).clone()).is_ok(), true);
-    let missing = Command::SetMetadata { id: "st-99".into(), entries: [("a".to_string(), Some("1".to_string()))].into_iter().collect() };
+    assert!(harness.apply(set("a", Some("1"))).is_ok());
+    let missing = Command::SetMetadata {
+        id: "st-99".into(),
+        entries: [("a".to_string(), Some("1".to_string()))].into_iter().collect(),
+    };
     assert_eq!(harness.apply(missing), Err(Refusal::NotFound("st-99".into())));
 }
 
@@ -524,12 +607,34 @@ fn bad_input_is_refused_and_changes_nothing() {
     let long = |n: usize| "x".repeat(n + 1);
     let cases: Vec<(&str, Command)> = vec![
         ("empty title", Command::Create(CreateBead { title: "  ".into(), ..Default::default() })),
-        ("oversized title", Command::Create(CreateBead { title: long(crate::limits::TITLE_BYTES_MAX), ..Default::default() })),
-        ("oversized description", Command::Create(CreateBead { title: "t".into(), description: long(crate::limits::DESCRIPTION_BYTES_MAX), ..Default::default() })),
-        ("priority out of range", Command::Create(CreateBead { title: "t".into(), priority: Some(9), ..Default::default() })),
-        ("unknown need", Command::Create(CreateBead { title: "t".into(), needs: vec!["st-404".into()], ..Default::default() })),
-        ("unknown parent", Command::Create(CreateBead { title: "t".into(), parent_id: Some("st-404".into()), ..Default::default() })),
-        ("update unknown", Command::Update(UpdateBead { id: "st-404".into(), title: Some("x".into()), ..Default::default() })),
+        (
+            "oversized title",
+            Command::Create(CreateBead { title: long(crate::limits::TITLE_BYTES_MAX), ..Default::default() }),
+        ),
+        (
+            "oversized description",
+            Command::Create(CreateBead {
+                title: "t".into(),
+                description: long(crate::limits::DESCRIPTION_BYTES_MAX),
+                ..Default::default()
+            }),
+        ),
+        (
+            "priority out of range",
+            Command::Create(CreateBead { title: "t".into(), priority: Some(9), ..Default::default() }),
+        ),
+        (
+            "unknown need",
+            Command::Create(CreateBead { title: "t".into(), needs: vec!["st-404".into()], ..Default::default() }),
+        ),
+        (
+            "unknown parent",
+            Command::Create(CreateBead { title: "t".into(), parent_id: Some("st-404".into()), ..Default::default() }),
+        ),
+        (
+            "update unknown",
+            Command::Update(UpdateBead { id: "st-404".into(), title: Some("x".into()), ..Default::default() }),
+        ),
         ("close unknown", Command::Close { ids: vec!["st-404".into()], reason: None }),
         ("delete unknown", Command::Delete { id: "st-404".into() }),
         ("claim without actor", Command::Claim { id: "st-1".into(), actor: Actor(String::new()) }),
@@ -548,7 +653,8 @@ fn bad_input_is_refused_and_changes_nothing() {
 fn child_takes_parent_prefix_and_namespaces_are_isolated() {
     let mut harness = Harness::new();
     let parent = harness.create("p");
-    let child = harness.create_with(CreateBead { title: "c".into(), parent_id: Some(parent.clone()), ..Default::default() });
+    let child =
+        harness.create_with(CreateBead { title: "c".into(), parent_id: Some(parent.clone()), ..Default::default() });
     assert_eq!(child.prefix(), "st");
     harness.namespace = Namespace("rig-a".into());
     assert_eq!(harness.query(Query::Get { ids: vec![parent.clone()] }), Err(Refusal::NotFound(parent)));
@@ -565,7 +671,8 @@ fn close_many_with_reason_all_or_nothing() {
     let b = harness.create("b");
     assert!(harness.apply(Command::Close { ids: vec![a.clone(), "st-404".into()], reason: None }).is_err());
     assert_eq!(harness.get(&a).status, Status::Open);
-    let closed = beads_of(harness.apply(Command::Close { ids: vec![a.clone(), b.clone()], reason: Some("done".into()) }));
+    let closed =
+        beads_of(harness.apply(Command::Close { ids: vec![a.clone(), b.clone()], reason: Some("done".into()) }));
     assert!(closed.iter().all(|bead| bead.status == Status::Closed && bead.close_reason.as_deref() == Some("done")));
 }
 
@@ -583,7 +690,8 @@ fn reopen_only_from_closed() {
 fn delete_removes_bead_and_edges() {
     let mut harness = Harness::new();
     let blocker = harness.create("blocker");
-    let waiting = harness.create_with(CreateBead { title: "w".into(), needs: vec![blocker.0.clone()], ..Default::default() });
+    let waiting =
+        harness.create_with(CreateBead { title: "w".into(), needs: vec![blocker.0.clone()], ..Default::default() });
     harness.apply(Command::Delete { id: blocker.clone() }).unwrap();
     assert_eq!(harness.query(Query::Get { ids: vec![blocker.clone()] }), Err(Refusal::NotFound(blocker)));
     assert!(harness.get(&waiting).depends_on.is_empty());
@@ -603,7 +711,13 @@ fn list_filters_sort_and_closed_handling() {
     assert_eq!(harness.query(Query::List(ListFilter::default())), Err(Refusal::UnfilteredList));
     assert_eq!(list(&harness, ListFilter { all: true, ..Default::default() }), ids(&[&c, &b, &a]));
     assert_eq!(list(&harness, ListFilter { assignee: Some("alice".into()), ..Default::default() }), ids(&[&a]));
-    assert_eq!(list(&harness, ListFilter { assignee: Some("alice".into()), all: true, sort: ListSort::CreatedAsc, ..Default::default() }), ids(&[&a, &b]));
+    assert_eq!(
+        list(
+            &harness,
+            ListFilter { assignee: Some("alice".into()), all: true, sort: ListSort::CreatedAsc, ..Default::default() }
+        ),
+        ids(&[&a, &b])
+    );
     assert_eq!(list(&harness, ListFilter { status: Some(Status::Closed), ..Default::default() }), ids(&[&b]));
     assert_eq!(list(&harness, ListFilter { all: true, limit: 1, ..Default::default() }), ids(&[&c]));
 }
@@ -613,15 +727,23 @@ fn dep_add_idempotent_retype_remove_noop_and_cycles_refused() {
     let mut harness = Harness::new();
     let a = harness.create("a");
     let b = harness.create("b");
-    let add = |dep_type: &str| Command::DepAdd { issue_id: a.clone(), depends_on_id: b.clone(), dep_type: DepType(dep_type.into()) };
+    let add = |dep_type: &str| Command::DepAdd {
+        issue_id: a.clone(),
+        depends_on_id: b.clone(),
+        dep_type: DepType(dep_type.into()),
+    };
     harness.apply(add("blocks")).unwrap();
     harness.apply(add("blocks")).unwrap();
     harness.apply(add("related")).unwrap();
-    let rows = |harness: &Harness, id: &BeadId, direction| match harness.query(Query::DepList { id: id.clone(), direction }) {
-        Ok(Outcome::Dependencies(rows)) => rows,
-        other => panic!("{other:?}"),
-    };
-    assert_eq!(rows(&harness, &a, DepDirection::Down), vec![Dependency { issue_id: a.clone(), depends_on_id: b.clone(), dep_type: DepType("related".into()) }]);
+    let rows =
+        |harness: &Harness, id: &BeadId, direction| match harness.query(Query::DepList { id: id.clone(), direction }) {
+            Ok(Outcome::Dependencies(rows)) => rows,
+            other => panic!("{other:?}"),
+        };
+    assert_eq!(
+        rows(&harness, &a, DepDirection::Down),
+        vec![Dependency { issue_id: a.clone(), depends_on_id: b.clone(), dep_type: DepType("related".into()) }]
+    );
     assert_eq!(rows(&harness, &b, DepDirection::Up).len(), 1);
     assert!(rows(&harness, &"st-404".into(), DepDirection::Down).is_empty());
     let cycle = Command::DepAdd { issue_id: b.clone(), depends_on_id: a.clone(), dep_type: DepType::blocks() };
@@ -693,13 +815,16 @@ fn clock_never_goes_backwards() {
 fn ready_limit_one_walks_one_entry_of_a_large_store() {
     let mut harness = Harness::new();
     for n in 0..5_000 {
-        harness.state.apply(&Proposal {
-            request_id: None,
-            timestamp: Timestamp(n),
-            default_prefix: "st".into(),
-            namespace: harness.namespace.clone(),
-            command: Command::Create(CreateBead { title: format!("b{n}"), ..Default::default() }),
-        }).unwrap();
+        harness
+            .state
+            .apply(&Proposal {
+                request_id: None,
+                timestamp: Timestamp(n),
+                default_prefix: "st".into(),
+                namespace: harness.namespace.clone(),
+                command: Command::Create(CreateBead { title: format!("b{n}"), ..Default::default() }),
+            })
+            .unwrap();
     }
     let found = harness.ready(ReadyFilter { limit: 1, ..Default::default() });
     assert_eq!(found, vec![BeadId::from("st-1")]);
