@@ -135,6 +135,12 @@ impl Client {
             if let Some(refusal) = convert::refusal_from_status(&status) {
                 return Err(ClientError::Refused(refusal));
             }
+            if matches!(status.code(), Code::OutOfRange | Code::ResourceExhausted) {
+                return Err(ClientError::Failed(format!(
+                    "the request or its answer is over the size limit ({}); send less at once",
+                    status.message()
+                )));
+            }
             if !is_transient(&status) {
                 return Err(ClientError::Failed(status.message().to_string()));
             }
@@ -162,6 +168,14 @@ impl Client {
             request_seq: request_id.request_seq,
             lowest_unacked: request_id.lowest_unacked,
         };
+        let size = convert::write_to_proto(header.clone(), &command).encoded_len();
+        if size > crate::limits::REQUEST_BYTES_MAX {
+            self.request_ids.finish(&request_id);
+            return Err(ClientError::Failed(format!(
+                "the request is {size} bytes, over the size limit of {} bytes; send less at once",
+                crate::limits::REQUEST_BYTES_MAX
+            )));
+        }
         let result = self
             .with_retries(|channel| {
                 let request = convert::write_to_proto(header.clone(), &command);

@@ -377,6 +377,25 @@ pub enum WriteProto {
     DepRemove(pb::DepRemoveRequest),
 }
 
+impl WriteProto {
+    /// The encoded size of the request, in bytes.
+    pub fn encoded_len(&self) -> usize {
+        use prost::Message;
+        match self {
+            WriteProto::Create(request) => request.encoded_len(),
+            WriteProto::Update(request) => request.encoded_len(),
+            WriteProto::SetMetadata(request) => request.encoded_len(),
+            WriteProto::Claim(request) => request.encoded_len(),
+            WriteProto::ClaimNext(request) => request.encoded_len(),
+            WriteProto::Close(request) => request.encoded_len(),
+            WriteProto::Reopen(request) => request.encoded_len(),
+            WriteProto::Delete(request) => request.encoded_len(),
+            WriteProto::DepAdd(request) => request.encoded_len(),
+            WriteProto::DepRemove(request) => request.encoded_len(),
+        }
+    }
+}
+
 /// Builds the protobuf request of a query, for clients.
 pub fn read_to_proto(header: pb::ReadHeader, query: &Query) -> ReadProto {
     let header = Some(header);

@@ -75,6 +75,7 @@ async fn json_output_and_exit_codes() {
     cluster.wait_for_leader().await;
     let endpoint = cluster.endpoints()[0].clone();
     let down = format!("127.0.0.1:{}", free_port());
+    let long_description = "d".repeat(api::limits::DESCRIPTION_BYTES_MAX + 1);
     let cases: Vec<(Vec<&str>, Expect)> = vec![
         (
             vec![
@@ -106,6 +107,10 @@ async fn json_output_and_exit_codes() {
         ),
         (vec!["create", "x", "--metadata", "{bad"], Expect::Fails(2, "--metadata is not a JSON object")),
         (vec!["create", ""], Expect::Fails(1, "title must not be empty")),
+        (
+            vec!["create", "big", "--description", &long_description],
+            Expect::Fails(1, "description is 65537 bytes, over the limit of 65536"),
+        ),
         (vec!["show", "--bogus-flag"], Expect::Fails(2, "--bogus-flag")),
         (vec!["list"], Expect::Fails(1, "pass --all")),
         (vec!["list", "--json", "--all", "--sort", "created_asc"], Expect::Golden("list_all")),
@@ -132,4 +137,9 @@ async fn json_output_and_exit_codes() {
             expect => run(&endpoint, &args, expect),
         }
     }
+
+    // A request over the gRPC size limit is too large for argv; send it through the client.
+    let huge = api::command::CreateBead { title: "t".repeat(api::limits::REQUEST_BYTES_MAX + 1), ..Default::default() };
+    let error = cluster.client().execute(api::command::Command::Create(huge)).await.expect_err("oversized request");
+    assert!(error.to_string().contains("over the size limit"), "{error}");
 }
