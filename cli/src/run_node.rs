@@ -131,7 +131,12 @@ pub async fn run_node(args: &NodeArgs) -> Outcome {
     let listener = tokio::net::TcpListener::bind(&config.listen)
         .await
         .map_err(|error| Failure::Refused(format!("cannot listen on {}: {error}", config.listen)))?;
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    // Small request/response messages: send at once rather than wait for Nagle's algorithm.
+    let incoming = futures::StreamExt::map(tokio_stream::wrappers::TcpListenerStream::new(listener), |stream| {
+        stream.inspect(|stream| {
+            let _ = stream.set_nodelay(true);
+        })
+    });
     let params = NodeParams {
         config,
         incoming,

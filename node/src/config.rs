@@ -35,6 +35,10 @@ pub struct RaftSettings {
     pub max_payload_entries: u64,
     /// Timeout of a vote, forward, read-index or status RPC.
     pub rpc_timeout_ms: u64,
+    /// Send new entries to followers as soon as they are written locally, before the local
+    /// fsync finishes, so the leader's and the followers' fsyncs overlap. Safe: an entry still
+    /// commits only once a majority has it on disk.
+    pub replicate_before_local_sync: bool,
 }
 
 impl Default for RaftSettings {
@@ -49,6 +53,7 @@ impl Default for RaftSettings {
             install_snapshot_timeout_ms: 120_000,
             max_payload_entries: 512,
             rpc_timeout_ms: 2_000,
+            replicate_before_local_sync: false,
         }
     }
 }
@@ -92,6 +97,7 @@ impl RaftSettings {
             // restarted leader may resume; spelled out rather than left to the default.
             enable_leader_restore: Some(true),
             allow_log_reversion: Some(false),
+            broadcast_submitted_on_append: Some(self.replicate_before_local_sync),
             ..Default::default()
         };
         Ok(config.validate()?)
