@@ -17,7 +17,7 @@ use std::time::Duration;
 use api::client::{Client, ClientConfig, ClientError};
 use api::convert::Consistency;
 use api::model::Namespace;
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 const EXIT_CODES: &str = "Exit codes: 0 ok; 1 operation refused or failed (lost claim, not found, invalid transition); 2 usage error; 3 cluster unavailable.";
 
@@ -148,7 +148,9 @@ async fn dispatch(cli: &Cli) -> Outcome {
 
 /// Parses the command line; a usage error becomes one line on stderr and exit code 2.
 fn parse() -> Result<Cli, ExitCode> {
-    match Cli::try_parse() {
+    let command = Cli::command().mut_subcommands(|subcommand| subcommand.after_help(EXIT_CODES));
+    let parsed = command.try_get_matches().and_then(|matches| Cli::from_arg_matches(&matches));
+    match parsed {
         Ok(cli) => Ok(cli),
         Err(error) if !error.use_stderr() => {
             let _ = error.print();

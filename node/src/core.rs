@@ -151,7 +151,13 @@ impl<D: Disk> NodeCore<D> {
             namespace: forwarded.namespace.clone(),
             command: forwarded.command.clone(),
         };
-        match self.raft.client_write(proposal).await {
+        let commit_wait = Duration::from_millis(LEADER_WAIT_MS_MAX);
+        let Ok(written) = tokio::time::timeout(commit_wait, self.raft.client_write(proposal)).await else {
+            // The entry may still commit later; a retry with the same request id is answered
+            // from the dedup table, so the outcome is unknown, never doubled.
+            return Attempt::Retry(format!("the write was not committed within {commit_wait:?} (is a majority up?)"));
+        };
+        match written {
             Ok(response) => Attempt::Done(response.data),
             Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward))) => {
                 Attempt::Retry(format!("this node is no longer leader (leader hint {:?})", forward.leader_id))

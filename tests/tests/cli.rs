@@ -119,6 +119,10 @@ async fn json_output_and_exit_codes() {
         (vec!["close", "--json", "st-1", "--reason", "done"], Expect::Golden("close")),
         (vec!["ready", "--json", "--claim", "--label", "nope"], Expect::Fails(1, "")),
         (vec!["delete", "st-2"], Expect::Fails(2, "without --force")),
+        (
+            vec!["node", "--id", "1", "--peers", "2=nowhere", "--data-dir", "unused"],
+            Expect::Fails(2, "--peers entry \"2=nowhere\" is malformed"),
+        ),
         (vec!["--endpoints", &down, "--timeout", "1s", "show", "st-1"], Expect::Fails(3, "cluster unavailable")),
     ];
     for (args, expect) in cases {

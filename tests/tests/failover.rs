@@ -118,3 +118,23 @@ async fn retried_request_after_leader_change_is_applied_once() {
     let Outcome::Beads(beads) = probe.query(Query::List(filter)).await.unwrap() else { panic!("list") };
     assert_eq!(beads.iter().filter(|bead| bead.title == "exactly once").count(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_majority_writes_fail_with_a_clear_error_within_the_deadline() {
+    let mut cluster = Cluster::start(3, None);
+    cluster.wait_for_leader().await;
+    cluster.kill(2);
+    cluster.kill(3);
+    let mut config = api::client::ClientConfig::new(cluster.endpoints());
+    config.deadline = Duration::from_secs(3);
+    config.attempt_timeout = Duration::from_secs(1);
+    let client = api::client::Client::new(config).unwrap();
+    let started = Instant::now();
+    let error = client
+        .execute(Command::Create(CreateBead { title: "no quorum".into(), ..Default::default() }))
+        .await
+        .expect_err("no majority, no write");
+    assert!(matches!(error, api::client::ClientError::Unavailable(_)), "{error}");
+    assert!(error.to_string().contains("check that the cluster is running"), "{error}");
+    assert!(started.elapsed() < Duration::from_secs(10), "gave up after {:?}", started.elapsed());
+}
