@@ -2,7 +2,6 @@
 //! (status) and `strand.v1.Raft` (traffic between nodes). Protobuf requests are converted by
 //! `api::convert` and answered by [`NodeCore`]; this module only wires them together.
 
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -208,7 +207,7 @@ impl<D: Disk> RaftPeerService<D> {
 
     fn incoming_snapshot_path(&self) -> std::path::PathBuf {
         let unique = self.core.clock.now().0;
-        self.core.config.data_dir.join("snapshots").join(format!("incoming-{unique}-{}.snapshot", rand_suffix()))
+        self.core.config.data_dir.join("snapshots").join(format!("incoming-{unique}-{}.snapshot", next_incoming_number()))
     }
 
     async fn receive_snapshot(
@@ -229,7 +228,8 @@ impl<D: Disk> RaftPeerService<D> {
     }
 }
 
-fn rand_suffix() -> u64 {
+/// Numbers incoming snapshot files so two transfers in the same millisecond never share a file.
+fn next_incoming_number() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     NEXT.fetch_add(1, Ordering::Relaxed)
@@ -299,6 +299,3 @@ impl<D: Disk> RaftService for RaftPeerService<D> {
         Ok(Response::new(own_status(&self.core, request.into_inner().include_digest)))
     }
 }
-
-/// Boxed stream type used by generated server-streaming signatures (none yet).
-pub type BoxStream<T> = Pin<Box<dyn futures::Stream<Item = Result<T, Status>> + Send>>;
