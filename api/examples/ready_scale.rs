@@ -22,7 +22,12 @@ fn build(beads: u64) -> State {
             timestamp: Timestamp(n as i64),
             default_prefix: "st".into(),
             namespace: Namespace::default_namespace(),
-            command: Command::Create(CreateBead { title: format!("bead {n}"), priority: Some((n % 5) as u8), labels, ..Default::default() }),
+            command: Command::Create(CreateBead {
+                title: format!("bead {n}"),
+                priority: Some((n % 5) as u8),
+                labels,
+                ..Default::default()
+            }),
         };
         state.apply(&proposal).expect("create");
         if n % 10_000 == 0 {

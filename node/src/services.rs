@@ -207,7 +207,11 @@ impl<D: Disk> RaftPeerService<D> {
 
     fn incoming_snapshot_path(&self) -> std::path::PathBuf {
         let unique = self.core.clock.now().0;
-        self.core.config.data_dir.join("snapshots").join(format!("incoming-{unique}-{}.snapshot", next_incoming_number()))
+        self.core
+            .config
+            .data_dir
+            .join("snapshots")
+            .join(format!("incoming-{unique}-{}.snapshot", next_incoming_number()))
     }
 
     async fn receive_snapshot(
