@@ -93,10 +93,9 @@ impl<D: Disk> NodeCore<D> {
         Duration::from_millis(self.config.raft.rpc_timeout_ms)
     }
 
-    /// Waits for something to change (a leader elected) or the pause to pass.
+    /// Waits before the next attempt (the pause doubles up to [`RETRY_PAUSE_MS_MAX`]).
     async fn pause(&self, pause: Duration) {
-        let mut metrics = self.raft.metrics();
-        let _ = tokio::time::timeout(pause, metrics.changed()).await;
+        tokio::time::sleep(pause).await;
     }
 
     /// Applies a write through Raft and answers it, waiting up to [`LEADER_WAIT_MS_MAX`] for a leader.

@@ -144,6 +144,24 @@ impl NamespaceState {
                 )));
             }
         }
+        let labels_after =
+            current.labels.union(&update.add_labels).filter(|label| !update.remove_labels.contains(*label)).count();
+        if labels_after > crate::limits::LABELS_MAX {
+            return Err(Refusal::Invalid(format!(
+                "bead {} would hold more than {} labels",
+                current.id,
+                crate::limits::LABELS_MAX
+            )));
+        }
+        let mut metadata_after = current.metadata.clone();
+        merge_metadata_map(&mut metadata_after, &update.metadata);
+        if metadata_after.len() > crate::limits::METADATA_KEYS_MAX {
+            return Err(Refusal::Invalid(format!(
+                "bead {} would hold more than {} metadata keys",
+                current.id,
+                crate::limits::METADATA_KEYS_MAX
+            )));
+        }
         if update.is_empty() {
             return Ok(Outcome::Bead(Box::new(current)));
         }
@@ -277,10 +295,14 @@ impl NamespaceState {
 }
 
 fn merge_metadata(bead: &mut Bead, entries: &BTreeMap<String, Option<String>>) {
+    merge_metadata_map(&mut bead.metadata, entries);
+}
+
+fn merge_metadata_map(metadata: &mut BTreeMap<String, String>, entries: &BTreeMap<String, Option<String>>) {
     for (key, value) in entries {
         match value {
-            Some(value) => bead.metadata.insert(key.clone(), value.clone()),
-            None => bead.metadata.remove(key),
+            Some(value) => metadata.insert(key.clone(), value.clone()),
+            None => metadata.remove(key),
         };
     }
 }

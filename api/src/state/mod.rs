@@ -99,7 +99,10 @@ impl State {
             let Some(namespace_state) = state.namespaces.get_mut(&namespace) else {
                 return Err(LoadError { key: RecordKey::Bead(namespace, bead.id.clone()) });
             };
-            namespace_state.insert(*bead);
+            namespace_state.insert_unrefreshed(*bead);
+        }
+        for namespace_state in state.namespaces.values_mut() {
+            namespace_state.refresh_all();
         }
         state.mark_clean();
         Ok(state)
@@ -147,6 +150,16 @@ impl State {
 
     fn apply_command(&mut self, proposal: &Proposal, now: Timestamp) -> Answer {
         validate_command(&proposal.command)?;
+        let is_new = !self.namespaces.contains_key(&proposal.namespace);
+        let answer = self.run_command(proposal, now);
+        if is_new && answer.is_err() {
+            // A refused command leaves no namespace behind (and fixes no prefix).
+            self.namespaces.remove(&proposal.namespace);
+        }
+        answer
+    }
+
+    fn run_command(&mut self, proposal: &Proposal, now: Timestamp) -> Answer {
         let namespace_state = self.namespace_for_write(&proposal.namespace, &proposal.default_prefix)?;
         match &proposal.command {
             Command::Create(create) => namespace_state.create(create, now),

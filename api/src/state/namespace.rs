@@ -73,12 +73,26 @@ impl NamespaceState {
 
     /// Adds a new bead (its dependencies already checked) and indexes it.
     pub(super) fn insert(&mut self, bead: Bead) {
+        let bead_id = self.insert_unrefreshed(bead);
+        self.refresh_blocked(vec![bead_id]);
+    }
+
+    /// Adds a bead without computing its blocked state (loading adds every bead first, then
+    /// refreshes them all, because an edge may point at a bead loaded later).
+    pub(super) fn insert_unrefreshed(&mut self, bead: Bead) -> BeadId {
         let bead_id = bead.id.clone();
         assert!(!self.beads.contains_key(&bead_id), "bead id {bead_id} assigned twice");
         self.indexes.insert(&bead);
         self.beads.insert(bead_id.clone(), bead);
         self.dirty_beads.insert(bead_id.clone());
-        self.refresh_blocked(vec![bead_id]);
+        bead_id
+    }
+
+    /// Computes the blocked state of every bead (after loading).
+    pub(super) fn refresh_all(&mut self) {
+        let mut all: Vec<BeadId> = self.beads.keys().cloned().collect();
+        all.sort();
+        self.refresh_blocked(all);
     }
 
     /// Changes one bead through `change`, keeping indexes, persistence and blocked states current.
@@ -160,11 +174,12 @@ impl NamespaceState {
     /// Recomputes the blocked state of the given beads, and of whatever inherits it when it flips.
     /// Work is proportional to the beads whose state can change, never to the namespace.
     pub(super) fn refresh_blocked(&mut self, start: Vec<BeadId>) {
+        // The graph is acyclic (dependency and parent cycles are refused), so this converges;
+        // a bead waits in the queue at most once at a time.
+        let mut queued: BTreeSet<BeadId> = start.iter().cloned().collect();
         let mut queue: VecDeque<BeadId> = start.into();
-        let mut steps = 0usize;
         while let Some(bead_id) = queue.pop_front() {
-            steps += 1;
-            assert!(steps <= GRAPH_WALK_MAX.max(self.beads.len() * 2), "blocked-state refresh does not converge");
+            queued.remove(&bead_id);
             let Some(bead) = self.beads.get(&bead_id) else {
                 continue;
             };
@@ -173,13 +188,18 @@ impl NamespaceState {
                 continue;
             }
             self.indexes.set_blocked(bead, blocked);
-            queue.extend(self.children_of(&bead_id));
+            let mut next = self.children_of(&bead_id);
             for dependent in self.dependents_of(&bead_id) {
                 let inherits = self.beads.get(&dependent).is_some_and(|dependent_bead| {
                     dependent_bead.depends_on.get(&bead_id).is_some_and(DepType::inherits_blocked)
                 });
                 if inherits {
-                    queue.push_back(dependent);
+                    next.push(dependent);
+                }
+            }
+            for next_id in next {
+                if queued.insert(next_id.clone()) {
+                    queue.push_back(next_id);
                 }
             }
         }

@@ -127,10 +127,11 @@ impl NamespaceState {
             return Err(Refusal::UnfilteredList);
         }
         let empty = BTreeSet::new();
-        let source = if filter.is_unfiltered() {
+        let sources = self.list_sources(filter);
+        let source = if sources.is_empty() {
+            // No index serves the filters (metadata only, or none with --all): walk every bead.
             &self.indexes.all
         } else {
-            let sources = self.list_sources(filter);
             let smallest = sources.into_iter().min_by_key(|source| source.map_or(0, BTreeSet::len));
             smallest.flatten().unwrap_or(&empty)
         };

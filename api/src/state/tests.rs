@@ -38,6 +38,11 @@ impl Harness {
         self.state.take_changes();
         let reloaded = State::from_records(self.state.records()).expect("records reload");
         assert_eq!(reloaded.digest(), self.state.digest());
+        let ready = |state: &State| {
+            let filter = ReadyFilter { limit: 0, include_ephemeral: true, ..Default::default() };
+            state.query(&self.namespace, &Query::Ready { filter, now: Timestamp(i64::MAX) })
+        };
+        assert_eq!(ready(&reloaded), ready(&self.state), "a reloaded replica has the same ready set");
     }
 
     fn apply(&mut self, command: Command) -> Answer {
@@ -828,4 +833,73 @@ fn ready_limit_one_walks_one_entry_of_a_large_store() {
     }
     let found = harness.ready(ReadyFilter { limit: 1, ..Default::default() });
     assert_eq!(found, vec![BeadId::from("st-1")]);
+}
+
+#[test]
+fn reload_computes_blocked_state_across_load_order() {
+    let mut harness = Harness::new();
+    let first = harness.create("created first");
+    let later = harness.create("created later");
+    let dep = Command::DepAdd { issue_id: first.clone(), depends_on_id: later.clone(), dep_type: DepType::blocks() };
+    harness.apply(dep).unwrap();
+    assert_eq!(harness.ready_all(), ids(&[&later]));
+    let reloaded = State::from_records(harness.state.records()).unwrap();
+    let filter = ReadyFilter { limit: 0, ..Default::default() };
+    let answer = reloaded.query(&harness.namespace, &Query::Ready { filter, now: Timestamp(i64::MAX) });
+    assert_eq!(beads_of(answer).into_iter().map(|bead| bead.id).collect::<Vec<_>>(), vec![later]);
+}
+
+#[test]
+fn wide_parent_child_fan_in_refreshes_without_panicking() {
+    let mut harness = Harness::new();
+    let parent = harness.create("parent");
+    let children: Vec<String> = (0..200)
+        .map(|n| {
+            harness
+                .create_with(CreateBead {
+                    title: format!("c{n}"),
+                    parent_id: Some(parent.clone()),
+                    ..Default::default()
+                })
+                .0
+        })
+        .collect();
+    for n in 0..20 {
+        let needs = children.iter().map(|child| format!("parent-child:{child}")).collect();
+        harness.create_with(CreateBead { title: format!("fan-in {n}"), needs, ..Default::default() });
+    }
+    let block = UpdateBead { id: parent.clone(), status: Some(Status::Blocked), ..Default::default() };
+    harness.apply(Command::Update(block)).unwrap();
+    assert!(harness.ready_all().is_empty());
+    let unblock = UpdateBead { id: parent, status: Some(Status::Open), ..Default::default() };
+    harness.apply(Command::Update(unblock)).unwrap();
+    assert_eq!(harness.ready_all().len(), 221);
+}
+
+#[test]
+fn refused_write_leaves_no_namespace_and_metadata_only_list_walks_all() {
+    let mut harness = Harness::new();
+    harness.namespace = Namespace("fresh".into());
+    assert!(harness.apply(Command::Close { ids: vec!["st-1".into()], reason: None }).is_err());
+    assert!(!harness.state.records().iter().any(|(key, _)| matches!(key, RecordKey::Namespace(_))));
+    let mut metadata = BTreeMap::new();
+    metadata.insert("k".to_string(), "v".to_string());
+    let bead_id = harness.create_with(CreateBead { title: "m".into(), metadata, ..Default::default() });
+    let filter = ListFilter { metadata_equals: vec![("k".into(), "v".into())], ..Default::default() };
+    assert_eq!(
+        beads_of(harness.query(Query::List(filter))).into_iter().map(|bead| bead.id).collect::<Vec<_>>(),
+        vec![bead_id]
+    );
+}
+
+#[test]
+fn update_cannot_grow_labels_past_the_limit() {
+    let mut harness = Harness::new();
+    let bead_id = harness.create("a");
+    for n in 0..crate::limits::LABELS_MAX {
+        let update = UpdateBead { id: bead_id.clone(), add_labels: labels(&[&format!("l{n}")]), ..Default::default() };
+        harness.apply(Command::Update(update)).unwrap();
+    }
+    let update = UpdateBead { id: bead_id.clone(), add_labels: labels(&["one-too-many"]), ..Default::default() };
+    assert!(harness.apply(Command::Update(update)).unwrap_err().to_string().contains("more than"));
 }
