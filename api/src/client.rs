@@ -183,7 +183,12 @@ impl Client {
             })
             .await;
         self.request_ids.finish(&request_id);
-        result?.map_err(ClientError::Refused)
+        let answer = result?;
+        if let Err(Refusal::SessionExpired { .. }) = &answer {
+            // This request's outcome is unknown, but later ones start a fresh session.
+            self.request_ids.renew(&request_id, rand::random::<u64>() | 1);
+        }
+        answer.map_err(ClientError::Refused)
     }
 
     /// Runs a read with the client's consistency.

@@ -106,6 +106,10 @@ impl<D: Disk> NodeCore<D> {
         let result = self.retry_until_deadline(|| self.write_attempt(&forwarded)).await;
         if let Some(own_id) = own_id {
             self.request_ids.finish(&own_id);
+            if let Ok(Err(api::outcome::Refusal::SessionExpired { .. })) = &result {
+                // The node's own session was evicted: number later requests under a new id.
+                self.request_ids.renew(&own_id, own_id.client_id.wrapping_add(0x9e37_79b9_7f4a_7c16) | 1);
+            }
         }
         result
     }

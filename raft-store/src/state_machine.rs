@@ -152,16 +152,31 @@ impl<D: Disk> StateMachineStore<D> {
         view.scan(Space::State, &[], None, &mut |key, value| writer.record(key, value).map(|()| true))?;
         writer.finish()?;
         drop(view);
-        std::fs::rename(&building, self.current_snapshot_path())?;
+        let current = self.current_snapshot_path();
+        let current_is_newer = std::fs::File::open(&current)
+            .ok()
+            .and_then(|file| SnapshotReader::new(file).ok())
+            .is_some_and(|reader| reader.meta.last_log_id > meta.last_log_id);
+        if current_is_newer {
+            // An installed snapshot overtook this build: keep the newer one.
+            std::fs::remove_file(&building)?;
+            let reader = SnapshotReader::new(std::fs::File::open(&current)?)?;
+            return Ok(Snapshot { meta: reader.meta, snapshot: SnapshotFile::open(&current)? });
+        }
+        std::fs::rename(&building, &current)?;
         sync_directory(&self.inner.snapshot_dir)?;
-        Ok(Snapshot { meta, snapshot: SnapshotFile::open(&self.current_snapshot_path())? })
+        Ok(Snapshot { meta, snapshot: SnapshotFile::open(&current)? })
     }
 
     fn install(&self, meta: &SnapshotMeta, snapshot: SnapshotFile) -> io::Result<()> {
+        let _building = self.inner.build_lock.lock().expect("build lock");
         let current = self.current_snapshot_path();
         if snapshot.path != current {
-            std::fs::copy(&snapshot.path, &current)?;
-            std::fs::File::open(&current)?.sync_all()?;
+            // Never rewrite the current snapshot in place: a crash mid-copy would lose it.
+            let installing = self.inner.snapshot_dir.join("installing.snapshot");
+            std::fs::copy(&snapshot.path, &installing)?;
+            std::fs::File::open(&installing)?.sync_all()?;
+            std::fs::rename(&installing, &current)?;
             sync_directory(&self.inner.snapshot_dir)?;
             if snapshot.path.starts_with(&self.inner.snapshot_dir) {
                 let _ = std::fs::remove_file(&snapshot.path);
