@@ -222,13 +222,20 @@ impl<D: Disk> RaftPeerService<D> {
         let (vote, meta): (Vote, SnapshotMeta) = postcard::from_bytes(&first.meta)
             .map_err(|error| Status::invalid_argument(format!("malformed snapshot header: {error}")))?;
         let path = self.incoming_snapshot_path();
-        let mut file = tokio::fs::File::create(&path).await.map_err(|error| Status::internal(error.to_string()))?;
+        let received = Self::write_chunks(&path, chunks).await;
+        if received.is_err() {
+            let _ = tokio::fs::remove_file(&path).await;
+        }
+        received.map(|()| (vote, meta, path))
+    }
+
+    async fn write_chunks(path: &std::path::Path, mut chunks: Streaming<SnapshotChunk>) -> Result<(), Status> {
+        let mut file = tokio::fs::File::create(path).await.map_err(|error| Status::internal(error.to_string()))?;
         while let Some(chunk) = chunks.next().await {
             let chunk = chunk?;
             file.write_all(&chunk.data).await.map_err(|error| Status::internal(error.to_string()))?;
         }
-        file.sync_all().await.map_err(|error| Status::internal(error.to_string()))?;
-        Ok((vote, meta, path))
+        file.sync_all().await.map_err(|error| Status::internal(error.to_string()))
     }
 }
 

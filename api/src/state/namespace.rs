@@ -136,8 +136,10 @@ impl NamespaceState {
         self.indexes.remove(&bead);
         self.indexes.forget(bead_id);
         self.dirty_beads.insert(bead_id.clone());
-        let children: Vec<BeadId> = self.children_of(bead_id);
-        self.refresh_blocked(children);
+        // Children of a deleted bead become roots rather than point at a missing parent.
+        for child in self.children_of(bead_id) {
+            self.modify(&child, now, |child_bead| child_bead.parent_id = None)?;
+        }
         Ok(())
     }
 

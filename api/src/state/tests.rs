@@ -701,6 +701,15 @@ fn delete_removes_bead_and_edges() {
     assert_eq!(harness.query(Query::Get { ids: vec![blocker.clone()] }), Err(Refusal::NotFound(blocker)));
     assert!(harness.get(&waiting).depends_on.is_empty());
     assert_eq!(harness.ready_all(), ids(&[&waiting]));
+    let parent = harness.create("parent");
+    let child = harness.create_with(CreateBead {
+        title: "child".into(),
+        parent_id: Some(parent.clone()),
+        ..Default::default()
+    });
+    harness.apply(Command::Delete { id: parent.clone() }).unwrap();
+    assert_eq!(harness.get(&child).parent_id, None, "children of a deleted bead become roots");
+    assert!(beads_of(harness.query(Query::Children { parent, include_closed: true })).is_empty());
 }
 
 #[test]
