@@ -1,7 +1,7 @@
 //! Strand's `raft-store` crate: the Raft log, the vote and the state machine on disk, for openraft.
 //!
-//! - [`disk`]: the storage trait ([`disk::Disk`]), with [`rocks::RocksDisk`] for real nodes; the
-//!   simulator adds an in-memory disk that drops unsynced writes on a crash.
+//! - [`disk`]: the storage trait ([`disk::Disk`]), with [`rocks::RocksDisk`] for real nodes and
+//!   [`memory::MemoryDisk`] for the simulator, which drops unsynced writes on a crash.
 //! - [`log_store`]: openraft's `RaftLogStorage` (log entries, vote, committed and purged ids).
 //! - [`state_machine`]: openraft's `RaftStateMachine` over [`api::state::State`], with streamed
 //!   file snapshots ([`snapshot`]).
@@ -11,6 +11,7 @@
 pub mod codec;
 pub mod disk;
 pub mod log_store;
+pub mod memory;
 pub mod rocks;
 pub mod snapshot;
 pub mod state_machine;
@@ -18,6 +19,7 @@ pub mod types;
 
 pub use disk::{Disk, Durability, Op, Space};
 pub use log_store::{FlushMode, LogStore};
+pub use memory::MemoryDisk;
 pub use rocks::RocksDisk;
 pub use snapshot::SnapshotFile;
 pub use state_machine::{Applied, StateMachineStore};

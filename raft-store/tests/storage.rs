@@ -11,7 +11,7 @@ use openraft::testing::log::{StoreBuilder, Suite};
 use openraft::{ErrorSubject, ErrorVerb, StorageError};
 use raft_store::disk::{Disk, Durability, Op, Space};
 use raft_store::types::{Entry, TypeConfig};
-use raft_store::{FlushMode, LogStore, RocksDisk, StateMachineStore};
+use raft_store::{FlushMode, LogStore, MemoryDisk, RocksDisk, StateMachineStore};
 
 struct RocksBuilder;
 
@@ -32,6 +32,50 @@ impl StoreBuilder<TypeConfig, LogStore<RocksDisk>, StateMachineStore<RocksDisk>,
             .map_err(|error| StorageError::from_io_error(ErrorSubject::Store, ErrorVerb::Read, error))?;
         Ok((dir, log_store, state_machine))
     }
+}
+
+struct MemoryBuilder;
+
+type MemoryStores = (tempfile::TempDir, LogStore<MemoryDisk>, StateMachineStore<MemoryDisk>);
+
+impl StoreBuilder<TypeConfig, LogStore<MemoryDisk>, StateMachineStore<MemoryDisk>, tempfile::TempDir>
+    for MemoryBuilder
+{
+    async fn build(&self) -> Result<MemoryStores, StorageError<TypeConfig>> {
+        let io_error = |error| StorageError::from_io_error(ErrorSubject::Store, ErrorVerb::Write, error);
+        let dir = tempfile::tempdir().map_err(io_error)?;
+        let disk = Arc::new(MemoryDisk::new());
+        let log_store = LogStore::open(disk.clone(), FlushMode::Inline).map_err(io_error)?;
+        let state_machine = StateMachineStore::open(disk, &dir.path().join("snapshots")).map_err(io_error)?;
+        Ok((dir, log_store, state_machine))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openraft_storage_conformance_suite_on_the_memory_disk() {
+    raft_store::Runtime::scope(7, async { Suite::test_all(MemoryBuilder).await.expect("conformance suite") }).await;
+}
+
+#[tokio::test]
+async fn a_crash_loses_unsynced_apply_but_keeps_state_and_applied_index_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Arc::new(MemoryDisk::new());
+    let mut log_store = LogStore::open(disk.clone(), FlushMode::Inline).unwrap();
+    let mut state_machine = StateMachineStore::open(disk.clone(), dir.path()).unwrap();
+    log_store.blocking_append(entries(4)).await.unwrap();
+    let first: Vec<_> = entries(2).into_iter().map(|entry| Ok((entry, None))).collect();
+    state_machine.apply(futures::stream::iter(first)).await.unwrap();
+    disk.sync().unwrap();
+    let rest: Vec<_> = entries(4).into_iter().skip(2).map(|entry| Ok((entry, None))).collect();
+    state_machine.apply(futures::stream::iter(rest)).await.unwrap();
+    assert_eq!(state_machine.read(|state| state.bead_count()), 4);
+    disk.crash(0);
+    let mut reopened = StateMachineStore::open(disk.clone(), dir.path()).unwrap();
+    let (applied, _) = reopened.applied_state().await.unwrap();
+    assert_eq!(applied.map(|log_id| log_id.index), Some(2), "the unsynced apply was lost whole");
+    assert_eq!(reopened.read(|state| state.bead_count()), 2, "state and applied index belong together");
+    let mut log = LogStore::open(disk, FlushMode::Inline).unwrap();
+    assert_eq!(log.try_get_log_entries(1..=4).await.unwrap().len(), 4, "synced log entries survive");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

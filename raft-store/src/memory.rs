@@ -1,0 +1,197 @@
+//! [`MemoryDisk`]: the storage trait in memory, with RocksDB's durability model made explicit,
+//! for the deterministic simulator.
+//!
+//! Every write is visible at once, but only a synced write is durable. [`MemoryDisk::crash`]
+//! models a process crash: it keeps every synced batch and a prefix of the unsynced ones (the
+//! caller chooses how many, from its seeded RNG) and drops the rest, as a write-ahead log that
+//! was only partly flushed would. The simulator holds the disk outside the simulated host, so it
+//! outlives the crash.
+//!
+//! Invariant: after a crash the contents are exactly the durable batches followed by the kept
+//! prefix of the unsynced ones, applied in write order; batches are never torn.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::Mutex;
+
+use crate::disk::{Disk, DiskView, Durability, Op, Space, Visit};
+
+type Contents = BTreeMap<Space, BTreeMap<Vec<u8>, Vec<u8>>>;
+
+#[derive(Default)]
+struct Inner {
+    durable: Contents,
+    current: Contents,
+    unsynced: Vec<Vec<Op>>,
+}
+
+/// An in-memory disk that loses unsynced writes on [`MemoryDisk::crash`].
+#[derive(Default)]
+pub struct MemoryDisk {
+    inner: Mutex<Inner>,
+}
+
+fn apply(contents: &mut Contents, ops: &[Op]) {
+    for op in ops {
+        match op {
+            Op::Put(space, key, value) => {
+                contents.entry(*space).or_default().insert(key.clone(), value.clone());
+            }
+            Op::Delete(space, key) => {
+                contents.entry(*space).or_default().remove(key);
+            }
+            Op::DeleteRange(space, from, to) => {
+                let map = contents.entry(*space).or_default();
+                let doomed: Vec<Vec<u8>> = map.range(from.clone()..to.clone()).map(|(key, _)| key.clone()).collect();
+                for key in doomed {
+                    map.remove(&key);
+                }
+            }
+        }
+    }
+}
+
+fn scan_contents(
+    contents: &Contents,
+    space: Space,
+    from: &[u8],
+    to: Option<&[u8]>,
+    visit: Visit<'_>,
+) -> io::Result<()> {
+    let Some(map) = contents.get(&space) else { return Ok(()) };
+    for (key, value) in map.range(from.to_vec()..) {
+        if to.is_some_and(|end| key.as_slice() >= end) {
+            break;
+        }
+        if !visit(key, value)? {
+            break;
+        }
+    }
+    Ok(())
+}
+
+impl MemoryDisk {
+    /// An empty disk.
+    pub fn new() -> MemoryDisk {
+        MemoryDisk::default()
+    }
+
+    /// Number of batches written since the last sync (what a crash may lose).
+    pub fn unsynced_batches(&self) -> usize {
+        self.inner.lock().expect("memory disk lock").unsynced.len()
+    }
+
+    /// Simulates a crash: keeps the synced state plus the first `keep` unsynced batches, drops
+    /// the others, and makes what is left the durable state.
+    pub fn crash(&self, keep: usize) {
+        let mut inner = self.inner.lock().expect("memory disk lock");
+        let unsynced = std::mem::take(&mut inner.unsynced);
+        for batch in unsynced.iter().take(keep) {
+            apply(&mut inner.durable, batch);
+        }
+        inner.current = inner.durable.clone();
+    }
+}
+
+impl Disk for MemoryDisk {
+    fn write(&self, ops: Vec<Op>, durability: Durability) -> io::Result<()> {
+        let mut inner = self.inner.lock().expect("memory disk lock");
+        apply(&mut inner.current, &ops);
+        inner.unsynced.push(ops);
+        if durability == Durability::Sync {
+            drop(inner);
+            self.sync()?;
+        }
+        Ok(())
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        let mut inner = self.inner.lock().expect("memory disk lock");
+        let unsynced = std::mem::take(&mut inner.unsynced);
+        for batch in &unsynced {
+            apply(&mut inner.durable, batch);
+        }
+        Ok(())
+    }
+
+    fn get(&self, space: Space, key: &[u8]) -> io::Result<Option<Vec<u8>>> {
+        let inner = self.inner.lock().expect("memory disk lock");
+        Ok(inner.current.get(&space).and_then(|map| map.get(key)).cloned())
+    }
+
+    fn scan(&self, space: Space, from: &[u8], to: Option<&[u8]>, visit: Visit<'_>) -> io::Result<()> {
+        // Visit a copy so the visitor may write to the disk without deadlocking.
+        let copy: BTreeMap<Vec<u8>, Vec<u8>> = {
+            let inner = self.inner.lock().expect("memory disk lock");
+            inner.current.get(&space).cloned().unwrap_or_default()
+        };
+        scan_contents(&BTreeMap::from([(space, copy)]), space, from, to, visit)
+    }
+
+    fn view(&self) -> io::Result<Box<dyn DiskView + '_>> {
+        let contents = self.inner.lock().expect("memory disk lock").current.clone();
+        Ok(Box::new(MemoryView { contents }))
+    }
+}
+
+struct MemoryView {
+    contents: Contents,
+}
+
+impl DiskView for MemoryView {
+    fn scan(&self, space: Space, from: &[u8], to: Option<&[u8]>, visit: Visit<'_>) -> io::Result<()> {
+        scan_contents(&self.contents, space, from, to, visit)
+    }
+
+    fn get(&self, space: Space, key: &[u8]) -> io::Result<Option<Vec<u8>>> {
+        Ok(self.contents.get(&space).and_then(|map| map.get(key)).cloned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(key: &str, value: &str) -> Op {
+        Op::Put(Space::State, key.as_bytes().to_vec(), value.as_bytes().to_vec())
+    }
+
+    fn read(disk: &MemoryDisk, key: &str) -> Option<String> {
+        disk.get(Space::State, key.as_bytes()).unwrap().map(|value| String::from_utf8(value).unwrap())
+    }
+
+    #[test]
+    fn synced_writes_survive_a_crash_and_unsynced_ones_do_not() {
+        let disk = MemoryDisk::new();
+        disk.write(vec![put("a", "1")], Durability::Sync).unwrap();
+        disk.write(vec![put("b", "2")], Durability::Buffered).unwrap();
+        assert_eq!(read(&disk, "b").as_deref(), Some("2"), "visible before the crash");
+        disk.crash(0);
+        assert_eq!(read(&disk, "a").as_deref(), Some("1"));
+        assert_eq!(read(&disk, "b"), None);
+    }
+
+    #[test]
+    fn a_crash_keeps_a_prefix_of_unsynced_batches_in_order() {
+        let disk = MemoryDisk::new();
+        for (n, value) in ["1", "2", "3"].iter().enumerate() {
+            disk.write(vec![put("k", value), put(&format!("n{n}"), value)], Durability::Buffered).unwrap();
+        }
+        assert_eq!(disk.unsynced_batches(), 3);
+        disk.crash(2);
+        assert_eq!(read(&disk, "k").as_deref(), Some("2"));
+        assert_eq!((read(&disk, "n1").as_deref(), read(&disk, "n2")), (Some("2"), None));
+        assert_eq!(disk.unsynced_batches(), 0);
+    }
+
+    #[test]
+    fn sync_makes_buffered_writes_durable_and_ranges_delete() {
+        let disk = MemoryDisk::new();
+        disk.write(vec![put("a", "1"), put("b", "2"), put("c", "3")], Durability::Buffered).unwrap();
+        disk.sync().unwrap();
+        disk.write(vec![Op::DeleteRange(Space::State, b"a".to_vec(), b"c".to_vec())], Durability::Buffered).unwrap();
+        assert_eq!((read(&disk, "a"), read(&disk, "c").as_deref()), (None, Some("3")));
+        disk.crash(0);
+        assert_eq!(read(&disk, "a").as_deref(), Some("1"), "the unsynced delete was lost");
+    }
+}
