@@ -168,7 +168,8 @@ impl Client {
             request_seq: request_id.request_seq,
             lowest_unacked: request_id.lowest_unacked,
         };
-        let size = convert::write_to_proto(header.clone(), &command).encoded_len();
+        let request = convert::write_to_proto(header, &command);
+        let size = request.encoded_len();
         if size > crate::limits::REQUEST_BYTES_MAX {
             self.request_ids.finish(&request_id);
             return Err(ClientError::Failed(format!(
@@ -178,7 +179,7 @@ impl Client {
         }
         let result = self
             .with_retries(|channel| {
-                let request = convert::write_to_proto(header.clone(), &command);
+                let request = request.clone();
                 async move { send_write(channel, request).await }
             })
             .await;

@@ -364,6 +364,7 @@ fn metadata_to_proto(
 
 /// The protobuf request of one command, tagged by RPC.
 #[allow(missing_docs)]
+#[derive(Clone)]
 pub enum WriteProto {
     Create(pb::CreateRequest),
     Update(pb::UpdateRequest),

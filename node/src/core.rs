@@ -13,6 +13,7 @@ use std::time::Duration;
 use api::command::{Proposal, RequestId};
 use api::convert::{Consistency, ReadRequest, WriteRequest};
 use api::outcome::Answer;
+use api::proto::raft_client::RaftClient;
 use api::request_ids::RequestIds;
 use openraft::ReadPolicy;
 use openraft::async_runtime::WatchReceiver;
@@ -22,6 +23,7 @@ use raft_store::types::{LogId, TypeConfig};
 use raft_store::{Disk, NodeId, StateMachineStore};
 use serde::{Deserialize, Serialize};
 use tonic::Status;
+use tonic::transport::Channel;
 
 use crate::clock::Clock;
 use crate::config::NodeConfig;
@@ -84,18 +86,17 @@ impl<D: Disk> NodeCore<D> {
         self.raft.metrics().borrow_watched().current_leader
     }
 
-    fn address_of(&self, node_id: NodeId) -> Option<String> {
-        let metrics = self.raft.metrics().borrow_watched().clone();
-        metrics.membership_config.membership().get_node(&node_id).map(|node| node.addr.clone())
+    /// The Raft-service client of the leader, through the reused peer channel.
+    fn leader_client(&self, leader: NodeId) -> Result<RaftClient<Channel>, String> {
+        let metrics = self.raft.metrics();
+        let address =
+            metrics.borrow_watched().membership_config.membership().get_node(&leader).map(|node| node.addr.clone());
+        let address = address.ok_or_else(|| format!("leader {leader} has no known address"))?;
+        self.peers.client(&address)
     }
 
     fn rpc_timeout(&self) -> Duration {
         Duration::from_millis(self.config.raft.rpc_timeout_ms)
-    }
-
-    /// Waits before the next attempt (the pause doubles up to [`RETRY_PAUSE_MS_MAX`]).
-    async fn pause(&self, pause: Duration) {
-        tokio::time::sleep(pause).await;
     }
 
     /// Applies a write through Raft and answers it, waiting up to [`LEADER_WAIT_MS_MAX`] for a leader.
@@ -132,7 +133,7 @@ impl<D: Disk> NodeCore<D> {
                 )));
             }
             tracing::debug!(%reason, "retrying");
-            self.pause(pause).await;
+            tokio::time::sleep(pause).await;
             pause = (pause * 2).min(Duration::from_millis(RETRY_PAUSE_MS_MAX));
         }
     }
@@ -174,10 +175,7 @@ impl<D: Disk> NodeCore<D> {
     }
 
     async fn forward(&self, leader: NodeId, forwarded: &ForwardedWrite) -> Attempt<Answer> {
-        let Some(address) = self.address_of(leader) else {
-            return Attempt::Retry(format!("leader {leader} has no known address"));
-        };
-        let mut client = match self.peers.client(&address) {
+        let mut client = match self.leader_client(leader) {
             Ok(client) => client,
             Err(error) => return Attempt::Retry(error),
         };
@@ -234,8 +232,7 @@ impl<D: Disk> NodeCore<D> {
     }
 
     async fn remote_read_index(&self, leader: NodeId) -> Result<ReadIndex, String> {
-        let address = self.address_of(leader).ok_or_else(|| format!("leader {leader} has no known address"))?;
-        let mut client = self.peers.client(&address)?;
+        let mut client = self.leader_client(leader)?;
         let response = tokio::time::timeout(self.rpc_timeout(), client.read_index(encode(&())))
             .await
             .map_err(|_| format!("leader {leader} did not answer the read index in time"))?

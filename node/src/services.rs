@@ -276,12 +276,14 @@ impl<D: Disk> RaftService for RaftPeerService<D> {
         request: Request<Streaming<SnapshotChunk>>,
     ) -> Result<Response<RaftPayload>, Status> {
         let (vote, meta, path) = self.receive_snapshot(request.into_inner()).await?;
-        let verified = raft_store::snapshot::verify(&path);
-        if let Err(error) =
-            verified.as_ref().map(|file_meta| (file_meta == &meta).then_some(()).ok_or("metadata differs"))
-        {
+        let problem = match raft_store::snapshot::verify(&path) {
+            Ok(file_meta) if file_meta == meta => None,
+            Ok(_) => Some("its file does not match the metadata it was sent with".to_string()),
+            Err(error) => Some(error.to_string()),
+        };
+        if let Some(problem) = problem {
             let _ = std::fs::remove_file(&path);
-            return Err(Status::data_loss(format!("received snapshot is damaged ({error:?}); the sender will retry")));
+            return Err(Status::data_loss(format!("received snapshot is damaged ({problem}); the sender will retry")));
         }
         let file = SnapshotFile::open(&path).map_err(|error| Status::internal(error.to_string()))?;
         let snapshot = Snapshot { meta, snapshot: file };

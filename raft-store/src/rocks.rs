@@ -98,13 +98,12 @@ impl Disk for RocksDisk {
     }
 }
 
+/// A point-in-time view: reads go through one RocksDB snapshot, so they see one consistent state.
 struct RocksView<'a> {
     disk: &'a RocksDisk,
     snapshot: rocksdb::Snapshot<'a>,
 }
 
-// SAFETY-free: RocksDB snapshots are thread-safe handles; the wrapper only needs to move between
-// threads with the snapshot builder.
 impl DiskView for RocksView<'_> {
     fn scan(&self, space: Space, from: &[u8], to: Option<&[u8]>, visit: Visit<'_>) -> io::Result<()> {
         let mut read_options = ReadOptions::default();

@@ -58,12 +58,13 @@ impl<D: Disk> Clone for StateMachineStore<D> {
     }
 }
 
-fn read_applied<D: Disk + ?Sized>(disk: &D) -> io::Result<Applied> {
-    let log_id = match disk.get(Space::Meta, META_APPLIED)? {
+/// Reads the applied log id and membership through `get` (the disk, or a consistent view of it).
+fn read_applied(get: impl Fn(Space, &[u8]) -> io::Result<Option<Vec<u8>>>) -> io::Result<Applied> {
+    let log_id = match get(Space::Meta, META_APPLIED)? {
         Some(bytes) => codec::decode(&bytes, "applied log id")?,
         None => None,
     };
-    let membership = match disk.get(Space::Meta, META_MEMBERSHIP)? {
+    let membership = match get(Space::Meta, META_MEMBERSHIP)? {
         Some(bytes) => codec::decode(&bytes, "membership")?,
         None => StoredMembership::default(),
     };
@@ -92,7 +93,7 @@ impl<D: Disk> StateMachineStore<D> {
             write_snapshot_records(disk.as_ref(), reader)?;
         }
         let state = load_state(disk.as_ref())?;
-        let applied = read_applied(disk.as_ref())?;
+        let applied = read_applied(|space, key| disk.get(space, key))?;
         let inner = Inner {
             disk,
             state: RwLock::new(state),
@@ -136,16 +137,7 @@ impl<D: Disk> StateMachineStore<D> {
     fn build(&self) -> io::Result<SnapshotOf<TypeConfig, SnapshotFile>> {
         let _building = self.inner.build_lock.lock().expect("build lock");
         let view = self.inner.disk.view()?;
-        let applied = Applied {
-            log_id: match view.get(Space::Meta, META_APPLIED)? {
-                Some(bytes) => codec::decode(&bytes, "applied log id")?,
-                None => None,
-            },
-            membership: match view.get(Space::Meta, META_MEMBERSHIP)? {
-                Some(bytes) => codec::decode(&bytes, "membership")?,
-                None => StoredMembership::default(),
-            },
-        };
+        let applied = read_applied(|space, key| view.get(space, key))?;
         let meta = SnapshotMeta { last_log_id: applied.log_id, last_membership: applied.membership };
         let building = self.inner.snapshot_dir.join("building.snapshot");
         let mut writer = SnapshotWriter::create(&building, &meta)?;

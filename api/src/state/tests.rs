@@ -61,6 +61,10 @@ impl Harness {
         bead_of(self.apply(Command::Create(create))).id
     }
 
+    fn create_child(&mut self, title: &str, parent: &BeadId) -> BeadId {
+        self.create_with(CreateBead { title: title.into(), parent_id: Some(parent.clone()), ..Default::default() })
+    }
+
     fn get(&self, bead_id: &BeadId) -> Bead {
         beads_of(self.query(Query::Get { ids: vec![bead_id.clone()] })).remove(0)
     }
@@ -207,11 +211,9 @@ fn invariant_10_children_are_exactly_the_beads_with_that_parent() {
     let mut harness = Harness::new();
     let parent = harness.create("parent");
     let other = harness.create("other");
-    let child_a =
-        harness.create_with(CreateBead { title: "a".into(), parent_id: Some(parent.clone()), ..Default::default() });
-    let child_b =
-        harness.create_with(CreateBead { title: "b".into(), parent_id: Some(parent.clone()), ..Default::default() });
-    harness.create_with(CreateBead { title: "c".into(), parent_id: Some(other), ..Default::default() });
+    let child_a = harness.create_child("a", &parent);
+    let child_b = harness.create_child("b", &parent);
+    harness.create_child("c", &other);
     let children = beads_of(harness.query(Query::Children { parent, include_closed: true }));
     assert_eq!(children.into_iter().map(|bead| bead.id).collect::<Vec<_>>(), vec![child_a, child_b]);
 }
@@ -428,13 +430,8 @@ fn ready_child_of_blocked_parent_is_blocked() {
         needs: vec![blocker.0.clone()],
         ..Default::default()
     });
-    let child = harness.create_with(CreateBead {
-        title: "child".into(),
-        parent_id: Some(parent.clone()),
-        ..Default::default()
-    });
-    let grandchild =
-        harness.create_with(CreateBead { title: "gc".into(), parent_id: Some(child.clone()), ..Default::default() });
+    let child = harness.create_child("child", &parent);
+    let grandchild = harness.create_child("gc", &child);
     assert_eq!(harness.ready_all(), ids(&[&blocker]));
     harness.close(&blocker).unwrap();
     assert_eq!(harness.ready_all(), ids(&[&parent, &child, &grandchild]));
@@ -482,13 +479,8 @@ fn ready_filters_table() {
     });
     let parent =
         harness.create_with(CreateBead { title: "epic".into(), bead_type: "epic".into(), ..Default::default() });
-    let child = harness.create_with(CreateBead {
-        title: "child".into(),
-        parent_id: Some(parent.clone()),
-        ..Default::default()
-    });
-    let grandchild =
-        harness.create_with(CreateBead { title: "gc".into(), parent_id: Some(child.clone()), ..Default::default() });
+    let child = harness.create_child("child", &parent);
+    let grandchild = harness.create_child("gc", &child);
     let cases: Vec<(&str, ReadyFilter, Vec<BeadId>)> = vec![
         ("assignee", ReadyFilter { assignee: Some("alice".into()), ..Default::default() }, ids(&[&alice])),
         (
@@ -658,8 +650,7 @@ fn bad_input_is_refused_and_changes_nothing() {
 fn child_takes_parent_prefix_and_namespaces_are_isolated() {
     let mut harness = Harness::new();
     let parent = harness.create("p");
-    let child =
-        harness.create_with(CreateBead { title: "c".into(), parent_id: Some(parent.clone()), ..Default::default() });
+    let child = harness.create_child("c", &parent);
     assert_eq!(child.prefix(), "st");
     harness.namespace = Namespace("rig-a".into());
     assert_eq!(harness.query(Query::Get { ids: vec![parent.clone()] }), Err(Refusal::NotFound(parent)));
@@ -702,11 +693,7 @@ fn delete_removes_bead_and_edges() {
     assert!(harness.get(&waiting).depends_on.is_empty());
     assert_eq!(harness.ready_all(), ids(&[&waiting]));
     let parent = harness.create("parent");
-    let child = harness.create_with(CreateBead {
-        title: "child".into(),
-        parent_id: Some(parent.clone()),
-        ..Default::default()
-    });
+    let child = harness.create_child("child", &parent);
     harness.apply(Command::Delete { id: parent.clone() }).unwrap();
     assert_eq!(harness.get(&child).parent_id, None, "children of a deleted bead become roots");
     assert!(beads_of(harness.query(Query::Children { parent, include_closed: true })).is_empty());
