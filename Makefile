@@ -4,6 +4,8 @@
 # Builds go to a cache outside the clone so RocksDB's C++ is compiled once per machine.
 
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/strand-target
+# The simulator's fresh seed bands start from the commit hash (see simulation/tests/seeds.rs).
+export STRAND_SIM_FRESH_SEED ?= $(shell git rev-parse HEAD 2>/dev/null)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test deps build bench

@@ -102,6 +102,19 @@ impl Client {
                 .tcp_nodelay(true);
             channels.push(endpoint_config.connect_lazy());
         }
+        Client::with_channels(config, channels)
+    }
+
+    /// A client over channels the caller opened, one per endpoint in the same order (the
+    /// simulator's channels run over its simulated network).
+    pub fn with_channels(config: ClientConfig, channels: Vec<Channel>) -> Result<Client, ClientError> {
+        if channels.is_empty() || channels.len() != config.endpoints.len() {
+            return Err(ClientError::Failed(format!(
+                "{} channels for {} endpoints; give one channel per endpoint",
+                channels.len(),
+                config.endpoints.len()
+            )));
+        }
         let client_id = config.client_id.unwrap_or_else(|| rand::random::<u64>() | 1);
         Ok(Client {
             endpoints: config.endpoints.clone(),
@@ -187,7 +200,9 @@ impl Client {
         let answer = result?;
         if let Err(Refusal::SessionExpired { .. }) = &answer {
             // This request's outcome is unknown, but later ones start a fresh session.
-            self.request_ids.renew(&request_id, rand::random::<u64>() | 1);
+            // The new id is derived from the old one (itself random), so a seeded client
+            // renews the same way every run.
+            self.request_ids.renew(&request_id, next_client_id(request_id.client_id));
         }
         answer.map_err(ClientError::Refused)
     }
@@ -216,6 +231,15 @@ impl Client {
         })
         .await
     }
+}
+
+/// The id a client takes after its session expired: a bijective mix of the old one (splitmix64),
+/// never 0.
+fn next_client_id(client_id: u64) -> u64 {
+    let mut mixed = client_id.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    mixed = (mixed ^ (mixed >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    mixed = (mixed ^ (mixed >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (mixed ^ (mixed >> 31)) | 1
 }
 
 async fn send_write(channel: Channel, request: WriteProto) -> Result<Result<Outcome, Refusal>, GrpcStatus> {

@@ -129,7 +129,13 @@ pub struct NodeParams<D: Disk, I> {
     pub seed: u64,
     /// Resolves when the node should stop.
     pub shutdown: Pin<Box<dyn Future<Output = ()> + Send>>,
+    /// Called with the node's Raft metrics at start and on every change; the simulator's Raft
+    /// safety checkers watch terms, roles and applied ids through it. `None` for real nodes.
+    pub observer: Option<MetricsObserver>,
 }
+
+/// Receives a node's Raft metrics each time they change.
+pub type MetricsObserver = Arc<dyn Fn(&openraft::RaftMetrics<raft_store::TypeConfig>) + Send + Sync>;
 
 /// Opens the storage, starts Raft and serves until shutdown.
 pub async fn run<D, I, IO, IE>(params: NodeParams<D, I>) -> Result<(), NodeError>
@@ -139,12 +145,12 @@ where
     IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
     IE: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let NodeParams { config, incoming, connector, disk, flush_mode, clock, seed, shutdown } = params;
+    let NodeParams { config, incoming, connector, disk, flush_mode, clock, seed, shutdown, observer } = params;
     config.validate()?;
     check_identity(disk.as_ref(), &config)?;
     let core = Runtime::scope(seed, start_raft(config, connector, disk, flush_mode, clock, seed)).await?;
     let core = Arc::new(core);
-    let watcher = tokio::spawn(watch_running_state(core.raft.clone()));
+    let watcher = tokio::spawn(watch_metrics(core.raft.clone(), observer));
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     for service in ["strand.v1.Beads", "strand.v1.Cluster", ""] {
         health_reporter.set_service_status(service, tonic_health::ServingStatus::Serving).await;
@@ -214,11 +220,19 @@ async fn initialize_if_first<D: Disk>(raft: &StrandRaft<D>, config: &NodeConfig)
     }
 }
 
-/// Logs the moment Raft stops with a fatal error (a storage failure, a panic in the core).
-async fn watch_running_state<D: Disk>(raft: StrandRaft<D>) {
+/// Logs the moment Raft stops with a fatal error (a storage failure, a panic in the core), and
+/// hands every change of the metrics to the observer, if there is one.
+async fn watch_metrics<D: Disk>(raft: StrandRaft<D>, observer: Option<MetricsObserver>) {
     let mut metrics = raft.metrics();
     loop {
-        if let Err(fatal) = &metrics.borrow_watched().running_state {
+        let fatal = {
+            let current = metrics.borrow_watched();
+            if let Some(observer) = &observer {
+                observer(&current);
+            }
+            current.running_state.as_ref().err().map(ToString::to_string)
+        };
+        if let Some(fatal) = fatal {
             tracing::error!(%fatal, "raft core stopped; this node no longer serves writes or linearizable reads");
             return;
         }

@@ -49,7 +49,7 @@ impl ReadyKey {
 }
 
 /// Ready beads, whole and partitioned by assignee and by label.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct ReadyIndex {
     /// Every ready bead.
     pub all: BTreeSet<ReadyKey>,
@@ -93,7 +93,7 @@ where
 }
 
 /// All secondary indexes of one namespace.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Indexes {
     /// Every bead, by creation.
     pub all: BTreeSet<CreatedKey>,

@@ -64,7 +64,7 @@ pub struct LoadError {
 }
 
 /// The whole replicated state: every namespace, the dedup table and the clock.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct State {
     namespaces: BTreeMap<Namespace, NamespaceState>,
     sessions: Sessions,

@@ -31,7 +31,7 @@ pub struct NamespaceMeta {
 }
 
 /// One namespace: its beads, their indexes, and what changed since the last persist.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct NamespaceState {
     pub(super) meta: NamespaceMeta,
     pub(super) beads: HashMap<BeadId, Bead>,

@@ -41,7 +41,7 @@ pub enum Seen {
 }
 
 /// All client sessions.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Sessions {
     pub(super) by_client: BTreeMap<u64, Session>,
     by_activity: BTreeSet<(Timestamp, u64)>,

@@ -1,0 +1,122 @@
+//! Raft safety, from the nodes' own metrics and disks rather than assumed.
+//!
+//! Properties (Ongaro & Ousterhout 2014, Figure 3):
+//! - **Election safety**: at most one leader is elected in a given term. Checked on every
+//!   metrics reading of every node.
+//! - **State machine safety**: if a node applied an entry at an index, no node ever applies a
+//!   different entry at that index. Checked on the applied log ids the nodes reported.
+//! - **Leader completeness**: a leader's log holds every entry committed before it was elected.
+//!   Checked as: when a node reports itself leader, its log reaches at least the highest index
+//!   any node had applied (applied entries are committed) before that moment.
+//! - **Log matching**: if two logs hold an entry with the same index and term, they are
+//!   identical up to that index. Checked on the nodes' memory disks at the end of the run.
+
+use std::collections::BTreeMap;
+
+use raft_store::codec;
+use raft_store::types::Entry;
+use raft_store::{Disk, Space};
+
+use super::Violation;
+use crate::cluster::{Observation, SimNode};
+
+/// Checks election safety, state machine safety and leader completeness.
+pub fn check(observations: &[Observation]) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let mut leaders: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut applied: BTreeMap<u64, (&str, u64)> = BTreeMap::new();
+    let mut highest_applied: Option<(u64, u64)> = None;
+    for observation in observations {
+        if observation.leader {
+            match leaders.insert(observation.term, observation.node) {
+                Some(other) if other != observation.node => violations.push(Violation {
+                    checker: "raft election safety",
+                    detail: format!(
+                        "nodes {other} and {} were both leader in term {} (at {:?})",
+                        observation.node, observation.term, observation.at
+                    ),
+                }),
+                _ => {}
+            }
+            if let Some((index, node)) = highest_applied
+                && node != observation.node
+                && observation.last_log_index < index
+            {
+                violations.push(Violation {
+                    checker: "raft leader completeness",
+                    detail: format!(
+                        "node {} became leader of term {} at {:?} with its log ending at {}, but node {node} had already applied index {index}",
+                        observation.node, observation.term, observation.at, observation.last_log_index
+                    ),
+                });
+            }
+        }
+        if let Some((index, leader_id)) = &observation.applied {
+            match applied.get(index) {
+                Some((seen, node)) if seen != leader_id => violations.push(Violation {
+                    checker: "raft state machine safety",
+                    detail: format!(
+                        "index {index} was applied as an entry of leader {seen} on node {node} and of leader {leader_id} on node {}",
+                        observation.node
+                    ),
+                }),
+                Some(_) => {}
+                None => {
+                    applied.insert(*index, (leader_id, observation.node));
+                }
+            }
+            if highest_applied.is_none_or(|(highest, _)| *index > highest) {
+                highest_applied = Some((*index, observation.node));
+            }
+        }
+    }
+    violations
+}
+
+/// One node's log: index to (term text, encoded entry).
+fn read_log(node: &SimNode) -> Result<BTreeMap<u64, (String, Vec<u8>)>, String> {
+    let mut log = BTreeMap::new();
+    node.disk
+        .scan(Space::Log, &[], None, &mut |key, value| {
+            let index = codec::log_index(key)?;
+            let entry: Entry = codec::decode(value, "log entry")?;
+            log.insert(index, (entry.log_id.leader_id.to_string(), value.to_vec()));
+            Ok(true)
+        })
+        .map_err(|error| format!("reading the log of node {}: {error}", node.id))?;
+    Ok(log)
+}
+
+/// Checks log matching between every pair of nodes.
+pub fn check_log_matching(nodes: &[SimNode]) -> Vec<Violation> {
+    let mut logs = Vec::new();
+    for node in nodes {
+        match read_log(node) {
+            Ok(log) => logs.push((node.id, log)),
+            Err(detail) => return vec![Violation { checker: "raft log matching", detail }],
+        }
+    }
+    let mut violations = Vec::new();
+    for (position, (a, log_a)) in logs.iter().enumerate() {
+        for (b, log_b) in &logs[position + 1..] {
+            let matching = log_a
+                .iter()
+                .rev()
+                .find(|(index, (term, _))| log_b.get(index).is_some_and(|(other, _)| other == term))
+                .map(|(index, _)| *index);
+            let Some(matching) = matching else { continue };
+            for (index, (_, bytes)) in log_a.range(..=matching) {
+                if log_b.get(index).is_some_and(|(_, other)| other != bytes) {
+                    violations.push(Violation {
+                        checker: "raft log matching",
+                        detail: format!(
+                            "nodes {a} and {b} agree on the term of index {matching} but hold different entries at index {index}"
+                        ),
+                    });
+                    break;
+                }
+            }
+        }
+    }
+    violations
+}

@@ -1,0 +1,267 @@
+//! The simulated cluster: N Strand nodes as turmoil hosts, each running `node::run` unchanged
+//! with the simulator's listener, connector, disk, clock and seed.
+//!
+//! The disk is held here, outside the host, so it outlives a crash: with [`DiskKind::Memory`]
+//! a crash keeps what was synced and a seeded prefix of what was not; with [`DiskKind::Rocks`]
+//! the host reopens a real RocksDB directory on restart (a process crash: everything written
+//! reached the OS). Snapshot files are real files in a per-node temporary directory; the node
+//! writes them synced and renames them into place, so a crash keeps them whole.
+//!
+//! Each node reports its Raft metrics to [`Observations`] through `node::run`'s observer, which
+//! the Raft safety checkers read.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use api::model::Timestamp;
+use node::clock::Clock;
+use node::config::{NodeConfig, RaftSettings};
+use node::{MetricsObserver, NodeParams};
+use openraft::ServerState;
+use raft_store::disk::DiskView;
+use raft_store::{Disk, Durability, FlushMode, MemoryDisk, Op, RocksDisk, Space};
+use turmoil::Sim;
+
+use crate::net;
+
+/// The simulated wall clock starts here (2026-01-01T00:00:00Z), so timestamps look real.
+pub const EPOCH_MS: i64 = 1_767_225_600_000;
+
+/// Which storage the nodes run on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DiskKind {
+    /// `raft_store::MemoryDisk`: loses unsynced writes on a crash.
+    Memory,
+    /// RocksDB on temporary directories: a crash is a process crash.
+    Rocks,
+}
+
+/// A deliberately planted bug, to show that the checkers catch it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mutation {
+    /// Log appends and votes are acknowledged without being synced: a crash can lose
+    /// acknowledged entries.
+    NoFsync,
+}
+
+/// The host name of node `id`.
+pub fn host_name(id: u64) -> String {
+    format!("n{id}")
+}
+
+/// The address agents and peers reach node `id` at.
+pub fn address(id: u64) -> String {
+    format!("{}:{}", host_name(id), net::NODE_PORT)
+}
+
+/// One node's clock: simulated time plus an offset the nemesis can jump forward.
+pub struct SimClock {
+    offset_ms: Arc<AtomicI64>,
+}
+
+impl Clock for SimClock {
+    fn now(&self) -> Timestamp {
+        let elapsed = turmoil::sim_elapsed().unwrap_or_default();
+        let elapsed_ms = i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX);
+        Timestamp(EPOCH_MS + elapsed_ms + self.offset_ms.load(Ordering::Relaxed))
+    }
+}
+
+/// One Raft metrics reading of one node, reduced to what the checkers use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Observation {
+    /// Simulated time of the reading.
+    pub at: Duration,
+    /// The node.
+    pub node: u64,
+    /// Its current term.
+    pub term: u64,
+    /// Whether it is leader.
+    pub leader: bool,
+    /// Index of the last entry in its log.
+    pub last_log_index: u64,
+    /// Its last applied entry: (index, the leader that proposed it).
+    pub applied: Option<(u64, String)>,
+}
+
+/// Every node's readings, in the order they happened.
+pub type Observations = Arc<Mutex<Vec<Observation>>>;
+
+/// Runs `Sync` writes as buffered ones and makes `sync` do nothing: the NoFsync mutation.
+struct UnsyncedDisk<D>(Arc<D>);
+
+impl<D: Disk> Disk for UnsyncedDisk<D> {
+    fn write(&self, ops: Vec<Op>, _durability: Durability) -> std::io::Result<()> {
+        self.0.write(ops, Durability::Buffered)
+    }
+
+    fn sync(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn get(&self, space: Space, key: &[u8]) -> std::io::Result<Option<Vec<u8>>> {
+        self.0.get(space, key)
+    }
+
+    fn scan(
+        &self,
+        space: Space,
+        from: &[u8],
+        to: Option<&[u8]>,
+        visit: raft_store::disk::Visit<'_>,
+    ) -> std::io::Result<()> {
+        self.0.scan(space, from, to, visit)
+    }
+
+    fn view(&self) -> std::io::Result<Box<dyn DiskView + '_>> {
+        self.0.view()
+    }
+}
+
+/// What every node of a run shares.
+#[derive(Clone)]
+pub struct ClusterSetup {
+    /// Node ids, 1..=N.
+    pub ids: Vec<u64>,
+    /// The storage.
+    pub disk_kind: DiskKind,
+    /// The planted bug, if any.
+    pub mutation: Option<Mutation>,
+    /// The run's seed.
+    pub seed: u64,
+}
+
+/// One simulated node and what outlives its crashes.
+pub struct SimNode {
+    /// Its id.
+    pub id: u64,
+    /// Its in-memory disk (also allocated, unused, for RocksDB runs).
+    pub disk: Arc<MemoryDisk>,
+    /// Its clock offset, in milliseconds.
+    pub clock_offset_ms: Arc<AtomicI64>,
+    /// Holds the data directory (snapshots; RocksDB) until the run ends.
+    pub dir: tempfile::TempDir,
+}
+
+/// Raft settings for the simulator: the real defaults, with snapshots frequent enough that
+/// runs exercise snapshot transfer and purging.
+pub fn raft_settings() -> RaftSettings {
+    RaftSettings {
+        heartbeat_interval_ms: 100,
+        election_timeout_ms_min: 400,
+        election_timeout_ms_max: 800,
+        snapshot_logs_since_last: 400,
+        max_in_snapshot_log_to_keep: 1_000,
+        purge_batch_size: 256,
+        install_snapshot_timeout_ms: 10_000,
+        max_payload_entries: 256,
+        rpc_timeout_ms: 1_000,
+        replicate_before_local_sync: false,
+    }
+}
+
+fn node_config(setup: &ClusterSetup, id: u64, data_dir: PathBuf) -> NodeConfig {
+    NodeConfig {
+        id,
+        listen: format!("0.0.0.0:{}", net::NODE_PORT),
+        advertise: Some(address(id)),
+        data_dir,
+        peers: setup.ids.iter().filter(|peer| **peer != id).map(|peer| (*peer, address(*peer))).collect(),
+        cluster_name: "sim".into(),
+        id_prefix: "st".into(),
+        raft: raft_settings(),
+    }
+}
+
+fn observer(node: u64, observations: Observations) -> MetricsObserver {
+    Arc::new(move |metrics: &openraft::RaftMetrics<raft_store::TypeConfig>| {
+        let observation = Observation {
+            at: turmoil::sim_elapsed().unwrap_or_default(),
+            node,
+            term: metrics.current_term,
+            leader: metrics.state == ServerState::Leader,
+            last_log_index: metrics.last_log_index.unwrap_or(0),
+            applied: metrics.last_applied.as_ref().map(|log_id| (log_id.index, log_id.leader_id.to_string())),
+        };
+        let mut observations = observations.lock().expect("observations lock");
+        let same = |seen: &Observation| {
+            (seen.term, seen.leader, seen.last_log_index, &seen.applied)
+                == (observation.term, observation.leader, observation.last_log_index, &observation.applied)
+        };
+        if !observations.iter().rev().find(|seen| seen.node == node).is_some_and(same) {
+            observations.push(observation);
+        }
+    })
+}
+
+async fn serve<D: Disk>(
+    config: NodeConfig,
+    disk: Arc<D>,
+    clock: SimClock,
+    seed: u64,
+    observations: Observations,
+) -> turmoil::Result {
+    let node_id = config.id;
+    let params = NodeParams {
+        config,
+        incoming: net::incoming().await?,
+        connector: Arc::new(net::TurmoilConnector),
+        disk,
+        // No flusher thread: the simulator's hosts must run on their one simulated thread.
+        flush_mode: FlushMode::Inline,
+        clock: Arc::new(clock),
+        seed,
+        shutdown: Box::pin(futures::future::pending()),
+        observer: Some(observer(node_id, observations)),
+    };
+    node::run(params).await?;
+    Ok(())
+}
+
+/// Registers node `simulated` as a turmoil host. turmoil calls the closure again on every
+/// restart (`bounce`), so a restarted node starts from whatever its disk kept.
+pub fn register(sim: &mut Sim<'_>, setup: &ClusterSetup, simulated: &SimNode, observations: &Observations) {
+    let id = simulated.id;
+    let config = node_config(setup, id, simulated.dir.path().to_path_buf());
+    let (disk, offset, kind, mutation) =
+        (simulated.disk.clone(), simulated.clock_offset_ms.clone(), setup.disk_kind, setup.mutation);
+    let seed = setup.seed ^ id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let observations = observations.clone();
+    sim.host(host_name(id), move || {
+        let (config, disk, observations) = (config.clone(), disk.clone(), observations.clone());
+        let clock = SimClock { offset_ms: offset.clone() };
+        async move {
+            match (kind, mutation) {
+                (DiskKind::Memory, None) => serve(config, disk, clock, seed, observations).await,
+                (DiskKind::Memory, Some(Mutation::NoFsync)) => {
+                    serve(config, Arc::new(UnsyncedDisk(disk)), clock, seed, observations).await
+                }
+                (DiskKind::Rocks, mutation) => {
+                    let rocks = Arc::new(RocksDisk::open(&config.data_dir.join("db"))?);
+                    match mutation {
+                        None => serve(config, rocks, clock, seed, observations).await,
+                        Some(Mutation::NoFsync) => {
+                            serve(config, Arc::new(UnsyncedDisk(rocks)), clock, seed, observations).await
+                        }
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// Makes the nodes of a run, with fresh disks and directories.
+pub fn make_nodes(count: u64) -> std::io::Result<Vec<SimNode>> {
+    (1..=count)
+        .map(|id| {
+            Ok(SimNode {
+                id,
+                disk: Arc::new(MemoryDisk::new()),
+                clock_offset_ms: Arc::new(AtomicI64::new(0)),
+                dir: tempfile::Builder::new().prefix(&format!("strand-sim-n{id}-")).tempdir()?,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,157 @@
+//! The healed phase's reader: a turmoil client that, once every fault is removed, checks that
+//! the cluster serves a write in bounded time, reads back every bead, and waits for all nodes to
+//! converge. What it finds goes to the liveness, durability and convergence checkers.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use api::proto::StatusRequest;
+use api::proto::cluster_client::ClusterClient;
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+
+use crate::cluster;
+use crate::history::{Op, OpResult, SharedHistory};
+use crate::workload::{self, FINAL_LIST_MAX};
+
+/// Longest simulated time from healing to the first served write.
+pub const WRITE_AFTER_HEAL_MS_MAX: u64 = 30_000;
+/// Longest simulated time, after the final read, for every node to reach the same applied index
+/// and state digest.
+pub const CONVERGENCE_MS_MAX: u64 = 30_000;
+/// Pause between two convergence polls.
+pub const POLL_MS: u64 = 200;
+
+/// What the healed-phase reader found.
+#[derive(Clone, Debug)]
+pub struct Healed {
+    /// Simulated time from healing to the first served write, or why there was none.
+    pub write_after_heal: Result<Duration, String>,
+    /// Each node's (id, applied index, digest) once they agreed, or how they disagreed.
+    pub convergence: Result<Vec<(u64, u64, u64)>, String>,
+}
+
+impl Default for Healed {
+    fn default() -> Self {
+        let never = "the healed-phase reader did not finish".to_string();
+        Healed { write_after_heal: Err(never.clone()), convergence: Err(never) }
+    }
+}
+
+/// When the reader does what.
+#[derive(Clone)]
+pub struct Schedule {
+    /// The node ids.
+    pub node_ids: Vec<u64>,
+    /// When the faults are removed.
+    pub heal_at: Duration,
+    /// When every agent has finished its last call.
+    pub agents_done_at: Duration,
+    /// The run's seed.
+    pub seed: u64,
+    /// The reader's agent number in the history.
+    pub agent: usize,
+}
+
+fn now() -> Duration {
+    turmoil::sim_elapsed().unwrap_or_default()
+}
+
+async fn sleep_until(at: Duration) {
+    let current = now();
+    if at > current {
+        tokio::time::sleep(at - current).await;
+    }
+}
+
+async fn first_write(
+    client: &api::client::Client,
+    history: &SharedHistory,
+    schedule: &Schedule,
+) -> Result<Duration, String> {
+    let bound = schedule.heal_at + Duration::from_millis(WRITE_AFTER_HEAL_MS_MAX);
+    let mut attempt = 0;
+    loop {
+        let op = Op::Create { title: format!("probe-{attempt}") };
+        let result = workload::perform(client, history, schedule.agent, op, false).await;
+        if let OpResult::Ok(_) = result {
+            return Ok(now() - schedule.heal_at);
+        }
+        if now() >= bound {
+            return Err(format!(
+                "no write was served within {WRITE_AFTER_HEAL_MS_MAX} ms of healing (last answer: {result:?})"
+            ));
+        }
+        attempt += 1;
+    }
+}
+
+async fn statuses(node_ids: &[u64]) -> Vec<Result<(u64, u64, u64), String>> {
+    let mut found = Vec::new();
+    for id in node_ids {
+        let status = async {
+            let channel = crate::net::channel(&cluster::address(*id))?;
+            let mut client = ClusterClient::new(channel);
+            let request = tonic::Request::new(StatusRequest { include_digest: true });
+            let answer = tokio::time::timeout(Duration::from_millis(1_000), client.status(request))
+                .await
+                .map_err(|_| format!("node {id} did not answer its status in time"))?
+                .map_err(|status| format!("node {id}: {}", status.message()))?
+                .into_inner();
+            let own = answer.nodes.iter().find(|node| node.id == *id).ok_or(format!("node {id} left itself out"))?;
+            Ok((*id, own.applied_index, own.digest.unwrap_or(0)))
+        };
+        found.push(status.await);
+    }
+    found
+}
+
+async fn converge(node_ids: &[u64]) -> Result<Vec<(u64, u64, u64)>, String> {
+    let bound = now() + Duration::from_millis(CONVERGENCE_MS_MAX);
+    loop {
+        let found = statuses(node_ids).await;
+        let agreed: Result<Vec<_>, String> = found.iter().cloned().collect();
+        let last = match agreed {
+            Ok(all) if all.windows(2).all(|pair| (pair[0].1, pair[0].2) == (pair[1].1, pair[1].2)) => return Ok(all),
+            Ok(all) => format!("nodes disagree (id, applied index, digest): {all:?}"),
+            Err(error) => error,
+        };
+        if now() >= bound {
+            return Err(format!("nodes did not converge within {CONVERGENCE_MS_MAX} ms of the final read: {last}"));
+        }
+        tokio::time::sleep(Duration::from_millis(POLL_MS)).await;
+    }
+}
+
+async fn final_read(client: &api::client::Client, history: &SharedHistory, agent: usize) -> bool {
+    for _ in 0..10 {
+        let op = Op::List { limit: FINAL_LIST_MAX };
+        if let OpResult::Ok(_) = workload::perform(client, history, agent, op, true).await {
+            return true;
+        }
+    }
+    false
+}
+
+async fn reader(schedule: Schedule, history: SharedHistory, report: Arc<Mutex<Healed>>) -> turmoil::Result {
+    let mut rng = StdRng::seed_from_u64(schedule.seed ^ 0x6865_616c_6564);
+    let client = workload::client(&schedule.node_ids, &mut rng)?;
+    sleep_until(schedule.heal_at).await;
+    let write_after_heal = first_write(&client, &history, &schedule).await;
+    report.lock().expect("healed report lock").write_after_heal = write_after_heal;
+    sleep_until(schedule.agents_done_at).await;
+    if !final_read(&client, &history, schedule.agent).await {
+        report.lock().expect("healed report lock").convergence = Err("the final read never succeeded".into());
+        return Ok(());
+    }
+    let convergence = converge(&schedule.node_ids).await;
+    report.lock().expect("healed report lock").convergence = convergence;
+    Ok(())
+}
+
+/// Registers the reader as a turmoil client; its findings land in the returned report.
+pub fn register(sim: &mut turmoil::Sim<'_>, schedule: &Schedule, history: &SharedHistory) -> Arc<Mutex<Healed>> {
+    let report = Arc::new(Mutex::new(Healed::default()));
+    sim.client("reader", reader(schedule.clone(), history.clone(), report.clone()));
+    report
+}

@@ -1,0 +1,24 @@
+//! Strand's deterministic simulator: the real node code under turmoil, with crashes,
+//! partitions, lost writes and clock jumps, and checkers that judge the observed history.
+//!
+//! - [`cluster`]: N nodes as turmoil hosts running `node::run` unchanged, with the simulated
+//!   listener and connector ([`net`]), a disk that outlives crashes, a jumpable clock, and a
+//!   metrics observer.
+//! - [`workload`]: agents using `api::client::Client` over the simulated network, recording
+//!   every operation in the [`history`].
+//! - [`nemesis`]: seeded faults between simulation steps.
+//! - [`healed`]: after the faults, checks liveness, reads everything back, waits for convergence.
+//! - [`checkers`]: one module per property.
+//! - [`run`]: one seed, end to end.
+//!
+//! Invariant: nothing of the node is re-implemented here; the simulator only supplies what
+//! `node::run` takes as parameters.
+
+pub mod checkers;
+pub mod cluster;
+pub mod healed;
+pub mod history;
+pub mod nemesis;
+pub mod net;
+pub mod run;
+pub mod workload;

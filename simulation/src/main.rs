@@ -1,0 +1,151 @@
+//! `cargo run -p simulation --release -- --seeds N ...`: runs many seeds, prints a progress bar
+//! and a summary, and stops at the first violation with the seed and the command that replays it.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use simulation::cluster::{DiskKind, Mutation};
+use simulation::nemesis::Fault;
+use simulation::run::{RunConfig, RunReport, run};
+
+/// Strand's deterministic simulator: runs seeds of a simulated cluster under faults and checks
+/// every run for linearizability, durability, exactly-once, convergence, metadata, liveness and
+/// Raft safety.
+///
+/// Exit codes: 0 every seed passed, 1 a violation (its replay command is printed), 2 usage error.
+#[derive(Parser, Debug)]
+#[command(name = "simulation")]
+struct Args {
+    /// Number of seeds to run, from --start-seed on.
+    #[arg(long, default_value_t = 100)]
+    seeds: u64,
+    /// The first seed.
+    #[arg(long, default_value_t = 0)]
+    start_seed: u64,
+    /// Run exactly this one seed (replay); overrides --seeds and --start-seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Cluster size.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=7))]
+    nodes: u64,
+    /// Simulated length of the fault phase, e.g. 10s or 1m.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    duration: Duration,
+    /// Faults to inject: all, none, or a comma-separated list.
+    #[arg(long, default_value = "all", value_parser = parse_faults)]
+    faults: FaultList,
+    /// Concurrent simulated agents.
+    #[arg(long, default_value_t = 5)]
+    agents: usize,
+    /// The storage of the nodes.
+    #[arg(long, value_enum, default_value_t = DiskKind::Memory)]
+    disk: DiskKind,
+    /// Plant a bug, to see the checkers catch it.
+    #[arg(long, value_enum)]
+    mutation: Option<Mutation>,
+    /// Print the whole trace of every run (for replaying one seed).
+    #[arg(long)]
+    verbose: bool,
+}
+
+#[derive(Clone, Debug)]
+struct FaultList(Vec<Fault>);
+
+fn parse_faults(text: &str) -> Result<FaultList, String> {
+    match text {
+        "all" => Ok(FaultList(Fault::ALL.to_vec())),
+        "none" => Ok(FaultList(Vec::new())),
+        list => list
+            .split(',')
+            .map(|name| {
+                <Fault as clap::ValueEnum>::from_str(name.trim(), true).map_err(|_| {
+                    format!("unknown fault {name:?}; use all, none, or a list of partition,oneway,lossy,crash,clock")
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(FaultList),
+    }
+}
+
+fn progress(done: u64, total: u64, report: &RunReport) {
+    const WIDTH: u64 = 30;
+    let filled = if total == 0 { WIDTH } else { done * WIDTH / total };
+    let bar: String = (0..WIDTH).map(|cell| if cell < filled { '#' } else { '.' }).collect();
+    eprint!(
+        "\r[{bar}] {done}/{total} seeds, seed {} ({} ops, {} faults, {:.1}s simulated in {:.2}s)   ",
+        report.config.seed,
+        report.ops,
+        report.faults,
+        report.simulated.as_secs_f64(),
+        report.wall.as_secs_f64()
+    );
+    let _ = std::io::stderr().flush();
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+    let seeds: Vec<u64> = match args.seed {
+        Some(seed) => vec![seed],
+        None => (args.start_seed..args.start_seed.saturating_add(args.seeds)).collect(),
+    };
+    let started = Instant::now();
+    let (mut ops, mut faults, mut unknown, mut simulated) = (0usize, 0usize, 0usize, Duration::ZERO);
+    for (done, seed) in seeds.iter().enumerate() {
+        let config = RunConfig {
+            seed: *seed,
+            nodes: args.nodes,
+            duration: args.duration,
+            faults: args.faults.0.clone(),
+            disk: args.disk,
+            mutation: args.mutation,
+            agents: args.agents,
+            keep_trace: args.verbose,
+        };
+        let report = match run(&config) {
+            Ok(report) => report,
+            Err(error) => {
+                eprintln!("\nseed {seed}: the simulator could not run: {error}");
+                return ExitCode::from(2);
+            }
+        };
+        if args.verbose {
+            for line in &report.trace {
+                println!("{line}");
+            }
+            println!("trace hash {:016x}", report.trace_hash);
+        }
+        ops += report.ops;
+        faults += report.faults;
+        unknown += report.unknown_ops;
+        simulated += report.simulated;
+        progress(done as u64 + 1, seeds.len() as u64, &report);
+        if !report.violations.is_empty() {
+            eprintln!("\n\nseed {seed} FAILED: {} violation(s)", report.violations.len());
+            for violation in &report.violations {
+                eprintln!("- {violation}");
+            }
+            eprintln!("\nreplay it with:\n  {}", config.replay_command());
+            return ExitCode::from(1);
+        }
+    }
+    let wall = started.elapsed();
+    eprintln!();
+    println!("| seeds | nodes | ops | unknown outcome | faults | simulated | wall | simulated/wall | seeds/min |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| {} | {} | {ops} | {unknown} | {faults} | {:.0} s | {:.1} s | {:.1} | {:.1} |",
+        seeds.len(),
+        args.nodes,
+        simulated.as_secs_f64(),
+        wall.as_secs_f64(),
+        simulated.as_secs_f64() / wall.as_secs_f64().max(f64::EPSILON),
+        seeds.len() as f64 * 60.0 / wall.as_secs_f64().max(f64::EPSILON)
+    );
+    ExitCode::SUCCESS
+}

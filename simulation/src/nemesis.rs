@@ -1,0 +1,204 @@
+//! The nemesis: faults injected between simulation steps, every choice drawn from the run's
+//! seeded RNG, so a seed replays the same faults at the same simulated instants.
+//!
+//! Faults: symmetric and one-way partitions, an isolated leader, a majority/minority split,
+//! message delay and loss on links, process crash and restart (the memory disk dropping a
+//! seeded share of its unsynced writes), and a node's clock jumping forward. At the end of the
+//! fault phase [`Nemesis::heal`] removes them all; clock jumps stay, as a real clock that jumped
+//! would until an operator fixed it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::seq::IndexedRandom;
+use rand::{Rng, SeedableRng};
+use turmoil::Sim;
+
+use crate::cluster::{self, SimNode};
+
+/// Shortest pause between two nemesis actions (simulated time).
+pub const ACTION_GAP_MS_MIN: u64 = 300;
+/// Longest pause between two nemesis actions (simulated time).
+pub const ACTION_GAP_MS_MAX: u64 = 2_000;
+/// Longest time a crashed node stays down (simulated time).
+pub const DOWN_MS_MAX: u64 = 3_000;
+/// Message latency on a healthy link.
+pub const LATENCY_MS_MAX: u64 = 2;
+/// Longest latency the nemesis puts on a slow link.
+pub const SLOW_LATENCY_MS_MAX: u64 = 300;
+
+/// A kind of fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+pub enum Fault {
+    /// Symmetric partitions: a random split, a majority/minority split, an isolated leader.
+    Partition,
+    /// One-way partitions: one node cannot reach another, but hears from it.
+    Oneway,
+    /// Message delay and loss on random links.
+    Lossy,
+    /// Process crash, then restart from what the disk kept.
+    Crash,
+    /// A node's clock jumps forward.
+    Clock,
+}
+
+impl Fault {
+    /// Every fault kind.
+    pub const ALL: [Fault; 5] = [Fault::Partition, Fault::Oneway, Fault::Lossy, Fault::Crash, Fault::Clock];
+}
+
+/// The nemesis of one run.
+pub struct Nemesis {
+    rng: StdRng,
+    faults: Vec<Fault>,
+    ids: Vec<u64>,
+    next_at: Duration,
+    down_until: BTreeMap<u64, Duration>,
+    cut: BTreeSet<(u64, u64)>,
+    slow: BTreeSet<(u64, u64)>,
+    /// Faults injected so far.
+    pub injected: usize,
+}
+
+impl Nemesis {
+    /// A nemesis over these nodes, drawing from `seed`.
+    pub fn new(seed: u64, faults: &[Fault], ids: &[u64]) -> Nemesis {
+        Nemesis {
+            rng: StdRng::seed_from_u64(seed ^ 0x6e65_6d65_7369_7300),
+            faults: faults.to_vec(),
+            ids: ids.to_vec(),
+            next_at: Duration::from_millis(1_000),
+            down_until: BTreeMap::new(),
+            cut: BTreeSet::new(),
+            slow: BTreeSet::new(),
+            injected: 0,
+        }
+    }
+
+    /// Acts if it is time to; returns what it did, for the trace.
+    pub fn tick(&mut self, sim: &mut Sim<'_>, nodes: &[SimNode], now: Duration, leader: Option<u64>) -> Vec<String> {
+        let mut events = self.restart_due(sim, now);
+        if now < self.next_at || self.faults.is_empty() {
+            return events;
+        }
+        self.next_at = now + Duration::from_millis(self.rng.random_range(ACTION_GAP_MS_MIN..=ACTION_GAP_MS_MAX));
+        if self.rng.random_bool(0.4) {
+            events.extend(self.repair_network(sim));
+        }
+        let fault = *self.faults.choose(&mut self.rng).expect("faults is not empty");
+        let event = match fault {
+            Fault::Partition => self.partition(sim, leader),
+            Fault::Oneway => self.oneway(sim),
+            Fault::Lossy => self.lossy(sim),
+            Fault::Crash => self.crash(sim, nodes, now),
+            Fault::Clock => self.jump_clock(nodes),
+        };
+        if let Some(event) = event {
+            self.injected += 1;
+            events.push(event);
+        }
+        events
+    }
+
+    fn restart_due(&mut self, sim: &mut Sim<'_>, now: Duration) -> Vec<String> {
+        let due: Vec<u64> = self.down_until.iter().filter(|(_, until)| **until <= now).map(|(id, _)| *id).collect();
+        due.into_iter()
+            .map(|id| {
+                self.down_until.remove(&id);
+                sim.bounce(cluster::host_name(id));
+                format!("restart n{id}")
+            })
+            .collect()
+    }
+
+    fn cut_link(&mut self, sim: &Sim<'_>, from: u64, to: u64, oneway: bool) {
+        if oneway {
+            sim.partition_oneway(cluster::host_name(from), cluster::host_name(to));
+        } else {
+            sim.partition(cluster::host_name(from), cluster::host_name(to));
+        }
+        self.cut.insert((from, to));
+    }
+
+    fn partition(&mut self, sim: &Sim<'_>, leader: Option<u64>) -> Option<String> {
+        let mut shuffled = self.ids.clone();
+        rand::seq::SliceRandom::shuffle(shuffled.as_mut_slice(), &mut self.rng);
+        let (side, kind) = match (self.rng.random_range(0..3), leader) {
+            (0, Some(leader)) => (vec![leader], "isolate leader"),
+            (1, _) => (shuffled[..self.ids.len() / 2].to_vec(), "majority/minority split"),
+            _ => (shuffled[..self.rng.random_range(1..self.ids.len())].to_vec(), "split"),
+        };
+        let rest: Vec<u64> = self.ids.iter().copied().filter(|id| !side.contains(id)).collect();
+        for a in &side {
+            for b in &rest {
+                self.cut_link(sim, *a, *b, false);
+            }
+        }
+        Some(format!("{kind} {side:?} from the rest"))
+    }
+
+    fn oneway(&mut self, sim: &Sim<'_>) -> Option<String> {
+        let pair: Vec<u64> = self.ids.choose_multiple(&mut self.rng, 2).copied().collect();
+        self.cut_link(sim, pair[0], pair[1], true);
+        Some(format!("one-way cut n{} -> n{}", pair[0], pair[1]))
+    }
+
+    fn lossy(&mut self, sim: &mut Sim<'_>) -> Option<String> {
+        let pair: Vec<u64> = self.ids.choose_multiple(&mut self.rng, 2).copied().collect();
+        let (a, b) = (cluster::host_name(pair[0]), cluster::host_name(pair[1]));
+        let fail_rate = self.rng.random_range(0.05..0.4);
+        let latency = Duration::from_millis(self.rng.random_range(LATENCY_MS_MAX..=SLOW_LATENCY_MS_MAX));
+        sim.set_link_fail_rate(a.clone(), b.clone(), fail_rate);
+        sim.set_link_max_message_latency(a, b, latency);
+        self.slow.insert((pair[0], pair[1]));
+        Some(format!("lossy link n{}-n{}: {:.0}% loss, up to {latency:?}", pair[0], pair[1], fail_rate * 100.0))
+    }
+
+    fn crash(&mut self, sim: &mut Sim<'_>, nodes: &[SimNode], now: Duration) -> Option<String> {
+        let running: Vec<&SimNode> = nodes.iter().filter(|node| !self.down_until.contains_key(&node.id)).collect();
+        let node = running.choose(&mut self.rng)?;
+        sim.crash(cluster::host_name(node.id));
+        let unsynced = node.disk.unsynced_batches();
+        let keep = self.rng.random_range(0..=unsynced);
+        node.disk.crash(keep);
+        let down = Duration::from_millis(self.rng.random_range(100..=DOWN_MS_MAX));
+        self.down_until.insert(node.id, now + down);
+        Some(format!("crash n{} (kept {keep} of {unsynced} unsynced batches), down {down:?}", node.id))
+    }
+
+    fn jump_clock(&mut self, nodes: &[SimNode]) -> Option<String> {
+        let node = nodes.choose(&mut self.rng)?;
+        let jump_ms: i64 =
+            if self.rng.random_bool(0.1) { 2 * 3_600_000 } else { self.rng.random_range(1_000..=600_000) };
+        node.clock_offset_ms.fetch_add(jump_ms, Ordering::Relaxed);
+        Some(format!("clock of n{} jumps {jump_ms} ms forward", node.id))
+    }
+
+    fn repair_network(&mut self, sim: &mut Sim<'_>) -> Vec<String> {
+        let mut events = Vec::new();
+        for (a, b) in std::mem::take(&mut self.cut) {
+            sim.repair(cluster::host_name(a), cluster::host_name(b));
+            events.push(format!("repair n{a}-n{b}"));
+        }
+        for (a, b) in std::mem::take(&mut self.slow) {
+            let (a_host, b_host) = (cluster::host_name(a), cluster::host_name(b));
+            sim.set_link_fail_rate(a_host.clone(), b_host.clone(), 0.0);
+            sim.set_link_max_message_latency(a_host, b_host, Duration::from_millis(LATENCY_MS_MAX));
+            events.push(format!("heal link n{a}-n{b}"));
+        }
+        events
+    }
+
+    /// Removes every fault but clock jumps: repairs the network and restarts crashed nodes.
+    pub fn heal(&mut self, sim: &mut Sim<'_>) -> Vec<String> {
+        let mut events = self.repair_network(sim);
+        for id in std::mem::take(&mut self.down_until).into_keys() {
+            sim.bounce(cluster::host_name(id));
+            events.push(format!("restart n{id}"));
+        }
+        self.faults.clear();
+        events
+    }
+}

@@ -1,0 +1,236 @@
+//! One simulation run: a cluster, its agents, the nemesis and the healed-phase reader, all
+//! driven step by step from one seed, then checked.
+//!
+//! A run has a fault phase (`duration` of simulated time, the nemesis acting), then a healed
+//! phase: every fault is removed, agents stop shortly after, the reader checks liveness, reads
+//! everything back and waits for convergence. The checkers then judge the whole run.
+//!
+//! Invariant: everything a run does follows from its [`RunConfig`]: turmoil's RNG, each node's
+//! openraft RNG, tokio's per-host scheduling RNG (`--cfg tokio_unstable`), the agents', the
+//! nemesis' and the simulated clock. The trace it returns is the same, byte for byte, for the
+//! same configuration.
+
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::checkers::{self, Evidence, Violation};
+use crate::cluster::{self, ClusterSetup, DiskKind, Mutation, Observations};
+use crate::healed::{self, Healed, Schedule};
+use crate::history::OpResult;
+use crate::nemesis::{Fault, Nemesis};
+use crate::workload::{self, Agents};
+
+/// How long agents keep working after the faults are removed (simulated time).
+pub const AGENTS_AFTER_HEAL_MS: u64 = 2_000;
+/// Slack past every bound of the healed phase before turmoil itself stops the run.
+pub const SIMULATION_SLACK_MS: u64 = 120_000;
+
+/// Everything that defines a run.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// The seed.
+    pub seed: u64,
+    /// Cluster size.
+    pub nodes: u64,
+    /// Length of the fault phase (simulated time).
+    pub duration: Duration,
+    /// The faults the nemesis may inject.
+    pub faults: Vec<Fault>,
+    /// The storage.
+    pub disk: DiskKind,
+    /// A planted bug, if any.
+    pub mutation: Option<Mutation>,
+    /// Number of agents.
+    pub agents: usize,
+    /// Keep the whole trace in the report.
+    pub keep_trace: bool,
+}
+
+impl RunConfig {
+    /// The defaults for `seed`: 3 nodes, 10 s of faults, every fault, memory disks, 5 agents.
+    pub fn new(seed: u64) -> RunConfig {
+        RunConfig {
+            seed,
+            nodes: 3,
+            duration: Duration::from_secs(10),
+            faults: Fault::ALL.to_vec(),
+            disk: DiskKind::Memory,
+            mutation: None,
+            agents: 5,
+            keep_trace: false,
+        }
+    }
+
+    /// The command line that replays this run.
+    pub fn replay_command(&self) -> String {
+        let faults: Vec<String> = self.faults.iter().map(|fault| format!("{fault:?}").to_lowercase()).collect();
+        let mut command = format!(
+            "cargo run -p simulation --release -- --seed {} --nodes {} --duration {}s --agents {} --disk {} --faults {}",
+            self.seed,
+            self.nodes,
+            self.duration.as_secs(),
+            self.agents,
+            format!("{:?}", self.disk).to_lowercase(),
+            if faults.is_empty() { "none".into() } else { faults.join(",") },
+        );
+        if let Some(mutation) = self.mutation {
+            command.push_str(&format!(" --mutation {}", if mutation == Mutation::NoFsync { "no-fsync" } else { "" }));
+        }
+        command.push_str(" --verbose");
+        command
+    }
+}
+
+/// What a run did and found.
+#[derive(Debug)]
+pub struct RunReport {
+    /// The configuration.
+    pub config: RunConfig,
+    /// Operations the agents and the reader completed or gave up on.
+    pub ops: usize,
+    /// Operations whose outcome stayed unknown.
+    pub unknown_ops: usize,
+    /// Faults injected.
+    pub faults: usize,
+    /// Simulated time the run covered.
+    pub simulated: Duration,
+    /// Wall-clock time it took.
+    pub wall: Duration,
+    /// Hash of the trace.
+    pub trace_hash: u64,
+    /// The trace, when asked for.
+    pub trace: Vec<String>,
+    /// What the checkers found.
+    pub violations: Vec<Violation>,
+}
+
+struct Trace {
+    lines: Vec<String>,
+    keep: bool,
+    hasher: std::collections::hash_map::DefaultHasher,
+}
+
+impl Trace {
+    fn push(&mut self, line: String) {
+        line.hash(&mut self.hasher);
+        if self.keep {
+            self.lines.push(line);
+        }
+    }
+}
+
+fn current_leader(observations: &Observations) -> Option<u64> {
+    let observations = observations.lock().expect("observations lock");
+    let mut latest: std::collections::BTreeMap<u64, (u64, bool)> = std::collections::BTreeMap::new();
+    for observation in observations.iter() {
+        latest.insert(observation.node, (observation.term, observation.leader));
+    }
+    latest.into_iter().filter(|(_, (_, leader))| *leader).max_by_key(|(_, (term, _))| *term).map(|(node, _)| node)
+}
+
+/// Runs one seed and checks it.
+pub fn run(config: &RunConfig) -> Result<RunReport, String> {
+    let started = Instant::now();
+    let ids: Vec<u64> = (1..=config.nodes).collect();
+    let nodes = cluster::make_nodes(config.nodes).map_err(|error| format!("cannot make node directories: {error}"))?;
+    let heal_at = config.duration;
+    let agents_stop = heal_at + Duration::from_millis(AGENTS_AFTER_HEAL_MS);
+    let agents_done_at = agents_stop + Duration::from_millis(workload::CALL_DEADLINE_MS * 2);
+    let bounds = healed::WRITE_AFTER_HEAL_MS_MAX + healed::CONVERGENCE_MS_MAX + SIMULATION_SLACK_MS;
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(config.seed)
+        .simulation_duration(agents_done_at + Duration::from_millis(bounds))
+        .tick_duration(Duration::from_millis(1))
+        .min_message_latency(Duration::from_millis(0))
+        .max_message_latency(Duration::from_millis(crate::nemesis::LATENCY_MS_MAX))
+        .tcp_capacity(4096)
+        .enable_random_order()
+        .build();
+
+    let setup = ClusterSetup { ids: ids.clone(), disk_kind: config.disk, mutation: config.mutation, seed: config.seed };
+    let observations: Observations = Arc::new(Mutex::new(Vec::new()));
+    for node in &nodes {
+        cluster::register(&mut sim, &setup, node, &observations);
+    }
+    let history = workload::new_history();
+    let known = Arc::new(Mutex::new(Vec::new()));
+    let agents = Agents { count: config.agents, node_ids: ids.clone(), seed: config.seed, stop_at: agents_stop };
+    workload::register(&mut sim, &agents, &history, &known);
+    let schedule = Schedule { node_ids: ids.clone(), heal_at, agents_done_at, seed: config.seed, agent: config.agents };
+    let healed_report = healed::register(&mut sim, &schedule, &history);
+
+    let mut nemesis = Nemesis::new(config.seed, &config.faults, &ids);
+    let mut trace = Trace { lines: Vec::new(), keep: config.keep_trace, hasher: Default::default() };
+    let mut healed = false;
+    let mut stopped = None;
+    loop {
+        match sim.step() {
+            Ok(true) => break,
+            Ok(false) => {}
+            Err(error) => {
+                stopped = Some(error.to_string());
+                break;
+            }
+        }
+        let now = sim.elapsed();
+        let events = if now >= heal_at && !healed {
+            healed = true;
+            let mut events = nemesis.heal(&mut sim);
+            events.push("healed: every fault removed".into());
+            events
+        } else {
+            nemesis.tick(&mut sim, &nodes, now, current_leader(&observations))
+        };
+        for event in events {
+            trace.push(format!("[{:>8.3}s] nemesis: {event}", now.as_secs_f64()));
+        }
+    }
+    let simulated = sim.elapsed();
+    drop(sim);
+
+    history.lock().expect("history lock").close_pending();
+    let history = std::mem::take(&mut *history.lock().expect("history lock"));
+    let observations = std::mem::take(&mut *observations.lock().expect("observations lock"));
+    let healed_found: Healed = healed_report.lock().expect("healed report lock").clone();
+    for observation in &observations {
+        trace.push(format!("[{:>8.3}s] raft: {observation:?}", observation.at.as_secs_f64()));
+    }
+    for entry in &history.entries {
+        trace.push(format!(
+            "op {}..{:?} agent-{}{} {:?} -> {:?}",
+            entry.invoked,
+            entry.completed,
+            entry.agent,
+            if entry.final_read { " (final)" } else { "" },
+            entry.op,
+            entry.result
+        ));
+    }
+
+    let mut violations = Vec::new();
+    if let Some(error) = stopped {
+        violations.push(Violation { checker: "node", detail: format!("the simulation stopped: {error}") });
+    } else {
+        let evidence = Evidence {
+            history: &history,
+            observations: &observations,
+            healed: &healed_found,
+            nodes: &nodes,
+            memory_disks: config.disk == DiskKind::Memory,
+        };
+        violations = checkers::check_all(&evidence);
+    }
+    let unknown_ops = history.entries.iter().filter(|entry| matches!(entry.result, OpResult::Unknown(_))).count();
+    Ok(RunReport {
+        config: config.clone(),
+        ops: history.entries.len(),
+        unknown_ops,
+        faults: nemesis.injected,
+        simulated,
+        wall: started.elapsed(),
+        trace_hash: trace.hasher.finish(),
+        trace: trace.lines,
+        violations,
+    })
+}

@@ -1,0 +1,178 @@
+//! Simulated agents: turmoil client hosts that drive the cluster through `api::client::Client`,
+//! the same client the CLI uses, over the simulated network.
+//!
+//! Each agent talks to the nodes in its own seeded order and does create, claim, claim_next,
+//! update, set_metadata (a fresh key each time, on a small set of hot beads, so that writes of
+//! different keys of one bead race), close, get, ready and list. The client retries with its
+//! request ids, as real clients do. Every operation goes into the [`History`], its outcome
+//! unknown when the client gave up or the cluster could not tell (an expired session).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use api::client::{Client, ClientConfig, ClientError};
+use api::command::{Command, CreateBead, ListFilter, Query, ReadyFilter, UpdateBead};
+use api::model::{Actor, BeadId, Timestamp};
+use api::outcome::{Outcome, Refusal};
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+
+use crate::cluster;
+use crate::history::{History, Op, OpResult, SharedHistory};
+
+/// The label every simulated bead carries.
+pub const LABEL: &str = "sim";
+/// Beads an agent picks its targets from: the most recently created ones.
+pub const HOT_BEADS: usize = 6;
+/// How long one client call may take, retries included (simulated time).
+pub const CALL_DEADLINE_MS: u64 = 3_000;
+/// How long one attempt of a call may take (simulated time).
+pub const ATTEMPT_TIMEOUT_MS: u64 = 800;
+/// Longest pause between two operations of an agent (simulated time).
+pub const THINK_MS_MAX: u64 = 40;
+/// Most beads the final read lists.
+pub const FINAL_LIST_MAX: u32 = 20_000;
+
+/// Beads whose creation was acknowledged, in creation order.
+pub type KnownBeads = Arc<Mutex<Vec<BeadId>>>;
+
+/// A client of the simulated cluster, over the simulated network.
+pub fn client(node_ids: &[u64], rng: &mut StdRng) -> Result<Client, String> {
+    let mut endpoints: Vec<String> = node_ids.iter().map(|id| cluster::address(*id)).collect();
+    endpoints.shuffle(rng);
+    let channels = endpoints.iter().map(|address| crate::net::channel(address)).collect::<Result<Vec<_>, _>>()?;
+    let mut config = ClientConfig::new(endpoints);
+    config.client_id = Some(rng.random::<u64>() | 1);
+    config.deadline = Duration::from_millis(CALL_DEADLINE_MS);
+    config.attempt_timeout = Duration::from_millis(ATTEMPT_TIMEOUT_MS);
+    Client::with_channels(config, channels).map_err(|error| error.to_string())
+}
+
+fn pick_bead(rng: &mut StdRng, known: &KnownBeads) -> Option<BeadId> {
+    let known = known.lock().expect("known beads lock");
+    let hot = &known[known.len().saturating_sub(HOT_BEADS)..];
+    hot.get(rng.random_range(0..hot.len().max(1))).cloned()
+}
+
+/// Chooses the next operation of agent `agent`.
+fn choose(rng: &mut StdRng, agent: usize, count: usize, known: &KnownBeads) -> Op {
+    let actor = Actor(format!("agent-{agent}"));
+    let roll = rng.random_range(0..100);
+    let target = pick_bead(rng, known);
+    match (roll, target) {
+        (_, None) | (0..15, _) => Op::Create { title: format!("a{agent}-{count}") },
+        (15..30, Some(id)) => Op::Claim { id, actor },
+        (30..40, _) => Op::ClaimNext { actor },
+        (40..50, Some(id)) => Op::Update { id, priority: rng.random_range(0..5) },
+        (50..70, Some(id)) => Op::SetMetadata { id, key: format!("k{agent}-{count}"), value: format!("v{count}") },
+        (70..75, Some(id)) => Op::Close { id },
+        (75..87, Some(id)) => Op::Get { id },
+        (87..95, _) => Op::Ready,
+        _ => Op::List { limit: 10 },
+    }
+}
+
+fn ready_filter() -> ReadyFilter {
+    ReadyFilter { labels_all: vec![LABEL.into()], unassigned: true, limit: 5, ..Default::default() }
+}
+
+/// What an operation becomes on the wire: a command or a query.
+enum Call {
+    Write(Command),
+    Read(Query),
+}
+
+fn call(op: &Op) -> Call {
+    match op.clone() {
+        Op::Create { title } => {
+            Call::Write(Command::Create(CreateBead { title, labels: [LABEL.to_string()].into(), ..Default::default() }))
+        }
+        Op::Claim { id, actor } => Call::Write(Command::Claim { id, actor }),
+        Op::ClaimNext { actor } => Call::Write(Command::ClaimNext { actor, filter: ready_filter() }),
+        Op::Update { id, priority } => {
+            Call::Write(Command::Update(UpdateBead { id, priority: Some(priority), ..Default::default() }))
+        }
+        Op::SetMetadata { id, key, value } => {
+            Call::Write(Command::SetMetadata { id, entries: BTreeMap::from([(key, Some(value))]) })
+        }
+        Op::Close { id } => Call::Write(Command::Close { ids: vec![id], reason: None }),
+        Op::Get { id } => Call::Read(Query::Get { ids: vec![id] }),
+        Op::Ready => Call::Read(Query::Ready { filter: ready_filter(), now: Timestamp(0) }),
+        Op::List { limit } => Call::Read(Query::List(list_filter(limit))),
+    }
+}
+
+/// Every simulated bead, newest first, closed ones included.
+pub fn list_filter(limit: u32) -> ListFilter {
+    ListFilter { labels_all: vec![LABEL.into()], all: true, limit, ..Default::default() }
+}
+
+/// Maps a client answer to a history result: a refusal that leaves the outcome open (an expired
+/// session, a forgotten request) and every transport failure are unknown.
+pub fn result_of(answer: Result<Outcome, ClientError>) -> OpResult {
+    match answer {
+        Ok(outcome) => OpResult::Ok(outcome),
+        Err(ClientError::Refused(refusal @ (Refusal::SessionExpired { .. } | Refusal::RequestTooOld { .. }))) => {
+            OpResult::Unknown(refusal.to_string())
+        }
+        Err(ClientError::Refused(refusal)) => OpResult::Refused(refusal),
+        Err(error) => OpResult::Unknown(error.to_string()),
+    }
+}
+
+/// Runs one operation and records it.
+pub async fn perform(client: &Client, history: &SharedHistory, agent: usize, op: Op, final_read: bool) -> OpResult {
+    let index = history.lock().expect("history lock").invoke(agent, op.clone(), final_read);
+    let answer = match call(&op) {
+        Call::Write(command) => client.execute(command).await,
+        Call::Read(query) => client.query(query).await,
+    };
+    let result = result_of(answer);
+    history.lock().expect("history lock").complete(index, result.clone());
+    result
+}
+
+/// The settings of the agents of one run.
+#[derive(Clone)]
+pub struct Agents {
+    /// How many.
+    pub count: usize,
+    /// The nodes they may talk to.
+    pub node_ids: Vec<u64>,
+    /// The run's seed.
+    pub seed: u64,
+    /// Simulated time at which they stop starting operations.
+    pub stop_at: Duration,
+}
+
+async fn agent(settings: Agents, index: usize, history: SharedHistory, known: KnownBeads) -> turmoil::Result {
+    let mut rng = StdRng::seed_from_u64(settings.seed ^ (index as u64 + 1).wrapping_mul(0xd134_2543_de82_ef95));
+    let client = client(&settings.node_ids, &mut rng)?;
+    let mut count = 0usize;
+    while turmoil::sim_elapsed().unwrap_or_default() < settings.stop_at {
+        let op = choose(&mut rng, index, count, &known);
+        let is_create = matches!(op, Op::Create { .. });
+        let result = perform(&client, &history, index, op, false).await;
+        if let (true, OpResult::Ok(Outcome::Bead(bead))) = (is_create, &result) {
+            known.lock().expect("known beads lock").push(bead.id.clone());
+        }
+        count += 1;
+        tokio::time::sleep(Duration::from_millis(rng.random_range(0..=THINK_MS_MAX))).await;
+    }
+    Ok(())
+}
+
+/// Registers the agents as turmoil clients.
+pub fn register(sim: &mut turmoil::Sim<'_>, settings: &Agents, history: &SharedHistory, known: &KnownBeads) {
+    for index in 0..settings.count {
+        let run = agent(settings.clone(), index, history.clone(), known.clone());
+        sim.client(format!("agent-{index}"), run);
+    }
+}
+
+/// A fresh history.
+pub fn new_history() -> SharedHistory {
+    Arc::new(Mutex::new(History::default()))
+}

@@ -1,0 +1,186 @@
+//! The checkers themselves under test: hand-built histories that break a property must be
+//! rejected, and valid ones (with concurrency and unknown outcomes) accepted.
+#![allow(clippy::unwrap_used)]
+
+use api::command::{Command, CreateBead, Proposal};
+use api::model::{Actor, Bead, BeadId, Namespace, Status, Timestamp};
+use api::outcome::{Outcome, Refusal};
+use api::state::State;
+use simulation::checkers::{exactly_once, linearizability, metadata, raft_safety};
+use simulation::cluster::Observation;
+use simulation::history::{History, Op, OpResult};
+
+/// The bead a create of `title` makes as the first bead of the namespace.
+fn created(title: &str) -> Bead {
+    let mut state = State::new();
+    let create = CreateBead { title: title.into(), labels: ["sim".to_string()].into(), ..Default::default() };
+    let proposal = Proposal {
+        request_id: None,
+        timestamp: Timestamp(1),
+        default_prefix: "st".into(),
+        namespace: Namespace::default_namespace(),
+        command: Command::Create(create),
+    };
+    match state.apply(&proposal).unwrap() {
+        Outcome::Bead(bead) => *bead,
+        other => panic!("create answered {other:?}"),
+    }
+}
+
+fn claimed(bead: &Bead, actor: &str) -> Bead {
+    Bead { status: Status::InProgress, assignee: actor.into(), ..bead.clone() }
+}
+
+fn actor(name: &str) -> Actor {
+    Actor(name.into())
+}
+
+/// Records one operation that completes before the next one starts.
+fn sequential(history: &mut History, agent: usize, op: Op, result: OpResult) {
+    let index = history.invoke(agent, op, false);
+    history.complete(index, result);
+}
+
+fn bead_result(bead: &Bead) -> OpResult {
+    OpResult::Ok(Outcome::Bead(Box::new(bead.clone())))
+}
+
+fn get_result(bead: &Bead) -> OpResult {
+    OpResult::Ok(Outcome::Beads(vec![bead.clone()]))
+}
+
+fn with_create(bead: &Bead) -> History {
+    let mut history = History::default();
+    sequential(&mut history, 0, Op::Create { title: bead.title.clone() }, bead_result(bead));
+    history
+}
+
+fn id(bead: &Bead) -> BeadId {
+    bead.id.clone()
+}
+
+#[test]
+fn two_successful_claims_of_one_bead_are_rejected() {
+    let bead = created("a0-0");
+    let mut history = with_create(&bead);
+    sequential(
+        &mut history,
+        1,
+        Op::Claim { id: id(&bead), actor: actor("agent-1") },
+        bead_result(&claimed(&bead, "agent-1")),
+    );
+    sequential(
+        &mut history,
+        2,
+        Op::Claim { id: id(&bead), actor: actor("agent-2") },
+        bead_result(&claimed(&bead, "agent-2")),
+    );
+    assert_eq!(linearizability::check(&history).len(), 1);
+}
+
+#[test]
+fn a_read_that_misses_an_acknowledged_claim_is_rejected() {
+    let bead = created("a0-0");
+    let mut history = with_create(&bead);
+    sequential(
+        &mut history,
+        1,
+        Op::Claim { id: id(&bead), actor: actor("agent-1") },
+        bead_result(&claimed(&bead, "agent-1")),
+    );
+    sequential(&mut history, 2, Op::Get { id: id(&bead) }, get_result(&bead));
+    assert_eq!(linearizability::check(&history).len(), 1);
+}
+
+#[test]
+fn a_read_that_goes_back_in_time_is_rejected() {
+    let bead = created("a0-0");
+    let mut history = with_create(&bead);
+    let updated = Bead { priority: Some(4), ..bead.clone() };
+    // The update's answer is lost (unknown), but one read saw it; a later read must too.
+    let update = history.invoke(1, Op::Update { id: id(&bead), priority: 4 }, false);
+    history.complete(update, OpResult::Unknown("timed out".into()));
+    sequential(&mut history, 2, Op::Get { id: id(&bead) }, get_result(&updated));
+    sequential(&mut history, 3, Op::Get { id: id(&bead) }, get_result(&bead));
+    assert_eq!(linearizability::check(&history).len(), 1);
+}
+
+#[test]
+fn concurrent_claims_with_one_winner_are_accepted() {
+    let bead = created("a0-0");
+    let mut history = with_create(&bead);
+    let first = history.invoke(1, Op::Claim { id: id(&bead), actor: actor("agent-1") }, false);
+    let second = history.invoke(2, Op::Claim { id: id(&bead), actor: actor("agent-2") }, false);
+    // The later-invoked claim wins; the first one, still concurrent, lost to it.
+    history.complete(first, OpResult::Refused(Refusal::AlreadyClaimed { id: id(&bead), holder: "agent-2".into() }));
+    history.complete(second, bead_result(&claimed(&bead, "agent-2")));
+    sequential(&mut history, 3, Op::Get { id: id(&bead) }, get_result(&claimed(&bead, "agent-2")));
+    assert!(linearizability::check(&history).is_empty(), "{:?}", linearizability::check(&history));
+}
+
+#[test]
+fn an_unknown_claim_may_explain_a_holder_but_nothing_else_can() {
+    let bead = created("a0-0");
+    let mut history = with_create(&bead);
+    let claim = history.invoke(1, Op::ClaimNext { actor: actor("agent-1") }, false);
+    history.complete(claim, OpResult::Unknown("deadline exceeded".into()));
+    sequential(&mut history, 2, Op::Get { id: id(&bead) }, get_result(&claimed(&bead, "agent-1")));
+    assert!(linearizability::check(&history).is_empty());
+    sequential(&mut history, 2, Op::Get { id: id(&bead) }, get_result(&claimed(&bead, "agent-9")));
+    assert_eq!(linearizability::check(&history).len(), 1);
+}
+
+#[test]
+fn a_lost_metadata_key_is_rejected() {
+    let bead = created("a0-0");
+    let mut history = with_create(&bead);
+    let one = history.invoke(1, Op::SetMetadata { id: id(&bead), key: "k1".into(), value: "v".into() }, false);
+    let two = history.invoke(2, Op::SetMetadata { id: id(&bead), key: "k2".into(), value: "v".into() }, false);
+    let mut with_one = bead.clone();
+    with_one.metadata.insert("k1".into(), "v".into());
+    let mut with_two = bead.clone();
+    with_two.metadata.insert("k2".into(), "v".into());
+    history.complete(one, bead_result(&with_one));
+    // Last writer wins over the whole map: k1 is lost.
+    history.complete(two, bead_result(&with_two));
+    sequential(&mut history, 3, Op::Get { id: id(&bead) }, get_result(&with_two));
+    assert_eq!(linearizability::check(&history).len(), 1);
+    assert_eq!(metadata::check(&history, &[with_two]).len(), 1);
+}
+
+#[test]
+fn a_create_applied_twice_is_rejected() {
+    let bead = created("a0-0");
+    let history = with_create(&bead);
+    let twin = Bead { id: BeadId("st-2".into()), seq: 2, ..bead.clone() };
+    assert_eq!(exactly_once::check(&history, &[bead.clone(), twin]).len(), 1);
+    assert!(exactly_once::check(&history, &[bead]).is_empty());
+}
+
+#[test]
+fn two_leaders_in_one_term_are_rejected() {
+    let leader = |node, term| Observation {
+        at: std::time::Duration::ZERO,
+        node,
+        term,
+        leader: true,
+        last_log_index: 5,
+        applied: None,
+    };
+    assert!(raft_safety::check(&[leader(1, 3), leader(2, 4)]).is_empty());
+    assert_eq!(raft_safety::check(&[leader(1, 3), leader(2, 3)]).len(), 1);
+}
+
+#[test]
+fn a_leader_missing_applied_entries_is_rejected() {
+    let applied = Observation {
+        at: std::time::Duration::ZERO,
+        node: 1,
+        term: 2,
+        leader: false,
+        last_log_index: 10,
+        applied: Some((10, "T2-N1".into())),
+    };
+    let leader = Observation { node: 2, term: 3, leader: true, last_log_index: 7, applied: None, ..applied.clone() };
+    assert_eq!(raft_safety::check(&[applied, leader]).len(), 1);
+}

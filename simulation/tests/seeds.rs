@@ -1,0 +1,117 @@
+//! The seed bands CI runs, the determinism check, the mutation that the checkers must catch,
+//! and the regression seeds of bugs the simulator found.
+//!
+//! The fixed bands run the same seeds on every commit; the fresh bands start at a seed taken
+//! from the commit hash (`STRAND_SIM_FRESH_SEED`, which the Makefile sets from `git rev-parse
+//! HEAD`), so every commit explores new seeds while a failure still replays exactly.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use simulation::cluster::{DiskKind, Mutation};
+use simulation::nemesis::Fault;
+use simulation::run::{RunConfig, RunReport, run};
+
+/// Seeds per band of 3-node clusters.
+const SEEDS_3_NODES: u64 = 80;
+/// Seeds per band of 5-node clusters.
+const SEEDS_5_NODES: u64 = 40;
+/// Seeds within which the no-fsync mutation must be caught.
+const MUTATION_SEEDS_MAX: u64 = 20;
+
+fn config(seed: u64, nodes: u64) -> RunConfig {
+    RunConfig { nodes, duration: Duration::from_secs(6), ..RunConfig::new(seed) }
+}
+
+fn run_clean(config: &RunConfig) -> RunReport {
+    let report = run(config).unwrap();
+    assert!(
+        report.violations.is_empty(),
+        "seed {} broke {} propert(ies):\n{}\nreplay: {}",
+        config.seed,
+        report.violations.len(),
+        report.violations.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"),
+        config.replay_command()
+    );
+    report
+}
+
+fn band(start: u64, count: u64, nodes: u64) {
+    let mut ops = 0;
+    for seed in start..start + count {
+        ops += run_clean(&config(seed, nodes)).ops;
+    }
+    assert!(ops as u64 > count * 50, "the workload ran too few operations ({ops}) to mean anything");
+}
+
+/// The first seed of the fresh bands: from the commit hash when the Makefile passes it, else
+/// from `git rev-parse HEAD` directly.
+fn fresh_start() -> u64 {
+    let hash = std::env::var("STRAND_SIM_FRESH_SEED").ok().or_else(|| {
+        let output = std::process::Command::new("git").args(["rev-parse", "HEAD"]).output().ok()?;
+        Some(String::from_utf8_lossy(&output.stdout).trim().to_string())
+    });
+    let hash = hash.unwrap_or_default();
+    let start = u64::from_str_radix(hash.get(..12).unwrap_or("0"), 16).unwrap_or(0);
+    eprintln!("fresh band starts at seed {start} (from commit {hash:?})");
+    start
+}
+
+#[test]
+fn fixed_band_3_nodes() {
+    band(0, SEEDS_3_NODES, 3);
+}
+
+#[test]
+fn fixed_band_5_nodes() {
+    band(1_000_000, SEEDS_5_NODES, 5);
+}
+
+#[test]
+fn fresh_band_3_nodes() {
+    band(fresh_start(), SEEDS_3_NODES, 3);
+}
+
+#[test]
+fn fresh_band_5_nodes() {
+    band(fresh_start().wrapping_add(1_000_000), SEEDS_5_NODES, 5);
+}
+
+#[test]
+fn rocksdb_backend_under_crashes_and_partitions() {
+    for seed in 0..4 {
+        let config =
+            RunConfig { disk: DiskKind::Rocks, faults: vec![Fault::Crash, Fault::Partition], ..config(seed, 3) };
+        run_clean(&config);
+    }
+}
+
+#[test]
+fn the_same_seed_gives_the_same_trace() {
+    for seed in [3, 17, 42] {
+        let config = RunConfig { keep_trace: true, ..config(seed, 3) };
+        let (first, second) = (run(&config).unwrap(), run(&config).unwrap());
+        if first.trace_hash != second.trace_hash {
+            let diverged = first.trace.iter().zip(&second.trace).position(|(a, b)| a != b);
+            panic!(
+                "seed {seed} ran twice gave different traces; first difference at line {diverged:?}:\n{:?}\n{:?}",
+                diverged.map(|line| &first.trace[line]),
+                diverged.map(|line| &second.trace[line])
+            );
+        }
+        assert!(first.ops > 50, "seed {seed} ran only {} operations", first.ops);
+    }
+}
+
+#[test]
+fn no_fsync_mutation_is_caught() {
+    for seed in 0..MUTATION_SEEDS_MAX {
+        let config = RunConfig { mutation: Some(Mutation::NoFsync), faults: vec![Fault::Crash], ..config(seed, 3) };
+        let report = run(&config).unwrap();
+        if !report.violations.is_empty() {
+            eprintln!("caught at seed {seed}: {}", report.violations[0]);
+            return;
+        }
+    }
+    panic!("acknowledging unsynced log entries went unnoticed for {MUTATION_SEEDS_MAX} seeds");
+}
