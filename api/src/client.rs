@@ -197,7 +197,14 @@ impl Client {
             })
             .await;
         self.request_ids.finish(&request_id);
-        let answer = result?;
+        // A refusal arrives as an error status, so it comes back as `ClientError::Refused`;
+        // an expired session must renew the client id on that path too, or every later request
+        // of this client would be refused as well.
+        let answer = match result {
+            Ok(answer) => answer,
+            Err(ClientError::Refused(refusal)) => Err(refusal),
+            Err(error) => return Err(error),
+        };
         if let Err(Refusal::SessionExpired { .. }) = &answer {
             // This request's outcome is unknown, but later ones start a fresh session.
             // The new id is derived from the old one (itself random), so a seeded client

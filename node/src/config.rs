@@ -93,9 +93,12 @@ impl RaftSettings {
             enable_heartbeat: true,
             enable_elect: true,
             enable_pre_vote: Some(true),
-            // The state machine is durable on apply and `save_committed` is implemented, so a
-            // restarted leader may resume; spelled out rather than left to the default.
-            enable_leader_restore: Some(true),
+            // Off: a restarted leader must win a new term and commit an entry in it before it
+            // serves anything. Applied state and the committed index are written unsynced (the
+            // synced log is the source of truth), so after a crash a restored leader could take
+            // a regressed commit index as its read index and serve a stale linearizable read.
+            // The simulator found exactly that (seed 103; simulation/tests/seeds.rs).
+            enable_leader_restore: Some(false),
             allow_log_reversion: Some(false),
             broadcast_submitted_on_append: Some(self.replicate_before_local_sync),
             ..Default::default()

@@ -82,8 +82,8 @@ pub struct Observation {
     pub leader: bool,
     /// Index of the last entry in its log.
     pub last_log_index: u64,
-    /// Its last applied entry: (index, the leader that proposed it).
-    pub applied: Option<(u64, String)>,
+    /// Its last applied entry: (index, term, the leader that proposed it).
+    pub applied: Option<(u64, u64, String)>,
 }
 
 /// Every node's readings, in the order they happened.
@@ -183,7 +183,10 @@ fn observer(node: u64, observations: Observations) -> MetricsObserver {
             term: metrics.current_term,
             leader: metrics.state == ServerState::Leader,
             last_log_index: metrics.last_log_index.unwrap_or(0),
-            applied: metrics.last_applied.as_ref().map(|log_id| (log_id.index, log_id.leader_id.to_string())),
+            applied: metrics
+                .last_applied
+                .as_ref()
+                .map(|log_id| (log_id.index, log_id.leader_id.term, log_id.leader_id.to_string())),
         };
         let mut observations = observations.lock().expect("observations lock");
         let same = |seen: &Observation| {

@@ -98,6 +98,8 @@ pub struct Entry {
     pub op: Op,
     /// Logical time of the call.
     pub invoked: u64,
+    /// Simulated time of the call (for reading traces).
+    pub invoked_at: std::time::Duration,
     /// Logical time of the answer; `None` while pending or when the outcome is unknown.
     pub completed: Option<u64>,
     /// The answer.
@@ -125,6 +127,7 @@ impl History {
             agent,
             op,
             invoked: self.clock,
+            invoked_at: turmoil::sim_elapsed().unwrap_or_default(),
             completed: None,
             result: OpResult::Pending,
             final_read,

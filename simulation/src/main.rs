@@ -69,9 +69,12 @@ fn parse_faults(text: &str) -> Result<FaultList, String> {
     }
 }
 
+/// Violations printed for a failing seed; the rest are counted.
+const VIOLATIONS_SHOWN: usize = 3;
+
 fn progress(done: u64, total: u64, report: &RunReport) {
     const WIDTH: u64 = 30;
-    let filled = if total == 0 { WIDTH } else { done * WIDTH / total };
+    let filled = (done * WIDTH).checked_div(total).unwrap_or(WIDTH);
     let bar: String = (0..WIDTH).map(|cell| if cell < filled { '#' } else { '.' }).collect();
     eprint!(
         "\r[{bar}] {done}/{total} seeds, seed {} ({} ops, {} faults, {:.1}s simulated in {:.2}s)   ",
@@ -127,8 +130,11 @@ fn main() -> ExitCode {
         progress(done as u64 + 1, seeds.len() as u64, &report);
         if !report.violations.is_empty() {
             eprintln!("\n\nseed {seed} FAILED: {} violation(s)", report.violations.len());
-            for violation in &report.violations {
+            for violation in report.violations.iter().take(VIOLATIONS_SHOWN) {
                 eprintln!("- {violation}");
+            }
+            if report.violations.len() > VIOLATIONS_SHOWN {
+                eprintln!("- ... and {} more", report.violations.len() - VIOLATIONS_SHOWN);
             }
             eprintln!("\nreplay it with:\n  {}", config.replay_command());
             return ExitCode::from(1);

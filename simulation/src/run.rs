@@ -198,7 +198,8 @@ pub fn run(config: &RunConfig) -> Result<RunReport, String> {
     }
     for entry in &history.entries {
         trace.push(format!(
-            "op {}..{:?} agent-{}{} {:?} -> {:?}",
+            "[{:>8.3}s] op {}..{:?} agent-{}{} {:?} -> {:?}",
+            entry.invoked_at.as_secs_f64(),
             entry.invoked,
             entry.completed,
             entry.agent,

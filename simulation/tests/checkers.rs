@@ -179,8 +179,11 @@ fn a_leader_missing_applied_entries_is_rejected() {
         term: 2,
         leader: false,
         last_log_index: 10,
-        applied: Some((10, "T2-N1".into())),
+        applied: Some((10, 2, "T2-N1".into())),
     };
     let leader = Observation { node: 2, term: 3, leader: true, last_log_index: 7, applied: None, ..applied.clone() };
-    assert_eq!(raft_safety::check(&[applied, leader]).len(), 1);
+    assert_eq!(raft_safety::check(&[applied.clone(), leader]).len(), 1);
+    // A node restoring its own leadership of an older term owes nothing to later terms.
+    let restored = Observation { node: 2, term: 1, leader: true, last_log_index: 7, applied: None, ..applied.clone() };
+    assert!(raft_safety::check(&[applied, restored]).is_empty());
 }

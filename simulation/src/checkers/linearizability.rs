@@ -260,7 +260,13 @@ impl Search<'_> {
             .filter_map(|index| self.ops[index].completed)
             .min()
             .unwrap_or(u64::MAX);
-        for index in 0..self.ops.len() {
+        // Operations with a known answer first, in invoke order; optional (unknown) ones only
+        // when those fail. A valid history is then accepted along its real order, and an
+        // unknown operation is placed only where a later answer needs it.
+        let known = (0..self.ops.len()).filter(|&index| self.ops[index].expect != Expect::Unknown);
+        let unknown = (0..self.ops.len()).filter(|&index| self.ops[index].expect == Expect::Unknown);
+        let order: Vec<usize> = known.chain(unknown).collect();
+        for index in order {
             let op = &self.ops[index];
             if self.linearized[index] || op.invoked >= horizon {
                 continue;
@@ -330,15 +336,35 @@ fn outcome_beads(outcome: &Outcome) -> Vec<&Bead> {
     }
 }
 
-fn describe(history: &History, ops: &[BeadOp]) -> String {
+fn summary(result: &OpResult, id: &BeadId) -> String {
+    match result {
+        OpResult::Ok(outcome) => match answer_bead(outcome, id) {
+            Some(bead) => format!(
+                "{:?} assignee={:?} priority={:?} metadata={:?}",
+                bead.status,
+                bead.assignee,
+                bead.priority,
+                bead.metadata.keys().collect::<Vec<_>>()
+            ),
+            None => "ok".into(),
+        },
+        OpResult::Refused(refusal) => format!("refused: {refusal}"),
+        OpResult::Unknown(why) => format!("unknown ({why})"),
+        OpResult::Pending => "pending".into(),
+    }
+}
+
+fn describe(history: &History, id: &BeadId, ops: &[BeadOp]) -> String {
     let lines: Vec<String> = ops
         .iter()
         .map(|op| {
             let Entry { agent, op: what, invoked, completed, result, .. } = &history.entries[op.entry];
-            format!(
-                "  [{invoked}..{}] agent-{agent} {what:?} -> {result:?}",
-                completed.map_or("?".into(), |c| c.to_string())
-            )
+            let what = match what {
+                Op::Ready | Op::List { .. } | Op::ClaimNext { .. } => format!("{what:?}"),
+                other => format!("{other:?}").replace(&format!("id: BeadId({:?}), ", id.0), ""),
+            };
+            let completed = completed.map_or("?".into(), |tick| tick.to_string());
+            format!("  [{invoked}..{completed}] agent-{agent} {what} -> {}", summary(result, id))
         })
         .collect();
     lines.join("\n")
@@ -358,7 +384,7 @@ pub fn check(history: &History) -> Vec<Violation> {
             };
             violations.push(Violation {
                 checker: "linearizability",
-                detail: format!("the history of bead {id} {what}:\n{}", describe(history, &ops)),
+                detail: format!("the history of bead {id} {what}:\n{}", describe(history, &id, &ops)),
             });
         }
     }

@@ -5,9 +5,11 @@
 //!   metrics reading of every node.
 //! - **State machine safety**: if a node applied an entry at an index, no node ever applies a
 //!   different entry at that index. Checked on the applied log ids the nodes reported.
-//! - **Leader completeness**: a leader's log holds every entry committed before it was elected.
-//!   Checked as: when a node reports itself leader, its log reaches at least the highest index
-//!   any node had applied (applied entries are committed) before that moment.
+//! - **Leader completeness**: if an entry is committed in a term, it is in the log of the leader
+//!   of every higher term. Checked as: when a node reports itself leader of term T, its log
+//!   reaches at least the highest index any node had applied (applied entries are committed)
+//!   from a term below T. (A node that restarts and restores its own older leadership is leader
+//!   of a lower term, and owes nothing to entries of later terms.)
 //! - **Log matching**: if two logs hold an entry with the same index and term, they are
 //!   identical up to that index. Checked on the nodes' memory disks at the end of the run.
 
@@ -25,7 +27,8 @@ pub fn check(observations: &[Observation]) -> Vec<Violation> {
     let mut violations = Vec::new();
     let mut leaders: BTreeMap<u64, u64> = BTreeMap::new();
     let mut applied: BTreeMap<u64, (&str, u64)> = BTreeMap::new();
-    let mut highest_applied: Option<(u64, u64)> = None;
+    // Term of the entry -> (highest applied index of that term, the node that applied it).
+    let mut highest_applied: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
     for observation in observations {
         if observation.leader {
             match leaders.insert(observation.term, observation.node) {
@@ -38,7 +41,8 @@ pub fn check(observations: &[Observation]) -> Vec<Violation> {
                 }),
                 _ => {}
             }
-            if let Some((index, node)) = highest_applied
+            let owed = highest_applied.range(..observation.term).map(|(_, found)| *found).max();
+            if let Some((index, node)) = owed
                 && node != observation.node
                 && observation.last_log_index < index
             {
@@ -51,7 +55,7 @@ pub fn check(observations: &[Observation]) -> Vec<Violation> {
                 });
             }
         }
-        if let Some((index, leader_id)) = &observation.applied {
+        if let Some((index, term, leader_id)) = &observation.applied {
             match applied.get(index) {
                 Some((seen, node)) if seen != leader_id => violations.push(Violation {
                     checker: "raft state machine safety",
@@ -65,8 +69,9 @@ pub fn check(observations: &[Observation]) -> Vec<Violation> {
                     applied.insert(*index, (leader_id, observation.node));
                 }
             }
-            if highest_applied.is_none_or(|(highest, _)| *index > highest) {
-                highest_applied = Some((*index, observation.node));
+            let highest = highest_applied.entry(*term).or_insert((*index, observation.node));
+            if *index > highest.0 {
+                *highest = (*index, observation.node);
             }
         }
     }
