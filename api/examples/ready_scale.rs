@@ -10,7 +10,7 @@
 use std::time::Instant;
 
 use api::command::{Command, CreateBead, ListFilter, Proposal, Query, ReadyFilter};
-use api::model::{Namespace, Timestamp};
+use api::model::{Actor, Namespace, Timestamp};
 use api::state::State;
 
 fn build(beads: u64) -> State {
@@ -21,6 +21,8 @@ fn build(beads: u64) -> State {
             request_id: None,
             timestamp: Timestamp(n as i64),
             default_prefix: "st".into(),
+            actor: Actor::default(),
+            event_retention: api::limits::EVENT_RETENTION_DEFAULT,
             namespace: Namespace::default_namespace(),
             command: Command::Create(CreateBead {
                 title: format!("bead {n}"),

@@ -5,26 +5,57 @@
 //! until its deadline, then fails with [`ClientError::Unavailable`]. Every mutating request
 //! carries the client's id and a request number, and a retry reuses them, so the cluster applies
 //! it at most once (see `api::state::session`).
+//!
+//! [`Client::watch`] follows a namespace's event log across node failures: it resumes on another
+//! node after the last sequence number it yielded, so it neither misses nor repeats an event.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tonic::transport::{Channel, Endpoint};
-use tonic::{Code, Status as GrpcStatus};
+use tonic::{Code, Status as GrpcStatus, Streaming};
 
 use crate::command::{Command, Query};
-use crate::convert::{self, Consistency, ReadProto, WriteProto};
-use crate::model::Namespace;
-use crate::outcome::{Outcome, Refusal};
+use crate::convert::{self, Consistency, IntoAnswer, ReadProto, WriteProto};
+use crate::model::{Event, Namespace};
+use crate::outcome::{Answer, Outcome, Refusal};
 use crate::proto as pb;
 use crate::proto::beads_client::BeadsClient;
 use crate::proto::cluster_client::ClusterClient;
+use crate::proto::convoys_client::ConvoysClient;
+use crate::proto::events_client::EventsClient;
+use crate::proto::formulas_client::FormulasClient;
+use crate::proto::mail_client::MailClient;
+use crate::proto::molecules_client::MoleculesClient;
+use crate::proto::namespaces_client::NamespacesClient;
+use crate::proto::work_client::WorkClient;
 use crate::request_ids::RequestIds;
 
 /// Shortest pause between retries.
 pub const RETRY_BACKOFF_MS_MIN: u64 = 20;
 /// Longest pause between retries.
 pub const RETRY_BACKOFF_MS_MAX: u64 = 500;
+
+const _: () = assert!(RETRY_BACKOFF_MS_MIN <= RETRY_BACKOFF_MS_MAX);
+
+/// A gRPC client of one service over `channel`, with the request and response size limits.
+macro_rules! limited {
+    ($client:ident, $channel:expr) => {
+        $client::new($channel)
+            .max_decoding_message_size(crate::limits::RESPONSE_BYTES_MAX)
+            .max_encoding_message_size(crate::limits::REQUEST_BYTES_MAX)
+    };
+}
+
+/// Sends a tagged request through the RPC its tag names and turns the response into an answer.
+/// One line per RPC: `Tag => Client.rpc`.
+macro_rules! dispatch {
+    ($request:expr, $channel:expr, $proto:ident { $($variant:ident => $client:ident.$rpc:ident),* $(,)? }) => {
+        match $request {
+            $($proto::$variant(request) => limited!($client, $channel).$rpc(request).await?.into_inner().into_answer(),)*
+        }
+    };
+}
 
 /// Settings of a [`Client`].
 #[derive(Clone, Debug)]
@@ -41,6 +72,11 @@ pub struct ClientConfig {
     pub attempt_timeout: Duration,
     /// The client's id for exactly-once retries; random when `None`.
     pub client_id: Option<u64>,
+    /// Who acts: sent with every write and recorded in its events.
+    pub actor: String,
+    /// The id prefix the namespace gets if a write of this client creates it (the cluster's
+    /// configured prefix when `None`).
+    pub prefix: Option<String>,
 }
 
 impl ClientConfig {
@@ -54,6 +90,8 @@ impl ClientConfig {
             deadline: Duration::from_secs(15),
             attempt_timeout: Duration::from_secs(5),
             client_id: None,
+            actor: String::new(),
+            prefix: None,
         }
     }
 }
@@ -99,6 +137,11 @@ impl Client {
                 .map_err(|error| ClientError::Failed(format!("endpoint {endpoint:?} is not host:port ({error})")))?
                 .connect_timeout(config.attempt_timeout)
                 .timeout(config.attempt_timeout)
+                // HTTP/2 pings while a call is open: a watch on a node that vanished without
+                // closing its connection (a partition, a powered-off host) fails after about
+                // two attempt timeouts instead of hanging, and resumes on another node.
+                .http2_keep_alive_interval(config.attempt_timeout)
+                .keep_alive_timeout(config.attempt_timeout)
                 .tcp_nodelay(true);
             channels.push(endpoint_config.connect_lazy());
         }
@@ -130,18 +173,23 @@ impl Client {
         self.request_ids.client_id()
     }
 
-    /// Runs `attempt` against the current endpoint, moving on and backing off on transient
-    /// failures until the deadline.
+    /// Moves the client's current endpoint past `index`, unless another call already did.
+    fn move_past(&self, index: usize) {
+        let _ = self.current.compare_exchange(index, index + 1, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// Runs `attempt` against the current endpoint (its index and channel), moving on and backing
+    /// off on transient failures until the deadline.
     async fn with_retries<T, F, Fut>(&self, mut attempt: F) -> Result<T, ClientError>
     where
-        F: FnMut(Channel) -> Fut,
+        F: FnMut(usize, Channel) -> Fut,
         Fut: std::future::Future<Output = Result<T, GrpcStatus>>,
     {
         let started = tokio::time::Instant::now();
         let mut backoff = Duration::from_millis(RETRY_BACKOFF_MS_MIN);
         loop {
             let index = self.current.load(Ordering::Relaxed) % self.channels.len();
-            let status = match attempt(self.channels[index].clone()).await {
+            let status = match attempt(index, self.channels[index].clone()).await {
                 Ok(value) => return Ok(value),
                 Err(status) => status,
             };
@@ -157,7 +205,7 @@ impl Client {
             if !is_transient(&status) {
                 return Err(ClientError::Failed(status.message().to_string()));
             }
-            let _ = self.current.compare_exchange(index, index + 1, Ordering::Relaxed, Ordering::Relaxed);
+            self.move_past(index);
             if started.elapsed() + backoff > self.config.deadline {
                 return Err(ClientError::Unavailable(format!(
                     "no node of {} could serve the request within {:?} (last error from {}: {}); check that the cluster is running and --endpoints is right",
@@ -180,6 +228,8 @@ impl Client {
             client_id: request_id.client_id,
             request_seq: request_id.request_seq,
             lowest_unacked: request_id.lowest_unacked,
+            actor: self.config.actor.clone(),
+            prefix: self.config.prefix.clone().unwrap_or_default(),
         };
         let request = convert::write_to_proto(header, &command);
         let size = request.encoded_len();
@@ -191,7 +241,7 @@ impl Client {
             )));
         }
         let result = self
-            .with_retries(|channel| {
+            .with_retries(|_, channel| {
                 let request = request.clone();
                 async move { send_write(channel, request).await }
             })
@@ -214,25 +264,74 @@ impl Client {
         answer.map_err(ClientError::Refused)
     }
 
-    /// Runs a read with the client's consistency.
-    pub async fn query(&self, query: Query) -> Result<Outcome, ClientError> {
+    /// The header of the client's reads: its namespace and consistency.
+    fn read_header(&self) -> pb::ReadHeader {
         let consistency = match self.config.consistency {
             Consistency::Linearizable => pb::Consistency::Linearizable,
             Consistency::Serializable => pb::Consistency::Serializable,
         };
-        let header = pb::ReadHeader { namespace: self.config.namespace.0.clone(), consistency: consistency as i32 };
+        pb::ReadHeader { namespace: self.config.namespace.0.clone(), consistency: consistency as i32 }
+    }
+
+    /// Runs a read with the client's consistency.
+    pub async fn query(&self, query: Query) -> Result<Outcome, ClientError> {
+        let request = convert::read_to_proto(self.read_header(), &query);
         let answer = self
-            .with_retries(|channel| {
-                let request = convert::read_to_proto(header.clone(), &query);
+            .with_retries(|_, channel| {
+                let request = request.clone();
                 async move { send_read(channel, request).await }
             })
             .await?;
         answer.map_err(ClientError::Refused)
     }
 
+    /// Streams the events of the client's namespace with a sequence number above `after`, oldest
+    /// first, then each new one as it is applied, forever.
+    ///
+    /// The stream survives node failures: when its node fails or ends the stream, it moves to the
+    /// next endpoint (with backoff, and the client's deadline for each reconnection) and resumes
+    /// after the last sequence number it yielded, so no event is missed or repeated. It ends after
+    /// yielding an error: a refusal (e.g. [`Refusal::Compacted`] when `after` is older than the
+    /// events kept), or [`ClientError::Unavailable`] when no node serves it within the deadline.
+    pub fn watch(
+        &self,
+        after: u64,
+        types: Vec<String>,
+    ) -> impl futures::Stream<Item = Result<Event, ClientError>> + '_ {
+        let watch = Watch {
+            client: self,
+            after,
+            types,
+            open: None,
+            backoff: Duration::from_millis(RETRY_BACKOFF_MS_MIN),
+            finished: false,
+        };
+        futures::stream::unfold(watch, |mut watch| async move {
+            if watch.finished {
+                return None;
+            }
+            let item = watch.next_event().await;
+            watch.finished = item.is_err();
+            Some((item, watch))
+        })
+    }
+
+    /// Opens a watch stream on the first endpoint that serves it; answers the endpoint's index too.
+    async fn open_watch(&self, after: u64, types: &[String]) -> Result<(usize, Streaming<pb::Event>), ClientError> {
+        let request = pb::WatchRequest { header: Some(self.read_header()), after, types: types.to_vec() };
+        self.with_retries(|index, channel| {
+            let request = request.clone();
+            async move {
+                let stream = limited!(EventsClient, channel).watch(request).await?.into_inner();
+                Ok((index, stream))
+            }
+        })
+        .await
+    }
+
     /// The cluster's status as the first reachable node sees it.
     pub async fn status(&self, include_digest: bool) -> Result<pb::StatusResponse, ClientError> {
-        self.with_retries(|channel| async move {
+        self.with_retries(|_, channel| async move {
             let response = ClusterClient::new(channel).status(pb::StatusRequest { include_digest }).await?;
             Ok(response.into_inner())
         })
@@ -249,41 +348,114 @@ fn next_client_id(client_id: u64) -> u64 {
     (mixed ^ (mixed >> 31)) | 1
 }
 
-async fn send_write(channel: Channel, request: WriteProto) -> Result<Result<Outcome, Refusal>, GrpcStatus> {
-    let mut client = BeadsClient::new(channel)
-        .max_decoding_message_size(crate::limits::RESPONSE_BYTES_MAX)
-        .max_encoding_message_size(crate::limits::REQUEST_BYTES_MAX);
-    let answer = match request {
-        WriteProto::Create(request) => convert::outcome_from_bead(client.create(request).await?.into_inner()),
-        WriteProto::Update(request) => convert::outcome_from_bead(client.update(request).await?.into_inner()),
-        WriteProto::SetMetadata(request) => {
-            convert::outcome_from_bead(client.set_metadata(request).await?.into_inner())
-        }
-        WriteProto::Claim(request) => convert::outcome_from_bead(client.claim(request).await?.into_inner()),
-        WriteProto::ClaimNext(request) => convert::outcome_from_beads(client.claim_next(request).await?.into_inner()),
-        WriteProto::Close(request) => convert::outcome_from_beads(client.close(request).await?.into_inner()),
-        WriteProto::Reopen(request) => convert::outcome_from_bead(client.reopen(request).await?.into_inner()),
-        WriteProto::Delete(request) => client.delete(request).await.map(|_| Ok(Outcome::Done))?,
-        WriteProto::DepAdd(request) => client.dep_add(request).await.map(|_| Ok(Outcome::Done))?,
-        WriteProto::DepRemove(request) => client.dep_remove(request).await.map(|_| Ok(Outcome::Done))?,
-    };
-    Ok(answer)
+/// The state of one [`Client::watch`] stream between two events.
+struct Watch<'a> {
+    client: &'a Client,
+    /// The last sequence number yielded (at first, the caller's `after`): a new stream resumes
+    /// after it.
+    after: u64,
+    /// The event types asked for (empty: all).
+    types: Vec<String>,
+    /// The open stream and the index of its endpoint; `None` between a loss and a reconnection.
+    open: Option<(usize, Streaming<pb::Event>)>,
+    /// The pause before the next reconnection: doubles with each loss, reset by an event, so a
+    /// node that accepts streams and drops them at once is not hammered.
+    backoff: Duration,
+    /// Set once an error was yielded; the stream then ends.
+    finished: bool,
 }
 
-async fn send_read(channel: Channel, request: ReadProto) -> Result<Result<Outcome, Refusal>, GrpcStatus> {
-    let mut client = BeadsClient::new(channel).max_decoding_message_size(crate::limits::RESPONSE_BYTES_MAX);
-    let answer = match request {
-        ReadProto::Get(request) => convert::outcome_from_beads(client.get(request).await?.into_inner()),
-        ReadProto::List(request) => convert::outcome_from_beads(client.list(request).await?.into_inner()),
-        ReadProto::Ready(request) => convert::outcome_from_beads(client.ready(request).await?.into_inner()),
-        ReadProto::Children(request) => convert::outcome_from_beads(client.children(request).await?.into_inner()),
-        ReadProto::ListByLabel(request) => {
-            convert::outcome_from_beads(client.list_by_label(request).await?.into_inner())
+impl Watch<'_> {
+    /// The next event, reconnecting as often as needed; an error ends the watch.
+    async fn next_event(&mut self) -> Result<Event, ClientError> {
+        loop {
+            let (index, mut stream) = match self.open.take() {
+                Some(open) => open,
+                None => self.client.open_watch(self.after, &self.types).await?,
+            };
+            let status = match stream.message().await {
+                Ok(Some(event)) => {
+                    self.open = Some((index, stream));
+                    let event = convert::event_from_proto(event);
+                    if event.seq <= self.after {
+                        // A node never sends an event twice; should one, yielding it would repeat it.
+                        tracing::warn!(
+                            seq = event.seq,
+                            after = self.after,
+                            "watch skipped an event it had already seen"
+                        );
+                        continue;
+                    }
+                    self.after = event.seq;
+                    self.backoff = Duration::from_millis(RETRY_BACKOFF_MS_MIN);
+                    return Ok(event);
+                }
+                Ok(None) => GrpcStatus::unavailable("the node ended the stream"),
+                Err(status) => status,
+            };
+            if let Some(refusal) = convert::refusal_from_status(&status) {
+                return Err(ClientError::Refused(refusal));
+            }
+            // A lost connection surfaces as a transient code, or as INTERNAL for an HTTP/2 error.
+            if !is_transient(&status) && status.code() != Code::Internal {
+                return Err(ClientError::Failed(status.message().to_string()));
+            }
+            tracing::debug!(endpoint = %self.client.endpoints[index], error = %status.message(), after = self.after, "watch lost its stream; resuming on the next node");
+            self.client.move_past(index);
+            tokio::time::sleep(self.backoff).await;
+            self.backoff = (self.backoff * 2).min(Duration::from_millis(RETRY_BACKOFF_MS_MAX));
         }
-        ReadProto::DepList(request) => {
-            let rows = client.dep_list(request).await?.into_inner().dependencies;
-            Ok(Outcome::Dependencies(rows.into_iter().map(Into::into).collect()))
-        }
-    };
-    Ok(answer)
+    }
+}
+
+async fn send_write(channel: Channel, request: WriteProto) -> Result<Answer, GrpcStatus> {
+    Ok(dispatch!(request, channel, WriteProto {
+        Create => BeadsClient.create,
+        Update => BeadsClient.update,
+        SetMetadata => BeadsClient.set_metadata,
+        Claim => BeadsClient.claim,
+        ClaimNext => BeadsClient.claim_next,
+        Close => BeadsClient.close,
+        Reopen => BeadsClient.reopen,
+        Delete => BeadsClient.delete,
+        DepAdd => BeadsClient.dep_add,
+        DepRemove => BeadsClient.dep_remove,
+        NamespaceCreate => NamespacesClient.create,
+        NamespaceDelete => NamespacesClient.delete,
+        FormulaPut => FormulasClient.put,
+        FormulaDelete => FormulasClient.delete,
+        MolCook => MoleculesClient.cook,
+        Sling => WorkClient.sling,
+        HookClaim => WorkClient.hook_claim,
+        Purge => WorkClient.purge,
+        MailSend => MailClient.send,
+        MailMark => MailClient.mark,
+        MailArchive => MailClient.archive,
+        ConvoyCreate => ConvoysClient.create,
+        ConvoyAdd => ConvoysClient.add,
+        ConvoyLand => ConvoysClient.land,
+        ConvoyCheck => ConvoysClient.check,
+    }))
+}
+
+async fn send_read(channel: Channel, request: ReadProto) -> Result<Answer, GrpcStatus> {
+    Ok(dispatch!(request, channel, ReadProto {
+        Get => BeadsClient.get,
+        List => BeadsClient.list,
+        Ready => BeadsClient.ready,
+        Children => BeadsClient.children,
+        ListByLabel => BeadsClient.list_by_label,
+        DepList => BeadsClient.dep_list,
+        Namespaces => NamespacesClient.list,
+        FormulaGet => FormulasClient.get,
+        FormulaList => FormulasClient.list,
+        MolStatus => MoleculesClient.status,
+        Hook => WorkClient.hook,
+        PurgePreview => WorkClient.purge_preview,
+        Inbox => MailClient.inbox,
+        Thread => MailClient.thread,
+        ConvoyStatus => ConvoysClient.status,
+        Stranded => ConvoysClient.stranded,
+        Events => EventsClient.list,
+    }))
 }

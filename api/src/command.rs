@@ -34,6 +34,10 @@ pub struct Proposal {
     pub default_prefix: String,
     /// The namespace the command acts on.
     pub namespace: Namespace,
+    /// Who sent the command (recorded in its events; empty when the client named no one).
+    pub actor: Actor,
+    /// How many events the namespace keeps (from the leader's config); older ones are compacted.
+    pub event_retention: u64,
     /// What to do.
     pub command: Command,
 }
@@ -99,6 +103,138 @@ pub enum Command {
         /// The bead it waited for.
         depends_on_id: BeadId,
     },
+    /// Create the proposal's namespace with this id prefix (no-op if it exists with that prefix).
+    NamespaceCreate {
+        /// Prefix of its ids.
+        prefix: String,
+    },
+    /// Delete the proposal's namespace; refused while it holds beads unless `force`.
+    NamespaceDelete {
+        /// Delete its beads, events and formulas too.
+        force: bool,
+    },
+    /// Store (or replace) a named formula; the source is parsed and checked first.
+    FormulaPut {
+        /// The formula's TOML.
+        source: String,
+    },
+    /// Remove a stored formula.
+    FormulaDelete {
+        /// Its name.
+        name: String,
+    },
+    /// Cook a formula into a molecule: the root and every step in this one command.
+    MolCook(Cook),
+    /// Route a bead (or a new one, or a convoy's open children) to an agent or a pool.
+    Sling(Sling),
+    /// The agent's work query with `--claim`: its in-progress bead, else claim the first ready
+    /// bead assigned to it, else the first ready bead routed to its pool.
+    HookClaim {
+        /// The agent.
+        agent: Actor,
+        /// Its pool, if any.
+        pool: Option<String>,
+    },
+    /// Send a message (from the proposal's actor).
+    MailSend(MailSend),
+    /// Mark a message read (adds `read`) or unread (removes it).
+    MailMark {
+        /// The message.
+        id: BeadId,
+        /// Read or unread.
+        read: bool,
+    },
+    /// Archive (close) a message; archiving an archived message is refused.
+    MailArchive {
+        /// The message.
+        id: BeadId,
+    },
+    /// Create a convoy tracking these beads (they become its children).
+    ConvoyCreate {
+        /// Its title.
+        title: String,
+        /// The tracked beads.
+        children: Vec<BeadId>,
+        /// Label it `owned` (no auto-close).
+        owned: bool,
+    },
+    /// Add beads to a convoy.
+    ConvoyAdd {
+        /// The convoy.
+        id: BeadId,
+        /// The beads.
+        children: Vec<BeadId>,
+    },
+    /// Force-close a convoy, whatever its children's state.
+    ConvoyLand {
+        /// The convoy.
+        id: BeadId,
+        /// Why.
+        reason: Option<String>,
+    },
+    /// Close every open, not-owned convoy whose children are all closed.
+    ConvoyCheck,
+    /// Remove closed wisps closed more than `older_than_ms` ago (at most [`crate::limits::PURGE_BEADS_MAX`]).
+    Purge {
+        /// Minimum age since close, in milliseconds (0: every closed wisp).
+        older_than_ms: i64,
+    },
+}
+
+/// Where a cook's formula comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FormulaSource {
+    /// A formula stored in the namespace under this name.
+    Named(String),
+    /// The TOML source itself.
+    Inline(String),
+}
+
+/// A cook: which formula, with what.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cook {
+    /// The formula.
+    pub formula: FormulaSource,
+    /// The root's title; the formula's name when `None`.
+    pub title: Option<String>,
+    /// `{{var}}` values.
+    pub vars: BTreeMap<String, String>,
+    /// Cook a wisp (every bead ephemeral).
+    pub ephemeral: bool,
+}
+
+/// A sling: what goes where.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sling {
+    /// An existing bead's id, or the title of a new task.
+    pub subject: String,
+    /// The agent, or with `pool`, the pool.
+    pub target: String,
+    /// Route to a pool rather than an agent.
+    pub pool: bool,
+    /// Cook this formula as a wisp first and route its root.
+    pub formula: Option<FormulaSource>,
+    /// Variables for the formula.
+    pub vars: BTreeMap<String, String>,
+    /// Do not wrap a single bead in an auto-convoy.
+    pub no_convoy: bool,
+    /// Label the auto-convoy `owned`.
+    pub owned: bool,
+    /// How the work merges (`direct`, `mr`, `local`), recorded as `gc.merge` metadata.
+    pub merge: Option<String>,
+}
+
+/// A message to send.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MailSend {
+    /// The recipient; ignored for a reply (which goes to the original sender).
+    pub to: String,
+    /// The subject; the body's first line when empty.
+    pub subject: String,
+    /// The body.
+    pub body: String,
+    /// The message this replies to.
+    pub reply_to: Option<BeadId>,
 }
 
 impl Command {
@@ -115,6 +251,21 @@ impl Command {
             Command::Delete { .. } => "delete",
             Command::DepAdd { .. } => "dep_add",
             Command::DepRemove { .. } => "dep_remove",
+            Command::NamespaceCreate { .. } => "namespace_create",
+            Command::NamespaceDelete { .. } => "namespace_delete",
+            Command::FormulaPut { .. } => "formula_put",
+            Command::FormulaDelete { .. } => "formula_delete",
+            Command::MolCook(_) => "mol_cook",
+            Command::Sling(_) => "sling",
+            Command::HookClaim { .. } => "hook_claim",
+            Command::MailSend(_) => "mail_send",
+            Command::MailMark { .. } => "mail_mark",
+            Command::MailArchive { .. } => "mail_archive",
+            Command::ConvoyCreate { .. } => "convoy_create",
+            Command::ConvoyAdd { .. } => "convoy_add",
+            Command::ConvoyLand { .. } => "convoy_land",
+            Command::ConvoyCheck => "convoy_check",
+            Command::Purge { .. } => "purge",
         }
     }
 }
@@ -321,11 +472,77 @@ pub enum Query {
         /// Which way.
         direction: DepDirection,
     },
+    /// Events with a sequence number above `after`, oldest first.
+    Events {
+        /// Last sequence number already seen (0: from the start).
+        after: u64,
+        /// Only these types (empty: all).
+        types: Vec<String>,
+        /// At most this many (capped at [`crate::limits::EVENTS_PER_QUERY_MAX`]).
+        limit: u32,
+    },
+    /// A molecule's progress: its steps, the current one, closed/total.
+    MolStatus {
+        /// The root.
+        root: BeadId,
+    },
+    /// A convoy's progress: its children, closed/total.
+    ConvoyStatus {
+        /// The convoy.
+        id: BeadId,
+    },
+    /// Open children with no assignee, of one convoy or of every open convoy.
+    Stranded {
+        /// The convoy; every open convoy when `None`.
+        convoy: Option<BeadId>,
+    },
+    /// An agent's work queue (BEADS-SPEC §7 hook): in-progress first, then ready assigned, then
+    /// ready routed to its pool.
+    Hook {
+        /// The agent.
+        agent: String,
+        /// Its pool.
+        pool: Option<String>,
+        /// At most this many.
+        limit: u32,
+        /// The reader's clock, for `defer_until`.
+        now: Timestamp,
+    },
+    /// Open messages for a recipient, newest first; unread only unless `include_read`.
+    Inbox {
+        /// The recipient.
+        recipient: String,
+        /// Include messages already read.
+        include_read: bool,
+        /// At most this many (0: unlimited).
+        limit: u32,
+    },
+    /// Every message of a thread, oldest first.
+    Thread {
+        /// The thread id (the id of its first message).
+        thread: String,
+    },
+    /// A stored formula, with its source.
+    FormulaGet {
+        /// Its name.
+        name: String,
+    },
+    /// Every stored formula.
+    FormulaList,
+    /// What `purge` would remove now.
+    PurgePreview {
+        /// Minimum age since close, in milliseconds.
+        older_than_ms: i64,
+        /// The reader's clock.
+        now: Timestamp,
+    },
+    /// Every namespace of the cluster (the request's namespace is ignored).
+    Namespaces,
 }
 
 impl std::fmt::Display for Proposal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} in {} at {}", self.command.name(), self.namespace, self.timestamp.0)?;
+        write!(f, "{} in {} at {} by {:?}", self.command.name(), self.namespace, self.timestamp.0, self.actor.0)?;
         if let Some(request_id) = &self.request_id {
             write!(f, " (client {} request {})", request_id.client_id, request_id.request_seq)?;
         }

@@ -2,8 +2,9 @@
 //!
 //! Servers turn a request into a [`WriteRequest`] or [`ReadRequest`] with [`IntoWrite`] /
 //! [`IntoRead`] and an answer into a response with [`FromAnswer`]; clients go the other way with
-//! [`write_to_proto`] and the `From` impls. Refusals travel as a gRPC status whose details carry
-//! the refusal as JSON, so a client gets back exactly the [`Refusal`] the state machine produced.
+//! [`write_to_proto`] / [`read_to_proto`] and [`IntoAnswer`]. Refusals travel as a gRPC status
+//! whose details carry the refusal as JSON, so a client gets back exactly the [`Refusal`] the state
+//! machine produced.
 
 use std::collections::BTreeMap;
 
@@ -11,16 +12,20 @@ use tonic::{Code, Status as GrpcStatus};
 
 use crate::command::*;
 use crate::model::*;
-use crate::outcome::{Answer, Outcome, Refusal};
+use crate::outcome::{Answer, FormulaInfo, NamespaceInfo, Outcome, Progress, Refusal};
 use crate::proto as pb;
 
-/// A mutating request as the node sees it: where, which retry identity, what.
+/// A mutating request as the node sees it: where, which retry identity, who, what.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WriteRequest {
     /// The namespace.
     pub namespace: Namespace,
     /// The client's request identity; `None` when the client sent none (client_id 0).
     pub request_id: Option<RequestId>,
+    /// Who acts, recorded in the events of the write (empty when the client named no one).
+    pub actor: Actor,
+    /// The id prefix the namespace gets if this write creates it; `None`: the cluster default.
+    pub prefix: Option<String>,
     /// The command.
     pub command: Command,
 }
@@ -50,14 +55,21 @@ fn namespace_of(name: &str) -> Namespace {
     if name.is_empty() { Namespace::default_namespace() } else { Namespace(name.to_string()) }
 }
 
-fn header_of(header: Option<pb::WriteHeader>) -> (Namespace, Option<RequestId>) {
+/// The write request of a header and a command; an empty prefix means the cluster default.
+fn write_request_of(header: Option<pb::WriteHeader>, command: Command) -> WriteRequest {
     let header = header.unwrap_or_default();
     let request_id = (header.client_id != 0).then_some(RequestId {
         client_id: header.client_id,
         request_seq: header.request_seq,
         lowest_unacked: header.lowest_unacked,
     });
-    (namespace_of(&header.namespace), request_id)
+    WriteRequest {
+        namespace: namespace_of(&header.namespace),
+        request_id,
+        actor: Actor(header.actor),
+        prefix: non_empty(header.prefix),
+        command,
+    }
 }
 
 fn read_header_of(header: Option<pb::ReadHeader>) -> (Namespace, Consistency) {
@@ -96,6 +108,43 @@ pub fn parse_key_value(pair: &str) -> Result<(String, String), Refusal> {
 
 fn optional_id(text: &str) -> Option<BeadId> {
     (!text.is_empty()).then(|| BeadId(text.to_string()))
+}
+
+/// Proto3 strings cannot be absent: an empty one means "unset".
+fn non_empty(text: String) -> Option<String> {
+    (!text.is_empty()).then_some(text)
+}
+
+fn ids_of(ids: Vec<String>) -> Vec<BeadId> {
+    ids.into_iter().map(BeadId).collect()
+}
+
+fn ids_to_proto(ids: Vec<BeadId>) -> Vec<String> {
+    ids.into_iter().map(|id| id.0).collect()
+}
+
+fn formula_of(formula: Option<pb::FormulaRef>) -> Option<FormulaSource> {
+    match formula?.source? {
+        pb::formula_ref::Source::Name(name) => Some(FormulaSource::Named(name)),
+        pb::formula_ref::Source::Toml(toml) => Some(FormulaSource::Inline(toml)),
+    }
+}
+
+fn formula_to_proto(formula: FormulaSource) -> pb::FormulaRef {
+    let source = match formula {
+        FormulaSource::Named(name) => pb::formula_ref::Source::Name(name),
+        FormulaSource::Inline(toml) => pb::formula_ref::Source::Toml(toml),
+    };
+    pb::FormulaRef { source: Some(source) }
+}
+
+/// Checks event type filters against the known types, so a typo is refused instead of
+/// silently matching nothing.
+fn event_types(types: Vec<String>) -> Result<Vec<String>, Refusal> {
+    if let Some(unknown) = types.iter().find(|name| !event_type::ALL.contains(&name.as_str())) {
+        return Err(invalid(format!("unknown event type {unknown:?}; use one of: {}", event_type::ALL.join(", "))));
+    }
+    Ok(types)
 }
 
 fn metadata_changes(
@@ -155,10 +204,10 @@ macro_rules! write_request {
     ($request:ty, |$value:ident| $command:expr) => {
         impl IntoWrite for $request {
             fn into_write(self) -> Result<WriteRequest, Refusal> {
-                let (namespace, request_id) = header_of(self.header.clone());
+                let header = self.header.clone();
                 let $value = self;
                 let command: Result<Command, Refusal> = $command;
-                Ok(WriteRequest { namespace, request_id, command: command? })
+                Ok(write_request_of(header, command?))
             }
         }
     };
@@ -230,6 +279,71 @@ write_request!(pb::DepRemoveRequest, |request| {
     Ok(Command::DepRemove { issue_id: BeadId(request.issue_id), depends_on_id: BeadId(request.depends_on_id) })
 });
 
+write_request!(pb::NamespaceCreateRequest, |request| Ok(Command::NamespaceCreate { prefix: request.prefix }));
+
+write_request!(pb::NamespaceDeleteRequest, |request| Ok(Command::NamespaceDelete { force: request.force }));
+
+write_request!(pb::FormulaPutRequest, |request| Ok(Command::FormulaPut { source: request.source }));
+
+write_request!(pb::FormulaDeleteRequest, |request| Ok(Command::FormulaDelete { name: request.name }));
+
+write_request!(pb::CookRequest, |request| {
+    let formula = formula_of(request.formula)
+        .ok_or_else(|| invalid("a cook needs a formula: a stored formula's name or its TOML".into()))?;
+    Ok(Command::MolCook(Cook {
+        formula,
+        title: non_empty(request.title),
+        vars: request.vars.into_iter().collect(),
+        ephemeral: request.ephemeral,
+    }))
+});
+
+write_request!(pb::SlingRequest, |request| {
+    Ok(Command::Sling(Sling {
+        subject: request.subject,
+        target: request.target,
+        pool: request.pool,
+        formula: formula_of(request.formula),
+        vars: request.vars.into_iter().collect(),
+        no_convoy: request.no_convoy,
+        owned: request.owned,
+        merge: non_empty(request.merge),
+    }))
+});
+
+write_request!(pb::HookClaimRequest, |request| {
+    Ok(Command::HookClaim { agent: Actor(request.agent), pool: non_empty(request.pool) })
+});
+
+write_request!(pb::MailSendRequest, |request| {
+    Ok(Command::MailSend(MailSend {
+        to: request.to,
+        subject: request.subject,
+        body: request.body,
+        reply_to: optional_id(&request.reply_to),
+    }))
+});
+
+write_request!(pb::MailMarkRequest, |request| Ok(Command::MailMark { id: BeadId(request.id), read: request.read }));
+
+write_request!(pb::MailArchiveRequest, |request| Ok(Command::MailArchive { id: BeadId(request.id) }));
+
+write_request!(pb::ConvoyCreateRequest, |request| {
+    Ok(Command::ConvoyCreate { title: request.title, children: ids_of(request.children), owned: request.owned })
+});
+
+write_request!(pb::ConvoyAddRequest, |request| {
+    Ok(Command::ConvoyAdd { id: BeadId(request.id), children: ids_of(request.children) })
+});
+
+write_request!(pb::ConvoyLandRequest, |request| {
+    Ok(Command::ConvoyLand { id: BeadId(request.id), reason: request.reason })
+});
+
+write_request!(pb::ConvoyCheckRequest, |_request| Ok(Command::ConvoyCheck));
+
+write_request!(pb::PurgeRequest, |request| Ok(Command::Purge { older_than_ms: request.older_than_ms }));
+
 macro_rules! read_request {
     ($request:ty, |$value:ident, $now:ident| $query:expr) => {
         impl IntoRead for $request {
@@ -288,42 +402,51 @@ read_request!(pb::DepListRequest, |request, _now| {
     Ok(Query::DepList { id: BeadId(request.id), direction })
 });
 
+read_request!(pb::NamespaceListRequest, |_request, _now| Ok(Query::Namespaces));
+
+read_request!(pb::FormulaGetRequest, |request, _now| Ok(Query::FormulaGet { name: request.name }));
+
+read_request!(pb::FormulaListRequest, |_request, _now| Ok(Query::FormulaList));
+
+read_request!(pb::MolStatusRequest, |request, _now| Ok(Query::MolStatus { root: BeadId(request.root) }));
+
+read_request!(pb::HookRequest, |request, now| {
+    Ok(Query::Hook { agent: request.agent, pool: non_empty(request.pool), limit: request.limit, now })
+});
+
+read_request!(pb::PurgePreviewRequest, |request, now| {
+    Ok(Query::PurgePreview { older_than_ms: request.older_than_ms, now })
+});
+
+read_request!(pb::InboxRequest, |request, _now| {
+    Ok(Query::Inbox { recipient: request.recipient, include_read: request.include_read, limit: request.limit })
+});
+
+read_request!(pb::ThreadRequest, |request, _now| Ok(Query::Thread { thread: request.thread }));
+
+read_request!(pb::ConvoyStatusRequest, |request, _now| Ok(Query::ConvoyStatus { id: BeadId(request.id) }));
+
+read_request!(pb::StrandedRequest, |request, _now| Ok(Query::Stranded { convoy: optional_id(&request.convoy) }));
+
+read_request!(pb::EventsRequest, |request, _now| {
+    Ok(Query::Events { after: request.after, types: event_types(request.types)?, limit: request.limit })
+});
+
+// A watch reads the log in batches as large as one answer may be.
+read_request!(pb::WatchRequest, |request, _now| {
+    Ok(Query::Events {
+        after: request.after,
+        types: event_types(request.types)?,
+        limit: crate::limits::EVENTS_PER_QUERY_MAX,
+    })
+});
+
 /// Builds the protobuf request of a command, for clients.
 pub fn write_to_proto(header: pb::WriteHeader, command: &Command) -> WriteProto {
     let header = Some(header);
     match command.clone() {
-        Command::Create(create) => WriteProto::Create(pb::CreateRequest {
-            header,
-            title: create.title,
-            description: create.description,
-            r#type: create.bead_type,
-            priority: create.priority.map(u32::from),
-            assignee: create.assignee,
-            from: create.from,
-            parent_id: create.parent_id.map(|id| id.0).unwrap_or_default(),
-            r#ref: create.reference,
-            needs: create.needs,
-            labels: create.labels.into_iter().collect(),
-            metadata: create.metadata.into_iter().collect(),
-            ephemeral: create.ephemeral,
-            defer_until_ms: create.defer_until.map(|time| time.0),
-            status: create.requested_status.map(|status| status.as_str().to_string()).unwrap_or_default(),
-        }),
-        Command::Update(update) => WriteProto::Update(pb::UpdateRequest {
-            header,
-            id: update.id.0,
-            title: update.title,
-            description: update.description,
-            status: update.status.map(|status| status.as_str().to_string()),
-            r#type: update.bead_type,
-            priority: update.priority.map(u32::from),
-            assignee: update.assignee,
-            parent_id: update.parent_id.map(|id| id.0),
-            add_labels: update.add_labels.into_iter().collect(),
-            remove_labels: update.remove_labels.into_iter().collect(),
-            metadata: metadata_to_proto(update.metadata),
-            claim_for: update.claim_for.map(|actor| actor.0),
-        }),
+        Command::Create(create) => WriteProto::Create(create_to_proto(header, create)),
+        Command::Update(update) => WriteProto::Update(update_to_proto(header, update)),
         Command::SetMetadata { id, entries } => {
             WriteProto::SetMetadata(pb::SetMetadataRequest { header, id: id.0, entries: metadata_to_proto(entries) })
         }
@@ -334,7 +457,7 @@ pub fn write_to_proto(header: pb::WriteHeader, command: &Command) -> WriteProto 
             filter: Some(ready_filter_to_proto(&filter)),
         }),
         Command::Close { ids, reason } => {
-            WriteProto::Close(pb::CloseRequest { header, ids: ids.into_iter().map(|id| id.0).collect(), reason })
+            WriteProto::Close(pb::CloseRequest { header, ids: ids_to_proto(ids), reason })
         }
         Command::Reopen { id } => WriteProto::Reopen(pb::ReopenRequest { header, id: id.0 }),
         Command::Delete { id } => WriteProto::Delete(pb::DeleteRequest { header, id: id.0 }),
@@ -347,6 +470,99 @@ pub fn write_to_proto(header: pb::WriteHeader, command: &Command) -> WriteProto 
         Command::DepRemove { issue_id, depends_on_id } => {
             WriteProto::DepRemove(pb::DepRemoveRequest { header, issue_id: issue_id.0, depends_on_id: depends_on_id.0 })
         }
+        Command::NamespaceCreate { prefix } => {
+            WriteProto::NamespaceCreate(pb::NamespaceCreateRequest { header, prefix })
+        }
+        Command::NamespaceDelete { force } => WriteProto::NamespaceDelete(pb::NamespaceDeleteRequest { header, force }),
+        Command::FormulaPut { source } => WriteProto::FormulaPut(pb::FormulaPutRequest { header, source }),
+        Command::FormulaDelete { name } => WriteProto::FormulaDelete(pb::FormulaDeleteRequest { header, name }),
+        Command::MolCook(cook) => WriteProto::MolCook(cook_to_proto(header, cook)),
+        Command::Sling(sling) => WriteProto::Sling(sling_to_proto(header, sling)),
+        Command::HookClaim { agent, pool } => {
+            WriteProto::HookClaim(pb::HookClaimRequest { header, agent: agent.0, pool: pool.unwrap_or_default() })
+        }
+        Command::MailSend(mail) => WriteProto::MailSend(pb::MailSendRequest {
+            header,
+            to: mail.to,
+            subject: mail.subject,
+            body: mail.body,
+            reply_to: mail.reply_to.map(|id| id.0).unwrap_or_default(),
+        }),
+        Command::MailMark { id, read } => WriteProto::MailMark(pb::MailMarkRequest { header, id: id.0, read }),
+        Command::MailArchive { id } => WriteProto::MailArchive(pb::MailArchiveRequest { header, id: id.0 }),
+        Command::ConvoyCreate { title, children, owned } => {
+            WriteProto::ConvoyCreate(pb::ConvoyCreateRequest { header, title, children: ids_to_proto(children), owned })
+        }
+        Command::ConvoyAdd { id, children } => {
+            WriteProto::ConvoyAdd(pb::ConvoyAddRequest { header, id: id.0, children: ids_to_proto(children) })
+        }
+        Command::ConvoyLand { id, reason } => {
+            WriteProto::ConvoyLand(pb::ConvoyLandRequest { header, id: id.0, reason })
+        }
+        Command::ConvoyCheck => WriteProto::ConvoyCheck(pb::ConvoyCheckRequest { header }),
+        Command::Purge { older_than_ms } => WriteProto::Purge(pb::PurgeRequest { header, older_than_ms }),
+    }
+}
+
+fn create_to_proto(header: Option<pb::WriteHeader>, create: CreateBead) -> pb::CreateRequest {
+    pb::CreateRequest {
+        header,
+        title: create.title,
+        description: create.description,
+        r#type: create.bead_type,
+        priority: create.priority.map(u32::from),
+        assignee: create.assignee,
+        from: create.from,
+        parent_id: create.parent_id.map(|id| id.0).unwrap_or_default(),
+        r#ref: create.reference,
+        needs: create.needs,
+        labels: create.labels.into_iter().collect(),
+        metadata: create.metadata.into_iter().collect(),
+        ephemeral: create.ephemeral,
+        defer_until_ms: create.defer_until.map(|time| time.0),
+        status: create.requested_status.map(|status| status.as_str().to_string()).unwrap_or_default(),
+    }
+}
+
+fn update_to_proto(header: Option<pb::WriteHeader>, update: UpdateBead) -> pb::UpdateRequest {
+    pb::UpdateRequest {
+        header,
+        id: update.id.0,
+        title: update.title,
+        description: update.description,
+        status: update.status.map(|status| status.as_str().to_string()),
+        r#type: update.bead_type,
+        priority: update.priority.map(u32::from),
+        assignee: update.assignee,
+        parent_id: update.parent_id.map(|id| id.0),
+        add_labels: update.add_labels.into_iter().collect(),
+        remove_labels: update.remove_labels.into_iter().collect(),
+        metadata: metadata_to_proto(update.metadata),
+        claim_for: update.claim_for.map(|actor| actor.0),
+    }
+}
+
+fn cook_to_proto(header: Option<pb::WriteHeader>, cook: Cook) -> pb::CookRequest {
+    pb::CookRequest {
+        header,
+        formula: Some(formula_to_proto(cook.formula)),
+        title: cook.title.unwrap_or_default(),
+        vars: cook.vars.into_iter().collect(),
+        ephemeral: cook.ephemeral,
+    }
+}
+
+fn sling_to_proto(header: Option<pb::WriteHeader>, sling: Sling) -> pb::SlingRequest {
+    pb::SlingRequest {
+        header,
+        subject: sling.subject,
+        target: sling.target,
+        pool: sling.pool,
+        formula: sling.formula.map(formula_to_proto),
+        vars: sling.vars.into_iter().collect(),
+        no_convoy: sling.no_convoy,
+        owned: sling.owned,
+        merge: sling.merge.unwrap_or_default(),
     }
 }
 
@@ -362,61 +578,65 @@ fn metadata_to_proto(
         .collect()
 }
 
-/// The protobuf request of one command, tagged by RPC.
-#[allow(missing_docs)]
-#[derive(Clone)]
-pub enum WriteProto {
-    Create(pb::CreateRequest),
-    Update(pb::UpdateRequest),
-    SetMetadata(pb::SetMetadataRequest),
-    Claim(pb::ClaimRequest),
-    ClaimNext(pb::ClaimNextRequest),
-    Close(pb::CloseRequest),
-    Reopen(pb::ReopenRequest),
-    Delete(pb::DeleteRequest),
-    DepAdd(pb::DepAddRequest),
-    DepRemove(pb::DepRemoveRequest),
+/// Declares an enum of protobuf requests tagged by RPC, with their encoded size.
+macro_rules! request_enum {
+    ($(#[$doc:meta])* $name:ident { $($variant:ident($request:ty)),* $(,)? }) => {
+        $(#[$doc])*
+        #[allow(missing_docs)]
+        #[derive(Clone, Debug)]
+        pub enum $name {
+            $($variant($request)),*
+        }
+
+        impl $name {
+            /// The encoded size of the request, in bytes.
+            pub fn encoded_len(&self) -> usize {
+                use prost::Message;
+                match self {
+                    $($name::$variant(request) => request.encoded_len()),*
+                }
+            }
+        }
+    };
 }
 
-impl WriteProto {
-    /// The encoded size of the request, in bytes.
-    pub fn encoded_len(&self) -> usize {
-        use prost::Message;
-        match self {
-            WriteProto::Create(request) => request.encoded_len(),
-            WriteProto::Update(request) => request.encoded_len(),
-            WriteProto::SetMetadata(request) => request.encoded_len(),
-            WriteProto::Claim(request) => request.encoded_len(),
-            WriteProto::ClaimNext(request) => request.encoded_len(),
-            WriteProto::Close(request) => request.encoded_len(),
-            WriteProto::Reopen(request) => request.encoded_len(),
-            WriteProto::Delete(request) => request.encoded_len(),
-            WriteProto::DepAdd(request) => request.encoded_len(),
-            WriteProto::DepRemove(request) => request.encoded_len(),
-        }
+request_enum!(
+    /// The protobuf request of one command, tagged by RPC.
+    WriteProto {
+        Create(pb::CreateRequest),
+        Update(pb::UpdateRequest),
+        SetMetadata(pb::SetMetadataRequest),
+        Claim(pb::ClaimRequest),
+        ClaimNext(pb::ClaimNextRequest),
+        Close(pb::CloseRequest),
+        Reopen(pb::ReopenRequest),
+        Delete(pb::DeleteRequest),
+        DepAdd(pb::DepAddRequest),
+        DepRemove(pb::DepRemoveRequest),
+        NamespaceCreate(pb::NamespaceCreateRequest),
+        NamespaceDelete(pb::NamespaceDeleteRequest),
+        FormulaPut(pb::FormulaPutRequest),
+        FormulaDelete(pb::FormulaDeleteRequest),
+        MolCook(pb::CookRequest),
+        Sling(pb::SlingRequest),
+        HookClaim(pb::HookClaimRequest),
+        MailSend(pb::MailSendRequest),
+        MailMark(pb::MailMarkRequest),
+        MailArchive(pb::MailArchiveRequest),
+        ConvoyCreate(pb::ConvoyCreateRequest),
+        ConvoyAdd(pb::ConvoyAddRequest),
+        ConvoyLand(pb::ConvoyLandRequest),
+        ConvoyCheck(pb::ConvoyCheckRequest),
+        Purge(pb::PurgeRequest),
     }
-}
+);
 
 /// Builds the protobuf request of a query, for clients.
 pub fn read_to_proto(header: pb::ReadHeader, query: &Query) -> ReadProto {
     let header = Some(header);
     match query.clone() {
-        Query::Get { ids } => ReadProto::Get(pb::GetRequest { header, ids: ids.into_iter().map(|id| id.0).collect() }),
-        Query::List(filter) => ReadProto::List(pb::ListRequest {
-            header,
-            status: filter.status.map(|status| status.as_str().to_string()),
-            assignee: filter.assignee,
-            labels_all: filter.labels_all,
-            r#type: filter.bead_type,
-            parent: filter.parent.map(|id| id.0),
-            metadata_equals: filter.metadata_equals.iter().map(|(key, value)| format!("{key}={value}")).collect(),
-            all: filter.all,
-            limit: filter.limit,
-            sort: match filter.sort {
-                ListSort::CreatedAsc => "created_asc".into(),
-                ListSort::CreatedDesc => "created_desc".into(),
-            },
-        }),
+        Query::Get { ids } => ReadProto::Get(pb::GetRequest { header, ids: ids_to_proto(ids) }),
+        Query::List(filter) => ReadProto::List(list_to_proto(header, filter)),
         Query::Ready { filter, .. } => {
             ReadProto::Ready(pb::ReadyRequest { header, filter: Some(ready_filter_to_proto(&filter)) })
         }
@@ -432,19 +652,68 @@ pub fn read_to_proto(header: pb::ReadHeader, query: &Query) -> ReadProto {
                 DepDirection::Up => "up".into(),
             },
         }),
+        Query::Events { after, types, limit } => ReadProto::Events(pb::EventsRequest { header, after, types, limit }),
+        Query::MolStatus { root } => ReadProto::MolStatus(pb::MolStatusRequest { header, root: root.0 }),
+        Query::ConvoyStatus { id } => ReadProto::ConvoyStatus(pb::ConvoyStatusRequest { header, id: id.0 }),
+        Query::Stranded { convoy } => {
+            ReadProto::Stranded(pb::StrandedRequest { header, convoy: convoy.map(|id| id.0).unwrap_or_default() })
+        }
+        Query::Hook { agent, pool, limit, .. } => {
+            ReadProto::Hook(pb::HookRequest { header, agent, pool: pool.unwrap_or_default(), limit })
+        }
+        Query::Inbox { recipient, include_read, limit } => {
+            ReadProto::Inbox(pb::InboxRequest { header, recipient, include_read, limit })
+        }
+        Query::Thread { thread } => ReadProto::Thread(pb::ThreadRequest { header, thread }),
+        Query::FormulaGet { name } => ReadProto::FormulaGet(pb::FormulaGetRequest { header, name }),
+        Query::FormulaList => ReadProto::FormulaList(pb::FormulaListRequest { header }),
+        Query::PurgePreview { older_than_ms, .. } => {
+            ReadProto::PurgePreview(pb::PurgePreviewRequest { header, older_than_ms })
+        }
+        Query::Namespaces => ReadProto::Namespaces(pb::NamespaceListRequest { header }),
     }
 }
 
-/// The protobuf request of one query, tagged by RPC.
-#[allow(missing_docs)]
-pub enum ReadProto {
-    Get(pb::GetRequest),
-    List(pb::ListRequest),
-    Ready(pb::ReadyRequest),
-    Children(pb::ChildrenRequest),
-    ListByLabel(pb::ListByLabelRequest),
-    DepList(pb::DepListRequest),
+fn list_to_proto(header: Option<pb::ReadHeader>, filter: ListFilter) -> pb::ListRequest {
+    pb::ListRequest {
+        header,
+        status: filter.status.map(|status| status.as_str().to_string()),
+        assignee: filter.assignee,
+        labels_all: filter.labels_all,
+        r#type: filter.bead_type,
+        parent: filter.parent.map(|id| id.0),
+        metadata_equals: filter.metadata_equals.iter().map(|(key, value)| format!("{key}={value}")).collect(),
+        all: filter.all,
+        limit: filter.limit,
+        sort: match filter.sort {
+            ListSort::CreatedAsc => "created_asc".into(),
+            ListSort::CreatedDesc => "created_desc".into(),
+        },
+    }
 }
+
+request_enum!(
+    /// The protobuf request of one query, tagged by RPC.
+    ReadProto {
+        Get(pb::GetRequest),
+        List(pb::ListRequest),
+        Ready(pb::ReadyRequest),
+        Children(pb::ChildrenRequest),
+        ListByLabel(pb::ListByLabelRequest),
+        DepList(pb::DepListRequest),
+        Events(pb::EventsRequest),
+        MolStatus(pb::MolStatusRequest),
+        ConvoyStatus(pb::ConvoyStatusRequest),
+        Stranded(pb::StrandedRequest),
+        Hook(pb::HookRequest),
+        Inbox(pb::InboxRequest),
+        Thread(pb::ThreadRequest),
+        FormulaGet(pb::FormulaGetRequest),
+        FormulaList(pb::FormulaListRequest),
+        PurgePreview(pb::PurgePreviewRequest),
+        Namespaces(pb::NamespaceListRequest),
+    }
+);
 
 impl From<&Bead> for pb::Bead {
     fn from(bead: &Bead) -> pb::Bead {
@@ -491,6 +760,65 @@ impl From<pb::Dependency> for Dependency {
             depends_on_id: BeadId(dependency.depends_on_id),
             dep_type: DepType(dependency.r#type),
         }
+    }
+}
+
+impl From<&Event> for pb::Event {
+    fn from(event: &Event) -> pb::Event {
+        pb::Event {
+            seq: event.seq,
+            r#type: event.event_type.clone(),
+            ts_ms: event.timestamp.0,
+            actor: event.actor.clone(),
+            subject: event.subject.clone(),
+            message: event.message.clone(),
+        }
+    }
+}
+
+/// Converts an event received from a server back into the model.
+pub fn event_from_proto(event: pb::Event) -> Event {
+    Event {
+        seq: event.seq,
+        event_type: event.r#type,
+        timestamp: Timestamp(event.ts_ms),
+        actor: event.actor,
+        subject: event.subject,
+        message: event.message,
+    }
+}
+
+impl From<&FormulaInfo> for pb::FormulaInfo {
+    fn from(info: &FormulaInfo) -> pb::FormulaInfo {
+        pb::FormulaInfo {
+            name: info.name.clone(),
+            description: info.description.clone(),
+            steps: info.steps,
+            source: info.source.clone(),
+        }
+    }
+}
+
+impl From<pb::FormulaInfo> for FormulaInfo {
+    fn from(info: pb::FormulaInfo) -> FormulaInfo {
+        FormulaInfo { name: info.name, description: info.description, steps: info.steps, source: info.source }
+    }
+}
+
+impl From<&NamespaceInfo> for pb::NamespaceInfo {
+    fn from(info: &NamespaceInfo) -> pb::NamespaceInfo {
+        pb::NamespaceInfo {
+            name: info.name.clone(),
+            prefix: info.prefix.clone(),
+            beads: info.beads,
+            last_event_seq: info.last_event_seq,
+        }
+    }
+}
+
+impl From<pb::NamespaceInfo> for NamespaceInfo {
+    fn from(info: pb::NamespaceInfo) -> NamespaceInfo {
+        NamespaceInfo { name: info.name, prefix: info.prefix, beads: info.beads, last_event_seq: info.last_event_seq }
     }
 }
 
@@ -573,6 +901,61 @@ impl FromAnswer for pb::DependenciesResponse {
     }
 }
 
+impl FromAnswer for pb::ProgressResponse {
+    fn from_answer(answer: Answer) -> Result<Self, GrpcStatus> {
+        match answer.map_err(refusal_to_status)? {
+            Outcome::Progress(progress) => Ok(pb::ProgressResponse {
+                root: Some(pb::Bead::from(&progress.root)),
+                children: progress.children.iter().map(pb::Bead::from).collect(),
+                current: progress.current.as_ref().map(|id| id.0.clone()).unwrap_or_default(),
+            }),
+            other => Err(unexpected(&other)),
+        }
+    }
+}
+
+impl FromAnswer for pb::PurgeResponse {
+    fn from_answer(answer: Answer) -> Result<Self, GrpcStatus> {
+        match answer.map_err(refusal_to_status)? {
+            Outcome::Purged { purged_count } => Ok(pb::PurgeResponse { purged_count }),
+            other => Err(unexpected(&other)),
+        }
+    }
+}
+
+impl FromAnswer for pb::FormulasResponse {
+    fn from_answer(answer: Answer) -> Result<Self, GrpcStatus> {
+        match answer.map_err(refusal_to_status)? {
+            Outcome::Formulas(infos) => {
+                Ok(pb::FormulasResponse { formulas: infos.iter().map(pb::FormulaInfo::from).collect() })
+            }
+            other => Err(unexpected(&other)),
+        }
+    }
+}
+
+impl FromAnswer for pb::NamespacesResponse {
+    fn from_answer(answer: Answer) -> Result<Self, GrpcStatus> {
+        match answer.map_err(refusal_to_status)? {
+            Outcome::Namespaces(infos) => {
+                Ok(pb::NamespacesResponse { namespaces: infos.iter().map(pb::NamespaceInfo::from).collect() })
+            }
+            other => Err(unexpected(&other)),
+        }
+    }
+}
+
+impl FromAnswer for pb::EventsResponse {
+    fn from_answer(answer: Answer) -> Result<Self, GrpcStatus> {
+        match answer.map_err(refusal_to_status)? {
+            Outcome::Events { events, last_seq } => {
+                Ok(pb::EventsResponse { events: events.iter().map(pb::Event::from).collect(), last_seq })
+            }
+            other => Err(unexpected(&other)),
+        }
+    }
+}
+
 /// The gRPC status of a refusal: a code by kind, the one-line message, the refusal as JSON details.
 pub fn refusal_to_status(refusal: Refusal) -> GrpcStatus {
     let code = match &refusal {
@@ -584,6 +967,7 @@ pub fn refusal_to_status(refusal: Refusal) -> GrpcStatus {
             Code::InvalidArgument
         }
         Refusal::SessionExpired { .. } | Refusal::RequestTooOld { .. } => Code::Aborted,
+        Refusal::Compacted { .. } => Code::OutOfRange,
     };
     let details = serde_json::to_vec(&refusal).unwrap_or_default();
     GrpcStatus::with_details(code, refusal.to_string(), details.into())
@@ -604,4 +988,69 @@ pub fn outcome_from_beads(response: pb::BeadsResponse) -> Answer {
 pub fn outcome_from_bead(response: pb::BeadResponse) -> Answer {
     let bead = response.bead.ok_or_else(|| invalid("the server sent a response with no bead".into()))?;
     Ok(Outcome::Bead(Box::new(bead_from_proto(bead)?)))
+}
+
+/// A protobuf response turned back into the state machine's answer, for clients.
+pub trait IntoAnswer {
+    /// Converts, refusing a malformed response.
+    fn into_answer(self) -> Answer;
+}
+
+impl IntoAnswer for pb::BeadResponse {
+    fn into_answer(self) -> Answer {
+        outcome_from_bead(self)
+    }
+}
+
+impl IntoAnswer for pb::BeadsResponse {
+    fn into_answer(self) -> Answer {
+        outcome_from_beads(self)
+    }
+}
+
+impl IntoAnswer for pb::Empty {
+    fn into_answer(self) -> Answer {
+        Ok(Outcome::Done)
+    }
+}
+
+impl IntoAnswer for pb::DependenciesResponse {
+    fn into_answer(self) -> Answer {
+        Ok(Outcome::Dependencies(self.dependencies.into_iter().map(Into::into).collect()))
+    }
+}
+
+impl IntoAnswer for pb::ProgressResponse {
+    fn into_answer(self) -> Answer {
+        let root = self.root.ok_or_else(|| invalid("the server sent a progress with no root".into()))?;
+        Ok(Outcome::Progress(Box::new(Progress {
+            root: bead_from_proto(root)?,
+            children: self.children.into_iter().map(bead_from_proto).collect::<Result<_, _>>()?,
+            current: optional_id(&self.current),
+        })))
+    }
+}
+
+impl IntoAnswer for pb::PurgeResponse {
+    fn into_answer(self) -> Answer {
+        Ok(Outcome::Purged { purged_count: self.purged_count })
+    }
+}
+
+impl IntoAnswer for pb::FormulasResponse {
+    fn into_answer(self) -> Answer {
+        Ok(Outcome::Formulas(self.formulas.into_iter().map(Into::into).collect()))
+    }
+}
+
+impl IntoAnswer for pb::NamespacesResponse {
+    fn into_answer(self) -> Answer {
+        Ok(Outcome::Namespaces(self.namespaces.into_iter().map(Into::into).collect()))
+    }
+}
+
+impl IntoAnswer for pb::EventsResponse {
+    fn into_answer(self) -> Answer {
+        Ok(Outcome::Events { events: self.events.into_iter().map(event_from_proto).collect(), last_seq: self.last_seq })
+    }
 }

@@ -8,6 +8,7 @@
 pub mod client;
 pub mod command;
 pub mod convert;
+pub mod formula;
 pub mod limits;
 pub mod model;
 pub mod outcome;

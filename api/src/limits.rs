@@ -45,7 +45,35 @@ pub const SESSIONS_MAX: usize = 16_384;
 /// A session idle for this long (in leader time) is evicted.
 pub const SESSION_IDLE_MS_MAX: i64 = 60 * 60 * 1000;
 
+/// Largest formula source, in bytes.
+pub const FORMULA_BYTES_MAX: usize = 256 * 1024;
+/// Most steps one formula may have (all of them are created in one command).
+pub const FORMULA_STEPS_MAX: usize = 1000;
+/// Most formulas stored in one namespace.
+pub const FORMULAS_PER_NAMESPACE_MAX: usize = 10_000;
+/// Most variables one cook may pass.
+pub const FORMULA_VARS_MAX: usize = 256;
+/// Events a namespace keeps by default before the oldest are compacted (node config
+/// `event_retention` overrides it; the leader stamps its value into every proposal).
+pub const EVENT_RETENTION_DEFAULT: u64 = 100_000;
+/// Fewest events a namespace may be configured to keep.
+pub const EVENT_RETENTION_MIN: u64 = 100;
+/// Most events one `events` answer or one watch batch holds.
+pub const EVENTS_PER_QUERY_MAX: u32 = 10_000;
+/// Default number of events `events` returns.
+pub const EVENTS_LIMIT_DEFAULT: u32 = 1000;
+/// Most beads one `purge` removes; run it again for the rest.
+pub const PURGE_BEADS_MAX: usize = 10_000;
+/// Most children one convoy create/add or one sling routes in a single command.
+pub const ROUTED_BEADS_MAX: usize = 10_000;
+/// Longest message subject kept as a title, in characters (BEADS-SPEC §7).
+pub const MAIL_SUBJECT_CHARS_MAX: usize = 80;
+
 const _: () = assert!(TITLE_BYTES_MAX < REQUEST_BYTES_MAX);
+const _: () = assert!(FORMULA_BYTES_MAX < REQUEST_BYTES_MAX);
+const _: () = assert!(EVENT_RETENTION_MIN <= EVENT_RETENTION_DEFAULT);
+const _: () = assert!(EVENTS_LIMIT_DEFAULT <= EVENTS_PER_QUERY_MAX);
+const _: () = assert!(ROUTED_BEADS_MAX <= LIST_RESULTS_MAX);
 const _: () = assert!(DESCRIPTION_BYTES_MAX < REQUEST_BYTES_MAX);
 const _: () = assert!(METADATA_VALUE_BYTES_MAX < REQUEST_BYTES_MAX);
 const _: () = assert!(REQUEST_BYTES_MAX < RESPONSE_BYTES_MAX);

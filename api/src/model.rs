@@ -302,3 +302,89 @@ impl Bead {
             .collect()
     }
 }
+
+/// Label that opts a convoy out of auto-close.
+pub const LABEL_OWNED: &str = "owned";
+/// Label every message carries.
+pub const LABEL_MESSAGE: &str = "gc:message";
+/// Label a message gets once read.
+pub const LABEL_READ: &str = "read";
+/// Prefix of a message's thread label, `thread:<id>`.
+pub const THREAD_LABEL_PREFIX: &str = "thread:";
+/// Prefix of a reply's label naming the message it answers, `reply-to:<id>`.
+pub const REPLY_TO_LABEL_PREFIX: &str = "reply-to:";
+/// Prefix of a pool routing label, `pool:<name>`.
+pub const POOL_LABEL_PREFIX: &str = "pool:";
+/// Metadata key newer orchestrators route to a pool with.
+pub const ROUTED_TO_KEY: &str = "gc.routed_to";
+/// Metadata key recording how a slung bead's work should merge (`direct`, `mr`, `local`).
+pub const MERGE_KEY: &str = "gc.merge";
+/// The type of a message bead.
+pub const MESSAGE_TYPE: &str = "message";
+/// The type of a convoy bead.
+pub const CONVOY_TYPE: &str = "convoy";
+/// The type of a molecule root.
+pub const MOLECULE_TYPE: &str = "molecule";
+
+/// The pool a bead is routed to: the `pool:<name>` label, else `gc.routed_to` metadata.
+pub fn routed_pool(bead: &Bead) -> Option<&str> {
+    bead.labels
+        .iter()
+        .find_map(|label| label.strip_prefix(POOL_LABEL_PREFIX))
+        .or_else(|| bead.metadata.get(ROUTED_TO_KEY).map(String::as_str))
+        .filter(|pool| !pool.is_empty())
+}
+
+/// The kinds of event of BEADS-SPEC §7 that the state machine records.
+pub mod event_type {
+    /// A bead was created.
+    pub const BEAD_CREATED: &str = "bead.created";
+    /// A bead's fields changed.
+    pub const BEAD_UPDATED: &str = "bead.updated";
+    /// A bead was claimed.
+    pub const BEAD_CLAIMED: &str = "bead.claimed";
+    /// A bead was closed.
+    pub const BEAD_CLOSED: &str = "bead.closed";
+    /// A bead was deleted.
+    pub const BEAD_DELETED: &str = "bead.deleted";
+    /// A convoy was created.
+    pub const CONVOY_CREATED: &str = "convoy.created";
+    /// A convoy closed (its last child closed, or it was landed).
+    pub const CONVOY_CLOSED: &str = "convoy.closed";
+    /// A message was sent.
+    pub const MAIL_SENT: &str = "mail.sent";
+    /// A message was marked read.
+    pub const MAIL_READ: &str = "mail.read";
+    /// A message was archived.
+    pub const MAIL_ARCHIVED: &str = "mail.archived";
+    /// Every type, for validating `--type` filters.
+    pub const ALL: [&str; 10] = [
+        BEAD_CREATED,
+        BEAD_UPDATED,
+        BEAD_CLAIMED,
+        BEAD_CLOSED,
+        BEAD_DELETED,
+        CONVOY_CREATED,
+        CONVOY_CLOSED,
+        MAIL_SENT,
+        MAIL_READ,
+        MAIL_ARCHIVED,
+    ];
+}
+
+/// One entry of a namespace's event log: `{seq, type, ts, actor, subject, message?}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    /// Gap-free, increasing within the namespace, starting at 1.
+    pub seq: u64,
+    /// One of [`event_type`].
+    pub event_type: String,
+    /// The leader-stamped time of the command that caused it.
+    pub timestamp: Timestamp,
+    /// Who sent the command (empty when unknown).
+    pub actor: String,
+    /// The bead it is about.
+    pub subject: String,
+    /// A short human-readable note (the bead's title, a close reason).
+    pub message: String,
+}

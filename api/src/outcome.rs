@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Bead, BeadId, Dependency, Status};
+use crate::model::{Bead, BeadId, Dependency, Event, Status};
 
 /// A successful answer.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -19,6 +19,68 @@ pub enum Outcome {
     Dependencies(Vec<Dependency>),
     /// Done, nothing to show (delete, dep_add, dep_remove).
     Done,
+    /// Events, oldest first.
+    Events {
+        /// The events.
+        events: Vec<Event>,
+        /// The namespace's newest sequence number when the answer was made (0: none yet).
+        last_seq: u64,
+    },
+    /// A molecule's or a convoy's progress.
+    Progress(Box<Progress>),
+    /// How many beads a purge removed (or would remove).
+    Purged {
+        /// The count.
+        purged_count: u64,
+    },
+    /// Stored formulas.
+    Formulas(Vec<FormulaInfo>),
+    /// Namespaces of the cluster.
+    Namespaces(Vec<NamespaceInfo>),
+}
+
+/// A container's progress: a molecule root and its steps, or a convoy and its children.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    /// The root or convoy.
+    pub root: Bead,
+    /// Its children, in creation (step) order.
+    pub children: Vec<Bead>,
+    /// The current step: the first not-closed child whose needs are all closed.
+    pub current: Option<BeadId>,
+}
+
+impl Progress {
+    /// Closed children.
+    pub fn closed(&self) -> usize {
+        self.children.iter().filter(|child| child.status == Status::Closed).count()
+    }
+}
+
+/// A stored formula.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FormulaInfo {
+    /// Its name.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// Number of steps.
+    pub steps: u64,
+    /// Its TOML source (empty in lists).
+    pub source: String,
+}
+
+/// One namespace of the cluster.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NamespaceInfo {
+    /// Its name.
+    pub name: String,
+    /// Its id prefix.
+    pub prefix: String,
+    /// How many beads it holds.
+    pub beads: u64,
+    /// Its newest event sequence number.
+    pub last_event_seq: u64,
 }
 
 /// Why a command or query was refused. Every message says what went wrong and what to do.
@@ -87,6 +149,16 @@ pub enum Refusal {
         client_id: u64,
         /// The request.
         request_seq: u64,
+    },
+    /// Events at or below this sequence number were compacted away (as etcd's compacted revision).
+    #[error(
+        "events after seq {requested} are no longer kept: everything up to seq {compacted} was compacted; resume from seq {compacted} or later (`--after {compacted}`)"
+    )]
+    Compacted {
+        /// The `after` the reader asked for.
+        requested: u64,
+        /// The highest compacted sequence number.
+        compacted: u64,
     },
     /// A retry of a request whose answer was already acknowledged and forgotten.
     #[error("request {request_seq} of client {client_id} was already answered and acknowledged")]

@@ -171,7 +171,94 @@ pub fn validate_command(command: &Command) -> Result<(), Refusal> {
             check_names(&[("dependency type", &dep_type.0)])
         }
         Command::Reopen { .. } | Command::Delete { .. } | Command::DepRemove { .. } => Ok(()),
+        Command::NamespaceCreate { prefix } => crate::validate::validate_prefix(prefix),
+        Command::NamespaceDelete { .. } | Command::ConvoyCheck | Command::MailMark { .. } => Ok(()),
+        Command::MailArchive { .. } => Ok(()),
+        Command::FormulaPut { source } => check_size("formula", source, FORMULA_BYTES_MAX),
+        Command::FormulaDelete { name } => check_names(&[("formula name", name)]),
+        Command::MolCook(cook) => validate_cook(cook),
+        Command::Sling(sling) => validate_sling(sling),
+        Command::HookClaim { agent, pool } => {
+            check_actor(&agent.0, "hook --claim")?;
+            check_names(&[("pool", pool.as_deref().unwrap_or_default())])
+        }
+        Command::MailSend(mail) => {
+            check_names(&[("recipient", &mail.to)])?;
+            check_size("subject", &mail.subject, TITLE_BYTES_MAX)?;
+            check_size("body", &mail.body, DESCRIPTION_BYTES_MAX)
+        }
+        Command::ConvoyCreate { title, children, .. } => {
+            check_title(title)?;
+            check_routed(children.len())
+        }
+        Command::ConvoyAdd { children, .. } => check_routed(children.len()),
+        Command::ConvoyLand { reason, .. } => {
+            reason.as_ref().map_or(Ok(()), |reason| check_size("reason", reason, REASON_BYTES_MAX))
+        }
+        Command::Purge { older_than_ms } => {
+            if *older_than_ms < 0 {
+                return Err(Refusal::Invalid("purge --older-than must not be negative".into()));
+            }
+            Ok(())
+        }
     }
+}
+
+fn check_actor(actor: &str, what: &str) -> Result<(), Refusal> {
+    if actor.is_empty() {
+        return Err(Refusal::Invalid(format!("{what} needs an agent; pass --agent or --actor, or set STRAND_ACTOR")));
+    }
+    check_names(&[("agent", actor)])
+}
+
+fn check_routed(count: usize) -> Result<(), Refusal> {
+    if count > ROUTED_BEADS_MAX {
+        return Err(Refusal::Invalid(format!("more than {ROUTED_BEADS_MAX} beads in one command; split it")));
+    }
+    Ok(())
+}
+
+fn validate_cook(cook: &crate::command::Cook) -> Result<(), Refusal> {
+    match &cook.formula {
+        crate::command::FormulaSource::Named(name) => check_names(&[("formula name", name)])?,
+        crate::command::FormulaSource::Inline(source) => check_size("formula", source, FORMULA_BYTES_MAX)?,
+    }
+    if let Some(title) = &cook.title {
+        check_title(title)?;
+    }
+    if cook.vars.len() > FORMULA_VARS_MAX {
+        return Err(Refusal::Invalid(format!("more than {FORMULA_VARS_MAX} variables; pass fewer --var")));
+    }
+    cook.vars.iter().try_for_each(|(key, value)| {
+        check_names(&[("variable name", key)])?;
+        check_size(&format!("variable {key}"), value, DESCRIPTION_BYTES_MAX)
+    })
+}
+
+fn validate_sling(sling: &crate::command::Sling) -> Result<(), Refusal> {
+    if sling.subject.trim().is_empty() {
+        return Err(Refusal::Invalid("sling needs a bead id or a title".into()));
+    }
+    check_size("sling subject", &sling.subject, TITLE_BYTES_MAX)?;
+    let target_ok = !sling.target.is_empty() && !sling.target.contains(char::is_whitespace);
+    if !target_ok {
+        return Err(Refusal::Invalid(format!(
+            "sling target {:?} is not an agent or pool name; give a name without spaces",
+            sling.target
+        )));
+    }
+    check_names(&[("target", &sling.target)])?;
+    if let Some(merge) = &sling.merge
+        && !["direct", "mr", "local"].contains(&merge.as_str())
+    {
+        return Err(Refusal::Invalid(format!("--merge {merge:?} is unknown; use direct, mr or local")));
+    }
+    if let Some(formula) = &sling.formula {
+        let cook =
+            crate::command::Cook { formula: formula.clone(), title: None, vars: sling.vars.clone(), ephemeral: true };
+        validate_cook(&cook)?;
+    }
+    Ok(())
 }
 
 /// The transition refusal for a status change, naming the allowed next statuses.

@@ -106,8 +106,9 @@ pub struct CreateArgs {
 
 #[derive(Args, Debug)]
 pub struct UpdateArgs {
-    /// The bead.
-    id: String,
+    /// The beads (each is updated on its own; with several, the answer is an array).
+    #[arg(required = true)]
+    ids: Vec<String>,
     #[arg(long)]
     title: Option<String>,
     #[arg(long)]
@@ -273,12 +274,12 @@ fn create_command(args: &CreateArgs) -> Result<Command, Failure> {
     }))
 }
 
-fn update_command(cli: &Cli, args: &UpdateArgs) -> Result<Command, Failure> {
+fn update_command(cli: &Cli, args: &UpdateArgs, id: &str) -> Result<Command, Failure> {
     let mut metadata: BTreeMap<String, Option<String>> =
         key_values(&args.set_metadata, "--set-metadata")?.into_iter().map(|(key, value)| (key, Some(value))).collect();
     metadata.extend(args.unset_metadata.iter().map(|key| (key.clone(), None)));
     Ok(Command::Update(UpdateBead {
-        id: BeadId::from(args.id.as_str()),
+        id: BeadId::from(id),
         title: args.title.clone(),
         description: args.description.clone(),
         status: args.status.as_deref().map(status_arg).transpose()?,
@@ -344,7 +345,18 @@ pub async fn run(cli: &Cli, command: &BeadCommand) -> Outcome {
     let write = |command: Command| async { client.execute(command).await.map_err(Failure::from) };
     match command {
         BeadCommand::Create(args) => print_one(write(create_command(args)?).await?, json),
-        BeadCommand::Update(args) => print_one(write(update_command(cli, args)?).await?, json),
+        BeadCommand::Update(args) => {
+            let commands = args.ids.iter().map(|id| update_command(cli, args, id)).collect::<Result<Vec<_>, _>>()?;
+            if commands.len() == 1 {
+                return print_one(write(commands.into_iter().next().expect("one command")).await?, json);
+            }
+            let mut updated = Vec::with_capacity(commands.len());
+            for command in commands {
+                updated.extend(beads_of(write(command).await?));
+            }
+            print_beads(&updated, json);
+            Ok(true)
+        }
         BeadCommand::Claim { id } => {
             let command = Command::Claim { id: BeadId::from(id.as_str()), actor: Actor(cli.actor()) };
             print_one(write(command).await?, json)

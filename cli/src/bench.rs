@@ -25,6 +25,14 @@ const CREATORS: usize = 64;
 pub enum BenchCommand {
     /// M beads created, then claimed by N concurrent agents, with plain claim and with claim_next.
     Claim(ClaimArgs),
+    /// N pool agents loop `hook --claim` and close what they get; no bead may go out twice.
+    Hook(crate::bench_scenarios::HookArgs),
+    /// `ready --limit 1` latency with 100 beads stored, then with --beads (default 1M).
+    Ready(crate::bench_scenarios::ReadyArgs),
+    /// Closing a blocker that --dependents beads wait for; all must become ready.
+    Blocker(crate::bench_scenarios::BlockerArgs),
+    /// `watch` fan-out: --watchers streams see --events creates, in order, none missed.
+    Watch(crate::bench_scenarios::WatchArgs),
 }
 
 #[derive(Args, Debug)]
@@ -38,7 +46,7 @@ pub struct ClaimArgs {
 }
 
 /// Latencies in microseconds, from 1 µs to 10 minutes, 3 significant digits.
-fn new_histogram() -> Histogram<u64> {
+pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 600_000_000, 3).expect("histogram bounds are valid")
 }
 
@@ -51,22 +59,49 @@ struct PhaseReport {
     winners: Vec<(BeadId, usize)>,
 }
 
-fn agent_client(cli: &Cli, namespace: &Namespace) -> Result<Arc<Client>, Failure> {
+/// A client of the benchmark's namespace, with the CLI's endpoints and deadline.
+pub fn agent_client(cli: &Cli, namespace: &Namespace) -> Result<Arc<Client>, Failure> {
     let mut config = ClientConfig::new(cli.endpoints.clone());
     config.namespace = namespace.clone();
     config.deadline = cli.timeout;
     Ok(Arc::new(Client::new(config).map_err(Failure::from)?))
 }
 
-async fn create_beads(client: &Arc<Client>, count: usize, label: &str) -> Result<Vec<BeadId>, Failure> {
+/// Creates `count` beads labelled `label` through [`CREATORS`] concurrent writers.
+pub async fn create_beads(client: &Arc<Client>, count: usize, label: &str) -> Result<Vec<BeadId>, Failure> {
+    create_many(client, count, label, None).await
+}
+
+/// Creates `count` beads labelled `label` that each wait for `blocker`.
+pub async fn create_waiting(
+    client: &Arc<Client>,
+    count: usize,
+    label: &str,
+    blocker: &BeadId,
+) -> Result<Vec<BeadId>, Failure> {
+    create_many(client, count, label, Some(blocker)).await
+}
+
+async fn create_many(
+    client: &Arc<Client>,
+    count: usize,
+    label: &str,
+    blocker: Option<&BeadId>,
+) -> Result<Vec<BeadId>, Failure> {
+    let needs: Vec<String> = blocker.iter().map(|bead_id| bead_id.0.clone()).collect();
     let next = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
     for _ in 0..CREATORS.min(count.max(1)) {
-        let (client, next, label) = (client.clone(), next.clone(), label.to_string());
+        let (client, next, label, needs) = (client.clone(), next.clone(), label.to_string(), needs.clone());
         tasks.push(tokio::spawn(async move {
             let mut ids = Vec::new();
             while next.fetch_add(1, Ordering::Relaxed) < count {
-                let create = CreateBead { title: "bench".into(), labels: [label.clone()].into(), ..Default::default() };
+                let create = CreateBead {
+                    title: "bench".into(),
+                    labels: [label.clone()].into(),
+                    needs: needs.clone(),
+                    ..Default::default()
+                };
                 match client.execute(Command::Create(create)).await? {
                     Answer::Bead(bead) => ids.push(bead.id),
                     other => return Err(api::client::ClientError::Failed(format!("create answered {other:?}"))),
@@ -175,10 +210,17 @@ fn double_claims(winners: &[(BeadId, usize)]) -> Vec<BeadId> {
 
 /// Runs a benchmark.
 pub async fn run(cli: &Cli, command: &BenchCommand) -> Outcome {
-    let BenchCommand::Claim(args) = command;
-    if args.agents == 0 || args.agents > AGENTS_MAX {
-        return Err(Failure::Usage(format!("--agents must be between 1 and {AGENTS_MAX}")));
+    match command {
+        BenchCommand::Claim(args) => run_claim(cli, args).await,
+        BenchCommand::Hook(args) => crate::bench_scenarios::run_hook(cli, args).await,
+        BenchCommand::Ready(args) => crate::bench_scenarios::run_ready(cli, args).await,
+        BenchCommand::Blocker(args) => crate::bench_scenarios::run_blocker(cli, args).await,
+        BenchCommand::Watch(args) => crate::bench_scenarios::run_watch(cli, args).await,
     }
+}
+
+async fn run_claim(cli: &Cli, args: &ClaimArgs) -> Outcome {
+    crate::bench_scenarios::check_range("--agents", args.agents, 1, AGENTS_MAX)?;
     let run_id = rand::random::<u32>();
     let namespace = Namespace(format!("bench-{run_id:08x}"));
     let setup = agent_client(cli, &namespace)?;

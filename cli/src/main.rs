@@ -6,7 +6,13 @@
 
 mod beads;
 mod bench;
+mod bench_scenarios;
 mod cluster;
+mod convoy;
+mod events;
+mod mail;
+mod molecule;
+mod orchestration;
 mod output;
 #[cfg(feature = "node")]
 mod run_node;
@@ -73,6 +79,32 @@ enum Command {
     /// Benchmarks against a running cluster.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Namespaces (isolated bead stores) of the cluster.
+    #[command(subcommand)]
+    Namespace(orchestration::NamespaceCommand),
+    /// Formulas: TOML recipes of steps, cooked into molecules.
+    #[command(subcommand)]
+    Formula(molecule::FormulaCommand),
+    /// Molecules: a root bead and one child per formula step.
+    #[command(subcommand)]
+    Mol(molecule::MolCommand),
+    /// Route a bead (or a new task, or a convoy's open children) to an agent or a pool.
+    Sling(orchestration::SlingArgs),
+    /// An agent's work queue: its in-progress beads, then ready beads assigned to it, then its
+    /// pool's. Exit 0 when there is work, 1 when there is none (with --inject, always 0).
+    Hook(orchestration::HookArgs),
+    /// Messages between agents (beads of type `message`).
+    #[command(subcommand)]
+    Mail(mail::MailCommand),
+    /// Convoys: beads that track other beads and close when all of them are closed.
+    #[command(subcommand)]
+    Convoy(convoy::ConvoyCommand),
+    /// The namespace's event log, oldest first.
+    Events(events::EventsArgs),
+    /// Stream events as they happen, until Ctrl-C.
+    Watch(events::WatchArgs),
+    /// Remove closed wisps (ephemeral beads).
+    Purge(orchestration::PurgeArgs),
 }
 
 /// What a command's failure maps to.
@@ -121,8 +153,14 @@ impl Cli {
 
     /// A client with the global flags.
     pub fn client(&self) -> Result<Client, Failure> {
+        self.client_in(&self.namespace)
+    }
+
+    /// A client with the global flags whose requests go to `namespace` instead of `--namespace`.
+    pub fn client_in(&self, namespace: &str) -> Result<Client, Failure> {
         let mut config = ClientConfig::new(self.endpoints.clone());
-        config.namespace = Namespace(self.namespace.clone());
+        config.namespace = Namespace(namespace.to_string());
+        config.actor = self.actor();
         config.consistency = match self.consistency {
             ConsistencyArg::Linearizable => Consistency::Linearizable,
             ConsistencyArg::Serializable => Consistency::Serializable,
@@ -143,12 +181,27 @@ async fn dispatch(cli: &Cli) -> Outcome {
         #[cfg(feature = "node")]
         Command::Dev(args) => run_node::run_dev(args).await,
         Command::Bench(command) => bench::run(cli, command).await,
+        Command::Namespace(command) => orchestration::run_namespace(cli, command).await,
+        Command::Formula(command) => molecule::run_formula(cli, command).await,
+        Command::Mol(command) => molecule::run(cli, command).await,
+        Command::Sling(args) => orchestration::run_sling(cli, args).await,
+        Command::Hook(args) => orchestration::run_hook(cli, args).await,
+        Command::Mail(command) => mail::run(cli, command).await,
+        Command::Convoy(command) => convoy::run(cli, command).await,
+        Command::Events(args) => events::run_events(cli, args).await,
+        Command::Watch(args) => events::run_watch(cli, args).await,
+        Command::Purge(args) => orchestration::run_purge(cli, args).await,
     }
+}
+
+/// Adds the exit codes to the help of every subcommand, nested ones (`mail send`) included.
+fn with_exit_codes(command: clap::Command) -> clap::Command {
+    command.mut_subcommands(|subcommand| with_exit_codes(subcommand.after_help(EXIT_CODES)))
 }
 
 /// Parses the command line; a usage error becomes one line on stderr and exit code 2.
 fn parse() -> Result<Cli, ExitCode> {
-    let command = Cli::command().mut_subcommands(|subcommand| subcommand.after_help(EXIT_CODES));
+    let command = with_exit_codes(Cli::command());
     let parsed = command.try_get_matches().and_then(|matches| Cli::from_arg_matches(&matches));
     match parsed {
         Ok(cli) => Ok(cli),

@@ -1,9 +1,11 @@
-//! How the CLI prints beads: the JSON shape `bd` prints (with Strand's extra fields), and a
-//! one-line-per-bead text form. Lists are always arrays, `[]` when empty, never `null`.
+//! How the CLI prints beads, events and progress: the JSON shape `bd` prints (with Strand's extra
+//! fields), and a one-line-per-item text form. Lists are always arrays, `[]` when empty, never `null`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{IsTerminal, Write};
 
-use api::model::{Bead, Dependency};
+use api::model::{Bead, BeadId, Dependency, Event, Status};
+use api::outcome::Progress;
 use serde::Serialize;
 
 /// A bead as printed with `--json`.
@@ -150,4 +152,126 @@ pub fn print_dependencies(rows: &[Dependency], json: bool) {
 /// Prints any serializable value as JSON.
 pub fn print_value<T: Serialize>(value: &T) {
     print_json(value);
+}
+
+/// An event as printed with `--json`: `{seq, type, ts, actor, subject, message}`.
+#[derive(Serialize)]
+pub struct EventJson<'a> {
+    seq: u64,
+    #[serde(rename = "type")]
+    event_type: &'a str,
+    /// RFC 3339.
+    ts: String,
+    actor: &'a str,
+    subject: &'a str,
+    message: &'a str,
+}
+
+impl<'a> From<&'a Event> for EventJson<'a> {
+    fn from(event: &'a Event) -> Self {
+        EventJson {
+            seq: event.seq,
+            event_type: &event.event_type,
+            ts: event.timestamp.to_rfc3339(),
+            actor: &event.actor,
+            subject: &event.subject,
+            message: &event.message,
+        }
+    }
+}
+
+/// One line for an event: `seq ts type subject by actor: message`.
+pub fn event_line(event: &Event) -> String {
+    let actor = if event.actor.is_empty() { String::new() } else { format!(" by {}", event.actor) };
+    let message = if event.message.is_empty() { String::new() } else { format!(": {}", event.message) };
+    format!("{} {} {} {}{actor}{message}", event.seq, event.timestamp.to_rfc3339(), event.event_type, event.subject)
+}
+
+/// Prints events (an array in JSON, one line each in text).
+pub fn print_events(events: &[Event], json: bool) {
+    if json {
+        print_json(&events.iter().map(EventJson::from).collect::<Vec<_>>());
+        return;
+    }
+    for event in events {
+        println!("{}", event_line(event));
+    }
+}
+
+/// Writes one event on one line, as a stream does: compact JSON or the text line. Fails when
+/// stdout is gone (the reader of a pipe quit), which ends the stream.
+pub fn write_event_line(event: &Event, json: bool) -> std::io::Result<()> {
+    let line = if json {
+        serde_json::to_string(&EventJson::from(event)).expect("JSON output serializes")
+    } else {
+        event_line(event)
+    };
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{line}")?;
+    stdout.flush()
+}
+
+/// Width of the progress bar, in cells.
+const PROGRESS_BAR_CELLS: usize = 10;
+
+/// `[###.......] 3/10`: closed out of total, in cells of `#`.
+pub fn progress_bar(closed: usize, total: usize) -> String {
+    assert!(closed <= total, "closed {closed} is at most total {total}");
+    let filled = (closed * PROGRESS_BAR_CELLS).checked_div(total).unwrap_or(0);
+    format!("[{}{}] {closed}/{total}", "#".repeat(filled), ".".repeat(PROGRESS_BAR_CELLS - filled))
+}
+
+/// How one child of a container stands, for `mol status` and `convoy status`.
+fn child_state(
+    child: &Bead,
+    current: Option<&BeadId>,
+    closed: &BTreeSet<&BeadId>,
+    siblings: &BTreeSet<&BeadId>,
+) -> &'static str {
+    if child.status == Status::Closed {
+        return "closed";
+    }
+    if current == Some(&child.id) {
+        return "current";
+    }
+    if child.status != Status::Open {
+        return child.status.as_str();
+    }
+    let waiting = child.needs().iter().any(|need| siblings.contains(need) && !closed.contains(need));
+    if waiting { "waiting" } else { "ready" }
+}
+
+/// Prints a molecule's or a convoy's progress. JSON: `{root, <children_key>, current, closed, total}`;
+/// text: a summary line, a bar when stdout is a terminal, then one line per child with its state.
+pub fn print_progress(progress: &Progress, children_key: &str, json: bool) {
+    let closed = progress.closed();
+    let total = progress.children.len();
+    if json {
+        let mut object = serde_json::Map::new();
+        let children: Vec<BeadJson> = progress.children.iter().map(BeadJson::from).collect();
+        object.insert("root".into(), serde_json::to_value(BeadJson::from(&progress.root)).expect("serializes"));
+        object.insert(children_key.into(), serde_json::to_value(children).expect("serializes"));
+        object.insert("current".into(), progress.current.as_ref().map(|id| id.0.clone()).into());
+        object.insert("closed".into(), closed.into());
+        object.insert("total".into(), total.into());
+        print_json(&object);
+        return;
+    }
+    let current = match progress.children.iter().find(|child| Some(&child.id) == progress.current.as_ref()) {
+        Some(child) => format!("current {} {}", child.id, child.title),
+        None if closed == total && total > 0 => "every step closed".to_string(),
+        None => "nothing ready".to_string(),
+    };
+    println!("{}: {closed}/{total} closed, {current}", bead_line(&progress.root));
+    if std::io::stdout().is_terminal() {
+        println!("{}", progress_bar(closed, total));
+    }
+    let closed_ids: BTreeSet<&BeadId> =
+        progress.children.iter().filter(|child| child.status == Status::Closed).map(|child| &child.id).collect();
+    let siblings: BTreeSet<&BeadId> = progress.children.iter().map(|child| &child.id).collect();
+    for (index, child) in progress.children.iter().enumerate() {
+        let state = child_state(child, progress.current.as_ref(), &closed_ids, &siblings);
+        let reference = if child.reference.is_empty() { String::new() } else { format!(" ({})", child.reference) };
+        println!("  {:>3}. {state:<11} {}{reference}", index + 1, bead_line(child));
+    }
 }

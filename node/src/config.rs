@@ -1,4 +1,5 @@
-//! A node's configuration: identity, addresses, peers, and the Raft timing and snapshot policy.
+//! A node's configuration: identity, addresses, peers, event retention, and the Raft timing and
+//! snapshot policy.
 //!
 //! It is read from a TOML file (`--config`), then overridden by command-line flags. Every setting
 //! that matters for safety is spelled out in [`RaftSettings::to_openraft`], never left to a
@@ -125,6 +126,10 @@ pub struct NodeConfig {
     pub cluster_name: String,
     /// The id prefix of namespaces created without one.
     pub id_prefix: String,
+    /// How many events each namespace keeps; older ones are compacted. The leader stamps its
+    /// value into every proposal, so every replica compacts at the same entry. At least
+    /// [`api::limits::EVENT_RETENTION_MIN`].
+    pub event_retention: u64,
     /// Raft timing and snapshot policy.
     pub raft: RaftSettings,
 }
@@ -139,6 +144,7 @@ impl Default for NodeConfig {
             peers: BTreeMap::new(),
             cluster_name: "strand".into(),
             id_prefix: "st".into(),
+            event_retention: api::limits::EVENT_RETENTION_DEFAULT,
             raft: RaftSettings::default(),
         }
     }
@@ -171,6 +177,14 @@ impl NodeConfig {
             )));
         }
         api::validate::validate_prefix(&self.id_prefix).map_err(|refusal| ConfigError::Invalid(refusal.to_string()))?;
+        if self.event_retention < api::limits::EVENT_RETENTION_MIN {
+            return Err(ConfigError::Invalid(format!(
+                "event_retention = {} is too small: a namespace must keep at least {} events so that watchers can resume; raise it (default {})",
+                self.event_retention,
+                api::limits::EVENT_RETENTION_MIN,
+                api::limits::EVENT_RETENTION_DEFAULT
+            )));
+        }
         self.raft.to_openraft(&self.cluster_name)?;
         Ok(())
     }
@@ -217,6 +231,17 @@ mod tests {
         let mut config = NodeConfig::default();
         config.raft.max_in_snapshot_log_to_keep = 10;
         assert!(config.validate().is_err());
+    }
+
+    #[test]
+    fn event_retention_defaults_and_too_small_a_retention_is_refused() {
+        assert_eq!(NodeConfig::default().event_retention, api::limits::EVENT_RETENTION_DEFAULT);
+        let config: NodeConfig = toml::from_str("event_retention = 5000\n").unwrap();
+        assert_eq!(config.event_retention, 5000);
+        config.validate().unwrap();
+        let config: NodeConfig = toml::from_str("event_retention = 10\n").unwrap();
+        let error = config.validate().unwrap_err().to_string();
+        assert!(error.contains("event_retention"), "{error}");
     }
 
     #[test]

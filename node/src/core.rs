@@ -1,8 +1,8 @@
 //! The node's request paths: writes go through Raft (forwarded to the leader when this node is
 //! not it), reads are linearized through the leader's read index unless asked otherwise.
 //!
-//! Invariant: only the leader stamps a proposal (time and default prefix), so the state machine
-//! never reads a clock.
+//! Invariant: only the leader stamps a proposal (time, default prefix, event retention), so the
+//! state machine never reads a clock or the node's configuration.
 //! Invariant: a write is retried here only with a request id, so a retry after an unknown outcome
 //! is answered from the dedup table instead of applied twice. Requests that arrive without one
 //! get an id from the node's own numbering.
@@ -44,6 +44,10 @@ pub struct ForwardedWrite {
     pub namespace: api::model::Namespace,
     /// The request's identity (always set on forwarded writes).
     pub request_id: RequestId,
+    /// Who acts, recorded in the events of the write.
+    pub actor: api::model::Actor,
+    /// The id prefix the namespace gets if this write creates it; `None`: the leader's default.
+    pub prefix: Option<String>,
     /// The command.
     pub command: api::command::Command,
 }
@@ -66,6 +70,9 @@ pub struct NodeCore<D: Disk> {
     /// The node's configuration.
     pub config: NodeConfig,
     request_ids: RequestIds,
+    /// Becomes `true` when the node begins to shut down; long-lived streams (watch) end then, so
+    /// the server's graceful shutdown does not wait on them forever.
+    stopping: tokio::sync::watch::Sender<bool>,
 }
 
 impl<D: Disk> NodeCore<D> {
@@ -78,7 +85,31 @@ impl<D: Disk> NodeCore<D> {
         config: NodeConfig,
         client_id: u64,
     ) -> NodeCore<D> {
-        NodeCore { id: config.id, raft, state_machine, peers, clock, config, request_ids: RequestIds::new(client_id) }
+        let (stopping, _) = tokio::sync::watch::channel(false);
+        NodeCore {
+            id: config.id,
+            raft,
+            state_machine,
+            peers,
+            clock,
+            config,
+            request_ids: RequestIds::new(client_id),
+            stopping,
+        }
+    }
+
+    /// Waits for `shutdown`, then tells every long-lived stream to end; pass it to the gRPC
+    /// server as its shutdown signal.
+    pub async fn stop_streams_on(self: Arc<Self>, shutdown: impl Future<Output = ()>) {
+        shutdown.await;
+        self.stopping.send_replace(true);
+    }
+
+    /// Resolves when the node begins to shut down.
+    pub async fn stopped(&self) {
+        let mut stopping = self.stopping.subscribe();
+        // An error means the sender is gone, which only happens when the node is dropped.
+        let _ = stopping.wait_for(|stopping| *stopping).await;
     }
 
     /// The leader this node knows of.
@@ -103,7 +134,13 @@ impl<D: Disk> NodeCore<D> {
     pub async fn write(&self, request: WriteRequest) -> Result<Answer, Status> {
         let own_id = request.request_id.is_none().then(|| self.request_ids.begin());
         let request_id = request.request_id.or(own_id).expect("a request id is set");
-        let forwarded = ForwardedWrite { namespace: request.namespace, request_id, command: request.command };
+        let forwarded = ForwardedWrite {
+            namespace: request.namespace,
+            request_id,
+            actor: request.actor,
+            prefix: request.prefix,
+            command: request.command,
+        };
         let result = self.retry_until_deadline(|| self.write_attempt(&forwarded)).await;
         if let Some(own_id) = own_id {
             self.request_ids.finish(&own_id);
@@ -146,13 +183,16 @@ impl<D: Disk> NodeCore<D> {
         }
     }
 
-    /// Proposes on this node, which believes it is leader; stamps the time and prefix.
+    /// Proposes on this node, which believes it is leader; stamps the time, the default prefix
+    /// (the client's, else the configured one) and the event retention.
     pub async fn propose_local(&self, forwarded: &ForwardedWrite) -> Attempt<Answer> {
         let proposal = Proposal {
             request_id: Some(forwarded.request_id),
             timestamp: self.clock.now(),
-            default_prefix: self.config.id_prefix.clone(),
+            default_prefix: forwarded.prefix.clone().unwrap_or_else(|| self.config.id_prefix.clone()),
             namespace: forwarded.namespace.clone(),
+            actor: forwarded.actor.clone(),
+            event_retention: self.config.event_retention,
             command: forwarded.command.clone(),
         };
         let commit_wait = Duration::from_millis(LEADER_WAIT_MS_MAX);
@@ -196,7 +236,12 @@ impl<D: Disk> NodeCore<D> {
         if request.consistency == Consistency::Linearizable {
             self.retry_until_deadline(|| self.linearize_attempt()).await?;
         }
-        Ok(self.state_machine.read(|state| state.query(&request.namespace, &request.query)))
+        Ok(self.read_local(&request.namespace, &request.query))
+    }
+
+    /// Answers a query from this node's replica as it is now, with no consistency check.
+    pub fn read_local(&self, namespace: &api::model::Namespace, query: &api::command::Query) -> Answer {
+        self.state_machine.read(|state| state.query(namespace, query))
     }
 
     /// The leader side of a linearizable read: confirm leadership with a quorum, answer the

@@ -24,7 +24,14 @@ use std::sync::Arc;
 
 use api::proto::beads_server::BeadsServer;
 use api::proto::cluster_server::ClusterServer;
+use api::proto::convoys_server::ConvoysServer;
+use api::proto::events_server::EventsServer;
+use api::proto::formulas_server::FormulasServer;
+use api::proto::mail_server::MailServer;
+use api::proto::molecules_server::MoleculesServer;
+use api::proto::namespaces_server::NamespacesServer;
 use api::proto::raft_server::RaftServer;
+use api::proto::work_server::WorkServer;
 use openraft::BasicNode;
 use openraft::async_runtime::WatchReceiver;
 use raft_store::codec::{self, META_IDENTITY};
@@ -37,7 +44,10 @@ use crate::clock::Clock;
 use crate::config::NodeConfig;
 use crate::core::{NodeCore, StrandRaft};
 use crate::network::{Connector, Network, PEER_MESSAGE_BYTES_MAX, Peers};
-use crate::services::{BeadsService, ClusterService, RaftPeerService};
+use crate::services::{
+    BeadsService, ClusterService, ConvoysService, EventsService, FormulasService, MailService, MoleculesService,
+    NamespacesService, RaftPeerService, WorkService,
+};
 
 /// Why a node could not start or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -134,6 +144,15 @@ pub struct NodeParams<D: Disk, I> {
     pub observer: Option<MetricsObserver>,
 }
 
+/// A client-facing gRPC server with the request and response size limits.
+macro_rules! limited {
+    ($server:expr) => {
+        $server
+            .max_decoding_message_size(api::limits::REQUEST_BYTES_MAX)
+            .max_encoding_message_size(api::limits::RESPONSE_BYTES_MAX)
+    };
+}
+
 /// Receives a node's Raft metrics each time they change.
 pub type MetricsObserver = Arc<dyn Fn(&openraft::RaftMetrics<raft_store::TypeConfig>) + Send + Sync>;
 
@@ -152,24 +171,40 @@ where
     let core = Arc::new(core);
     let watcher = tokio::spawn(watch_metrics(core.raft.clone(), observer));
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
-    for service in ["strand.v1.Beads", "strand.v1.Cluster", ""] {
+    let services = [
+        "strand.v1.Beads",
+        "strand.v1.Namespaces",
+        "strand.v1.Formulas",
+        "strand.v1.Molecules",
+        "strand.v1.Work",
+        "strand.v1.Mail",
+        "strand.v1.Convoys",
+        "strand.v1.Events",
+        "strand.v1.Cluster",
+        "",
+    ];
+    for service in services {
         health_reporter.set_service_status(service, tonic_health::ServingStatus::Serving).await;
     }
     tracing::info!(node = core.id, address = %core.config.advertised(), "serving");
     let served = tonic::transport::Server::builder()
         .add_service(health_service)
-        .add_service(
-            BeadsServer::new(BeadsService::new(core.clone()))
-                .max_decoding_message_size(api::limits::REQUEST_BYTES_MAX)
-                .max_encoding_message_size(api::limits::RESPONSE_BYTES_MAX),
-        )
+        .add_service(limited!(BeadsServer::new(BeadsService::new(core.clone()))))
+        .add_service(limited!(NamespacesServer::new(NamespacesService::new(core.clone()))))
+        .add_service(limited!(FormulasServer::new(FormulasService::new(core.clone()))))
+        .add_service(limited!(MoleculesServer::new(MoleculesService::new(core.clone()))))
+        .add_service(limited!(WorkServer::new(WorkService::new(core.clone()))))
+        .add_service(limited!(MailServer::new(MailService::new(core.clone()))))
+        .add_service(limited!(ConvoysServer::new(ConvoysService::new(core.clone()))))
+        .add_service(limited!(EventsServer::new(EventsService::new(core.clone()))))
         .add_service(ClusterServer::new(ClusterService::new(core.clone())))
         .add_service(
             RaftServer::new(RaftPeerService::new(core.clone()))
                 .max_decoding_message_size(PEER_MESSAGE_BYTES_MAX)
                 .max_encoding_message_size(PEER_MESSAGE_BYTES_MAX),
         )
-        .serve_with_incoming_shutdown(incoming, shutdown)
+        // Watch streams never end by themselves; they must end for the graceful shutdown to finish.
+        .serve_with_incoming_shutdown(incoming, core.clone().stop_streams_on(shutdown))
         .await;
     tracing::info!(node = core.id, "shutting down");
     watcher.abort();

@@ -1,109 +1,412 @@
-//! The gRPC services a node serves: `strand.v1.Beads` (the bead store), `strand.v1.Cluster`
-//! (status) and `strand.v1.Raft` (traffic between nodes). Protobuf requests are converted by
-//! `api::convert` and answered by [`NodeCore`]; this module only wires them together.
+//! The gRPC services a node serves: the bead store (`strand.v1.Beads`) and its orchestration
+//! layer (`Namespaces`, `Formulas`, `Molecules`, `Work`, `Mail`, `Convoys`, `Events`),
+//! `strand.v1.Cluster` (status) and `strand.v1.Raft` (traffic between nodes). Protobuf requests
+//! are converted by `api::convert` and answered by [`NodeCore`] through the shared [`write`] and
+//! [`read`] paths; this module only wires them together.
+//!
+//! Invariant: a watch stream sends each event once, in sequence order, and holds at most
+//! [`WATCH_BUFFER_EVENTS_MAX`] events its client has not taken yet.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use api::command::Query;
 use api::convert::{FromAnswer, IntoRead, IntoWrite, refusal_to_status};
+use api::model::Namespace;
+use api::outcome::{Answer, Outcome};
 use api::proto::beads_server::Beads;
 use api::proto::cluster_server::Cluster;
+use api::proto::convoys_server::Convoys;
+use api::proto::events_server::Events;
+use api::proto::formulas_server::Formulas;
+use api::proto::mail_server::Mail;
+use api::proto::molecules_server::Molecules;
+use api::proto::namespaces_server::Namespaces;
 use api::proto::raft_server::Raft as RaftService;
+use api::proto::work_server::Work;
 use api::proto::{self as pb, RaftPayload, SnapshotChunk};
 use futures::StreamExt;
 use openraft::Snapshot;
 use openraft::async_runtime::WatchReceiver;
-use raft_store::types::{SnapshotMeta, Vote};
+use openraft::metrics::RaftDataMetrics;
+use openraft::type_config::alias::WatchReceiverOf;
+use raft_store::types::{LogId, SnapshotMeta, TypeConfig, Vote};
 use raft_store::{Disk, SnapshotFile};
 use tokio::io::AsyncWriteExt;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::core::{Attempt, ForwardedWrite, NodeCore};
 use crate::network::{decode, encode};
 
-/// The `strand.v1.Beads` service.
-pub struct BeadsService<D: Disk> {
-    core: Arc<NodeCore<D>>,
+/// Events one watch stream may have queued for its client before it waits for the client.
+pub const WATCH_BUFFER_EVENTS_MAX: usize = 1024;
+/// How long a watch waits for an applied entry before it reads the log again anyway (a fallback:
+/// it normally wakes on the applied index).
+pub const WATCH_POLL_MS: u64 = 1000;
+
+/// Serves a write of any service: converts it, applies it through Raft, converts the answer.
+pub async fn write<D: Disk, Req: IntoWrite, Resp: FromAnswer>(
+    core: &NodeCore<D>,
+    request: Request<Req>,
+) -> Result<Response<Resp>, Status> {
+    let write = request.into_inner().into_write().map_err(refusal_to_status)?;
+    let answer = core.write(write).await?;
+    Resp::from_answer(answer).map(Response::new)
 }
 
-impl<D: Disk> BeadsService<D> {
-    /// Serves the bead store of this node.
-    pub fn new(core: Arc<NodeCore<D>>) -> Self {
-        BeadsService { core }
-    }
-
-    async fn write<Req: IntoWrite, Resp: FromAnswer>(&self, request: Request<Req>) -> Result<Response<Resp>, Status> {
-        let write = request.into_inner().into_write().map_err(refusal_to_status)?;
-        let answer = self.core.write(write).await?;
-        Resp::from_answer(answer).map(Response::new)
-    }
-
-    async fn read<Req: IntoRead, Resp: FromAnswer>(&self, request: Request<Req>) -> Result<Response<Resp>, Status> {
-        let now = self.core.clock.now();
-        let read = request.into_inner().into_read(now).map_err(refusal_to_status)?;
-        let answer = self.core.read(read).await?;
-        Resp::from_answer(answer).map(Response::new)
-    }
+/// Serves a read of any service with the consistency it asks for.
+pub async fn read<D: Disk, Req: IntoRead, Resp: FromAnswer>(
+    core: &NodeCore<D>,
+    request: Request<Req>,
+) -> Result<Response<Resp>, Status> {
+    let now = core.clock.now();
+    let read = request.into_inner().into_read(now).map_err(refusal_to_status)?;
+    let answer = core.read(read).await?;
+    Resp::from_answer(answer).map(Response::new)
 }
+
+/// Declares a service that answers from the node's core.
+macro_rules! core_service {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        pub struct $name<D: Disk> {
+            core: Arc<NodeCore<D>>,
+        }
+
+        impl<D: Disk> $name<D> {
+            /// Serves this node's replica.
+            pub fn new(core: Arc<NodeCore<D>>) -> Self {
+                $name { core }
+            }
+        }
+    };
+}
+
+core_service!(
+    /// The `strand.v1.Beads` service.
+    BeadsService
+);
+core_service!(
+    /// The `strand.v1.Namespaces` service.
+    NamespacesService
+);
+core_service!(
+    /// The `strand.v1.Formulas` service.
+    FormulasService
+);
+core_service!(
+    /// The `strand.v1.Molecules` service.
+    MoleculesService
+);
+core_service!(
+    /// The `strand.v1.Work` service: sling, hook, purge.
+    WorkService
+);
+core_service!(
+    /// The `strand.v1.Mail` service.
+    MailService
+);
+core_service!(
+    /// The `strand.v1.Convoys` service.
+    ConvoysService
+);
+core_service!(
+    /// The `strand.v1.Events` service: event log pages and watch streams.
+    EventsService
+);
 
 #[tonic::async_trait]
 impl<D: Disk> Beads for BeadsService<D> {
     async fn create(&self, request: Request<pb::CreateRequest>) -> Result<Response<pb::BeadResponse>, Status> {
-        self.write(request).await
+        write(&self.core, request).await
     }
     async fn get(&self, request: Request<pb::GetRequest>) -> Result<Response<pb::BeadsResponse>, Status> {
-        self.read(request).await
+        read(&self.core, request).await
     }
     async fn update(&self, request: Request<pb::UpdateRequest>) -> Result<Response<pb::BeadResponse>, Status> {
-        self.write(request).await
+        write(&self.core, request).await
     }
     async fn set_metadata(
         &self,
         request: Request<pb::SetMetadataRequest>,
     ) -> Result<Response<pb::BeadResponse>, Status> {
-        self.write(request).await
+        write(&self.core, request).await
     }
     async fn claim(&self, request: Request<pb::ClaimRequest>) -> Result<Response<pb::BeadResponse>, Status> {
-        self.write(request).await
+        write(&self.core, request).await
     }
     async fn claim_next(&self, request: Request<pb::ClaimNextRequest>) -> Result<Response<pb::BeadsResponse>, Status> {
-        self.write(request).await
+        write(&self.core, request).await
     }
     async fn close(&self, request: Request<pb::CloseRequest>) -> Result<Response<pb::BeadsResponse>, Status> {
-        self.write(request).await
+        write(&self.core, request).await
     }
     async fn reopen(&self, request: Request<pb::ReopenRequest>) -> Result<Response<pb::BeadResponse>, Status> {
-        self.write(request).await
+        write(&self.core, request).await
     }
     async fn delete(&self, request: Request<pb::DeleteRequest>) -> Result<Response<pb::Empty>, Status> {
-        self.write(request).await
+        write(&self.core, request).await
     }
     async fn list(&self, request: Request<pb::ListRequest>) -> Result<Response<pb::BeadsResponse>, Status> {
-        self.read(request).await
+        read(&self.core, request).await
     }
     async fn ready(&self, request: Request<pb::ReadyRequest>) -> Result<Response<pb::BeadsResponse>, Status> {
-        self.read(request).await
+        read(&self.core, request).await
     }
     async fn children(&self, request: Request<pb::ChildrenRequest>) -> Result<Response<pb::BeadsResponse>, Status> {
-        self.read(request).await
+        read(&self.core, request).await
     }
     async fn list_by_label(
         &self,
         request: Request<pb::ListByLabelRequest>,
     ) -> Result<Response<pb::BeadsResponse>, Status> {
-        self.read(request).await
+        read(&self.core, request).await
     }
     async fn dep_add(&self, request: Request<pb::DepAddRequest>) -> Result<Response<pb::Empty>, Status> {
-        self.write(request).await
+        write(&self.core, request).await
     }
     async fn dep_remove(&self, request: Request<pb::DepRemoveRequest>) -> Result<Response<pb::Empty>, Status> {
-        self.write(request).await
+        write(&self.core, request).await
     }
     async fn dep_list(
         &self,
         request: Request<pb::DepListRequest>,
     ) -> Result<Response<pb::DependenciesResponse>, Status> {
-        self.read(request).await
+        read(&self.core, request).await
+    }
+}
+
+#[tonic::async_trait]
+impl<D: Disk> Namespaces for NamespacesService<D> {
+    async fn create(
+        &self,
+        request: Request<pb::NamespaceCreateRequest>,
+    ) -> Result<Response<pb::NamespacesResponse>, Status> {
+        write(&self.core, request).await
+    }
+    async fn delete(
+        &self,
+        request: Request<pb::NamespaceDeleteRequest>,
+    ) -> Result<Response<pb::NamespacesResponse>, Status> {
+        write(&self.core, request).await
+    }
+    async fn list(
+        &self,
+        request: Request<pb::NamespaceListRequest>,
+    ) -> Result<Response<pb::NamespacesResponse>, Status> {
+        read(&self.core, request).await
+    }
+}
+
+#[tonic::async_trait]
+impl<D: Disk> Formulas for FormulasService<D> {
+    async fn put(&self, request: Request<pb::FormulaPutRequest>) -> Result<Response<pb::FormulasResponse>, Status> {
+        write(&self.core, request).await
+    }
+    async fn delete(&self, request: Request<pb::FormulaDeleteRequest>) -> Result<Response<pb::Empty>, Status> {
+        write(&self.core, request).await
+    }
+    async fn get(&self, request: Request<pb::FormulaGetRequest>) -> Result<Response<pb::FormulasResponse>, Status> {
+        read(&self.core, request).await
+    }
+    async fn list(&self, request: Request<pb::FormulaListRequest>) -> Result<Response<pb::FormulasResponse>, Status> {
+        read(&self.core, request).await
+    }
+}
+
+#[tonic::async_trait]
+impl<D: Disk> Molecules for MoleculesService<D> {
+    async fn cook(&self, request: Request<pb::CookRequest>) -> Result<Response<pb::BeadsResponse>, Status> {
+        write(&self.core, request).await
+    }
+    async fn status(&self, request: Request<pb::MolStatusRequest>) -> Result<Response<pb::ProgressResponse>, Status> {
+        read(&self.core, request).await
+    }
+}
+
+#[tonic::async_trait]
+impl<D: Disk> Work for WorkService<D> {
+    async fn sling(&self, request: Request<pb::SlingRequest>) -> Result<Response<pb::BeadsResponse>, Status> {
+        write(&self.core, request).await
+    }
+    async fn hook(&self, request: Request<pb::HookRequest>) -> Result<Response<pb::BeadsResponse>, Status> {
+        read(&self.core, request).await
+    }
+    async fn hook_claim(&self, request: Request<pb::HookClaimRequest>) -> Result<Response<pb::BeadsResponse>, Status> {
+        write(&self.core, request).await
+    }
+    async fn purge_preview(
+        &self,
+        request: Request<pb::PurgePreviewRequest>,
+    ) -> Result<Response<pb::PurgeResponse>, Status> {
+        read(&self.core, request).await
+    }
+    async fn purge(&self, request: Request<pb::PurgeRequest>) -> Result<Response<pb::PurgeResponse>, Status> {
+        write(&self.core, request).await
+    }
+}
+
+#[tonic::async_trait]
+impl<D: Disk> Mail for MailService<D> {
+    async fn send(&self, request: Request<pb::MailSendRequest>) -> Result<Response<pb::BeadResponse>, Status> {
+        write(&self.core, request).await
+    }
+    async fn mark(&self, request: Request<pb::MailMarkRequest>) -> Result<Response<pb::BeadResponse>, Status> {
+        write(&self.core, request).await
+    }
+    async fn archive(&self, request: Request<pb::MailArchiveRequest>) -> Result<Response<pb::BeadResponse>, Status> {
+        write(&self.core, request).await
+    }
+    async fn inbox(&self, request: Request<pb::InboxRequest>) -> Result<Response<pb::BeadsResponse>, Status> {
+        read(&self.core, request).await
+    }
+    async fn thread(&self, request: Request<pb::ThreadRequest>) -> Result<Response<pb::BeadsResponse>, Status> {
+        read(&self.core, request).await
+    }
+}
+
+#[tonic::async_trait]
+impl<D: Disk> Convoys for ConvoysService<D> {
+    async fn create(&self, request: Request<pb::ConvoyCreateRequest>) -> Result<Response<pb::BeadResponse>, Status> {
+        write(&self.core, request).await
+    }
+    async fn add(&self, request: Request<pb::ConvoyAddRequest>) -> Result<Response<pb::BeadResponse>, Status> {
+        write(&self.core, request).await
+    }
+    async fn land(&self, request: Request<pb::ConvoyLandRequest>) -> Result<Response<pb::BeadResponse>, Status> {
+        write(&self.core, request).await
+    }
+    async fn check(&self, request: Request<pb::ConvoyCheckRequest>) -> Result<Response<pb::BeadsResponse>, Status> {
+        write(&self.core, request).await
+    }
+    async fn status(
+        &self,
+        request: Request<pb::ConvoyStatusRequest>,
+    ) -> Result<Response<pb::ProgressResponse>, Status> {
+        read(&self.core, request).await
+    }
+    async fn stranded(&self, request: Request<pb::StrandedRequest>) -> Result<Response<pb::BeadsResponse>, Status> {
+        read(&self.core, request).await
+    }
+}
+
+#[tonic::async_trait]
+impl<D: Disk> Events for EventsService<D> {
+    async fn list(&self, request: Request<pb::EventsRequest>) -> Result<Response<pb::EventsResponse>, Status> {
+        read(&self.core, request).await
+    }
+
+    type WatchStream = ReceiverStream<Result<pb::Event, Status>>;
+
+    /// Waits for the read barrier once (through the read path, which serves the first batch),
+    /// then streams from this node's replica as it applies entries.
+    async fn watch(&self, request: Request<pb::WatchRequest>) -> Result<Response<Self::WatchStream>, Status> {
+        let now = self.core.clock.now();
+        let read = request.into_inner().into_read(now).map_err(refusal_to_status)?;
+        let Query::Events { after, types, limit } = read.query.clone() else {
+            unreachable!("a watch request converts to an events query")
+        };
+        let metrics = self.core.raft.data_metrics();
+        // Taken before the first read, so that an entry applied after this line wakes the feed
+        // even if it was applied before the read (the feed then reads once more, for nothing).
+        let applied = metrics.borrow_watched().last_applied;
+        let first = self.core.read(read.clone()).await?.map_err(refusal_to_status)?;
+        let (sender, receiver) = mpsc::channel(WATCH_BUFFER_EVENTS_MAX);
+        let feed = EventFeed {
+            core: self.core.clone(),
+            namespace: read.namespace,
+            types,
+            limit,
+            cursor: after,
+            metrics,
+            applied,
+        };
+        tokio::spawn(feed.run(first, sender));
+        Ok(Response::new(ReceiverStream::new(receiver)))
+    }
+}
+
+/// Where a watch stream's events go.
+type EventSender = mpsc::Sender<Result<pb::Event, Status>>;
+
+/// The producer of one watch stream: where it is in the namespace's event log, and how it learns
+/// that an entry was applied.
+struct EventFeed<D: Disk> {
+    core: Arc<NodeCore<D>>,
+    namespace: Namespace,
+    types: Vec<String>,
+    /// Events per read.
+    limit: u32,
+    /// Every event up to this sequence number was sent, or filtered out by `types`.
+    cursor: u64,
+    /// The node's data metrics: `last_applied` moves after each applied entry.
+    metrics: WatchReceiverOf<TypeConfig, RaftDataMetrics<TypeConfig>>,
+    /// The applied log id seen just before the latest read of the log.
+    applied: Option<LogId>,
+}
+
+impl<D: Disk> EventFeed<D> {
+    /// Feeds the stream until its client goes away, the node shuts down, or the log refuses the
+    /// cursor (compacted); dropping the sender then ends the stream.
+    async fn run(mut self, first: Outcome, sender: EventSender) {
+        let core = self.core.clone();
+        tokio::select! {
+            () = core.stopped() => tracing::debug!(namespace = %self.namespace, "watch ended: the node is shutting down"),
+            () = sender.closed() => {}
+            () = self.follow(first, &sender) => {}
+        }
+    }
+
+    async fn follow(&mut self, first: Outcome, sender: &EventSender) {
+        let mut answer: Answer = Ok(first);
+        loop {
+            let (events, last_seq) = match answer {
+                Ok(Outcome::Events { events, last_seq }) => (events, last_seq),
+                Ok(other) => {
+                    let _ = sender.send(Err(Status::internal(format!("events read answered {other:?}")))).await;
+                    return;
+                }
+                Err(refusal) => {
+                    let _ = sender.send(Err(refusal_to_status(refusal))).await;
+                    return;
+                }
+            };
+            let full = events.len() >= self.limit as usize;
+            for event in &events {
+                assert!(event.seq > self.cursor, "the event log answered seq {} at cursor {}", event.seq, self.cursor);
+                if sender.send(Ok(pb::Event::from(event))).await.is_err() {
+                    return;
+                }
+                self.cursor = event.seq;
+            }
+            if !full {
+                // Every event up to `last_seq` was sent or filtered out: skip past the filtered.
+                self.cursor = self.cursor.max(last_seq);
+                self.wait_for_apply().await;
+            }
+            self.applied = self.metrics.borrow_watched().last_applied;
+            let query = Query::Events { after: self.cursor, types: self.types.clone(), limit: self.limit };
+            answer = self.core.read_local(&self.namespace, &query);
+        }
+    }
+
+    /// Returns once an entry was applied after the latest read, or after [`WATCH_POLL_MS`].
+    async fn wait_for_apply(&mut self) {
+        let poll = tokio::time::sleep(Duration::from_millis(WATCH_POLL_MS));
+        tokio::pin!(poll);
+        while self.metrics.borrow_watched().last_applied == self.applied {
+            tokio::select! {
+                () = &mut poll => return,
+                changed = self.metrics.changed() => {
+                    if changed.is_err() {
+                        // Raft stopped; the shutdown signal ends the feed.
+                        return poll.await;
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use api::command::{Command, CreateBead, Proposal};
-use api::model::{Namespace, Timestamp};
+use api::model::{Actor, Namespace, Timestamp};
 use openraft::storage::{RaftLogReader, RaftLogStorageExt, RaftStateMachine};
 use openraft::testing::log::{StoreBuilder, Suite};
 use openraft::{ErrorSubject, ErrorVerb, StorageError};
@@ -88,6 +88,8 @@ fn proposal(title: &str, index: i64) -> Proposal {
         request_id: None,
         timestamp: Timestamp(index),
         default_prefix: "st".into(),
+        actor: Actor::default(),
+        event_retention: api::limits::EVENT_RETENTION_DEFAULT,
         namespace: Namespace::default_namespace(),
         command: Command::Create(CreateBead { title: title.into(), ..Default::default() }),
     }

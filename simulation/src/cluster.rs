@@ -171,6 +171,7 @@ fn node_config(setup: &ClusterSetup, id: u64, data_dir: PathBuf) -> NodeConfig {
         peers: setup.ids.iter().filter(|peer| **peer != id).map(|peer| (*peer, address(*peer))).collect(),
         cluster_name: "sim".into(),
         id_prefix: "st".into(),
+        event_retention: api::limits::EVENT_RETENTION_DEFAULT,
         raft: raft_settings(),
     }
 }

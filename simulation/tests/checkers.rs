@@ -18,6 +18,8 @@ fn created(title: &str) -> Bead {
         request_id: None,
         timestamp: Timestamp(1),
         default_prefix: "st".into(),
+        actor: Actor::default(),
+        event_retention: api::limits::EVENT_RETENTION_DEFAULT,
         namespace: Namespace::default_namespace(),
         command: Command::Create(create),
     };

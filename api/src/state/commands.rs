@@ -23,6 +23,11 @@ fn parse_need(need: &str) -> (BeadId, DepType) {
 impl NamespaceState {
     /// Creates a bead (store invariants 1-4).
     pub(super) fn create(&mut self, create: &CreateBead, now: Timestamp) -> Result<Outcome, Refusal> {
+        Ok(Outcome::Bead(Box::new(self.create_bead(create, now)?)))
+    }
+
+    /// Creates a bead and returns it.
+    pub(super) fn create_bead(&mut self, create: &CreateBead, now: Timestamp) -> Result<Bead, Refusal> {
         let parent_prefix = match &create.parent_id {
             Some(parent_id) => Some(self.bead(parent_id)?.id.prefix().to_string()),
             None => None,
@@ -62,13 +67,12 @@ impl NamespaceState {
             defer_until: create.defer_until,
             depends_on,
         };
-        let outcome = Outcome::Bead(Box::new(bead.clone()));
-        self.insert(bead);
-        Ok(outcome)
+        self.insert(bead.clone());
+        Ok(bead)
     }
 
     /// Checks that a claim by `actor` may take the bead; `Ok(true)` when the actor already holds it.
-    fn check_claim(bead: &Bead, actor: &Actor) -> Result<bool, Refusal> {
+    pub(super) fn check_claim(bead: &Bead, actor: &Actor) -> Result<bool, Refusal> {
         let held_by_actor = bead.assignee == actor.0;
         if bead.status == Status::InProgress && held_by_actor {
             return Ok(true);
@@ -83,7 +87,7 @@ impl NamespaceState {
         Ok(false)
     }
 
-    fn take_claim(&mut self, bead_id: &BeadId, actor: &Actor, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(super) fn take_claim(&mut self, bead_id: &BeadId, actor: &Actor, now: Timestamp) -> Result<Outcome, Refusal> {
         let already_held = Self::check_claim(self.bead(bead_id)?, actor)?;
         if already_held {
             return Ok(Outcome::Bead(Box::new(self.bead(bead_id)?.clone())));

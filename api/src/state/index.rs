@@ -5,11 +5,15 @@
 //! infrastructure type; wisps go to `ready_ephemeral`, every other such bead to `ready`.
 //! Invariant: every bead is in `all`, `by_status`, `by_type`, `by_assignee`, and in `by_label` for
 //! each of its labels, under the key built from its current fields.
+//! Invariant: an open message (`type = message`) is in `mail` under its recipient, and in `unread`
+//! too while it lacks the `read` label; an `in_progress` bead is in `working` under its assignee;
+//! a closed wisp is in `closed_ephemeral`; a ready bead routed to a pool (`pool:<name>` label or
+//! `gc.routed_to` metadata) is in its ready index's `by_pool`.
 //! The indexes are derived state: they are rebuilt from the beads at load, never persisted.
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::model::{Bead, BeadId, Status, is_infrastructure_type};
+use crate::model::{Bead, BeadId, LABEL_READ, MESSAGE_TYPE, Status, is_infrastructure_type, routed_pool};
 
 /// Orders beads by creation (time, then sequence number, which orders ties by id).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -57,6 +61,8 @@ pub struct ReadyIndex {
     pub by_assignee: HashMap<String, BTreeSet<ReadyKey>>,
     /// Ready beads by label.
     pub by_label: HashMap<String, BTreeSet<ReadyKey>>,
+    /// Ready beads by the pool they are routed to.
+    pub by_pool: HashMap<String, BTreeSet<ReadyKey>>,
 }
 
 impl ReadyIndex {
@@ -64,6 +70,9 @@ impl ReadyIndex {
         let key = ReadyKey::of(bead);
         for label in &bead.labels {
             self.by_label.entry(label.clone()).or_default().insert(key.clone());
+        }
+        if let Some(pool) = routed_pool(bead) {
+            self.by_pool.entry(pool.to_string()).or_default().insert(key.clone());
         }
         self.by_assignee.entry(bead.assignee.clone()).or_default().insert(key.clone());
         self.all.insert(key);
@@ -73,6 +82,9 @@ impl ReadyIndex {
         let key = ReadyKey::of(bead);
         for label in &bead.labels {
             remove_from(&mut self.by_label, label, &key);
+        }
+        if let Some(pool) = routed_pool(bead) {
+            remove_from(&mut self.by_pool, pool, &key);
         }
         remove_from(&mut self.by_assignee, &bead.assignee, &key);
         self.all.remove(&key);
@@ -115,6 +127,14 @@ pub struct Indexes {
     pub ready: ReadyIndex,
     /// Ready wisps.
     pub ready_ephemeral: ReadyIndex,
+    /// Open messages by recipient.
+    pub mail: HashMap<String, BTreeSet<CreatedKey>>,
+    /// Open messages without the `read` label, by recipient.
+    pub unread: HashMap<String, BTreeSet<CreatedKey>>,
+    /// In-progress beads by assignee.
+    pub working: HashMap<String, BTreeSet<CreatedKey>>,
+    /// Closed wisps (what `purge` removes).
+    pub closed_ephemeral: BTreeSet<CreatedKey>,
 }
 
 impl Indexes {
@@ -138,14 +158,38 @@ impl Indexes {
         for target in bead.depends_on.keys() {
             self.dependents.entry(target.clone()).or_default().insert(bead.id.clone());
         }
+        self.insert_work(bead, &key);
         self.all.insert(key);
         self.insert_ready(bead);
+    }
+
+    fn insert_work(&mut self, bead: &Bead, key: &CreatedKey) {
+        if bead.bead_type == MESSAGE_TYPE && bead.status != Status::Closed {
+            self.mail.entry(bead.assignee.clone()).or_default().insert(key.clone());
+            if !bead.labels.contains(LABEL_READ) {
+                self.unread.entry(bead.assignee.clone()).or_default().insert(key.clone());
+            }
+        }
+        if bead.status == Status::InProgress {
+            self.working.entry(bead.assignee.clone()).or_default().insert(key.clone());
+        }
+        if bead.ephemeral && bead.status == Status::Closed {
+            self.closed_ephemeral.insert(key.clone());
+        }
+    }
+
+    fn remove_work(&mut self, bead: &Bead, key: &CreatedKey) {
+        remove_from(&mut self.mail, &bead.assignee, key);
+        remove_from(&mut self.unread, &bead.assignee, key);
+        remove_from(&mut self.working, &bead.assignee, key);
+        self.closed_ephemeral.remove(key);
     }
 
     /// Removes a bead under its current fields (call before changing them).
     pub fn remove(&mut self, bead: &Bead) {
         let key = CreatedKey::of(bead);
         self.remove_ready(bead);
+        self.remove_work(bead, &key);
         if let Some(set) = self.by_status.get_mut(&bead.status) {
             set.remove(&key);
         }

@@ -12,6 +12,7 @@
 mod commands;
 mod index;
 mod namespace;
+mod orchestration;
 mod query;
 mod session;
 
@@ -21,8 +22,8 @@ use std::hash::{Hash, Hasher};
 use serde::{Deserialize, Serialize};
 
 use crate::command::{Command, Proposal, Query};
-use crate::model::{Bead, BeadId, Namespace, Timestamp};
-use crate::outcome::{Answer, Refusal};
+use crate::model::{Bead, BeadId, Event, Namespace, Timestamp};
+use crate::outcome::{Answer, NamespaceInfo, Outcome, Refusal};
 use crate::validate::{validate_command, validate_namespace, validate_prefix};
 pub use namespace::NamespaceMeta;
 use namespace::NamespaceState;
@@ -40,6 +41,10 @@ pub enum RecordKey {
     Bead(Namespace, BeadId),
     /// A client session of the dedup table.
     Session(u64),
+    /// An event of a namespace's event log.
+    Event(Namespace, u64),
+    /// A stored formula of a namespace.
+    Formula(Namespace, String),
 }
 
 /// One persisted record of the state.
@@ -53,6 +58,10 @@ pub enum Record {
     Bead(Box<Bead>),
     /// A client session.
     Session(Session),
+    /// An event.
+    Event(Event),
+    /// A formula's TOML source.
+    Formula(String),
 }
 
 /// A record that does not fit its key, met while loading.
@@ -71,6 +80,8 @@ pub struct State {
     clock: Timestamp,
     clock_dirty: bool,
     removed_namespaces: BTreeSet<Namespace>,
+    /// Records of deleted namespaces still to be removed from disk.
+    removed_records: Vec<RecordKey>,
 }
 
 impl State {
@@ -83,8 +94,14 @@ impl State {
     pub fn from_records(records: impl IntoIterator<Item = (RecordKey, Record)>) -> Result<State, LoadError> {
         let mut state = State::new();
         let mut beads = Vec::new();
+        let mut events = Vec::new();
+        let mut formulas = Vec::new();
         for (key, record) in records {
             match (key, record) {
+                (RecordKey::Event(namespace, _), Record::Event(event)) => events.push((namespace, event)),
+                (RecordKey::Formula(namespace, name), Record::Formula(source)) => {
+                    formulas.push((namespace, name, source))
+                }
                 (RecordKey::Clock, Record::Clock(clock)) => state.clock = clock,
                 (RecordKey::Namespace(namespace), Record::Namespace(meta)) => {
                     state.namespaces.insert(namespace, NamespaceState::new(meta));
@@ -101,6 +118,18 @@ impl State {
             };
             namespace_state.insert_unrefreshed(*bead);
         }
+        for (namespace, event) in events {
+            let Some(namespace_state) = state.namespaces.get_mut(&namespace) else {
+                return Err(LoadError { key: RecordKey::Event(namespace, event.seq) });
+            };
+            namespace_state.load_event(event);
+        }
+        for (namespace, name, source) in formulas {
+            let Some(namespace_state) = state.namespaces.get_mut(&namespace) else {
+                return Err(LoadError { key: RecordKey::Formula(namespace, name) });
+            };
+            namespace_state.formulas.insert(name, source);
+        }
         for namespace_state in state.namespaces.values_mut() {
             namespace_state.refresh_all();
         }
@@ -111,11 +140,14 @@ impl State {
     fn mark_clean(&mut self) {
         for namespace_state in self.namespaces.values_mut() {
             namespace_state.dirty_beads.clear();
+            namespace_state.dirty_events.clear();
+            namespace_state.dirty_formulas.clear();
             namespace_state.meta_dirty = false;
         }
         self.sessions.dirty.clear();
         self.clock_dirty = false;
         self.removed_namespaces.clear();
+        self.removed_records.clear();
     }
 
     /// The state's clock: the latest time any applied proposal carried.
@@ -142,6 +174,15 @@ impl State {
             return answer;
         }
         let answer = self.apply_command(proposal, now);
+        if let Some(namespace_state) = self.namespaces.get_mut(&proposal.namespace) {
+            if answer.is_ok() {
+                namespace_state.flush_events(now, &proposal.actor.0, proposal.event_retention);
+            } else {
+                // A refused command changed nothing, so it has nothing to report.
+                debug_assert!(namespace_state.pending_events.is_empty(), "a refused command queued events");
+                namespace_state.pending_events.clear();
+            }
+        }
         if let Some(request_id) = &proposal.request_id {
             self.sessions.record(request_id, now, &answer);
         }
@@ -160,8 +201,30 @@ impl State {
     }
 
     fn run_command(&mut self, proposal: &Proposal, now: Timestamp) -> Answer {
-        let namespace_state = self.namespace_for_write(&proposal.namespace, &proposal.default_prefix)?;
         match &proposal.command {
+            Command::NamespaceCreate { prefix } => return self.namespace_create(&proposal.namespace, prefix),
+            Command::NamespaceDelete { force } => return self.namespace_delete(&proposal.namespace, *force),
+            _ => {}
+        }
+        let namespace_state = self.namespace_for_write(&proposal.namespace, &proposal.default_prefix)?;
+        let actor = &proposal.actor;
+        match &proposal.command {
+            Command::NamespaceCreate { .. } | Command::NamespaceDelete { .. } => unreachable!("handled above"),
+            Command::FormulaPut { source } => namespace_state.formula_put(source),
+            Command::FormulaDelete { name } => namespace_state.formula_delete(name),
+            Command::MolCook(cook) => namespace_state.mol_cook(cook, now),
+            Command::Sling(sling) => namespace_state.sling(sling, now),
+            Command::HookClaim { agent, pool } => namespace_state.hook_claim(agent, pool.as_deref(), now),
+            Command::MailSend(mail) => namespace_state.mail_send(mail, actor, now),
+            Command::MailMark { id, read } => namespace_state.mail_mark(id, *read, now),
+            Command::MailArchive { id } => namespace_state.mail_archive(id, now),
+            Command::ConvoyCreate { title, children, owned } => {
+                namespace_state.convoy_create(title, children, *owned, now)
+            }
+            Command::ConvoyAdd { id, children } => namespace_state.convoy_add(id, children, now),
+            Command::ConvoyLand { id, reason } => namespace_state.convoy_land(id, reason, now),
+            Command::ConvoyCheck => namespace_state.convoy_check(now),
+            Command::Purge { older_than_ms } => namespace_state.purge(*older_than_ms, now),
             Command::Create(create) => namespace_state.create(create, now),
             Command::Update(update) => namespace_state.update(update, now),
             Command::SetMetadata { id, entries } => namespace_state.set_metadata(id, entries, now),
@@ -186,21 +249,76 @@ impl State {
         validate_namespace(namespace)?;
         if !self.namespaces.contains_key(namespace) {
             validate_prefix(default_prefix)?;
-            let meta = NamespaceMeta { prefix: default_prefix.to_string(), next_seq: 1 };
+            let meta = NamespaceMeta::new(default_prefix);
             self.removed_namespaces.remove(namespace);
             self.namespaces.insert(namespace.clone(), NamespaceState::new(meta));
         }
         Ok(self.namespaces.get_mut(namespace).expect("namespace inserted above"))
     }
 
+    /// Creates a namespace with an id prefix; creating it again with the same prefix is a no-op.
+    fn namespace_create(&mut self, namespace: &Namespace, prefix: &str) -> Answer {
+        validate_namespace(namespace)?;
+        validate_prefix(prefix)?;
+        if let Some(existing) = self.namespaces.get(namespace) {
+            if existing.meta.prefix != prefix {
+                return Err(Refusal::Invalid(format!(
+                    "namespace {namespace} already exists with id prefix {:?}; a prefix is fixed at creation",
+                    existing.meta.prefix
+                )));
+            }
+            return Ok(Outcome::Namespaces(vec![Self::namespace_info(namespace, existing)]));
+        }
+        self.removed_namespaces.remove(namespace);
+        let namespace_state = NamespaceState::new(NamespaceMeta::new(prefix));
+        let info = Self::namespace_info(namespace, &namespace_state);
+        self.namespaces.insert(namespace.clone(), namespace_state);
+        Ok(Outcome::Namespaces(vec![info]))
+    }
+
+    /// Deletes a namespace with everything in it; refused while it holds beads unless `force`.
+    fn namespace_delete(&mut self, namespace: &Namespace, force: bool) -> Answer {
+        validate_namespace(namespace)?;
+        let Some(namespace_state) = self.namespaces.get(namespace) else {
+            return Err(Refusal::Invalid(format!("namespace {namespace} does not exist; see `strand namespace list`")));
+        };
+        if namespace_state.len() > 0 && !force {
+            return Err(Refusal::Invalid(format!(
+                "namespace {namespace} holds {} beads; pass --force to delete it with everything in it",
+                namespace_state.len()
+            )));
+        }
+        let namespace_state = self.namespaces.remove(namespace).expect("checked above");
+        let info = Self::namespace_info(namespace, &namespace_state);
+        let records = &mut self.removed_records;
+        records.extend(namespace_state.beads.keys().map(|bead_id| RecordKey::Bead(namespace.clone(), bead_id.clone())));
+        records.extend(namespace_state.events.keys().map(|seq| RecordKey::Event(namespace.clone(), *seq)));
+        records.extend(namespace_state.formulas.keys().map(|name| RecordKey::Formula(namespace.clone(), name.clone())));
+        self.removed_namespaces.insert(namespace.clone());
+        Ok(Outcome::Namespaces(vec![info]))
+    }
+
+    fn namespace_info(namespace: &Namespace, namespace_state: &NamespaceState) -> NamespaceInfo {
+        NamespaceInfo {
+            name: namespace.0.clone(),
+            prefix: namespace_state.meta.prefix.clone(),
+            beads: namespace_state.len() as u64,
+            last_event_seq: namespace_state.meta.last_event_seq(),
+        }
+    }
+
     /// Answers a read. A namespace never written to reads as empty.
     pub fn query(&self, namespace: &Namespace, query: &Query) -> Answer {
+        if let Query::Namespaces = query {
+            let infos = self.namespaces.iter().map(|(name, state)| Self::namespace_info(name, state)).collect();
+            return Ok(Outcome::Namespaces(infos));
+        }
         validate_namespace(namespace)?;
         let empty;
         let namespace_state = match self.namespaces.get(namespace) {
             Some(namespace_state) => namespace_state,
             None => {
-                empty = NamespaceState::new(NamespaceMeta { prefix: String::new(), next_seq: 1 });
+                empty = NamespaceState::new(NamespaceMeta::new(""));
                 &empty
             }
         };
@@ -211,6 +329,17 @@ impl State {
             Query::Children { parent, include_closed } => namespace_state.children(parent, *include_closed),
             Query::ListByLabel { label, limit } => namespace_state.list_by_label(label, *limit),
             Query::DepList { id, direction } => Ok(namespace_state.dep_list(id, *direction)),
+            Query::Events { after, types, limit } => namespace_state.events_after(*after, types, *limit),
+            Query::MolStatus { root } => namespace_state.progress(root, crate::model::MOLECULE_TYPE),
+            Query::ConvoyStatus { id } => namespace_state.progress(id, crate::model::CONVOY_TYPE),
+            Query::Stranded { convoy } => namespace_state.stranded(convoy.as_ref()),
+            Query::Hook { agent, pool, limit, now } => namespace_state.hook(agent, pool.as_deref(), *limit, *now),
+            Query::Inbox { recipient, include_read, limit } => namespace_state.inbox(recipient, *include_read, *limit),
+            Query::Thread { thread } => namespace_state.thread(thread),
+            Query::FormulaGet { name } => namespace_state.formula_get(name),
+            Query::FormulaList => Ok(namespace_state.formula_list()),
+            Query::PurgePreview { older_than_ms, now } => Ok(namespace_state.purge_preview(*older_than_ms, *now)),
+            Query::Namespaces => unreachable!("answered above"),
         }
     }
 
@@ -224,6 +353,7 @@ impl State {
         for namespace in std::mem::take(&mut self.removed_namespaces) {
             changes.push((RecordKey::Namespace(namespace), None));
         }
+        changes.extend(std::mem::take(&mut self.removed_records).into_iter().map(|key| (key, None)));
         for (namespace, namespace_state) in &mut self.namespaces {
             if namespace_state.meta_dirty {
                 let record = Record::Namespace(namespace_state.meta.clone());
@@ -232,6 +362,14 @@ impl State {
             for bead_id in std::mem::take(&mut namespace_state.dirty_beads) {
                 let record = namespace_state.beads.get(&bead_id).map(|bead| Record::Bead(Box::new(bead.clone())));
                 changes.push((RecordKey::Bead(namespace.clone(), bead_id), record));
+            }
+            for seq in std::mem::take(&mut namespace_state.dirty_events) {
+                let record = namespace_state.events.get(&seq).map(|event| Record::Event(event.clone()));
+                changes.push((RecordKey::Event(namespace.clone(), seq), record));
+            }
+            for name in std::mem::take(&mut namespace_state.dirty_formulas) {
+                let record = namespace_state.formulas.get(&name).map(|source| Record::Formula(source.clone()));
+                changes.push((RecordKey::Formula(namespace.clone(), name), record));
             }
         }
         for client_id in std::mem::take(&mut self.sessions.dirty) {
@@ -252,6 +390,12 @@ impl State {
             for bead in beads {
                 records
                     .push((RecordKey::Bead(namespace.clone(), bead.id.clone()), Record::Bead(Box::new(bead.clone()))));
+            }
+            for (seq, event) in &namespace_state.events {
+                records.push((RecordKey::Event(namespace.clone(), *seq), Record::Event(event.clone())));
+            }
+            for (name, source) in &namespace_state.formulas {
+                records.push((RecordKey::Formula(namespace.clone(), name.clone()), Record::Formula(source.clone())));
             }
         }
         for (client_id, session) in &self.sessions.by_client {

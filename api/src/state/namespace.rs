@@ -9,13 +9,20 @@
 //! dependencies (`blocks`, `conditional-blocks`, `waits-for`) points at a bead that is not closed,
 //! or its parent (or a `parent-child` target) is blocked.
 //! Invariant: neither dependency edges nor parent links form a cycle.
+//! Invariant: every change of a bead queues its event here ([`NamespaceState::pending_events`]);
+//! the state numbers and stores them at the end of the same command, so events and the change
+//! they describe are persisted in one atomic batch.
+//! Invariant: when a bead closes, its parent convoy (open, not `owned`) or molecule closes in the
+//! same command once every one of its children is closed (BEADS-SPEC §7).
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
 use super::index::Indexes;
-use crate::model::{Bead, BeadId, DepType, Status, Timestamp};
+use crate::model::{
+    Bead, BeadId, CONVOY_TYPE, DepType, Event, LABEL_OWNED, MOLECULE_TYPE, Status, Timestamp, event_type,
+};
 use crate::outcome::Refusal;
 
 /// How far up a parent chain or along dependency edges any walk goes before it stops.
@@ -28,6 +35,33 @@ pub struct NamespaceMeta {
     pub prefix: String,
     /// The sequence number the next bead gets.
     pub next_seq: u64,
+    /// The sequence number the next event gets (events start at 1).
+    pub next_event_seq: u64,
+    /// Events up to this sequence number were compacted away (0: none).
+    pub compacted_through: u64,
+}
+
+impl NamespaceMeta {
+    /// The settings of a new, empty namespace.
+    pub fn new(prefix: &str) -> NamespaceMeta {
+        NamespaceMeta { prefix: prefix.to_string(), next_seq: 1, next_event_seq: 1, compacted_through: 0 }
+    }
+
+    /// The newest event's sequence number (0 when there is none).
+    pub fn last_event_seq(&self) -> u64 {
+        self.next_event_seq - 1
+    }
+}
+
+/// An event queued by a change, numbered when the command finishes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingEvent {
+    /// Its type.
+    pub event_type: &'static str,
+    /// The bead it is about.
+    pub subject: BeadId,
+    /// A short note.
+    pub message: String,
 }
 
 /// One namespace: its beads, their indexes, and what changed since the last persist.
@@ -38,6 +72,16 @@ pub struct NamespaceState {
     pub(super) indexes: Indexes,
     pub(super) dirty_beads: BTreeSet<BeadId>,
     pub(super) meta_dirty: bool,
+    /// Retained events by sequence number.
+    pub(super) events: BTreeMap<u64, Event>,
+    /// Events added or compacted since the last persist.
+    pub(super) dirty_events: BTreeSet<u64>,
+    /// Events of the command being applied, not yet numbered.
+    pub(super) pending_events: Vec<PendingEvent>,
+    /// Stored formulas: name to TOML source.
+    pub(super) formulas: BTreeMap<String, String>,
+    /// Formulas stored or removed since the last persist.
+    pub(super) dirty_formulas: BTreeSet<String>,
 }
 
 impl NamespaceState {
@@ -49,7 +93,48 @@ impl NamespaceState {
             indexes: Indexes::default(),
             dirty_beads: BTreeSet::new(),
             meta_dirty: true,
+            events: BTreeMap::new(),
+            dirty_events: BTreeSet::new(),
+            pending_events: Vec::new(),
+            formulas: BTreeMap::new(),
+            dirty_formulas: BTreeSet::new(),
         }
+    }
+
+    /// Queues an event of the command being applied.
+    pub(super) fn emit(&mut self, event_type: &'static str, subject: &BeadId, message: String) {
+        self.pending_events.push(PendingEvent { event_type, subject: subject.clone(), message });
+    }
+
+    /// Numbers and stores the queued events, then compacts the oldest beyond `retention`.
+    pub(super) fn flush_events(&mut self, now: Timestamp, actor: &str, retention: u64) {
+        for pending in std::mem::take(&mut self.pending_events) {
+            let seq = self.meta.next_event_seq;
+            self.meta.next_event_seq += 1;
+            let event = Event {
+                seq,
+                event_type: pending.event_type.to_string(),
+                timestamp: now,
+                actor: actor.to_string(),
+                subject: pending.subject.0,
+                message: pending.message,
+            };
+            self.events.insert(seq, event);
+            self.dirty_events.insert(seq);
+            self.meta_dirty = true;
+        }
+        let retention = retention.max(crate::limits::EVENT_RETENTION_MIN);
+        while self.events.len() as u64 > retention {
+            let (seq, _) = self.events.pop_first().expect("more events than the retention, so not empty");
+            self.meta.compacted_through = seq;
+            self.dirty_events.insert(seq);
+            self.meta_dirty = true;
+        }
+    }
+
+    /// Loads a persisted event.
+    pub(super) fn load_event(&mut self, event: Event) {
+        self.events.insert(event.seq, event);
     }
 
     /// The bead with this id, or a not-found refusal.
@@ -60,6 +145,11 @@ impl NamespaceState {
     /// Number of beads.
     pub fn len(&self) -> usize {
         self.beads.len()
+    }
+
+    /// The id the next bead created with this prefix override will get.
+    pub(super) fn peek_next_id(&self, prefix: Option<&str>) -> BeadId {
+        BeadId(format!("{}-{}", prefix.unwrap_or(&self.meta.prefix), self.meta.next_seq))
     }
 
     /// Takes a new id, `<prefix>-<n>`; `prefix` overrides the namespace's (a child's parent prefix).
@@ -73,6 +163,10 @@ impl NamespaceState {
 
     /// Adds a new bead (its dependencies already checked) and indexes it.
     pub(super) fn insert(&mut self, bead: Bead) {
+        self.emit(event_type::BEAD_CREATED, &bead.id, bead.title.clone());
+        if bead.bead_type == CONVOY_TYPE {
+            self.emit(event_type::CONVOY_CREATED, &bead.id, bead.title.clone());
+        }
         let bead_id = self.insert_unrefreshed(bead);
         self.refresh_blocked(vec![bead_id]);
     }
@@ -115,13 +209,70 @@ impl NamespaceState {
         self.beads.insert(bead_id.clone(), bead);
         self.dirty_beads.insert(bead_id.clone());
         let mut refresh = vec![bead_id.clone()];
-        if (before.status == Status::Closed) != (self.beads[bead_id].status == Status::Closed) {
+        let after = &self.beads[bead_id];
+        let closed_now = before.status != Status::Closed && after.status == Status::Closed;
+        if (before.status == Status::Closed) != (after.status == Status::Closed) {
             refresh.extend(self.dependents_of(bead_id));
         }
+        self.emit_change(&before);
         if affected {
             self.refresh_blocked(refresh);
         }
+        if closed_now && let Some(parent_id) = before.parent_id.clone() {
+            self.close_container_if_done(&parent_id, now)?;
+        }
         Ok(result)
+    }
+
+    /// Queues the event that describes how a bead differs from `before` (none if it does not).
+    fn emit_change(&mut self, before: &Bead) {
+        let after = &self.beads[&before.id];
+        let (event_type, message) = if before.status != Status::Closed && after.status == Status::Closed {
+            (event_type::BEAD_CLOSED, after.close_reason.clone().unwrap_or_else(|| after.title.clone()))
+        } else if after.status == Status::InProgress
+            && (before.status != Status::InProgress || before.assignee != after.assignee)
+        {
+            (event_type::BEAD_CLAIMED, after.assignee.clone())
+        } else if after != before {
+            (event_type::BEAD_UPDATED, after.title.clone())
+        } else {
+            return;
+        };
+        let is_convoy_close = event_type == event_type::BEAD_CLOSED && after.bead_type == CONVOY_TYPE;
+        let bead_id = after.id.clone();
+        self.emit(event_type, &bead_id, message.clone());
+        if is_convoy_close {
+            self.emit(event_type::CONVOY_CLOSED, &bead_id, message);
+        }
+    }
+
+    /// Whether a container closes by itself when its children are all closed: an open convoy not
+    /// labelled `owned`, or an open molecule root.
+    fn auto_closes(bead: &Bead) -> bool {
+        bead.status != Status::Closed
+            && ((bead.bead_type == CONVOY_TYPE && !bead.labels.contains(LABEL_OWNED))
+                || bead.bead_type == MOLECULE_TYPE)
+    }
+
+    /// Closes an auto-closing container once it has children and every one of them is closed.
+    /// Returns whether it closed.
+    pub(super) fn close_container_if_done(&mut self, container_id: &BeadId, now: Timestamp) -> Result<bool, Refusal> {
+        let Some(container) = self.beads.get(container_id) else { return Ok(false) };
+        if !Self::auto_closes(container) {
+            return Ok(false);
+        }
+        let children = self.children_of(container_id);
+        let all_closed =
+            children.iter().all(|child| self.beads.get(child).is_none_or(|bead| bead.status == Status::Closed));
+        if children.is_empty() || !all_closed {
+            return Ok(false);
+        }
+        self.modify(container_id, now, |bead| {
+            bead.status = Status::Closed;
+            bead.closed_at = Some(now);
+            bead.close_reason = Some("every child closed".into());
+        })?;
+        Ok(true)
     }
 
     /// Removes a bead and every dependency edge that points at it.
@@ -136,6 +287,7 @@ impl NamespaceState {
         self.indexes.remove(&bead);
         self.indexes.forget(bead_id);
         self.dirty_beads.insert(bead_id.clone());
+        self.emit(event_type::BEAD_DELETED, bead_id, bead.title.clone());
         // Children of a deleted bead become roots rather than point at a missing parent.
         for child in self.children_of(bead_id) {
             self.modify(&child, now, |child_bead| child_bead.parent_id = None)?;

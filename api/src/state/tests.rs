@@ -12,11 +12,19 @@ struct Harness {
     state: State,
     now: i64,
     namespace: Namespace,
+    actor: Actor,
+    event_retention: u64,
 }
 
 impl Harness {
     fn new() -> Harness {
-        Harness { state: State::new(), now: 1_000, namespace: Namespace::default_namespace() }
+        Harness {
+            state: State::new(),
+            now: 1_000,
+            namespace: Namespace::default_namespace(),
+            actor: Actor("tester".into()),
+            event_retention: crate::limits::EVENT_RETENTION_DEFAULT,
+        }
     }
 
     fn apply_with(&mut self, request_id: Option<RequestId>, command: Command) -> Answer {
@@ -26,6 +34,8 @@ impl Harness {
             timestamp: Timestamp(self.now),
             default_prefix: "st".into(),
             namespace: self.namespace.clone(),
+            actor: self.actor.clone(),
+            event_retention: self.event_retention,
             command,
         };
         let answer = self.state.apply(&proposal);
@@ -823,6 +833,8 @@ fn ready_limit_one_walks_one_entry_of_a_large_store() {
                 timestamp: Timestamp(n),
                 default_prefix: "st".into(),
                 namespace: harness.namespace.clone(),
+                actor: Actor::default(),
+                event_retention: crate::limits::EVENT_RETENTION_DEFAULT,
                 command: Command::Create(CreateBead { title: format!("b{n}"), ..Default::default() }),
             })
             .unwrap();
@@ -899,3 +911,5 @@ fn update_cannot_grow_labels_past_the_limit() {
     let update = UpdateBead { id: bead_id.clone(), add_labels: labels(&["one-too-many"]), ..Default::default() };
     assert!(harness.apply(Command::Update(update)).unwrap_err().to_string().contains("more than"));
 }
+
+mod orchestration;

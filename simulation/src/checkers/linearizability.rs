@@ -18,7 +18,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use api::command::{Command, CreateBead, Proposal};
-use api::model::{Bead, BeadId, Namespace, Status, Timestamp};
+use api::model::{Actor, Bead, BeadId, Namespace, Status, Timestamp};
 use api::outcome::{Answer, Outcome, Refusal};
 use api::state::{NamespaceMeta, Record, RecordKey, State};
 
@@ -184,7 +184,8 @@ fn unreachable_bead(id: &BeadId) -> Projection {
 /// The model before bead `id` (sequence `seq`) is created: an empty namespace whose next bead
 /// takes exactly that sequence number, hence that id.
 fn initial_model(seq: u64) -> State {
-    let meta = NamespaceMeta { prefix: "st".into(), next_seq: seq };
+    let mut meta = NamespaceMeta::new("st");
+    meta.next_seq = seq;
     State::from_records([(RecordKey::Namespace(Namespace::default_namespace()), Record::Namespace(meta))])
         .expect("a namespace record loads")
 }
@@ -194,6 +195,8 @@ fn apply(model: &mut State, command: &Command) -> Answer {
         request_id: None,
         timestamp: Timestamp(1),
         default_prefix: "st".into(),
+        actor: Actor::default(),
+        event_retention: api::limits::EVENT_RETENTION_DEFAULT,
         namespace: Namespace::default_namespace(),
         command: command.clone(),
     })

@@ -1,0 +1,185 @@
+//! `strand mail`: messages between agents (BEADS-SPEC §7). A message is a bead of type `message`
+//! addressed through its assignee, sent by the actor, labelled `gc:message` and `thread:<id>`,
+//! where the thread id is the id of the thread's first message. Reading adds `read` (the message
+//! stays open); archiving closes it.
+
+use api::command::{Command, MailSend, Query};
+use api::model::{Bead, BeadId, LABEL_READ, MESSAGE_TYPE, THREAD_LABEL_PREFIX};
+use clap::Subcommand;
+
+use crate::orchestration::beads_of;
+use crate::output::{print_bead, print_beads};
+use crate::{Cli, Failure, Outcome};
+
+/// How many messages `mail inbox` shows by default.
+const INBOX_LIMIT_DEFAULT: u32 = 50;
+
+#[derive(Subcommand, Debug)]
+pub enum MailCommand {
+    /// Send a message from the actor.
+    Send {
+        /// The recipient.
+        #[arg(long)]
+        to: String,
+        /// The subject; default: the body's first line, cut to 80 characters.
+        #[arg(long, default_value = "")]
+        subject: String,
+        /// The body.
+        body: String,
+    },
+    /// Open messages for an agent, newest first; unread ones only unless --all.
+    Inbox {
+        /// The recipient; default: the actor.
+        #[arg(long)]
+        agent: Option<String>,
+        /// Include messages already read.
+        #[arg(long)]
+        all: bool,
+        /// At most N (0: unlimited).
+        #[arg(long, default_value_t = INBOX_LIMIT_DEFAULT)]
+        limit: u32,
+    },
+    /// Mark a message read and print it.
+    Read {
+        /// The message.
+        id: String,
+    },
+    /// Mark a message unread.
+    Unread {
+        /// The message.
+        id: String,
+    },
+    /// Archive (close) a message; archiving it twice is refused.
+    Archive {
+        /// The message.
+        id: String,
+    },
+    /// Reply to a message: to its sender, in its thread.
+    Reply {
+        /// The message replied to.
+        id: String,
+        /// The body.
+        body: String,
+        /// The subject; default: the body's first line.
+        #[arg(long, default_value = "")]
+        subject: String,
+    },
+    /// Every message of a thread, oldest first; ID is any message of the thread.
+    Thread {
+        /// A message of the thread.
+        id: String,
+    },
+}
+
+/// Runs a `mail` command.
+pub async fn run(cli: &Cli, command: &MailCommand) -> Outcome {
+    let client = cli.client()?;
+    let json = cli.json;
+    let write = |command: Command| async { client.execute(command).await.map_err(Failure::from) };
+    match command {
+        MailCommand::Send { to, subject, body } => {
+            let mail = MailSend { to: to.clone(), subject: subject.clone(), body: body.clone(), reply_to: None };
+            let sent = one(write(Command::MailSend(mail)).await?)?;
+            print_or(&sent, json, || format!("sent {} to {}", sent.id, sent.assignee));
+        }
+        MailCommand::Reply { id, body, subject } => {
+            let mail = MailSend {
+                to: String::new(),
+                subject: subject.clone(),
+                body: body.clone(),
+                reply_to: Some(BeadId::from(id.as_str())),
+            };
+            let sent = one(write(Command::MailSend(mail)).await?)?;
+            print_or(&sent, json, || format!("sent {} to {} (reply to {id})", sent.id, sent.assignee));
+        }
+        MailCommand::Inbox { agent, all, limit } => {
+            let recipient = agent.clone().unwrap_or_else(|| cli.actor());
+            let query = Query::Inbox { recipient, include_read: *all, limit: *limit };
+            print_messages(&beads_of(client.query(query).await?), json);
+        }
+        MailCommand::Read { id } => {
+            let message = one(write(Command::MailMark { id: BeadId::from(id.as_str()), read: true }).await?)?;
+            if json {
+                print_bead(&message, true);
+            } else {
+                print_message(&message);
+            }
+        }
+        MailCommand::Unread { id } => {
+            let message = one(write(Command::MailMark { id: BeadId::from(id.as_str()), read: false }).await?)?;
+            print_or(&message, json, || format!("marked {} unread", message.id));
+        }
+        MailCommand::Archive { id } => {
+            let message = one(write(Command::MailArchive { id: BeadId::from(id.as_str()) }).await?)?;
+            print_or(&message, json, || format!("archived {}", message.id));
+        }
+        MailCommand::Thread { id } => {
+            let message = one(client.query(Query::Get { ids: vec![BeadId::from(id.as_str())] }).await?)?;
+            if message.bead_type != MESSAGE_TYPE {
+                return Err(Failure::Refused(format!("bead {id} is a {}, not a message", message.bead_type)));
+            }
+            let thread = thread_of(&message);
+            let messages = beads_of(client.query(Query::Thread { thread }).await?);
+            if json {
+                print_beads(&messages, true);
+            } else {
+                messages.iter().for_each(print_message);
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// The one bead of an answer.
+fn one(answer: api::outcome::Outcome) -> Result<Bead, Failure> {
+    beads_of(answer)
+        .into_iter()
+        .next()
+        .ok_or_else(|| Failure::Refused("the cluster answered with no message; check the id with `strand show`".into()))
+}
+
+/// The bead as JSON, or the text line `text` makes.
+fn print_or(bead: &Bead, json: bool, text: impl FnOnce() -> String) {
+    if json {
+        print_bead(bead, true);
+    } else {
+        println!("{}", text());
+    }
+}
+
+/// The thread a message belongs to: its `thread:` label, else its own id (it starts one).
+fn thread_of(message: &Bead) -> String {
+    message
+        .labels
+        .iter()
+        .find_map(|label| label.strip_prefix(THREAD_LABEL_PREFIX))
+        .unwrap_or(message.id.as_str())
+        .to_string()
+}
+
+/// `id  from -> to  subject`, with `*` before unread messages.
+fn message_line(message: &Bead) -> String {
+    let unread = if message.labels.contains(LABEL_READ) { ' ' } else { '*' };
+    format!("{unread} {}  {} -> {}  {}", message.id, message.from, message.assignee, message.title)
+}
+
+fn print_messages(messages: &[Bead], json: bool) {
+    if json {
+        print_beads(messages, true);
+        return;
+    }
+    for message in messages {
+        println!("{}", message_line(message));
+    }
+}
+
+/// A whole message: headers, a blank line, the body.
+fn print_message(message: &Bead) {
+    println!("{} (thread {})", message.id, thread_of(message));
+    println!("From: {}", message.from);
+    println!("To: {}", message.assignee);
+    println!("Date: {}", message.created_at.to_rfc3339());
+    println!("Subject: {}", message.title);
+    println!();
+    println!("{}", message.description);
+}

@@ -1,0 +1,222 @@
+//! `strand formula` and `strand mol`. A formula is a TOML recipe of steps (BEADS-SPEC §7), checked
+//! by [`Formula::parse`] (locally for `formula validate`, by the cluster for everything else).
+//! Cooking it makes a molecule: a root bead (`type=molecule`) and one child per step, created in
+//! one atomic command. `mol status` shows the current step (the first not-closed step whose
+//! needs are all closed) and closed/total.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use api::command::{Command, Cook, FormulaSource, Query};
+use api::formula::{Formula, parse_vars};
+use api::limits::FORMULA_BYTES_MAX;
+use api::model::BeadId;
+use api::outcome::{FormulaInfo, Outcome as Answer};
+use clap::{Args, Subcommand};
+use serde::Serialize;
+
+use crate::orchestration::{beads_of, unexpected};
+use crate::output::{BeadJson, print_progress, print_value};
+use crate::{Cli, Failure, Outcome};
+
+#[derive(Subcommand, Debug)]
+pub enum FormulaCommand {
+    /// Check a formula file locally (no cluster) and print its steps; exit 1 naming what is wrong.
+    Validate {
+        /// The TOML file.
+        file: PathBuf,
+    },
+    /// Store a formula file in the namespace under its `formula = "..."` name (replacing it).
+    Put {
+        /// The TOML file.
+        file: PathBuf,
+    },
+    /// List the stored formulas.
+    List,
+    /// Print a stored formula's TOML source (JSON: name, description, steps, source).
+    Show {
+        /// Its name.
+        name: String,
+    },
+    /// Remove a stored formula.
+    Delete {
+        /// Its name.
+        name: String,
+    },
+}
+
+/// `--var key=value` pairs as a map.
+pub fn vars(pairs: &[String]) -> Result<BTreeMap<String, String>, Failure> {
+    parse_vars(pairs).map_err(|refusal| Failure::Usage(format!("{refusal}; write it as --var key=value")))
+}
+
+/// Reads a formula file, refusing one over [`FORMULA_BYTES_MAX`] without reading all of it.
+pub fn read_formula_file(path: &Path) -> Result<String, Failure> {
+    let cannot = |error: std::io::Error| Failure::Refused(format!("cannot read {}: {error}", path.display()));
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let mut source = String::new();
+    file.take(FORMULA_BYTES_MAX as u64 + 1).read_to_string(&mut source).map_err(cannot)?;
+    if source.len() > FORMULA_BYTES_MAX {
+        return Err(Failure::Refused(format!(
+            "{} is over the formula size limit of {FORMULA_BYTES_MAX} bytes; split the formula",
+            path.display()
+        )));
+    }
+    Ok(source)
+}
+
+/// A formula argument: an existing file is sent inline, anything else names a stored formula.
+pub fn formula_source(argument: &str) -> Result<FormulaSource, Failure> {
+    let path = Path::new(argument);
+    if path.is_file() {
+        return Ok(FormulaSource::Inline(read_formula_file(path)?));
+    }
+    Ok(FormulaSource::Named(argument.to_string()))
+}
+
+/// A step of a formula as `formula validate --json` prints it.
+#[derive(Serialize)]
+struct StepJson<'a> {
+    id: &'a str,
+    title: &'a str,
+    needs: &'a [String],
+}
+
+fn print_formula_steps(formula: &Formula, json: bool) {
+    if json {
+        let steps: Vec<StepJson> = formula
+            .steps
+            .iter()
+            .map(|step| StepJson { id: &step.id, title: &step.title, needs: &step.needs })
+            .collect();
+        let value = serde_json::json!({
+            "name": formula.formula,
+            "description": formula.description,
+            "steps": steps,
+        });
+        print_value(&value);
+        return;
+    }
+    println!("formula {} is valid: {} steps", formula.formula, formula.steps.len());
+    for (index, step) in formula.steps.iter().enumerate() {
+        let needs = if step.needs.is_empty() { String::new() } else { format!(" (needs {})", step.needs.join(", ")) };
+        println!("  {:>3}. {}: {}{needs}", index + 1, step.id, step.title);
+    }
+}
+
+/// Runs a `formula` command.
+pub async fn run_formula(cli: &Cli, command: &FormulaCommand) -> Outcome {
+    if let FormulaCommand::Validate { file } = command {
+        let source = read_formula_file(file)?;
+        let formula =
+            Formula::parse(&source).map_err(|refusal| Failure::Refused(format!("{}: {refusal}", file.display())))?;
+        print_formula_steps(&formula, cli.json);
+        return Ok(true);
+    }
+    let client = cli.client()?;
+    let answer = match command {
+        FormulaCommand::Validate { .. } => unreachable!("answered above"),
+        FormulaCommand::Put { file } => {
+            client.execute(Command::FormulaPut { source: read_formula_file(file)? }).await?
+        }
+        FormulaCommand::List => client.query(Query::FormulaList).await?,
+        FormulaCommand::Show { name } => client.query(Query::FormulaGet { name: name.clone() }).await?,
+        FormulaCommand::Delete { name } => {
+            client.execute(Command::FormulaDelete { name: name.clone() }).await?;
+            if !cli.json {
+                println!("deleted formula {name}");
+            }
+            return Ok(true);
+        }
+    };
+    let Answer::Formulas(formulas) = answer else { return Err(unexpected(&answer)) };
+    print_formulas(command, &formulas, cli.json);
+    Ok(true)
+}
+
+fn print_formulas(command: &FormulaCommand, formulas: &[FormulaInfo], json: bool) {
+    match command {
+        FormulaCommand::List if json => print_value(&formulas),
+        FormulaCommand::List => {
+            for formula in formulas {
+                println!("{}  {} steps  {}", formula.name, formula.steps, formula.description);
+            }
+        }
+        _ if json => print_value(&formulas.first()),
+        FormulaCommand::Show { .. } => {
+            for formula in formulas {
+                print!("{}", formula.source);
+                if !formula.source.ends_with('\n') {
+                    println!();
+                }
+            }
+        }
+        _ => {
+            for formula in formulas {
+                println!("stored formula {} ({} steps)", formula.name, formula.steps);
+            }
+        }
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum MolCommand {
+    /// Cook a formula into a molecule and print its root id (JSON: {root, steps}).
+    Cook(CookArgs),
+    /// A molecule's progress: the current step, closed/total, each step's state
+    /// (JSON: {root, steps, current, closed, total}).
+    Status {
+        /// The molecule's root bead.
+        root: String,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct CookArgs {
+    /// A formula file (sent as is), or the name of a stored formula.
+    formula: String,
+    /// The root's title; default: the formula's name.
+    #[arg(long)]
+    title: Option<String>,
+    /// A formula variable, key=value (repeatable).
+    #[arg(long = "var", value_name = "KEY=VALUE")]
+    vars: Vec<String>,
+    /// Cook a wisp: every bead ephemeral (left out of `ready`, removed by `purge` once closed).
+    #[arg(long)]
+    wisp: bool,
+}
+
+/// Runs a `mol` command.
+pub async fn run(cli: &Cli, command: &MolCommand) -> Outcome {
+    match command {
+        MolCommand::Cook(args) => cook(cli, args).await,
+        MolCommand::Status { root } => {
+            let answer = cli.client()?.query(Query::MolStatus { root: BeadId::from(root.as_str()) }).await?;
+            let Answer::Progress(progress) = answer else { return Err(unexpected(&answer)) };
+            print_progress(&progress, "steps", cli.json);
+            Ok(true)
+        }
+    }
+}
+
+async fn cook(cli: &Cli, args: &CookArgs) -> Outcome {
+    let cook = Cook {
+        formula: formula_source(&args.formula)?,
+        title: args.title.clone(),
+        vars: vars(&args.vars)?,
+        ephemeral: args.wisp,
+    };
+    let answer = cli.client()?.execute(Command::MolCook(cook)).await?;
+    let beads = beads_of(answer);
+    let Some((root, steps)) = beads.split_first() else {
+        return Err(Failure::Refused("the cluster answered the cook with no bead; check `strand events`".into()));
+    };
+    if cli.json {
+        let steps: Vec<BeadJson> = steps.iter().map(BeadJson::from).collect();
+        print_value(&serde_json::json!({ "root": BeadJson::from(root), "steps": steps }));
+    } else {
+        println!("{}", root.id);
+    }
+    Ok(true)
+}

@@ -1,0 +1,293 @@
+//! The orchestration commands of BEADS-SPEC §7 that are one request each: `namespace`, `sling`,
+//! `hook` and `purge`, plus the helpers the other orchestration modules share (taking beads out
+//! of an answer, naming an answer of the wrong kind). Formulas and molecules, mail, convoys and
+//! events have their own modules.
+//!
+//! Every read has `--json`. A command that finds nothing to do exits 1 (`hook` with no work),
+//! except `hook --inject`, which always exits 0 so that a session hook never blocks its agent.
+
+use std::time::Duration;
+
+use api::command::{Command, Query, Sling};
+use api::limits::LIST_RESULTS_MAX;
+use api::model::{Actor, Bead, Timestamp};
+use api::outcome::{NamespaceInfo, Outcome as Answer};
+use clap::{Args, Subcommand, ValueEnum};
+
+use crate::molecule::{formula_source, vars};
+use crate::output::{bead_line, print_beads, print_value};
+use crate::{Cli, Failure, Outcome};
+
+/// How many beads `hook` shows by default (`--inject` shows one: the next item).
+const HOOK_LIMIT_DEFAULT: u32 = 20;
+/// How many beads `hook --inject` shows by default.
+const HOOK_INJECT_LIMIT_DEFAULT: u32 = 1;
+
+#[derive(Subcommand, Debug)]
+pub enum NamespaceCommand {
+    /// List the cluster's namespaces: name, id prefix, bead count, newest event seq.
+    List,
+    /// Create namespace NAME (creating it again with the same prefix succeeds).
+    Create {
+        /// The namespace (not --namespace).
+        name: String,
+        /// Id prefix of its beads; default: NAME itself, when it is a valid prefix.
+        #[arg(long)]
+        prefix: Option<String>,
+    },
+    /// Delete namespace NAME; refused while it holds beads unless --force.
+    Delete {
+        /// The namespace (not --namespace).
+        name: String,
+        /// Delete its beads, events and formulas too.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// How slung work merges, recorded as `gc.merge` metadata.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Merge {
+    /// Straight to the main branch.
+    Direct,
+    /// Through a merge request.
+    Mr,
+    /// Kept local.
+    Local,
+}
+
+impl Merge {
+    fn as_str(self) -> &'static str {
+        match self {
+            Merge::Direct => "direct",
+            Merge::Mr => "mr",
+            Merge::Local => "local",
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct SlingArgs {
+    /// An existing bead's id, or the title of a new task. A convoy or epic routes its open children.
+    subject: String,
+    /// The agent (with --pool, the pool).
+    target: String,
+    /// Route to a pool (label `pool:<TARGET>`, metadata `gc.routed_to`) instead of an agent.
+    #[arg(long)]
+    pool: bool,
+    /// Cook this formula as a wisp first and route its root: a formula file, or a stored name.
+    #[arg(long)]
+    formula: Option<String>,
+    /// A formula variable, key=value (repeatable).
+    #[arg(long = "var", value_name = "KEY=VALUE")]
+    vars: Vec<String>,
+    /// Do not wrap a single bead in an auto-convoy.
+    #[arg(long, conflicts_with = "owned")]
+    no_convoy: bool,
+    /// Label the auto-convoy `owned` (it does not close by itself).
+    #[arg(long)]
+    owned: bool,
+    /// How the work merges.
+    #[arg(long, value_enum)]
+    merge: Option<Merge>,
+}
+
+#[derive(Args, Debug)]
+pub struct HookArgs {
+    /// The agent; default: the actor.
+    #[arg(long)]
+    agent: Option<String>,
+    /// The agent's pool: also offer ready, unassigned beads routed to it.
+    #[arg(long)]
+    pool: Option<String>,
+    /// Print the work as a <system-reminder> block for an agent's prompt (nothing when there is
+    /// none) and always exit 0, even on an error (reported on stderr).
+    #[arg(long)]
+    inject: bool,
+    /// Claim the next item atomically (the agent's in-progress bead comes back first).
+    #[arg(long)]
+    claim: bool,
+    /// At most N beads; default 20, or 1 with --inject.
+    #[arg(long)]
+    limit: Option<u32>,
+}
+
+#[derive(Args, Debug)]
+pub struct PurgeArgs {
+    /// Only count what would be removed.
+    #[arg(long)]
+    dry_run: bool,
+    /// Only wisps closed at least this long ago (e.g. 7d, 12h).
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "0s")]
+    older_than: Duration,
+}
+
+/// The beads of an answer, in its order (empty for answers that carry none).
+pub fn beads_of(answer: Answer) -> Vec<Bead> {
+    match answer {
+        Answer::Beads(beads) => beads,
+        Answer::Bead(bead) => vec![*bead],
+        _ => Vec::new(),
+    }
+}
+
+/// An answer of a kind the command never gets: the cluster and the CLI disagree.
+pub fn unexpected(answer: &Answer) -> Failure {
+    Failure::Refused(format!("unexpected answer from the cluster ({answer:?}); is this strand as new as the cluster?"))
+}
+
+/// Runs a `namespace` command.
+pub async fn run_namespace(cli: &Cli, command: &NamespaceCommand) -> Outcome {
+    let (client, command) = match command {
+        NamespaceCommand::List => {
+            let answer = cli.client()?.query(Query::Namespaces).await?;
+            let Answer::Namespaces(namespaces) = answer else { return Err(unexpected(&answer)) };
+            print_namespaces(&namespaces, cli.json);
+            return Ok(true);
+        }
+        NamespaceCommand::Create { name, prefix } => {
+            let prefix = match prefix {
+                Some(prefix) => prefix.clone(),
+                None => default_prefix(name)?,
+            };
+            (cli.client_in(name)?, Command::NamespaceCreate { prefix })
+        }
+        NamespaceCommand::Delete { name, force } => (cli.client_in(name)?, Command::NamespaceDelete { force: *force }),
+    };
+    let deleting = matches!(command, Command::NamespaceDelete { .. });
+    let answer = client.execute(command).await?;
+    let Answer::Namespaces(namespaces) = answer else { return Err(unexpected(&answer)) };
+    if cli.json {
+        print_value(&namespaces.first());
+    } else {
+        for namespace in &namespaces {
+            let verb = if deleting { "deleted" } else { "namespace" };
+            println!("{verb} {} (id prefix {}, {} beads)", namespace.name, namespace.prefix, namespace.beads);
+        }
+    }
+    Ok(true)
+}
+
+/// The prefix of a namespace created without `--prefix`: its own name, when that is a valid prefix.
+fn default_prefix(name: &str) -> Result<String, Failure> {
+    api::validate::validate_prefix(name).map_err(|refusal| {
+        Failure::Usage(format!("namespace {name:?} cannot be its own id prefix ({refusal}); pass --prefix P"))
+    })?;
+    Ok(name.to_string())
+}
+
+fn print_namespaces(namespaces: &[NamespaceInfo], json: bool) {
+    if json {
+        print_value(&namespaces);
+        return;
+    }
+    for namespace in namespaces {
+        println!(
+            "{}  prefix {}  {} beads  last event {}",
+            namespace.name, namespace.prefix, namespace.beads, namespace.last_event_seq
+        );
+    }
+}
+
+/// Runs `sling`.
+pub async fn run_sling(cli: &Cli, args: &SlingArgs) -> Outcome {
+    let sling = Sling {
+        subject: args.subject.clone(),
+        target: args.target.clone(),
+        pool: args.pool,
+        formula: args.formula.as_deref().map(formula_source).transpose()?,
+        vars: vars(&args.vars)?,
+        no_convoy: args.no_convoy,
+        owned: args.owned,
+        merge: args.merge.map(|merge| merge.as_str().to_string()),
+    };
+    if sling.formula.is_none() && !sling.vars.is_empty() {
+        return Err(Failure::Usage("--var is only used with --formula; add --formula F or drop --var".into()));
+    }
+    let beads = beads_of(cli.client()?.execute(Command::Sling(sling)).await?);
+    if cli.json {
+        print_beads(&beads, true);
+        return Ok(true);
+    }
+    let kind = if args.pool { "pool" } else { "agent" };
+    println!("slung to {kind} {}:", args.target);
+    for bead in &beads {
+        println!("  {}", bead_line(bead));
+    }
+    Ok(true)
+}
+
+/// The `<system-reminder>` block of BEADS-SPEC §7 for these beads (never empty).
+pub fn inject_block(beads: &[Bead]) -> String {
+    assert!(!beads.is_empty(), "an inject block is only printed when there is work");
+    let lines: Vec<String> = beads.iter().map(bead_line).collect();
+    format!(
+        "<system-reminder>\nYou have pending work. Pick up the next item:\n\n<work-items>\n{}\n</work-items>\n\nClaim it and start working. Run 'strand hook' to see the full queue.\n</system-reminder>",
+        lines.join("\n")
+    )
+}
+
+/// Runs `hook`: the agent's work. Exit 0 when there is work, 1 when there is none; with
+/// `--inject`, always 0.
+pub async fn run_hook(cli: &Cli, args: &HookArgs) -> Outcome {
+    let found = hook_beads(cli, args).await;
+    if !args.inject {
+        let beads = found?;
+        if cli.json {
+            print_beads(&beads, true);
+        } else if beads.is_empty() {
+            println!("no work for {}", args.agent.clone().unwrap_or_else(|| cli.actor()));
+        } else {
+            print_beads(&beads, false);
+        }
+        return Ok(!beads.is_empty());
+    }
+    match found {
+        Ok(beads) if beads.is_empty() => {}
+        Ok(beads) => println!("{}", inject_block(&beads)),
+        // An injected hook must not break the agent's session: say why, exit 0.
+        Err(Failure::Refused(message) | Failure::Usage(message) | Failure::Unavailable(message)) => {
+            eprintln!("error: {message}");
+        }
+    }
+    Ok(true)
+}
+
+async fn hook_beads(cli: &Cli, args: &HookArgs) -> Result<Vec<Bead>, Failure> {
+    let agent = args.agent.clone().unwrap_or_else(|| cli.actor());
+    let default_limit = if args.inject { HOOK_INJECT_LIMIT_DEFAULT } else { HOOK_LIMIT_DEFAULT };
+    let limit = args.limit.unwrap_or(default_limit);
+    if limit as usize > LIST_RESULTS_MAX {
+        return Err(Failure::Usage(format!("--limit {limit} is over {LIST_RESULTS_MAX}; ask for fewer")));
+    }
+    let client = cli.client()?;
+    let answer = if args.claim {
+        client.execute(Command::HookClaim { agent: Actor(agent), pool: args.pool.clone() }).await?
+    } else {
+        // The node reads `now` from its own clock (for `defer_until`); the reader's is never used.
+        let query = Query::Hook { agent, pool: args.pool.clone(), limit, now: Timestamp(0) };
+        client.query(query).await?
+    };
+    Ok(beads_of(answer))
+}
+
+/// Runs `purge`: prints `{"purged_count": N}` (bd's shape) or `purged N closed wisps`.
+pub async fn run_purge(cli: &Cli, args: &PurgeArgs) -> Outcome {
+    let older_than_ms = i64::try_from(args.older_than.as_millis()).unwrap_or(i64::MAX);
+    let client = cli.client()?;
+    let answer = if args.dry_run {
+        // The node stamps `now` with its own clock.
+        client.query(Query::PurgePreview { older_than_ms, now: Timestamp(0) }).await?
+    } else {
+        client.execute(Command::Purge { older_than_ms }).await?
+    };
+    let Answer::Purged { purged_count } = answer else { return Err(unexpected(&answer)) };
+    if cli.json {
+        print_value(&serde_json::json!({ "purged_count": purged_count }));
+    } else if args.dry_run {
+        println!("would purge {purged_count} closed wisps");
+    } else {
+        println!("purged {purged_count} closed wisps");
+    }
+    Ok(true)
+}
