@@ -175,9 +175,20 @@ impl Formula {
                 }
             }
         }
-        (drained < self.steps.len())
-            .then(|| waiting.iter().position(|&count| count > 0).map(|index| self.steps[index].id.as_str()))
-            .flatten()
+        if drained == self.steps.len() {
+            return None;
+        }
+        // What never drained is on a cycle or downstream of one. Walk `needs` among those steps
+        // until one repeats: that step is on the cycle itself.
+        let mut current = waiting.iter().position(|&count| count > 0)?;
+        let mut seen = vec![false; self.steps.len()];
+        while !seen[current] {
+            seen[current] = true;
+            let next =
+                self.steps[current].needs.iter().map(|need| self.position(need)).find(|&index| waiting[index] > 0)?;
+            current = next;
+        }
+        Some(self.steps[current].id.as_str())
     }
 
     /// The steps with `{{var}}` filled in from `vars` (then the declared defaults).
@@ -195,8 +206,15 @@ impl Formula {
         values.extend(vars.iter().map(|(name, value)| (name.as_str(), value.as_str())));
         for (name, spec) in &self.vars {
             if matches!(spec, VarSpec::Table { required: true, .. }) && !values.contains_key(name.as_str()) {
+                let marker = format!("{{{{{name}}}}}");
+                let user = self
+                    .steps
+                    .iter()
+                    .find(|step| step.title.contains(&marker) || step.description.contains(&marker))
+                    .map(|step| format!(" (step {:?} uses it)", step.id))
+                    .unwrap_or_default();
                 return Err(invalid(format!(
-                    "formula {} needs variable {name:?}; pass --var {name}=VALUE",
+                    "formula {} needs variable {name:?}{user}; pass --var {name}=VALUE",
                     self.formula
                 )));
             }

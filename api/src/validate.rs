@@ -248,6 +248,9 @@ fn validate_sling(sling: &crate::command::Sling) -> Result<(), Refusal> {
         )));
     }
     check_names(&[("target", &sling.target)])?;
+    if sling.pool {
+        check_size("pool label", &format!("{}{}", crate::model::POOL_LABEL_PREFIX, sling.target), LABEL_BYTES_MAX)?;
+    }
     if let Some(merge) = &sling.merge
         && !["direct", "mr", "local"].contains(&merge.as_str())
     {

@@ -5,10 +5,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use api::command::{Command, CreateBead, DepDirection, ListFilter, ListSort, Query, ReadyFilter, UpdateBead};
 use api::convert::{parse_key_value, parse_status};
-use api::model::{Actor, Bead, BeadId, DepType, Status};
+use api::model::{Actor, BeadId, DepType, Status};
 use api::outcome::Outcome as Answer;
 use clap::{Args, Subcommand};
 
+use crate::orchestration::beads_of;
 use crate::output::{print_bead, print_beads, print_dependencies};
 use crate::{Cli, Failure, Outcome};
 
@@ -328,14 +329,6 @@ fn ready_filter(args: &ReadyArgs) -> Result<ReadyFilter, Failure> {
         include_ephemeral: args.include_ephemeral,
         limit: args.limit,
     })
-}
-
-fn beads_of(answer: Answer) -> Vec<Bead> {
-    match answer {
-        Answer::Beads(beads) => beads,
-        Answer::Bead(bead) => vec![*bead],
-        Answer::Dependencies(_) | Answer::Done => Vec::new(),
-    }
 }
 
 /// Runs a bead command.

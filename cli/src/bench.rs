@@ -61,7 +61,7 @@ struct PhaseReport {
 
 /// A client of the benchmark's namespace, with the CLI's endpoints and deadline.
 pub fn agent_client(cli: &Cli, namespace: &Namespace) -> Result<Arc<Client>, Failure> {
-    let mut config = ClientConfig::new(cli.endpoints.clone());
+    let mut config = ClientConfig::new(cli.endpoints()?);
     config.namespace = namespace.clone();
     config.deadline = cli.timeout;
     Ok(Arc::new(Client::new(config).map_err(Failure::from)?))

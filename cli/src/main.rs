@@ -10,6 +10,7 @@ mod bench_scenarios;
 mod cluster;
 mod convoy;
 mod events;
+mod exec_store;
 mod mail;
 mod molecule;
 mod orchestration;
@@ -31,9 +32,10 @@ const EXIT_CODES: &str = "Exit codes: 0 ok; 1 operation refused or failed (lost 
 #[derive(Parser, Debug)]
 #[command(name = "strand", version, about, after_help = EXIT_CODES)]
 pub struct Cli {
-    /// Cluster nodes to talk to, host:port,... (any node will do).
-    #[arg(long, global = true, env = "STRAND_ENDPOINTS", default_value = "127.0.0.1:7400", value_delimiter = ',')]
-    endpoints: Vec<String>,
+    /// Cluster nodes to talk to, host:port,... (any node will do). Without it: the `endpoints`
+    /// of the TOML file named by $STRAND_CONFIG, else 127.0.0.1:7400.
+    #[arg(long, global = true, env = "STRAND_ENDPOINTS", value_delimiter = ',')]
+    endpoints: Option<Vec<String>>,
     /// The bead store (namespace) to use.
     #[arg(long, global = true, env = "STRAND_NAMESPACE", default_value = Namespace::DEFAULT)]
     namespace: String,
@@ -48,7 +50,7 @@ pub struct Cli {
     #[arg(long, global = true, value_enum, default_value_t = ConsistencyArg::Linearizable)]
     consistency: ConsistencyArg,
     /// How long to keep retrying while no node answers or no leader is elected.
-    #[arg(long, global = true, default_value = "15s", value_parser = humantime::parse_duration)]
+    #[arg(long, global = true, env = "STRAND_TIMEOUT", default_value = "15s", value_parser = humantime::parse_duration)]
     timeout: Duration,
     #[command(subcommand)]
     command: Command,
@@ -105,6 +107,12 @@ enum Command {
     Watch(events::WatchArgs),
     /// Remove closed wisps (ephemeral beads).
     Purge(orchestration::PurgeArgs),
+    /// Gas City's exec-store protocol (BEADS-SPEC §6): `strand exec-store OP [ARGS]`, JSON on
+    /// stdin and stdout. The store is the namespace of $GC_STORE_ROOT and $GC_STORE_SCOPE (id
+    /// prefix $GC_BEADS_PREFIX), else --namespace. Exit 0 ok, 1 error (including an unreachable
+    /// cluster), 2 unknown operation only.
+    #[command(name = "exec-store")]
+    ExecStore(exec_store::ExecStoreArgs),
 }
 
 /// What a command's failure maps to.
@@ -130,6 +138,43 @@ impl From<anyhow::Error> for Failure {
     fn from(error: anyhow::Error) -> Failure {
         Failure::Refused(format!("{error:#}"))
     }
+}
+
+/// The endpoint used when no flag, variable or config file names one.
+const DEFAULT_ENDPOINT: &str = "127.0.0.1:7400";
+/// The variable naming a client config file (TOML with `endpoints = ["host:port", ...]`).
+const CONFIG_VARIABLE: &str = "STRAND_CONFIG";
+/// A client config file larger than this is not a client config file.
+const CLIENT_CONFIG_BYTES_MAX: u64 = 64 * 1024;
+
+/// The client config file: TOML with the cluster's endpoints.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClientConfigFile {
+    /// `host:port` of cluster nodes.
+    endpoints: Vec<String>,
+}
+
+/// Reads the endpoints of a client config file.
+fn client_config_endpoints(path: &std::path::Path) -> Result<Vec<String>, Failure> {
+    use std::io::Read;
+    let shown = path.display();
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(CLIENT_CONFIG_BYTES_MAX).read_to_string(&mut text))
+        .map_err(|error| Failure::Usage(format!("cannot read ${CONFIG_VARIABLE} file {shown}: {error}")))?;
+    let config: ClientConfigFile = toml::from_str(&text).map_err(|error| {
+        let reason = error.message().to_string();
+        Failure::Usage(format!(
+            "${CONFIG_VARIABLE} file {shown} is not valid: {reason}; write endpoints = [\"host:port\", ...]"
+        ))
+    })?;
+    if config.endpoints.is_empty() {
+        return Err(Failure::Usage(format!(
+            "${CONFIG_VARIABLE} file {shown} lists no endpoints; add endpoints = [\"host:port\"]"
+        )));
+    }
+    Ok(config.endpoints)
 }
 
 /// The result of a command: `Ok(true)` success, `Ok(false)` nothing done (exit 1, no message).
@@ -158,7 +203,26 @@ impl Cli {
 
     /// A client with the global flags whose requests go to `namespace` instead of `--namespace`.
     pub fn client_in(&self, namespace: &str) -> Result<Client, Failure> {
-        let mut config = ClientConfig::new(self.endpoints.clone());
+        self.client_with(namespace, None)
+    }
+
+    /// The cluster's endpoints: `--endpoints` or `$STRAND_ENDPOINTS`, else the `endpoints` of
+    /// the client config file `$STRAND_CONFIG`, else [`DEFAULT_ENDPOINT`].
+    pub fn endpoints(&self) -> Result<Vec<String>, Failure> {
+        if let Some(endpoints) = &self.endpoints {
+            return Ok(endpoints.clone());
+        }
+        match std::env::var_os(CONFIG_VARIABLE) {
+            Some(path) if !path.is_empty() => client_config_endpoints(std::path::Path::new(&path)),
+            _ => Ok(vec![DEFAULT_ENDPOINT.to_string()]),
+        }
+    }
+
+    /// A client with the global flags, in `namespace`, creating it with `prefix` on first write
+    /// (the cluster's configured prefix when `None`).
+    pub fn client_with(&self, namespace: &str, prefix: Option<String>) -> Result<Client, Failure> {
+        let mut config = ClientConfig::new(self.endpoints()?);
+        config.prefix = prefix;
         config.namespace = Namespace(namespace.to_string());
         config.actor = self.actor();
         config.consistency = match self.consistency {
@@ -191,6 +255,7 @@ async fn dispatch(cli: &Cli) -> Outcome {
         Command::Events(args) => events::run_events(cli, args).await,
         Command::Watch(args) => events::run_watch(cli, args).await,
         Command::Purge(args) => orchestration::run_purge(cli, args).await,
+        Command::ExecStore(args) => exec_store::run(cli, args).await,
     }
 }
 

@@ -246,9 +246,25 @@ fn child_state(
 pub fn print_progress(progress: &Progress, children_key: &str, json: bool) {
     let closed = progress.closed();
     let total = progress.children.len();
+    let closed_ids: BTreeSet<&BeadId> =
+        progress.children.iter().filter(|child| child.status == Status::Closed).map(|child| &child.id).collect();
+    let siblings: BTreeSet<&BeadId> = progress.children.iter().map(|child| &child.id).collect();
     if json {
         let mut object = serde_json::Map::new();
-        let children: Vec<BeadJson> = progress.children.iter().map(BeadJson::from).collect();
+        // Each child also carries its 1-based step index (0 when it has no step ref) and state.
+        let children: Vec<serde_json::Value> = progress
+            .children
+            .iter()
+            .enumerate()
+            .map(|(position, child)| {
+                let mut value = serde_json::to_value(BeadJson::from(child)).expect("serializes");
+                let index = if child.reference.is_empty() { 0 } else { position + 1 };
+                let state = child_state(child, progress.current.as_ref(), &closed_ids, &siblings);
+                value["step_index"] = index.into();
+                value["state"] = state.into();
+                value
+            })
+            .collect();
         object.insert("root".into(), serde_json::to_value(BeadJson::from(&progress.root)).expect("serializes"));
         object.insert(children_key.into(), serde_json::to_value(children).expect("serializes"));
         object.insert("current".into(), progress.current.as_ref().map(|id| id.0.clone()).into());
@@ -266,9 +282,6 @@ pub fn print_progress(progress: &Progress, children_key: &str, json: bool) {
     if std::io::stdout().is_terminal() {
         println!("{}", progress_bar(closed, total));
     }
-    let closed_ids: BTreeSet<&BeadId> =
-        progress.children.iter().filter(|child| child.status == Status::Closed).map(|child| &child.id).collect();
-    let siblings: BTreeSet<&BeadId> = progress.children.iter().map(|child| &child.id).collect();
     for (index, child) in progress.children.iter().enumerate() {
         let state = child_state(child, progress.current.as_ref(), &closed_ids, &siblings);
         let reference = if child.reference.is_empty() { String::new() } else { format!(" ({})", child.reference) };

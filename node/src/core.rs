@@ -73,6 +73,8 @@ pub struct NodeCore<D: Disk> {
     /// Becomes `true` when the node begins to shut down; long-lived streams (watch) end then, so
     /// the server's graceful shutdown does not wait on them forever.
     stopping: tokio::sync::watch::Sender<bool>,
+    /// One permit per open watch stream, [`crate::services::WATCH_STREAMS_MAX`] in all.
+    pub watch_streams: Arc<tokio::sync::Semaphore>,
 }
 
 impl<D: Disk> NodeCore<D> {
@@ -95,6 +97,7 @@ impl<D: Disk> NodeCore<D> {
             config,
             request_ids: RequestIds::new(client_id),
             stopping,
+            watch_streams: Arc::new(tokio::sync::Semaphore::new(crate::services::WATCH_STREAMS_MAX)),
         }
     }
 

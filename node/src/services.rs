@@ -5,7 +5,8 @@
 //! [`read`] paths; this module only wires them together.
 //!
 //! Invariant: a watch stream sends each event once, in sequence order, and holds at most
-//! [`WATCH_BUFFER_EVENTS_MAX`] events its client has not taken yet.
+//! [`WATCH_BUFFER_EVENTS_MAX`] events its client has not taken yet; a node serves at most
+//! [`WATCH_STREAMS_MAX`] watch streams at once.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,6 +43,8 @@ use crate::network::{decode, encode};
 
 /// Events one watch stream may have queued for its client before it waits for the client.
 pub const WATCH_BUFFER_EVENTS_MAX: usize = 1024;
+/// Watch streams one node serves at once; one more is refused with `RESOURCE_EXHAUSTED`.
+pub const WATCH_STREAMS_MAX: usize = 4096;
 /// How long a watch waits for an applied entry before it reads the log again anyway (a fallback:
 /// it normally wakes on the applied index).
 pub const WATCH_POLL_MS: u64 = 1000;
@@ -303,6 +306,11 @@ impl<D: Disk> Events for EventsService<D> {
     /// Waits for the read barrier once (through the read path, which serves the first batch),
     /// then streams from this node's replica as it applies entries.
     async fn watch(&self, request: Request<pb::WatchRequest>) -> Result<Response<Self::WatchStream>, Status> {
+        let permit = self.core.watch_streams.clone().try_acquire_owned().map_err(|_| {
+            Status::resource_exhausted(format!(
+                "this node already serves {WATCH_STREAMS_MAX} watch streams; close some, or watch through another node"
+            ))
+        })?;
         let now = self.core.clock.now();
         let read = request.into_inner().into_read(now).map_err(refusal_to_status)?;
         let Query::Events { after, types, limit } = read.query.clone() else {
@@ -323,7 +331,10 @@ impl<D: Disk> Events for EventsService<D> {
             metrics,
             applied,
         };
-        tokio::spawn(feed.run(first, sender));
+        tokio::spawn(async move {
+            feed.run(first, sender).await;
+            drop(permit);
+        });
         Ok(Response::new(ReceiverStream::new(receiver)))
     }
 }

@@ -194,3 +194,25 @@ where
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// The time fields of a bead's JSON: RFC 3339 values that differ from run to run.
+pub const TIME_FIELDS: [&str; 5] = ["created_at", "updated_at", "started_at", "closed_at", "defer_until"];
+
+/// Replaces every time field (at any depth) with `"<time>"`, after checking it is RFC 3339 UTC,
+/// so golden files compare what does not change between runs.
+pub fn normalise_times(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Array(items) => items.iter_mut().for_each(normalise_times),
+        serde_json::Value::Object(fields) => {
+            for (key, field) in fields.iter_mut() {
+                if TIME_FIELDS.contains(&key.as_str()) {
+                    assert!(field.as_str().is_some_and(|text| text.ends_with('Z')), "{key} is RFC 3339: {field}");
+                    *field = serde_json::Value::String("<time>".into());
+                } else {
+                    normalise_times(field);
+                }
+            }
+        }
+        _ => {}
+    }
+}

@@ -5,32 +5,13 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use tests::{Cluster, free_port, strand_binary};
+use tests::{Cluster, free_port, normalise_times, strand_binary};
 
 enum Expect {
     /// Exit 0 and stdout equal to `tests/golden/<name>.json` after normalisation.
     Golden(&'static str),
     /// This exit code and stderr containing the text.
     Fails(i32, &'static str),
-}
-
-const TIME_FIELDS: [&str; 5] = ["created_at", "updated_at", "started_at", "closed_at", "defer_until"];
-
-fn normalise(value: &mut serde_json::Value) {
-    match value {
-        serde_json::Value::Array(items) => items.iter_mut().for_each(normalise),
-        serde_json::Value::Object(fields) => {
-            for (key, field) in fields.iter_mut() {
-                if TIME_FIELDS.contains(&key.as_str()) {
-                    assert!(field.as_str().is_some_and(|text| text.ends_with('Z')), "{key} is RFC 3339: {field}");
-                    *field = serde_json::Value::String("<time>".into());
-                } else {
-                    normalise(field);
-                }
-            }
-        }
-        _ => {}
-    }
 }
 
 fn golden_path(name: &str) -> PathBuf {
@@ -51,7 +32,7 @@ fn run(endpoint: &str, args: &[&str], expect: Expect) {
             assert_eq!(code, 0, "strand {args:?} failed: {stderr}");
             let mut value: serde_json::Value =
                 serde_json::from_str(&stdout).unwrap_or_else(|error| panic!("{args:?}: {error}: {stdout}"));
-            normalise(&mut value);
+            normalise_times(&mut value);
             let actual = serde_json::to_string_pretty(&value).unwrap() + "\n";
             let path = golden_path(name);
             if std::env::var("UPDATE_GOLDEN").is_ok() {

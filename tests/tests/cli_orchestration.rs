@@ -142,6 +142,9 @@ async fn molecules_close_in_order_and_convoys_close_with_their_children() {
         (status["current"].as_str(), &status["closed"], &status["total"]),
         (Some(steps[0].as_str()), &json!(0), &json!(3))
     );
+    let third = &status["steps"][2];
+    assert_eq!((&third["step_index"], &third["state"]), (&json!(3), &json!("waiting")), "{status}");
+    assert_eq!(status["steps"][0]["state"], "current");
     let text = strand.exits(0, "tester", &["mol", "status", &root]);
     assert!(text.contains("0/3 closed, current") && text.contains("current") && text.contains("waiting"), "{text}");
 

@@ -96,7 +96,7 @@ async fn retried_request_after_leader_change_is_applied_once() {
     let leader = cluster.wait_for_leader().await;
     let follower = cluster.nodes.iter().find(|node| node.id != leader).expect("a follower").address.clone();
     let request = CreateRequest {
-        header: Some(WriteHeader { namespace: String::new(), client_id: 4242, request_seq: 1, lowest_unacked: 1 }),
+        header: Some(WriteHeader { client_id: 4242, request_seq: 1, lowest_unacked: 1, ..Default::default() }),
         title: "exactly once".into(),
         ..Default::default()
     };

@@ -192,10 +192,15 @@ impl State {
     fn apply_command(&mut self, proposal: &Proposal, now: Timestamp) -> Answer {
         validate_command(&proposal.command)?;
         let is_new = !self.namespaces.contains_key(&proposal.namespace);
+        let was_removed = self.removed_namespaces.contains(&proposal.namespace);
         let answer = self.run_command(proposal, now);
         if is_new && answer.is_err() {
-            // A refused command leaves no namespace behind (and fixes no prefix).
+            // A refused command leaves no namespace behind (and fixes no prefix). If the namespace
+            // was deleted earlier in this batch, its record must still be deleted.
             self.namespaces.remove(&proposal.namespace);
+            if was_removed {
+                self.removed_namespaces.insert(proposal.namespace.clone());
+            }
         }
         answer
     }
@@ -290,10 +295,15 @@ impl State {
         }
         let namespace_state = self.namespaces.remove(namespace).expect("checked above");
         let info = Self::namespace_info(namespace, &namespace_state);
+        // Every record the namespace has on disk: those it holds now, and those removed earlier in
+        // this batch whose deletion has not been handed over yet (they are still dirty).
+        let bead_ids: BTreeSet<&BeadId> = namespace_state.beads.keys().chain(&namespace_state.dirty_beads).collect();
+        let seqs: BTreeSet<u64> = namespace_state.events.keys().chain(&namespace_state.dirty_events).copied().collect();
+        let names: BTreeSet<&String> = namespace_state.formulas.keys().chain(&namespace_state.dirty_formulas).collect();
         let records = &mut self.removed_records;
-        records.extend(namespace_state.beads.keys().map(|bead_id| RecordKey::Bead(namespace.clone(), bead_id.clone())));
-        records.extend(namespace_state.events.keys().map(|seq| RecordKey::Event(namespace.clone(), *seq)));
-        records.extend(namespace_state.formulas.keys().map(|name| RecordKey::Formula(namespace.clone(), name.clone())));
+        records.extend(bead_ids.into_iter().map(|bead_id| RecordKey::Bead(namespace.clone(), bead_id.clone())));
+        records.extend(seqs.into_iter().map(|seq| RecordKey::Event(namespace.clone(), seq)));
+        records.extend(names.into_iter().map(|name| RecordKey::Formula(namespace.clone(), name.clone())));
         self.removed_namespaces.insert(namespace.clone());
         Ok(Outcome::Namespaces(vec![info]))
     }

@@ -9,13 +9,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::index::CreatedKey;
+use super::index::{CreatedKey, ReadyKey};
 use super::namespace::NamespaceState;
 use crate::command::{Cook, CreateBead, FormulaSource, MailSend, ReadyFilter, Sling};
 use crate::formula::Formula;
 use crate::limits::{
-    EVENTS_PER_QUERY_MAX, FORMULAS_PER_NAMESPACE_MAX, LIST_RESULTS_MAX, MAIL_SUBJECT_CHARS_MAX, PURGE_BEADS_MAX,
-    ROUTED_BEADS_MAX,
+    DESCRIPTION_BYTES_MAX, EVENTS_PER_QUERY_MAX, FORMULAS_PER_NAMESPACE_MAX, LABELS_MAX, LIST_RESULTS_MAX,
+    MAIL_SUBJECT_CHARS_MAX, METADATA_KEYS_MAX, PURGE_BEADS_MAX, ROUTED_BEADS_MAX, TITLE_BYTES_MAX,
 };
 use crate::model::{
     Actor, Bead, BeadId, CONVOY_TYPE, LABEL_MESSAGE, LABEL_OWNED, LABEL_READ, MERGE_KEY, MESSAGE_TYPE, MOLECULE_TYPE,
@@ -33,9 +33,27 @@ fn cap(limit: u32) -> usize {
     if limit == 0 { LIST_RESULTS_MAX } else { (limit as usize).min(LIST_RESULTS_MAX) }
 }
 
-/// A message's title: its subject, or the body's first line cut to 80 characters.
+/// `text` cut to at most `bytes_max` bytes, on a character boundary.
+fn truncated(text: &str, bytes_max: usize) -> String {
+    let mut end = text.len().min(bytes_max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_string()
+}
+
+/// Refuses an empty agent name: an empty assignee means "unassigned", not an agent.
+fn check_agent(agent: &str) -> Result<(), Refusal> {
+    if agent.trim().is_empty() {
+        return Err(invalid("the agent name is empty; pass --agent NAME or set STRAND_ACTOR".into()));
+    }
+    Ok(())
+}
+
+/// A message's title: its subject, or the body's first non-blank line cut to 80 characters.
 fn message_title(subject: &str, body: &str) -> String {
-    let source = if subject.trim().is_empty() { body.lines().next().unwrap_or_default() } else { subject };
+    let first_line = || body.lines().find(|line| !line.trim().is_empty()).unwrap_or_default();
+    let source = if subject.trim().is_empty() { first_line() } else { subject };
     source.trim().chars().take(MAIL_SUBJECT_CHARS_MAX).collect()
 }
 
@@ -107,6 +125,14 @@ impl NamespaceState {
         let formula = self.formula_of(&cook.formula)?;
         let steps = formula.render(&cook.vars)?;
         let title = cook.title.clone().filter(|title| !title.trim().is_empty()).unwrap_or(formula.formula.clone());
+        let too_large = |what: String, size: usize, limit: usize| Refusal::TooLarge { what, size, limit };
+        if formula.description.len() > DESCRIPTION_BYTES_MAX {
+            let what = format!("formula {}'s description", formula.formula);
+            return Err(too_large(what, formula.description.len(), DESCRIPTION_BYTES_MAX));
+        }
+        if title.len() > TITLE_BYTES_MAX {
+            return Err(too_large("the molecule's title".into(), title.len(), TITLE_BYTES_MAX));
+        }
         // Everything is checked; from here on every create succeeds.
         let root = self.create_bead(
             &CreateBead {
@@ -186,12 +212,28 @@ impl NamespaceState {
         if held_by_other && !sling.pool {
             return Err(Refusal::AlreadyClaimed { id: bead_id.clone(), holder: bead.assignee.clone() });
         }
+        // What `route` will leave: one pool label in place of any others, and up to two keys.
+        let labels_after = if sling.pool {
+            bead.labels.iter().filter(|label| !label.starts_with(POOL_LABEL_PREFIX)).count() + 1
+        } else {
+            bead.labels.len()
+        };
+        let new_keys = [(sling.pool, ROUTED_TO_KEY), (sling.merge.is_some(), MERGE_KEY)];
+        let keys_after = bead.metadata.len()
+            + new_keys.iter().filter(|(set, key)| *set && !bead.metadata.contains_key(*key)).count();
+        if labels_after > LABELS_MAX || keys_after > METADATA_KEYS_MAX {
+            return Err(invalid(format!(
+                "bead {bead_id} has too many labels or metadata keys to be routed; remove some first"
+            )));
+        }
         Ok(())
     }
 
     fn route(&mut self, bead_id: &BeadId, sling: &Sling, now: Timestamp) -> Result<Bead, Refusal> {
         self.modify(bead_id, now, |bead| {
             if sling.pool {
+                // A bead is routed to one pool: re-slinging moves it.
+                bead.labels.retain(|label| !label.starts_with(POOL_LABEL_PREFIX));
                 bead.labels.insert(format!("{POOL_LABEL_PREFIX}{}", sling.target));
                 bead.metadata.insert(ROUTED_TO_KEY.into(), sling.target.clone());
             } else {
@@ -232,9 +274,12 @@ impl NamespaceState {
                     subject.iter().map(|bead_id| ("gc.source_bead".to_string(), bead_id.0.clone())).collect();
                 let cook = Cook { formula: formula.clone(), title: Some(title), vars, ephemeral: true };
                 let cooked = self.cook_beads(&cook, &metadata, now)?;
-                let root_id = cooked[0].id.clone();
-                beads.extend(cooked.into_iter().skip(1));
-                root_id
+                // The steps are routed with the root, so the agent's (or pool's) hook finds the
+                // wisp's ready steps: the root itself is a molecule, which is never ready work.
+                for step in &cooked[1..] {
+                    beads.push(self.route(&step.id, sling, now)?);
+                }
+                cooked[0].id.clone()
             }
             None => match subject {
                 Some(bead_id) => bead_id,
@@ -246,7 +291,7 @@ impl NamespaceState {
         if !sling.no_convoy && routed.parent_id.is_none() {
             let labels: BTreeSet<String> = sling.owned.then(|| LABEL_OWNED.to_string()).into_iter().collect();
             let convoy = CreateBead {
-                title: format!("sling: {}", routed.title),
+                title: truncated(&format!("sling: {}", routed.title), TITLE_BYTES_MAX),
                 bead_type: CONVOY_TYPE.into(),
                 labels,
                 ..Default::default()
@@ -262,10 +307,11 @@ impl NamespaceState {
         Ok(Outcome::Beads(answer))
     }
 
-    /// Routes every open child of a convoy or epic, and creates no convoy.
+    /// Routes every open child of a convoy or epic (children in progress, closed or otherwise
+    /// not open are left where they are), and creates no convoy.
     fn sling_container(&mut self, container_id: &BeadId, sling: &Sling, now: Timestamp) -> Result<Outcome, Refusal> {
         let mut children = self.children_of(container_id);
-        children.retain(|child| self.beads[child].status != Status::Closed);
+        children.retain(|child| self.beads[child].status == Status::Open);
         children.sort_by_key(|child| self.beads[child].seq);
         if children.len() > ROUTED_BEADS_MAX {
             return Err(invalid(format!("{container_id} has more than {ROUTED_BEADS_MAX} open children; split it")));
@@ -292,22 +338,45 @@ impl NamespaceState {
         limit: usize,
         now: Timestamp,
     ) -> Result<Vec<BeadId>, Refusal> {
-        let assigned = ReadyFilter { assignee: Some(agent.to_string()), limit: limit as u32, ..Default::default() };
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        // Wisps count: a slung formula's steps are ephemeral.
+        let assigned = ReadyFilter {
+            assignee: Some(agent.to_string()),
+            include_ephemeral: true,
+            limit: limit as u32,
+            ..Default::default()
+        };
         let mut ids = self.ready_ids(&assigned, now, |_| true)?;
         if let Some(pool) = pool
             && ids.len() < limit
         {
-            let pooled = self.indexes.ready.by_pool.get(pool).into_iter().flatten().filter(|key| {
-                let bead = &self.beads[&key.created.id];
-                bead.assignee.is_empty() && bead.defer_until.is_none_or(|until| until <= now)
-            });
-            ids.extend(pooled.take(limit - ids.len()).map(|key| key.created.id.clone()));
+            let indexes = [&self.indexes.ready, &self.indexes.ready_ephemeral];
+            let mut pooled: Vec<&ReadyKey> = indexes
+                .iter()
+                .flat_map(|index| {
+                    index
+                        .by_pool
+                        .get(pool)
+                        .into_iter()
+                        .flatten()
+                        .filter(|key| {
+                            let bead = &self.beads[&key.created.id];
+                            bead.assignee.is_empty() && bead.defer_until.is_none_or(|until| until <= now)
+                        })
+                        .take(limit)
+                })
+                .collect();
+            pooled.sort();
+            ids.extend(pooled.into_iter().take(limit - ids.len()).map(|key| key.created.id.clone()));
         }
         Ok(ids)
     }
 
     /// The work query of BEADS-SPEC §7, without claiming.
     pub(super) fn hook(&self, agent: &str, pool: Option<&str>, limit: u32, now: Timestamp) -> Result<Outcome, Refusal> {
+        check_agent(agent)?;
         let limit = cap(limit);
         let mut ids = self.working_ids(agent);
         ids.truncate(limit);
@@ -319,6 +388,7 @@ impl NamespaceState {
     /// The work query with `--claim`: the agent's own in-progress bead, else the first ready bead
     /// it can take, claimed in this command. An empty answer when there is no work.
     pub(super) fn hook_claim(&mut self, agent: &Actor, pool: Option<&str>, now: Timestamp) -> Result<Outcome, Refusal> {
+        check_agent(&agent.0)?;
         if let Some(bead_id) = self.working_ids(&agent.0).first() {
             return Ok(Outcome::Beads(vec![self.beads[bead_id].clone()]));
         }
@@ -343,6 +413,9 @@ impl NamespaceState {
 
     /// Sends a message from `sender`; a reply goes to the original's sender, in its thread.
     pub(super) fn mail_send(&mut self, mail: &MailSend, sender: &Actor, now: Timestamp) -> Result<Outcome, Refusal> {
+        if sender.0.trim().is_empty() {
+            return Err(invalid("a message needs a sender; pass --actor NAME or set STRAND_ACTOR".into()));
+        }
         let own_id = self.peek_next_id(None);
         let (recipient, thread, reply_label) = match &mail.reply_to {
             Some(original_id) => {
@@ -457,7 +530,14 @@ impl NamespaceState {
     /// Checks that every bead exists and may become a child of `convoy_id`.
     fn check_trackable(&self, convoy_id: Option<&BeadId>, children: &[BeadId]) -> Result<(), Refusal> {
         for child in children {
-            self.bead(child)?;
+            let bead = self.bead(child)?;
+            if let Some(parent_id) = bead.parent_id.as_ref().filter(|parent_id| Some(*parent_id) != convoy_id) {
+                // Moving it would silently take it out of a molecule, epic or other convoy.
+                return Err(invalid(format!(
+                    "{child} already belongs to {parent_id}; a bead is tracked by one parent (clear it with \
+                     `strand update {child} --parent \"\"` first)"
+                )));
+            }
             if let Some(convoy_id) = convoy_id
                 && self.would_cycle(child, convoy_id)
             {
@@ -585,9 +665,20 @@ impl NamespaceState {
 
     /// Events after `after`, oldest first; a compacted range is refused (as etcd does).
     pub(super) fn events_after(&self, after: u64, types: &[String], limit: u32) -> Result<Outcome, Refusal> {
-        if after < self.meta.compacted_through {
+        // 0 asks for everything still kept; any other position must not have been compacted.
+        if after != 0 && after < self.meta.compacted_through {
             return Err(Refusal::Compacted { requested: after, compacted: self.meta.compacted_through });
         }
+        let last_seq = self.meta.last_event_seq();
+        if after > last_seq {
+            // Only a namespace deleted and created again (numbering anew) gets here: refuse rather
+            // than skip the new events silently.
+            return Err(invalid(format!(
+                "events after seq {after} were asked for, but this namespace's log ends at seq {last_seq} \
+                 (was it deleted and created again?); start again with `--after 0`"
+            )));
+        }
+        let after = after.max(self.meta.compacted_through);
         let limit = if limit == 0 { EVENTS_PER_QUERY_MAX } else { limit.min(EVENTS_PER_QUERY_MAX) } as usize;
         let events = self
             .events

@@ -330,18 +330,28 @@ fn sling_to_a_pool_labels_and_routes_and_text_creates_a_bead() {
 #[test]
 fn slinging_a_convoy_routes_its_open_children_all_or_nothing() {
     let mut harness = Harness::new();
-    let children: Vec<BeadId> = (0..500).map(|n| harness.create(&format!("c{n}"))).collect();
+    let mut children: Vec<BeadId> = (0..500).map(|n| harness.create(&format!("c{n}"))).collect();
+    let crowded_labels = (0..crate::limits::LABELS_MAX).map(|n| format!("l{n}")).collect();
+    let crowded =
+        harness.create_with(CreateBead { title: "crowded".into(), labels: crowded_labels, ..Default::default() });
+    children.push(crowded.clone());
     let convoy =
         bead_of(harness.apply(Command::ConvoyCreate { title: "big".into(), children: children.clone(), owned: false }));
     harness.close(&children[0]).unwrap();
     harness.claim(&children[1], "carol").unwrap();
     let before = content(&harness.state);
-    let error = refusal(harness.apply(Command::Sling(sling(&convoy.id.0, "alice"))));
-    assert!(error.contains("already claimed by carol"), "{error}");
+    let error = refusal(harness.apply(Command::Sling(Sling { pool: true, ..sling(&convoy.id.0, "web") })));
+    assert!(error.contains(&format!("bead {crowded} has too many labels")), "{error}");
     assert_eq!(content(&harness.state), before, "a refused sling routes nothing");
+    let update = UpdateBead { id: crowded.clone(), remove_labels: labels(&["l0"]), ..Default::default() };
+    harness.apply(Command::Update(update)).unwrap();
     let routed = beads_of(harness.apply(Command::Sling(Sling { pool: true, ..sling(&convoy.id.0, "web") })));
-    assert_eq!(routed.len(), 499, "open children only");
+    assert_eq!(routed.len(), 499, "open children only: not the closed one, not carol's");
     assert!(routed.iter().all(|bead| bead.labels.contains("pool:web")));
+    let held = harness.get(&children[1]);
+    assert_eq!((held.assignee.as_str(), held.labels.contains("pool:web")), ("carol", false));
+    let again = beads_of(harness.apply(Command::Sling(Sling { pool: true, ..sling(&convoy.id.0, "api") })));
+    assert!(again.iter().all(|bead| bead.labels.contains("pool:api") && !bead.labels.contains("pool:web")));
     let convoys =
         beads_of(harness.query(Query::List(ListFilter { bead_type: Some("convoy".into()), ..Default::default() })));
     assert_eq!(convoys.len(), 1, "slinging a container creates no convoy");
@@ -361,6 +371,102 @@ fn sling_refuses_unknown_ids_and_cooks_a_wisp_with_a_formula() {
     let root = &answer[0];
     assert_eq!((root.bead_type.as_str(), root.assignee.as_str(), root.ephemeral), ("molecule", "alice", true));
     assert_eq!(root.metadata.get("gc.source_bead"), Some(&bead_id.0));
+    let steps = &answer[2..];
+    assert_eq!(steps.len(), 3);
+    assert!(steps.iter().all(|step| step.assignee == "alice" && step.ephemeral), "the wisp's steps are routed too");
+    let query = Query::Hook { agent: "alice".into(), pool: None, limit: 10, now: Timestamp(harness.now) };
+    let hooked: Vec<BeadId> = beads_of(harness.query(query)).into_iter().map(|bead| bead.id).collect();
+    assert_eq!(hooked, vec![steps[0].id.clone()], "alice's hook finds the wisp's ready step");
+}
+
+#[test]
+fn hook_with_in_progress_work_at_the_limit_lists_no_more_and_an_empty_agent_is_refused() {
+    let mut harness = Harness::new();
+    let mine = harness.create("mine");
+    harness.claim(&mine, "alice").unwrap();
+    harness.create_with(CreateBead { title: "assigned".into(), assignee: "alice".into(), ..Default::default() });
+    let query = Query::Hook { agent: "alice".into(), pool: None, limit: 1, now: Timestamp(harness.now) };
+    assert_eq!(beads_of(harness.query(query)).len(), 1, "--limit 1 is one bead");
+    let empty = Query::Hook { agent: String::new(), pool: None, limit: 1, now: Timestamp(harness.now) };
+    assert!(harness.query(empty).expect_err("refused").to_string().contains("agent name is empty"));
+}
+
+#[test]
+fn a_convoy_refuses_a_bead_that_belongs_to_another_parent() {
+    let mut harness = Harness::new();
+    let cooked = beads_of(cook(&mut harness, RELEASE, &[("version", "1")], false));
+    let step = cooked[1].id.clone();
+    let before = content(&harness.state);
+    let answer =
+        harness.apply(Command::ConvoyCreate { title: "steal".into(), children: vec![step.clone()], owned: false });
+    assert!(refusal(answer).contains(&format!("{step} already belongs to {}", cooked[0].id)));
+    assert_eq!(content(&harness.state), before);
+}
+
+#[test]
+fn a_cycle_is_reported_at_a_step_on_the_cycle_and_a_missing_var_names_its_step() {
+    let downstream = r#"
+formula = "loop"
+[[steps]]
+id = "after"
+title = "After"
+needs = ["a"]
+[[steps]]
+id = "a"
+title = "A"
+needs = ["b"]
+[[steps]]
+id = "b"
+title = "B"
+needs = ["a"]
+"#;
+    let error = crate::formula::Formula::parse(downstream).expect_err("a cycle").to_string();
+    assert!(error.contains("step \"a\"") || error.contains("step \"b\""), "{error}");
+    let mut harness = Harness::new();
+    let error = refusal(cook(&mut harness, RELEASE, &[], false));
+    assert!(error.contains("needs variable \"version\" (step \"build\" uses it)"), "{error}");
+}
+
+#[test]
+fn events_after_zero_start_at_the_oldest_kept_and_a_position_past_the_log_is_refused() {
+    let mut harness = Harness::new();
+    harness.event_retention = 100;
+    for n in 0..150 {
+        harness.create(&format!("b{n}"));
+    }
+    let kept = events(&harness, 0);
+    assert_eq!(kept.len(), 100);
+    assert_eq!(kept[0].seq, 51);
+    let ahead = harness.query(Query::Events { after: 151, types: Vec::new(), limit: 0 });
+    assert!(refusal(ahead).contains("log ends at seq 150"));
+}
+
+/// A disk of records: what `take_changes` batches leave behind.
+fn persist(disk: &mut BTreeMap<RecordKey, Record>, state: &mut State) {
+    for (key, record) in state.take_changes() {
+        match record {
+            Some(record) => disk.insert(key, record),
+            None => disk.remove(&key),
+        };
+    }
+}
+
+#[test]
+fn deleting_a_namespace_deletes_every_record_even_those_removed_earlier_in_the_same_batch() {
+    let mut state = State::new();
+    let mut disk = BTreeMap::new();
+    let apply = |state: &mut State, timestamp: i64, command: Command| state.apply(&bare_proposal(timestamp, command));
+    apply(&mut state, 1, Command::Create(CreateBead { title: "kept".into(), ..Default::default() })).unwrap();
+    apply(&mut state, 2, Command::Create(CreateBead { title: "gone".into(), ..Default::default() })).unwrap();
+    persist(&mut disk, &mut state);
+    // One batch: a bead removed, then its namespace deleted, then a refused write to it.
+    apply(&mut state, 3, Command::Delete { id: BeadId::from("st-2") }).unwrap();
+    apply(&mut state, 4, Command::NamespaceDelete { force: true }).unwrap();
+    apply(&mut state, 5, Command::Close { ids: vec![BeadId::from("st-1")], reason: None }).unwrap_err();
+    persist(&mut disk, &mut state);
+    let reloaded = State::from_records(disk.clone()).expect("the disk reloads");
+    assert_eq!(reloaded.digest(), state.digest());
+    assert!(disk.keys().all(|key| matches!(key, RecordKey::Clock | RecordKey::Session(_))), "{disk:?}");
 }
 
 // ---- hook ----

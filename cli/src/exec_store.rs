@@ -1,0 +1,538 @@
+//! `strand exec-store OP [ARGS]`: Gas City's exec-store protocol (BEADS-SPEC §6) on a Strand
+//! cluster, so an orchestrator configured with `exec:<deploy/gc-exec-store>` keeps its beads here.
+//!
+//! The protocol, kept exactly:
+//! - mutations read one JSON object on stdin; results are compact JSON on stdout (lists are `[]`,
+//!   never `null`); `mol-cook` prints the root id as plain text;
+//! - exit 0 success; exit 1 error with one line on stderr (a missing bead says "not found");
+//!   exit 2 only for an unknown operation, which the orchestrator reads as success with no output.
+//!   A usage mistake or an unreachable cluster is therefore exit 1 here, never 2 or 3;
+//! - beads go out in the wire shape, with the status folded to open / in_progress / closed;
+//! - the namespace comes from `GC_STORE_ROOT` and `GC_STORE_SCOPE` (a store root seen for the first
+//!   time is an empty store), the id prefix from `GC_BEADS_PREFIX`.
+//!
+//! Malformed stdin is refused before anything is sent, so it changes nothing.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
+
+use api::command::{
+    Command, Cook, CreateBead, DepDirection, FormulaSource, ListFilter, ListSort, Query, ReadyFilter, UpdateBead,
+};
+use api::convert::parse_status;
+use api::limits::{LIST_RESULTS_MAX, REQUEST_BYTES_MAX};
+use api::model::{Bead, BeadId, DepType, Status, Timestamp};
+use api::outcome::Outcome as Answer;
+use clap::Args;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::molecule::formula_source;
+use crate::orchestration::{beads_of, unexpected};
+use crate::output::DependencyJson;
+use crate::{Cli, Failure, Outcome};
+
+/// `strand exec-store OP [ARGS...]`.
+#[derive(Args, Debug)]
+pub struct ExecStoreArgs {
+    /// The operation and its arguments: create, get ID, update ID, close ID, list [--status=S]
+    /// [--assignee=A] [--type=T] [--limit=N], ready, children PARENT, list-by-label LABEL LIMIT,
+    /// list-by-status STATUS LIMIT, set-metadata ID KEY, delete --force ID, dep-add ISSUE
+    /// DEPENDS_ON [TYPE], dep-remove ISSUE DEPENDS_ON, dep-list ID [down|up], mol-cook, purge,
+    /// health, probe.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "OP [ARGS]")]
+    words: Vec<String>,
+}
+
+/// The environment variables of the protocol.
+const STORE_ROOT_VARIABLE: &str = "GC_STORE_ROOT";
+const STORE_SCOPE_VARIABLE: &str = "GC_STORE_SCOPE";
+const PREFIX_VARIABLE: &str = "GC_BEADS_PREFIX";
+
+/// Namespace names derived from a store root start with this.
+const NAMESPACE_PREFIX: &str = "gc";
+/// Hex digits of the root's SHA-256 kept in a derived namespace name: enough that two roots
+/// never meet in practice, short enough to read in `strand namespace list`.
+const ROOT_HASH_HEX_DIGITS: usize = 12;
+/// Characters of the root's last path component kept in a derived namespace name.
+const ROOT_NAME_CHARS_MAX: usize = 48;
+
+/// The namespace of a store root and scope: `gc:<scope>:<root's last component>:<hash of root>`,
+/// so every distinct root (and scope within it) is its own store, and the name says which.
+pub fn namespace_of_store(root: &str, scope: &str) -> String {
+    let digest = Sha256::digest(format!("{scope}\0{root}").as_bytes());
+    let hash: String =
+        digest.iter().map(|byte| format!("{byte:02x}")).collect::<String>()[..ROOT_HASH_HEX_DIGITS].into();
+    let last = root.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
+    let readable = |text: &str| -> String {
+        text.chars()
+            .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '_' })
+            .take(ROOT_NAME_CHARS_MAX)
+            .collect()
+    };
+    let scope = if scope.is_empty() { "default".to_string() } else { readable(scope) };
+    format!("{NAMESPACE_PREFIX}:{scope}:{}:{hash}", readable(last))
+}
+
+/// A bead in the protocol's wire shape.
+#[derive(Serialize)]
+struct WireBead<'a> {
+    id: &'a str,
+    title: &'a str,
+    /// Folded to open, in_progress or closed.
+    status: &'static str,
+    #[serde(rename = "type")]
+    bead_type: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    priority: Option<u8>,
+    created_at: String,
+    assignee: &'a str,
+    from: &'a str,
+    parent_id: String,
+    #[serde(rename = "ref")]
+    reference: &'a str,
+    needs: Vec<String>,
+    description: &'a str,
+    labels: Vec<&'a str>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    metadata: &'a BTreeMap<String, String>,
+    /// Only when true, as Gas City's own wire type has it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    ephemeral: bool,
+}
+
+impl<'a> From<&'a Bead> for WireBead<'a> {
+    fn from(bead: &'a Bead) -> Self {
+        WireBead {
+            id: &bead.id.0,
+            title: &bead.title,
+            status: bead.status.folded().as_str(),
+            bead_type: &bead.bead_type,
+            priority: bead.priority,
+            created_at: bead.created_at.to_rfc3339(),
+            assignee: &bead.assignee,
+            from: &bead.from,
+            parent_id: bead.parent_id.as_ref().map(|id| id.0.clone()).unwrap_or_default(),
+            reference: &bead.reference,
+            needs: bead.needs().into_iter().map(|id| id.0).collect(),
+            description: &bead.description,
+            labels: bead.labels.iter().map(String::as_str).collect(),
+            metadata: &bead.metadata,
+            ephemeral: bead.ephemeral,
+        }
+    }
+}
+
+/// `create`'s stdin. Unknown fields are ignored (the orchestrator adds fields over time);
+/// a field of the wrong type makes the input malformed.
+#[derive(Deserialize)]
+struct CreateInput {
+    title: Option<String>,
+    #[serde(rename = "type")]
+    bead_type: Option<String>,
+    priority: Option<u8>,
+    labels: Option<Vec<String>>,
+    parent_id: Option<String>,
+    #[serde(rename = "ref")]
+    reference: Option<String>,
+    needs: Option<Vec<String>>,
+    description: Option<String>,
+    assignee: Option<String>,
+    from: Option<String>,
+    metadata: Option<BTreeMap<String, String>>,
+    ephemeral: Option<bool>,
+    defer_until: Option<String>,
+}
+
+/// `update`'s stdin: a missing or null field is unchanged; `labels` are added.
+#[derive(Deserialize)]
+struct UpdateInput {
+    title: Option<String>,
+    status: Option<String>,
+    #[serde(rename = "type")]
+    bead_type: Option<String>,
+    priority: Option<u8>,
+    description: Option<String>,
+    parent_id: Option<String>,
+    assignee: Option<String>,
+    labels: Option<Vec<String>>,
+    remove_labels: Option<Vec<String>>,
+    metadata: Option<BTreeMap<String, String>>,
+}
+
+/// `mol-cook`'s stdin.
+#[derive(Deserialize)]
+struct CookInput {
+    formula: String,
+    title: Option<String>,
+    vars: Option<Vec<String>>,
+    ephemeral: Option<bool>,
+}
+
+/// `purge`'s stdin.
+#[derive(Deserialize)]
+struct PurgeInput {
+    dry_run: Option<bool>,
+}
+
+fn error(message: impl Into<String>) -> Failure {
+    Failure::Refused(message.into())
+}
+
+/// Reads stdin whole, refusing more than a request may carry.
+fn read_stdin() -> Result<String, Failure> {
+    let mut text = String::new();
+    std::io::stdin()
+        .take(REQUEST_BYTES_MAX as u64 + 1)
+        .read_to_string(&mut text)
+        .map_err(|io_error| error(format!("cannot read stdin as UTF-8 text: {io_error}")))?;
+    if text.len() > REQUEST_BYTES_MAX {
+        return Err(error(format!("stdin is over the request limit of {REQUEST_BYTES_MAX} bytes; send less")));
+    }
+    Ok(text)
+}
+
+/// Parses stdin as the JSON object an operation takes.
+fn read_json<T: for<'de> Deserialize<'de>>(op: &str) -> Result<T, Failure> {
+    let text = read_stdin()?;
+    serde_json::from_str(&text).map_err(|json_error| {
+        error(format!("{op}: stdin is not the JSON object this operation takes ({json_error}); nothing was written"))
+    })
+}
+
+/// The words after the operation, checked for count.
+struct Words<'a> {
+    op: &'a str,
+    words: &'a [String],
+}
+
+impl<'a> Words<'a> {
+    fn exactly(&self, count: usize, usage: &str) -> Result<&'a [String], Failure> {
+        if self.words.len() != count {
+            return Err(error(format!("{}: takes {usage}; got {} argument(s)", self.op, self.words.len())));
+        }
+        Ok(self.words)
+    }
+
+    fn one(&self, usage: &str) -> Result<&'a String, Failure> {
+        Ok(&self.exactly(1, usage)?[0])
+    }
+
+    fn two(&self, usage: &str) -> Result<(&'a String, &'a String), Failure> {
+        let words = self.exactly(2, usage)?;
+        Ok((&words[0], &words[1]))
+    }
+
+    fn between(&self, low: usize, high: usize, usage: &str) -> Result<&'a [String], Failure> {
+        if self.words.len() < low || self.words.len() > high {
+            return Err(error(format!("{}: takes {usage}; got {} argument(s)", self.op, self.words.len())));
+        }
+        Ok(self.words)
+    }
+}
+
+fn bead_id(text: &str) -> BeadId {
+    BeadId::from(text)
+}
+
+fn limit_of(text: &str, op: &str) -> Result<u32, Failure> {
+    text.parse().map_err(|_| error(format!("{op}: limit {text:?} is not a whole number (0 means no limit)")))
+}
+
+fn print_json<T: Serialize>(value: &T) {
+    println!("{}", serde_json::to_string(value).expect("wire JSON serializes"));
+}
+
+fn print_wire_beads(beads: &[Bead]) {
+    print_json(&beads.iter().map(WireBead::from).collect::<Vec<_>>());
+}
+
+fn print_wire_bead(answer: Answer) -> Outcome {
+    match beads_of(answer).first() {
+        Some(bead) => print_json(&WireBead::from(bead)),
+        None => return Err(error("the cluster answered with no bead")),
+    }
+    Ok(true)
+}
+
+/// Runs one operation. Every failure but an unknown operation is exit 1 (see the module header).
+pub async fn run(cli: &Cli, args: &ExecStoreArgs) -> Outcome {
+    let Some((op, rest)) = args.words.split_first() else {
+        return Err(error("exec-store: no operation given; usage: strand exec-store OP [ARGS]"));
+    };
+    let words = Words { op, words: rest };
+    match dispatch(cli, op, &words).await {
+        Err(Failure::Usage(message)) if message.starts_with(UNKNOWN_OPERATION) => Err(Failure::Usage(message)),
+        Err(Failure::Usage(message) | Failure::Unavailable(message)) => Err(Failure::Refused(message)),
+        other => other,
+    }
+}
+
+const UNKNOWN_OPERATION: &str = "unknown operation";
+
+async fn dispatch(cli: &Cli, op: &str, words: &Words<'_>) -> Outcome {
+    let client = store_client(cli)?;
+    match op {
+        "create" => {
+            let input: CreateInput = read_json(op)?;
+            print_wire_bead(client.execute(create_command(input)?).await?)
+        }
+        "get" => {
+            let id = words.one("ID")?;
+            print_wire_bead(client.query(Query::Get { ids: vec![bead_id(id)] }).await?)
+        }
+        "update" => {
+            let id = words.one("ID")?;
+            let input: UpdateInput = read_json(op)?;
+            client.execute(update_command(bead_id(id), input)?).await?;
+            Ok(true)
+        }
+        "close" => {
+            let id = words.one("ID")?;
+            client.execute(Command::Close { ids: vec![bead_id(id)], reason: None }).await?;
+            Ok(true)
+        }
+        "list" => list(&client, words).await,
+        "ready" => {
+            words.exactly(0, "no arguments")?;
+            let filter = ReadyFilter { limit: 0, ..ReadyFilter::default() };
+            print_wire_beads(&beads_of(client.query(Query::Ready { filter, now: Timestamp(0) }).await?));
+            Ok(true)
+        }
+        "children" => {
+            let parent = words.one("PARENT")?;
+            let query = Query::Children { parent: bead_id(parent), include_closed: true };
+            print_wire_beads(&beads_of(client.query(query).await?));
+            Ok(true)
+        }
+        "list-by-label" => {
+            let found = words.between(1, 2, "LABEL [LIMIT]")?;
+            let limit = found.get(1).map(|text| limit_of(text, op)).transpose()?.unwrap_or(0);
+            let query = Query::ListByLabel { label: found[0].clone(), limit };
+            print_wire_beads(&beads_of(client.query(query).await?));
+            Ok(true)
+        }
+        "list-by-status" => {
+            let found = words.between(1, 2, "STATUS [LIMIT]")?;
+            let limit = found.get(1).map(|text| limit_of(text, op)).transpose()?.unwrap_or(0);
+            print_wire_beads(&list_beads(&client, Some(&found[0]), None, None, limit).await?);
+            Ok(true)
+        }
+        "set-metadata" => {
+            let (id, key) = words.two("ID KEY (the value on stdin)")?;
+            let value = read_stdin()?;
+            let entries = BTreeMap::from([(key.clone(), Some(value))]);
+            client.execute(Command::SetMetadata { id: bead_id(id), entries }).await?;
+            Ok(true)
+        }
+        "delete" => {
+            let found = words.exactly(2, "--force ID")?;
+            let Some(id) = found.iter().find(|word| *word != "--force") else {
+                return Err(error("delete: takes --force ID"));
+            };
+            if !found.iter().any(|word| word == "--force") {
+                return Err(error(format!("delete: refusing to delete {id} without --force")));
+            }
+            client.execute(Command::Delete { id: bead_id(id) }).await?;
+            Ok(true)
+        }
+        "dep-add" => {
+            let found = words.between(2, 3, "ISSUE DEPENDS_ON [TYPE]")?;
+            let dep_type = DepType(found.get(2).cloned().unwrap_or_else(|| DepType::BLOCKS.to_string()));
+            let command = Command::DepAdd { issue_id: bead_id(&found[0]), depends_on_id: bead_id(&found[1]), dep_type };
+            client.execute(command).await?;
+            Ok(true)
+        }
+        "dep-remove" => {
+            let (issue, depends_on) = words.two("ISSUE DEPENDS_ON")?;
+            client.execute(Command::DepRemove { issue_id: bead_id(issue), depends_on_id: bead_id(depends_on) }).await?;
+            Ok(true)
+        }
+        "dep-list" => {
+            let found = words.between(1, 2, "ID [down|up]")?;
+            let direction = match found.get(1).map(String::as_str) {
+                None | Some("down") => DepDirection::Down,
+                Some("up") => DepDirection::Up,
+                Some(other) => return Err(error(format!("dep-list: direction {other:?} is unknown; use down or up"))),
+            };
+            let rows = match client.query(Query::DepList { id: bead_id(&found[0]), direction }).await? {
+                Answer::Dependencies(rows) => rows,
+                other => return Err(unexpected(&other)),
+            };
+            print_json(&rows.iter().map(DependencyJson::from).collect::<Vec<_>>());
+            Ok(true)
+        }
+        "mol-cook" => {
+            words.exactly(0, "no arguments (the cook on stdin)")?;
+            let input: CookInput = read_json(op)?;
+            let root = cook(&client, input).await?;
+            println!("{root}");
+            Ok(true)
+        }
+        "purge" => {
+            words.exactly(0, "no arguments (the options on stdin)")?;
+            let input: PurgeInput = read_json(op)?;
+            let answer = if input.dry_run.unwrap_or(false) {
+                client.query(Query::PurgePreview { older_than_ms: 0, now: Timestamp(0) }).await?
+            } else {
+                client.execute(Command::Purge { older_than_ms: 0 }).await?
+            };
+            let Answer::Purged { purged_count } = answer else { return Err(unexpected(&answer)) };
+            print_json(&serde_json::json!({ "purged_count": purged_count }));
+            Ok(true)
+        }
+        "health" | "probe" => {
+            client.status(false).await?;
+            Ok(true)
+        }
+        other => Err(Failure::Usage(format!("{UNKNOWN_OPERATION} {other:?}"))),
+    }
+}
+
+/// A client of the store the environment names: the namespace of `GC_STORE_ROOT` (else
+/// `--namespace`), creating it with `GC_BEADS_PREFIX` on first write.
+fn store_client(cli: &Cli) -> Result<api::client::Client, Failure> {
+    let variable = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
+    let namespace = match variable(STORE_ROOT_VARIABLE) {
+        Some(root) => namespace_of_store(&root, &variable(STORE_SCOPE_VARIABLE).unwrap_or_default()),
+        None => cli.namespace.clone(),
+    };
+    let prefix = variable(PREFIX_VARIABLE);
+    if let Some(prefix) = &prefix {
+        api::validate::validate_prefix(prefix).map_err(|refusal| error(format!("{PREFIX_VARIABLE}: {refusal}")))?;
+    }
+    cli.client_with(&namespace, prefix)
+}
+
+fn create_command(input: CreateInput) -> Result<Command, Failure> {
+    let defer_until = input
+        .defer_until
+        .map(|text| {
+            Timestamp::parse_rfc3339(&text).ok_or_else(|| {
+                error(format!("create: defer_until {text:?} is not an RFC 3339 time; nothing was written"))
+            })
+        })
+        .transpose()?;
+    Ok(Command::Create(CreateBead {
+        title: input.title.unwrap_or_default(),
+        description: input.description.unwrap_or_default(),
+        bead_type: input.bead_type.unwrap_or_default(),
+        priority: input.priority,
+        assignee: input.assignee.unwrap_or_default(),
+        from: input.from.unwrap_or_default(),
+        parent_id: input.parent_id.filter(|parent| !parent.is_empty()).map(BeadId),
+        reference: input.reference.unwrap_or_default(),
+        needs: input.needs.unwrap_or_default().into_iter().filter(|need| !need.is_empty()).collect(),
+        labels: input.labels.unwrap_or_default().into_iter().filter(|label| !label.is_empty()).collect(),
+        metadata: input.metadata.unwrap_or_default(),
+        ephemeral: input.ephemeral.unwrap_or(false),
+        defer_until,
+        requested_status: None,
+    }))
+}
+
+fn update_command(id: BeadId, input: UpdateInput) -> Result<Command, Failure> {
+    let status = input
+        .status
+        .map(|text| parse_status(&text).map_err(|refusal| error(format!("update: {refusal}; nothing was written"))))
+        .transpose()?;
+    Ok(Command::Update(UpdateBead {
+        id,
+        title: input.title,
+        description: input.description,
+        status,
+        bead_type: input.bead_type,
+        priority: input.priority,
+        assignee: input.assignee,
+        parent_id: input.parent_id.map(BeadId),
+        add_labels: input.labels.unwrap_or_default().into_iter().collect::<BTreeSet<_>>(),
+        remove_labels: input.remove_labels.unwrap_or_default().into_iter().collect(),
+        metadata: input.metadata.unwrap_or_default().into_iter().map(|(key, value)| (key, Some(value))).collect(),
+        claim_for: None,
+    }))
+}
+
+async fn cook(client: &api::client::Client, input: CookInput) -> Result<String, Failure> {
+    let vars = crate::molecule::vars(&input.vars.unwrap_or_default()).map_err(|failure| match failure {
+        Failure::Usage(message) => error(format!("mol-cook: {message}")),
+        other => other,
+    })?;
+    let formula = match formula_source(&input.formula)? {
+        FormulaSource::Named(name) if name.is_empty() => return Err(error("mol-cook: formula is empty; name one")),
+        source => source,
+    };
+    let command =
+        Command::MolCook(Cook { formula, title: input.title, vars, ephemeral: input.ephemeral.unwrap_or(false) });
+    match beads_of(client.execute(command).await?).first() {
+        Some(root) => Ok(root.id.0.clone()),
+        None => Err(error("mol-cook: the cluster answered the cook with no bead")),
+    }
+}
+
+/// `list [--status=S] [--assignee=A] [--type=T] [--limit=N]`, each flag also as `--flag VALUE`.
+async fn list(client: &api::client::Client, words: &Words<'_>) -> Outcome {
+    let mut flags: BTreeMap<&str, String> = BTreeMap::new();
+    let mut remaining = words.words.iter();
+    while let Some(word) = remaining.next() {
+        let (name, value) = match word.split_once('=') {
+            Some((name, value)) => (name, value.to_string()),
+            None => (word.as_str(), remaining.next().cloned().unwrap_or_default()),
+        };
+        let name = match name {
+            "--status" => "status",
+            "--assignee" => "assignee",
+            "--type" => "type",
+            "--limit" => "limit",
+            other => {
+                return Err(error(format!(
+                    "list: unknown flag {other:?}; use --status, --assignee, --type or --limit"
+                )));
+            }
+        };
+        flags.insert(name, value);
+    }
+    let limit = flags.get("limit").map(|text| limit_of(text, "list")).transpose()?.unwrap_or(0);
+    let status = flags.get("status").map(String::as_str);
+    let beads = list_beads(client, status, flags.get("assignee"), flags.get("type"), limit).await?;
+    print_wire_beads(&beads);
+    Ok(true)
+}
+
+/// Beads oldest first, closed included. A status is read as the protocol folds it: `open` means
+/// every status that folds to open; any other of bd's statuses matches itself.
+async fn list_beads(
+    client: &api::client::Client,
+    status: Option<&str>,
+    assignee: Option<&String>,
+    bead_type: Option<&String>,
+    limit: u32,
+) -> Result<Vec<Bead>, Failure> {
+    let statuses: Vec<Option<Status>> = match status {
+        None | Some("") => vec![None],
+        Some(text) => {
+            let status = parse_status(text).map_err(|refusal| error(format!("{refusal}")))?;
+            if status == Status::Open {
+                Status::ALL.iter().copied().filter(|each| each.folded() == Status::Open).map(Some).collect()
+            } else {
+                vec![Some(status)]
+            }
+        }
+    };
+    let mut beads = Vec::new();
+    for status in statuses {
+        let filter = ListFilter {
+            status,
+            assignee: assignee.cloned(),
+            bead_type: bead_type.cloned(),
+            all: true,
+            limit,
+            sort: ListSort::CreatedAsc,
+            ..ListFilter::default()
+        };
+        beads.extend(beads_of(client.query(Query::List(filter)).await?));
+    }
+    beads.sort_by_key(|bead| (bead.created_at, bead.seq));
+    let cap = if limit == 0 { LIST_RESULTS_MAX } else { limit as usize };
+    beads.truncate(cap);
+    Ok(beads)
+}
