@@ -98,7 +98,7 @@ fn proposal(title: &str, index: i64) -> Proposal {
 fn entries(count: u64) -> Vec<Entry> {
     (1..=count)
         .map(|index| Entry {
-            log_id: openraft::LogId::new(openraft::impls::leader_id_adv::LeaderId { term: 1, node_id: 1 }, index),
+            log_id: openraft::LogId::new(1u64.into(), index),
             payload: openraft::EntryPayload::Normal(proposal(&format!("bead {index}"), index as i64)),
         })
         .collect()

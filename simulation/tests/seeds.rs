@@ -158,3 +158,11 @@ fn regression_seeds_78_and_1000026_client_renews_after_session_expiry() {
 fn regression_seed_103_no_stale_read_from_a_restored_leader() {
     run_clean(&config(103, 3));
 }
+
+/// Seed 193 043 188 885 123 (3 nodes) found two leaders of term 2: openraft's default
+/// `leader_id_adv` lets two candidates win one term (the higher node id prevails). Fixed by
+/// declaring standard Raft leader ids (`leader_id_std`) in `raft_store::types`.
+#[test]
+fn regression_seed_193043188885123_one_leader_per_term() {
+    run_clean(&config(193_043_188_885_123, 3));
+}
