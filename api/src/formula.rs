@@ -206,11 +206,11 @@ impl Formula {
         values.extend(vars.iter().map(|(name, value)| (name.as_str(), value.as_str())));
         for (name, spec) in &self.vars {
             if matches!(spec, VarSpec::Table { required: true, .. }) && !values.contains_key(name.as_str()) {
-                let marker = format!("{{{{{name}}}}}");
+                let uses = |template: &str| template_names(template).any(|used| used == name.as_str());
                 let user = self
                     .steps
                     .iter()
-                    .find(|step| step.title.contains(&marker) || step.description.contains(&marker))
+                    .find(|step| uses(&step.title) || uses(&step.description))
                     .map(|step| format!(" (step {:?} uses it)", step.id))
                     .unwrap_or_default();
                 return Err(invalid(format!(
@@ -240,6 +240,19 @@ fn check_rendered(step_id: &str, title: &str, description: &str) -> Result<(), R
         return Err(invalid(format!("step {step_id:?} renders to an over-long title or description")));
     }
     Ok(())
+}
+
+/// The variable names a template uses, `{{name}}` with the spaces inside the braces trimmed, as
+/// [`substitute`] reads them (an unclosed `{{` ends the list).
+fn template_names(template: &str) -> impl Iterator<Item = &str> {
+    let mut rest = template;
+    std::iter::from_fn(move || {
+        let start = rest.find("{{")?;
+        let after = &rest[start + 2..];
+        let end = after.find("}}")?;
+        rest = &after[end + 2..];
+        Some(after[..end].trim())
+    })
 }
 
 /// Replaces every `{{name}}` (spaces inside the braces allowed) with its value.

@@ -22,11 +22,11 @@ impl Timestamp {
         humantime::format_rfc3339_millis(time).to_string()
     }
 
-    /// Parses an RFC 3339 timestamp (as [`Timestamp::to_rfc3339`] writes it).
+    /// Parses an RFC 3339 timestamp with any UTC offset (`Z` as [`Timestamp::to_rfc3339`]
+    /// writes it, or `+02:00` as a local clock does); times before 1970 are refused.
     pub fn parse_rfc3339(text: &str) -> Option<Timestamp> {
-        let time = humantime::parse_rfc3339_weak(text).ok()?;
-        let millis = time.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis();
-        i64::try_from(millis).ok().map(Timestamp)
+        let millis = chrono::DateTime::parse_from_rfc3339(text.trim()).ok()?.timestamp_millis();
+        (millis >= 0).then_some(Timestamp(millis))
     }
 }
 

@@ -169,10 +169,12 @@ struct CookInput {
     ephemeral: Option<bool>,
 }
 
-/// `purge`'s stdin.
+/// `purge`'s stdin. `dry_run` is required and nothing else is accepted: a misspelt key must
+/// not turn a preview into a purge.
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct PurgeInput {
-    dry_run: Option<bool>,
+    dry_run: bool,
 }
 
 fn error(message: impl Into<String>) -> Failure {
@@ -192,12 +194,19 @@ fn read_stdin() -> Result<String, Failure> {
     Ok(text)
 }
 
-/// Parses stdin as the JSON object an operation takes.
+/// Parses stdin as the JSON object an operation takes. Only an object is accepted: serde would
+/// also read a struct from an array, position by position, which no caller means.
 fn read_json<T: for<'de> Deserialize<'de>>(op: &str) -> Result<T, Failure> {
     let text = read_stdin()?;
-    serde_json::from_str(&text).map_err(|json_error| {
-        error(format!("{op}: stdin is not the JSON object this operation takes ({json_error}); nothing was written"))
-    })
+    let malformed = |reason: String| {
+        error(format!("{op}: stdin is not the JSON object this operation takes ({reason}); nothing was written"))
+    };
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|json_error| malformed(json_error.to_string()))?;
+    if !value.is_object() {
+        return Err(malformed("it is not an object".into()));
+    }
+    serde_json::from_value(value).map_err(|json_error| malformed(json_error.to_string()))
 }
 
 /// The words after the operation, checked for count.
@@ -255,20 +264,42 @@ fn print_wire_bead(answer: Answer) -> Outcome {
     Ok(true)
 }
 
+/// The operations this store knows; any other is answered with exit 2 and no output.
+const OPERATIONS: [&str; 18] = [
+    "create",
+    "get",
+    "update",
+    "close",
+    "list",
+    "ready",
+    "children",
+    "list-by-label",
+    "list-by-status",
+    "set-metadata",
+    "delete",
+    "dep-add",
+    "dep-remove",
+    "dep-list",
+    "mol-cook",
+    "purge",
+    "health",
+    "probe",
+];
+
 /// Runs one operation. Every failure but an unknown operation is exit 1 (see the module header).
 pub async fn run(cli: &Cli, args: &ExecStoreArgs) -> Outcome {
     let Some((op, rest)) = args.words.split_first() else {
         return Err(error("exec-store: no operation given; usage: strand exec-store OP [ARGS]"));
     };
+    if !OPERATIONS.contains(&op.as_str()) {
+        return Err(Failure::Usage(format!("unknown operation {op:?}")));
+    }
     let words = Words { op, words: rest };
     match dispatch(cli, op, &words).await {
-        Err(Failure::Usage(message)) if message.starts_with(UNKNOWN_OPERATION) => Err(Failure::Usage(message)),
         Err(Failure::Usage(message) | Failure::Unavailable(message)) => Err(Failure::Refused(message)),
         other => other,
     }
 }
-
-const UNKNOWN_OPERATION: &str = "unknown operation";
 
 async fn dispatch(cli: &Cli, op: &str, words: &Words<'_>) -> Outcome {
     let client = store_client(cli)?;
@@ -338,7 +369,8 @@ async fn dispatch(cli: &Cli, op: &str, words: &Words<'_>) -> Outcome {
         }
         "dep-add" => {
             let found = words.between(2, 3, "ISSUE DEPENDS_ON [TYPE]")?;
-            let dep_type = DepType(found.get(2).cloned().unwrap_or_else(|| DepType::BLOCKS.to_string()));
+            let given = found.get(2).filter(|dep_type| !dep_type.is_empty());
+            let dep_type = DepType(given.cloned().unwrap_or_else(|| DepType::BLOCKS.to_string()));
             let command = Command::DepAdd { issue_id: bead_id(&found[0]), depends_on_id: bead_id(&found[1]), dep_type };
             client.execute(command).await?;
             Ok(true)
@@ -372,7 +404,7 @@ async fn dispatch(cli: &Cli, op: &str, words: &Words<'_>) -> Outcome {
         "purge" => {
             words.exactly(0, "no arguments (the options on stdin)")?;
             let input: PurgeInput = read_json(op)?;
-            let answer = if input.dry_run.unwrap_or(false) {
+            let answer = if input.dry_run {
                 client.query(Query::PurgePreview { older_than_ms: 0, now: Timestamp(0) }).await?
             } else {
                 client.execute(Command::Purge { older_than_ms: 0 }).await?
@@ -385,23 +417,20 @@ async fn dispatch(cli: &Cli, op: &str, words: &Words<'_>) -> Outcome {
             client.status(false).await?;
             Ok(true)
         }
-        other => Err(Failure::Usage(format!("{UNKNOWN_OPERATION} {other:?}"))),
+        other => unreachable!("{other:?} is checked against OPERATIONS first"),
     }
 }
 
 /// A client of the store the environment names: the namespace of `GC_STORE_ROOT` (else
-/// `--namespace`), creating it with `GC_BEADS_PREFIX` on first write.
+/// `--namespace`), created with `GC_BEADS_PREFIX` by its first write (the cluster checks the
+/// prefix then, so a bad one fails writes to a new store, not reads).
 fn store_client(cli: &Cli) -> Result<api::client::Client, Failure> {
     let variable = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
     let namespace = match variable(STORE_ROOT_VARIABLE) {
         Some(root) => namespace_of_store(&root, &variable(STORE_SCOPE_VARIABLE).unwrap_or_default()),
         None => cli.namespace.clone(),
     };
-    let prefix = variable(PREFIX_VARIABLE);
-    if let Some(prefix) = &prefix {
-        api::validate::validate_prefix(prefix).map_err(|refusal| error(format!("{PREFIX_VARIABLE}: {refusal}")))?;
-    }
-    cli.client_with(&namespace, prefix)
+    cli.client_with(&namespace, variable(PREFIX_VARIABLE))
 }
 
 fn create_command(input: CreateInput) -> Result<Command, Failure> {
@@ -478,6 +507,10 @@ async fn list(client: &api::client::Client, words: &Words<'_>) -> Outcome {
             Some((name, value)) => (name, value.to_string()),
             None => (word.as_str(), remaining.next().cloned().unwrap_or_default()),
         };
+        if value.is_empty() {
+            // `--status=` is no filter, as an absent flag is.
+            continue;
+        }
         let name = match name {
             "--status" => "status",
             "--assignee" => "assignee",
@@ -518,7 +551,7 @@ async fn list_beads(
             }
         }
     };
-    let mut beads = Vec::new();
+    let mut beads: Vec<Bead> = Vec::new();
     for status in statuses {
         let filter = ListFilter {
             status,
@@ -531,8 +564,12 @@ async fn list_beads(
         };
         beads.extend(beads_of(client.query(Query::List(filter)).await?));
     }
+    // The statuses were read one by one: a bead that moved between two of them may appear twice.
     beads.sort_by_key(|bead| (bead.created_at, bead.seq));
-    let cap = if limit == 0 { LIST_RESULTS_MAX } else { limit as usize };
-    beads.truncate(cap);
+    beads.dedup_by(|later, earlier| later.id == earlier.id);
+    if limit == 0 && beads.len() > LIST_RESULTS_MAX {
+        return Err(error(format!("over {LIST_RESULTS_MAX} beads match; add a filter or a limit (list --limit=N)")));
+    }
+    beads.truncate(if limit == 0 { LIST_RESULTS_MAX } else { limit as usize });
     Ok(beads)
 }

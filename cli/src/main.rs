@@ -209,8 +209,10 @@ impl Cli {
     /// The cluster's endpoints: `--endpoints` or `$STRAND_ENDPOINTS`, else the `endpoints` of
     /// the client config file `$STRAND_CONFIG`, else [`DEFAULT_ENDPOINT`].
     pub fn endpoints(&self) -> Result<Vec<String>, Failure> {
-        if let Some(endpoints) = &self.endpoints {
-            return Ok(endpoints.clone());
+        let given = self.endpoints.iter().flatten().filter(|endpoint| !endpoint.trim().is_empty());
+        let given: Vec<String> = given.cloned().collect();
+        if !given.is_empty() {
+            return Ok(given);
         }
         match std::env::var_os(CONFIG_VARIABLE) {
             Some(path) if !path.is_empty() => client_config_endpoints(std::path::Path::new(&path)),
@@ -279,7 +281,10 @@ fn parse() -> Result<Cli, ExitCode> {
             let first = rendered.lines().next().unwrap_or("error: invalid command line").trim_end();
             let first = first.strip_prefix("error: ").unwrap_or(first);
             eprintln!("error: {first}; see `strand --help`");
-            Err(ExitCode::from(2))
+            // Gas City reads exit 2 from an exec store as "unknown operation, done": a command
+            // line the exec store cannot parse (a bad $STRAND_TIMEOUT, say) must fail instead.
+            let exec_store = std::env::args_os().any(|word| word == "exec-store");
+            Err(ExitCode::from(if exec_store { 1 } else { 2 }))
         }
     }
 }

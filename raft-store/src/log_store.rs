@@ -6,7 +6,10 @@
 //! under many concurrent claims comes from.
 //! Invariant: the log has no holes: its keys run from `last_purged + 1` to the last entry.
 //! [`LogStore::open`] checks that, and that every entry decodes, and refuses to start otherwise.
+//! Invariant: the in-memory [`LogCache`] holds a contiguous run of the newest entries, each equal
+//! to the entry on disk at its index; append, truncate and purge update it with the disk.
 
+use std::collections::VecDeque;
 use std::fmt::Debug;
 use std::io;
 use std::ops::{Bound, RangeBounds};
@@ -21,6 +24,9 @@ use crate::types::{Entry, LogId, TypeConfig, Vote};
 
 /// Most appends waiting for one group sync.
 pub const FLUSH_QUEUE_MAX: usize = 4096;
+/// Newest log entries kept in memory, so that replicating them to followers does not read them
+/// back from the disk and decode them again.
+pub const LOG_CACHE_ENTRIES_MAX: usize = 8192;
 
 /// How appends are made durable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,6 +41,65 @@ struct Inner<D: Disk> {
     disk: Arc<D>,
     last_log_id: Mutex<Option<LogId>>,
     flusher: Option<Flusher>,
+    cache: Mutex<LogCache>,
+}
+
+/// The newest entries, contiguous by index, at most [`LOG_CACHE_ENTRIES_MAX`].
+#[derive(Default)]
+struct LogCache {
+    entries: VecDeque<Entry>,
+}
+
+impl LogCache {
+    fn first_index(&self) -> Option<u64> {
+        self.entries.front().map(|entry| entry.log_id.index)
+    }
+
+    fn end_index(&self) -> Option<u64> {
+        self.entries.back().map(|entry| entry.log_id.index + 1)
+    }
+
+    /// Appends entries written to the disk; an append that does not follow the cached run
+    /// (after a snapshot install, say) starts a new run.
+    fn append(&mut self, entries: &[Entry]) {
+        let Some(first) = entries.first() else { return };
+        if self.end_index() != Some(first.log_id.index) {
+            self.truncate_from(first.log_id.index);
+            if self.end_index() != Some(first.log_id.index) {
+                self.entries.clear();
+            }
+        }
+        self.entries.extend(entries.iter().cloned());
+        while self.entries.len() > LOG_CACHE_ENTRIES_MAX {
+            self.entries.pop_front();
+        }
+    }
+
+    /// Forgets entries at `index` and above.
+    fn truncate_from(&mut self, index: u64) {
+        while self.entries.back().is_some_and(|entry| entry.log_id.index >= index) {
+            self.entries.pop_back();
+        }
+    }
+
+    /// Forgets entries at `index` and below.
+    fn purge_through(&mut self, index: u64) {
+        while self.entries.front().is_some_and(|entry| entry.log_id.index <= index) {
+            self.entries.pop_front();
+        }
+    }
+
+    /// The entries `start..end` when the cache holds all of them.
+    fn get(&self, start: u64, end: Option<u64>) -> Option<Vec<Entry>> {
+        let (first, cached_end) = (self.first_index()?, self.end_index()?);
+        let end = end?;
+        if start < first || end > cached_end {
+            return None;
+        }
+        let from = (start - first) as usize;
+        let to = (end - first) as usize;
+        Some(self.entries.range(from..to).cloned().collect())
+    }
 }
 
 /// The group-commit thread and its queue. Dropping it closes the queue and waits for the thread,
@@ -109,11 +174,16 @@ impl<D: Disk> LogStore<D> {
             FlushMode::Inline => None,
             FlushMode::Grouped => Some(spawn_flusher(disk.clone())?),
         };
-        Ok(LogStore { inner: Arc::new(Inner { disk, last_log_id: Mutex::new(last_log_id), flusher }) })
+        let cache = Mutex::new(LogCache::default());
+        Ok(LogStore { inner: Arc::new(Inner { disk, last_log_id: Mutex::new(last_log_id), flusher, cache }) })
     }
 
     fn disk(&self) -> &D {
         self.inner.disk.as_ref()
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, LogCache> {
+        self.inner.cache.lock().expect("log cache lock")
     }
 
     fn set_last(&self, log_id: Option<LogId>) {
@@ -168,6 +238,9 @@ impl<D: Disk> RaftLogReader<TypeConfig> for LogStore<D> {
         if end.is_some_and(|end| end <= start) {
             return Ok(Vec::new());
         }
+        if let Some(entries) = self.cache().get(start, end) {
+            return Ok(entries);
+        }
         let mut entries = Vec::new();
         let end_key = end.map(codec::log_key);
         self.disk().scan(Space::Log, &codec::log_key(start), end_key.as_deref(), &mut |key, value| {
@@ -221,15 +294,16 @@ impl<D: Disk> RaftLogStorage<TypeConfig> for LogStore<D> {
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        let mut ops = Vec::new();
-        let mut last = None;
-        for entry in entries {
-            ops.push(Op::Put(Space::Log, codec::log_key(entry.log_id.index), codec::encode(&entry)?));
-            last = Some(entry.log_id);
+        let entries: Vec<Entry> = entries.into_iter().collect();
+        let mut ops = Vec::with_capacity(entries.len());
+        for entry in &entries {
+            ops.push(Op::Put(Space::Log, codec::log_key(entry.log_id.index), codec::encode(entry)?));
         }
-        if let Some(last) = last {
+        if let Some(last) = entries.last() {
+            let mut cache = self.cache();
             self.disk().write(ops, Durability::Buffered)?;
-            self.set_last(Some(last));
+            cache.append(&entries);
+            self.set_last(Some(last.log_id));
         }
         match &self.inner.flusher {
             Some(Flusher { sender: Some(sender), .. }) => sender
@@ -243,7 +317,10 @@ impl<D: Disk> RaftLogStorage<TypeConfig> for LogStore<D> {
     async fn truncate_after(&mut self, last_log_id: Option<LogId>) -> Result<(), io::Error> {
         let from = last_log_id.map_or(0, |log_id| log_id.index + 1);
         let op = Op::DeleteRange(Space::Log, codec::log_key(from), codec::log_key(u64::MAX));
+        let mut cache = self.cache();
         self.disk().write(vec![op], Durability::Buffered)?;
+        cache.truncate_from(from);
+        drop(cache);
         let last_purged: Option<LogId> = read_meta(self.disk(), META_PURGED)?;
         let mut last = self.inner.last_log_id.lock().expect("last log id lock");
         if last.is_some_and(|last| last.index >= from) {
@@ -257,7 +334,10 @@ impl<D: Disk> RaftLogStorage<TypeConfig> for LogStore<D> {
             Op::Put(Space::Meta, META_PURGED.to_vec(), codec::encode(&log_id)?),
             Op::DeleteRange(Space::Log, codec::log_key(0), codec::log_key(log_id.index + 1)),
         ];
+        let mut cache = self.cache();
         self.disk().write(ops, Durability::Buffered)?;
+        cache.purge_through(log_id.index);
+        drop(cache);
         let mut last = self.inner.last_log_id.lock().expect("last log id lock");
         if last.is_none_or(|last| last.index < log_id.index) {
             *last = Some(log_id);

@@ -166,6 +166,29 @@ impl Transcript {
     }
 }
 
+/// Every bead of a store, as `list` prints it (which must succeed).
+fn listed(store: &Store) -> String {
+    let run = store.run(&["list"], None);
+    assert_eq!(run.code, 0, "list: {}", run.stderr);
+    run.stdout
+}
+
+/// The newest event seq of the first store (`gc:city:alpha:...`), from `strand namespace list`.
+fn last_event_seq(cluster: &Cluster) -> u64 {
+    let output = Command::new(strand_binary())
+        .args(["--endpoints", &cluster.endpoints().join(","), "--json", "namespace", "list"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "namespace list: {}", String::from_utf8_lossy(&output.stderr));
+    let namespaces: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let store = namespaces
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|namespace| namespace["name"].as_str().unwrap().starts_with("gc:city:alpha:"));
+    store.expect("the store's namespace")["last_event_seq"].as_u64().unwrap()
+}
+
 fn titles(items: &[Value]) -> Vec<&str> {
     items.iter().map(|item| item["title"].as_str().unwrap()).collect()
 }
@@ -313,10 +336,10 @@ async fn exec_store_protocol_op_by_op_against_a_live_cluster() {
     assert_eq!(root, "gc-7");
     let steps = session.array(&city, &["children", &root], 2);
     assert_eq!(titles(&steps), ["Read PR 42", "Approve PR 42"]);
-    let before = city.run(&["list"], None).stdout;
+    let before = listed(&city);
     session.fails(&city, &["mol-cook"], Some(&format!(r#"{{"formula":{formula:?},"vars":[]}}"#)), "change");
     session.fails(&city, &["mol-cook"], Some(r#"{"formula":"no-such-formula"}"#), "not found");
-    assert_eq!(city.run(&["list"], None).stdout, before, "a refused cook wrote nothing");
+    assert_eq!(listed(&city), before, "a refused cook wrote nothing");
 
     session.section("purge removes closed ephemeral beads");
     session.ok(&city, &["create"], Some(r#"{"title":"wisp","ephemeral":true}"#));
@@ -329,10 +352,14 @@ async fn exec_store_protocol_op_by_op_against_a_live_cluster() {
         session.ok(&city, &["purge"], Some(r#"{"dry_run":false}"#)).json(),
         serde_json::json!({"purged_count": 1})
     );
-    assert_eq!(session.ok(&city, &["purge"], Some("{}")).json(), serde_json::json!({"purged_count": 0}));
+    assert_eq!(
+        session.ok(&city, &["purge"], Some(r#"{"dry_run":false}"#)).json(),
+        serde_json::json!({"purged_count": 0})
+    );
 
     session.section("bad input: exit 1, one line, nothing written");
-    let before = city.run(&["list"], None).stdout;
+    let before = listed(&city);
+    let events_before = last_event_seq(&cluster);
     session.fails(&city, &["create"], Some("not json"), "stdin is not the JSON object");
     session.fails(&city, &["create"], Some(r#"{"title":5}"#), "stdin is not the JSON object");
     session.fails(&city, &["create"], Some(""), "stdin is not the JSON object");
@@ -341,10 +368,16 @@ async fn exec_store_protocol_op_by_op_against_a_live_cluster() {
     session.fails(&city, &["update", "gc-2"], Some("[1]"), "stdin is not the JSON object");
     session.fails(&city, &["update", "gc-2"], Some(r#"{"priority":"high"}"#), "stdin is not the JSON object");
     session.fails(&city, &["purge"], Some("{"), "stdin is not the JSON object");
+    session.fails(&city, &["purge"], Some("{}"), "missing field `dry_run`");
+    session.fails(&city, &["purge"], Some(r#"{"dryRun":true}"#), "unknown field `dryRun`");
+    session.fails(&city, &["purge"], Some("[false]"), "it is not an object");
+    session.fails(&city, &["update", "gc-2"], Some(r#"[null,"closed"]"#), "it is not an object");
+    session.fails(&city, &["update", "gc-2"], Some(r#"{"parent_id":"gc-999"}"#), "parent gc-999 does not exist");
     session.fails(&city, &["get"], None, "get: takes ID");
     session.fails(&city, &["list-by-label", "x", "many"], None, "not a whole number");
     session.fails(&city, &[], None, "no operation given");
-    assert_eq!(city.run(&["list"], None).stdout, before, "bad input wrote nothing");
+    assert_eq!(listed(&city), before, "bad input changed no bead");
+    assert_eq!(last_event_seq(&cluster), events_before, "bad input appended no event");
 
     session.section("an unknown operation: exit 2, no output");
     let unknown = session.step(&city, &["frobnicate", "gc-1"], None);
@@ -355,6 +388,9 @@ async fn exec_store_protocol_op_by_op_against_a_live_cluster() {
     session.array(&rig, &["list"], 0);
     session.not_found(&rig, &["get", "gc-2"], None);
     assert_eq!(session.ok(&rig, &["create"], Some(r#"{"title":"rig work"}"#)).json()["id"], "gc-1");
+    let deferred = r#"{"title":"later","defer_until":"2099-01-01T10:00:00+02:00"}"#;
+    assert_eq!(session.ok(&rig, &["create"], Some(deferred)).json()["id"], "gc-2", "an offset time is accepted");
+    assert_eq!(titles(&session.array(&rig, &["ready"], 1)), ["rig work"], "deferred work is not ready");
     assert_eq!(titles(&session.array(&city, &["list-by-label", "batch:1", "0"], 1)), ["a"], "b (gc-6) was deleted");
 
     session.section("the cluster found through STRAND_CONFIG");
@@ -388,6 +424,9 @@ fn an_unreachable_cluster_or_a_bad_config_is_exit_1_never_2_or_3() {
     let run = store.run(&["probe"], None);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(run.stderr.contains("STRAND_CONFIG file") && run.stderr.contains("endpoints"), "{}", run.stderr);
+    let bad_timeout = Store::new(&[("STRAND_ENDPOINTS", &down), ("STRAND_TIMEOUT", "30")], "/srv/cities/down");
+    let run = bad_timeout.run(&["close", "gc-1"], None);
+    assert_eq!(run.code, 1, "a command line clap refuses is exit 1 here, never 2: {}", run.stderr);
     let missing = Store::new(&[("STRAND_BIN", "/nonexistent/strand")], "/srv/cities/down");
     let run = missing.run(&["probe"], None);
     assert_ne!(run.code, 0);

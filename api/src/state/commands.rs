@@ -140,7 +140,12 @@ impl NamespaceState {
         if let Some(parent_id) = &update.parent_id
             && !parent_id.0.is_empty()
         {
-            self.bead(parent_id)?;
+            // Not `NotFound`: callers read that as "the bead being updated is missing".
+            if !self.beads.contains_key(parent_id) {
+                return Err(Refusal::Invalid(format!(
+                    "parent {parent_id} does not exist; create it first or fix the id"
+                )));
+            }
             if self.would_cycle(&current.id, parent_id) {
                 return Err(Refusal::Invalid(format!(
                     "making {parent_id} the parent of {} would form a cycle",

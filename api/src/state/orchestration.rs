@@ -669,15 +669,6 @@ impl NamespaceState {
         if after != 0 && after < self.meta.compacted_through {
             return Err(Refusal::Compacted { requested: after, compacted: self.meta.compacted_through });
         }
-        let last_seq = self.meta.last_event_seq();
-        if after > last_seq {
-            // Only a namespace deleted and created again (numbering anew) gets here: refuse rather
-            // than skip the new events silently.
-            return Err(invalid(format!(
-                "events after seq {after} were asked for, but this namespace's log ends at seq {last_seq} \
-                 (was it deleted and created again?); start again with `--after 0`"
-            )));
-        }
         let after = after.max(self.meta.compacted_through);
         let limit = if limit == 0 { EVENTS_PER_QUERY_MAX } else { limit.min(EVENTS_PER_QUERY_MAX) } as usize;
         let events = self
