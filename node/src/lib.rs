@@ -34,7 +34,7 @@ use api::proto::raft_server::RaftServer;
 use api::proto::work_server::WorkServer;
 use openraft::BasicNode;
 use openraft::async_runtime::WatchReceiver;
-use raft_store::codec::{self, META_IDENTITY};
+use raft_store::codec::{self, META_FORMAT, META_IDENTITY, STORAGE_FORMAT};
 use raft_store::{Disk, Durability, FlushMode, LogStore, Op, Runtime, Space, StateMachineStore};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -71,6 +71,16 @@ pub enum NodeError {
         /// The cluster recorded in the directory.
         found_cluster: String,
     },
+    /// The data directory was written by a build with another storage format.
+    #[error(
+        "data directory {dir} was written in storage format {found}, and this build reads format {STORAGE_FORMAT}; move the directory away and start with an empty --data-dir, so the node catches up from the cluster"
+    )]
+    IncompatibleFormat {
+        /// The directory.
+        dir: String,
+        /// The format recorded in it (1 when none is recorded).
+        found: u32,
+    },
     /// The stored log or state failed verification.
     #[error(
         "refusing to start: the data in {dir} is damaged ({detail}); restore the directory, or remove it and let the node catch up from the cluster"
@@ -100,7 +110,19 @@ fn check_identity<D: Disk>(disk: &D, config: &NodeConfig) -> Result<(), NodeErro
     let dir = config.data_dir.display().to_string();
     let corrupt = |error: std::io::Error| NodeError::Corrupt { dir: dir.clone(), detail: error.to_string() };
     let ours = Identity { cluster_name: config.cluster_name.clone(), node_id: config.id };
-    match disk.get(Space::Meta, META_IDENTITY).map_err(corrupt)? {
+    let identity = disk.get(Space::Meta, META_IDENTITY).map_err(corrupt)?;
+    let format: Option<u32> = match disk.get(Space::Meta, META_FORMAT).map_err(corrupt)? {
+        Some(bytes) => Some(codec::decode(&bytes, "storage format").map_err(corrupt)?),
+        None => None,
+    };
+    // A directory with an identity but no format key was written by a format-1 build.
+    let found = format.or(identity.as_ref().map(|_| 1));
+    if let Some(found) = found
+        && found != STORAGE_FORMAT
+    {
+        return Err(NodeError::IncompatibleFormat { dir, found });
+    }
+    match identity {
         Some(bytes) => {
             let found: Identity = codec::decode(&bytes, "node identity").map_err(corrupt)?;
             if found != ours {
@@ -115,8 +137,11 @@ fn check_identity<D: Disk>(disk: &D, config: &NodeConfig) -> Result<(), NodeErro
             Ok(())
         }
         None => {
-            let op = Op::Put(Space::Meta, META_IDENTITY.to_vec(), codec::encode(&ours).map_err(corrupt)?);
-            disk.write(vec![op], Durability::Sync).map_err(corrupt)
+            let ops = vec![
+                Op::Put(Space::Meta, META_IDENTITY.to_vec(), codec::encode(&ours).map_err(corrupt)?),
+                Op::Put(Space::Meta, META_FORMAT.to_vec(), codec::encode(&STORAGE_FORMAT).map_err(corrupt)?),
+            ];
+            disk.write(ops, Durability::Sync).map_err(corrupt)
         }
     }
 }
@@ -274,5 +299,31 @@ async fn watch_metrics<D: Disk>(raft: StrandRaft<D>, observer: Option<MetricsObs
         if metrics.changed().await.is_err() {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use raft_store::MemoryDisk;
+
+    use super::*;
+
+    fn config() -> NodeConfig {
+        NodeConfig::default()
+    }
+
+    #[test]
+    fn a_new_directory_gets_the_format_and_a_format_1_directory_is_refused() {
+        let disk = MemoryDisk::new();
+        check_identity(&disk, &config()).expect("a new directory is accepted");
+        check_identity(&disk, &config()).expect("and accepted again");
+
+        let old = MemoryDisk::new();
+        let identity = Identity { cluster_name: config().cluster_name, node_id: config().id };
+        let op = Op::Put(Space::Meta, META_IDENTITY.to_vec(), codec::encode(&identity).expect("encodes"));
+        old.write(vec![op], Durability::Sync).expect("write");
+        let error = check_identity(&old, &config()).expect_err("a format-1 directory is refused");
+        assert!(matches!(error, NodeError::IncompatibleFormat { found: 1, .. }), "{error}");
+        assert!(error.to_string().contains("format 1, and this build reads format 2"), "{error}");
     }
 }

@@ -20,6 +20,11 @@ pub const META_MEMBERSHIP: &[u8] = b"membership";
 pub const META_INSTALLING: &[u8] = b"installing";
 /// Meta key of the node identity (cluster name and node id) that owns the data directory.
 pub const META_IDENTITY: &[u8] = b"identity";
+/// Key of the storage format version a data directory was written with.
+pub const META_FORMAT: &[u8] = b"format";
+/// The storage format this build writes and reads. 2: standard Raft leader ids (one leader per
+/// term) in votes and log ids. Directories without the key were written in format 1.
+pub const STORAGE_FORMAT: u32 = 2;
 
 /// Encodes a value.
 pub fn encode<T: Serialize>(value: &T) -> io::Result<Vec<u8>> {
