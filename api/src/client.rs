@@ -304,6 +304,7 @@ impl Client {
             types,
             open: None,
             backoff: Duration::from_millis(RETRY_BACKOFF_MS_MIN),
+            lost_since: None,
             finished: false,
         };
         futures::stream::unfold(watch, |mut watch| async move {
@@ -361,6 +362,9 @@ struct Watch<'a> {
     /// The pause before the next reconnection: doubles with each loss, reset by an event, so a
     /// node that accepts streams and drops them at once is not hammered.
     backoff: Duration,
+    /// When the stream was first lost since the last event: a watch that cannot get an event
+    /// through for a whole deadline (a node that keeps answering INTERNAL, say) gives up.
+    lost_since: Option<tokio::time::Instant>,
     /// Set once an error was yielded; the stream then ends.
     finished: bool,
 }
@@ -388,6 +392,7 @@ impl Watch<'_> {
                     }
                     self.after = event.seq;
                     self.backoff = Duration::from_millis(RETRY_BACKOFF_MS_MIN);
+                    self.lost_since = None;
                     return Ok(event);
                 }
                 Ok(None) => GrpcStatus::unavailable("the node ended the stream"),
@@ -399,6 +404,16 @@ impl Watch<'_> {
             // A lost connection surfaces as a transient code, or as INTERNAL for an HTTP/2 error.
             if !is_transient(&status) && status.code() != Code::Internal {
                 return Err(ClientError::Failed(status.message().to_string()));
+            }
+            let lost_since = *self.lost_since.get_or_insert_with(tokio::time::Instant::now);
+            if lost_since.elapsed() > self.client.config.deadline {
+                return Err(ClientError::Unavailable(format!(
+                    "the watch could not be resumed after seq {} within {:?} ({}); run it again with --from {}",
+                    self.after,
+                    self.client.config.deadline,
+                    status.message(),
+                    self.after + 1
+                )));
             }
             tracing::debug!(endpoint = %self.client.endpoints[index], error = %status.message(), after = self.after, "watch lost its stream; resuming on the next node");
             self.client.move_past(index);

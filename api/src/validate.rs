@@ -204,7 +204,8 @@ pub fn validate_command(command: &Command) -> Result<(), Refusal> {
     }
 }
 
-fn check_actor(actor: &str, what: &str) -> Result<(), Refusal> {
+/// Refuses an empty or malformed agent name for `what`.
+pub(crate) fn check_actor(actor: &str, what: &str) -> Result<(), Refusal> {
     if actor.is_empty() {
         return Err(Refusal::Invalid(format!("{what} needs an agent; pass --agent or --actor, or set STRAND_ACTOR")));
     }

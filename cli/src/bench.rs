@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use api::client::{Client, ClientConfig};
+use api::client::Client;
 use api::command::{Command, CreateBead, ReadyFilter};
 use api::model::{Actor, BeadId, Namespace};
 use api::outcome::Outcome as Answer;
@@ -59,12 +59,9 @@ struct PhaseReport {
     winners: Vec<(BeadId, usize)>,
 }
 
-/// A client of the benchmark's namespace, with the CLI's endpoints and deadline.
+/// A client of the benchmark's namespace, with the CLI's global flags.
 pub fn agent_client(cli: &Cli, namespace: &Namespace) -> Result<Arc<Client>, Failure> {
-    let mut config = ClientConfig::new(cli.endpoints()?);
-    config.namespace = namespace.clone();
-    config.deadline = cli.timeout;
-    Ok(Arc::new(Client::new(config).map_err(Failure::from)?))
+    Ok(Arc::new(cli.client_in(&namespace.0)?))
 }
 
 /// Creates `count` beads labelled `label` through [`CREATORS`] concurrent writers.
@@ -180,18 +177,26 @@ async fn run_phase(
     Ok(report)
 }
 
+/// `p50=…ms p99=…ms max=…ms` of a latency histogram in microseconds.
+pub fn latency_summary(latency: &Histogram<u64>) -> String {
+    let millis = |micros: u64| micros as f64 / 1000.0;
+    format!(
+        "p50={:.2}ms p99={:.2}ms max={:.2}ms",
+        millis(latency.value_at_quantile(0.5)),
+        millis(latency.value_at_quantile(0.99)),
+        millis(latency.max())
+    )
+}
+
 fn print_report(report: &PhaseReport, agents: usize) {
     let seconds = report.elapsed.as_secs_f64().max(1e-9);
-    let millis = |quantile: f64| report.latency.value_at_quantile(quantile) as f64 / 1000.0;
     println!(
-        "{:<10} agents={agents:<4} claims={:<7} lost={:<5} {:>9.0} claims/s  p50={:.2}ms p99={:.2}ms max={:.2}ms",
+        "{:<10} agents={agents:<4} claims={:<7} lost={:<5} {:>9.0} claims/s  {}",
         report.name,
         report.claims,
         report.lost,
         report.claims as f64 / seconds,
-        millis(0.5),
-        millis(0.99),
-        report.latency.max() as f64 / 1000.0,
+        latency_summary(&report.latency),
     );
 }
 

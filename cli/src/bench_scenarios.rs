@@ -16,11 +16,13 @@ use clap::Args;
 use futures::StreamExt;
 use hdrhistogram::Histogram;
 
-use crate::bench::{agent_client, create_beads, new_histogram};
+use crate::bench::{agent_client, create_beads, latency_summary, new_histogram};
 use crate::{Cli, Failure, Outcome};
 
 /// Most watchers of the fan-out scenario.
 pub const WATCHERS_MAX: usize = 1000;
+/// Most events the fan-out scenario produces (each watcher's check keeps one slot per event).
+pub const WATCH_EVENTS_MAX: usize = 1_000_000;
 /// Most beads the ready scenario creates.
 pub const READY_BEADS_MAX: usize = 2_000_000;
 /// Most dependents of the blocker scenario (one `ready` answer must hold them all).
@@ -137,13 +139,11 @@ pub async fn run_hook(cli: &Cli, args: &HookArgs) -> Outcome {
     let elapsed = started.elapsed().as_secs_f64();
     let unique: BTreeSet<&BeadId> = handed_out.iter().collect();
     println!(
-        "hook --claim agents={} claimed={} {:.0} claim+close/s  hook p50={:.2}ms p99={:.2}ms max={:.2}ms",
+        "hook --claim agents={} claimed={} {:.0} claim+close/s  hook {}",
         args.agents,
         handed_out.len(),
         handed_out.len() as f64 / elapsed.max(1e-9),
-        millis(&latency, 0.5),
-        millis(&latency, 0.99),
-        latency.max() as f64 / 1000.0
+        latency_summary(&latency)
     );
     if unique.len() != handed_out.len() || handed_out.len() != args.beads {
         eprintln!("error: {} beads handed out, {} distinct, {} routed", handed_out.len(), unique.len(), args.beads);
@@ -205,14 +205,15 @@ pub async fn run_blocker(cli: &Cli, args: &BlockerArgs) -> Outcome {
         let dependents = crate::bench::create_waiting(&client, args.dependents, &label, &blocker).await?;
         let ready_filter = ReadyFilter { labels_all: vec![label.clone()], limit: 0, ..Default::default() };
         let ready_count = |answer: Answer| match answer {
-            Answer::Beads(beads) => beads.len(),
-            _ => 0,
+            Answer::Beads(beads) => Ok(beads.len()),
+            other => Err(crate::orchestration::unexpected(&other)),
         };
-        let before = ready_count(client.query(Query::Ready { filter: ready_filter.clone(), now: Timestamp(0) }).await?);
+        let before =
+            ready_count(client.query(Query::Ready { filter: ready_filter.clone(), now: Timestamp(0) }).await?)?;
         let started = Instant::now();
         client.execute(Command::Close { ids: vec![blocker], reason: None }).await?;
         let close = started.elapsed();
-        let after = ready_count(client.query(Query::Ready { filter: ready_filter, now: Timestamp(0) }).await?);
+        let after = ready_count(client.query(Query::Ready { filter: ready_filter, now: Timestamp(0) }).await?)?;
         println!(
             "round {round}: close of a blocker with {} dependents took {:.2}ms; ready before {before}, after {after}",
             dependents.len(),
@@ -231,6 +232,7 @@ pub async fn run_blocker(cli: &Cli, args: &BlockerArgs) -> Outcome {
 /// check that every watcher saw every event once, in order.
 pub async fn run_watch(cli: &Cli, args: &WatchArgs) -> Outcome {
     check_range("--watchers", args.watchers, 1, WATCHERS_MAX)?;
+    check_range("--events", args.events, 1, WATCH_EVENTS_MAX)?;
     let (namespace, writer) = fresh_client(cli, "watch")?;
     // The first create fixes the namespace; watchers start after it.
     create_beads(&writer, 1, "bench").await?;
@@ -289,14 +291,12 @@ pub async fn run_watch(cli: &Cli, args: &WatchArgs) -> Outcome {
     }
     let elapsed = started.elapsed().as_secs_f64();
     println!(
-        "watch fan-out watchers={} events={} deliveries={} ({:.0}/s) write-to-delivery p50={:.2}ms p99={:.2}ms max={:.2}ms",
+        "watch fan-out watchers={} events={} deliveries={} ({:.0}/s) write-to-delivery {}",
         args.watchers,
         args.events,
         latency.len(),
         latency.len() as f64 / elapsed.max(1e-9),
-        millis(&latency, 0.5),
-        millis(&latency, 0.99),
-        latency.max() as f64 / 1000.0
+        latency_summary(&latency)
     );
     println!("ok: every watcher saw every event once, in order");
     Ok(true)

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::molecule::formula_source;
-use crate::orchestration::{beads_of, unexpected};
+use crate::orchestration::{beads_of, one_bead, unexpected};
 use crate::output::DependencyJson;
 use crate::{Cli, Failure, Outcome};
 
@@ -257,10 +257,7 @@ fn print_wire_beads(beads: &[Bead]) {
 }
 
 fn print_wire_bead(answer: Answer) -> Outcome {
-    match beads_of(answer).first() {
-        Some(bead) => print_json(&WireBead::from(bead)),
-        None => return Err(error("the cluster answered with no bead")),
-    }
+    print_json(&WireBead::from(&one_bead(answer, "bead")?));
     Ok(true)
 }
 
@@ -492,10 +489,7 @@ async fn cook(client: &api::client::Client, input: CookInput) -> Result<String, 
     };
     let command =
         Command::MolCook(Cook { formula, title: input.title, vars, ephemeral: input.ephemeral.unwrap_or(false) });
-    match beads_of(client.execute(command).await?).first() {
-        Some(root) => Ok(root.id.0.clone()),
-        None => Err(error("mol-cook: the cluster answered the cook with no bead")),
-    }
+    Ok(one_bead(client.execute(command).await?, "molecule root")?.id.0)
 }
 
 /// `list [--status=S] [--assignee=A] [--type=T] [--limit=N]`, each flag also as `--flag VALUE`.

@@ -132,10 +132,7 @@ pub async fn run(cli: &Cli, command: &MailCommand) -> Outcome {
 
 /// The one bead of an answer.
 fn one(answer: api::outcome::Outcome) -> Result<Bead, Failure> {
-    beads_of(answer)
-        .into_iter()
-        .next()
-        .ok_or_else(|| Failure::Refused("the cluster answered with no message; check the id with `strand show`".into()))
+    crate::orchestration::one_bead(answer, "message")
 }
 
 /// The bead as JSON, or the text line `text` makes.

@@ -131,6 +131,13 @@ pub fn beads_of(answer: Answer) -> Vec<Bead> {
     }
 }
 
+/// The first bead of an answer; an answer with none is refused, naming `what` was expected.
+pub fn one_bead(answer: Answer, what: &str) -> Result<Bead, Failure> {
+    beads_of(answer).into_iter().next().ok_or_else(|| {
+        Failure::Refused(format!("the cluster answered with no {what}; check the id with `strand show`"))
+    })
+}
+
 /// An answer of a kind the command never gets: the cluster and the CLI disagree.
 pub fn unexpected(answer: &Answer) -> Failure {
     Failure::Refused(format!("unexpected answer from the cluster ({answer:?}); is this strand as new as the cluster?"))

@@ -222,15 +222,7 @@ impl NamespaceState {
         }
         let mut closed = Vec::with_capacity(ids.len());
         for bead_id in ids {
-            let bead = self.modify(bead_id, now, |bead| {
-                if bead.status != Status::Closed {
-                    bead.status = Status::Closed;
-                    bead.closed_at = Some(now);
-                    bead.close_reason = reason.clone();
-                }
-                bead.clone()
-            })?;
-            closed.push(bead);
+            closed.push(self.close_one(bead_id, reason.clone(), now)?);
         }
         Ok(Outcome::Beads(closed))
     }

@@ -263,8 +263,8 @@ impl State {
 
     /// Creates a namespace with an id prefix; creating it again with the same prefix is a no-op.
     fn namespace_create(&mut self, namespace: &Namespace, prefix: &str) -> Answer {
+        // The prefix was checked with the command (`validate_command`).
         validate_namespace(namespace)?;
-        validate_prefix(prefix)?;
         if let Some(existing) = self.namespaces.get(namespace) {
             if existing.meta.prefix != prefix {
                 return Err(Refusal::Invalid(format!(

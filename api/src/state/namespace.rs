@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use super::index::Indexes;
+use super::index::{CreatedKey, Indexes};
 use crate::model::{
     Bead, BeadId, CONVOY_TYPE, DepType, Event, LABEL_OWNED, MOLECULE_TYPE, Status, Timestamp, event_type,
 };
@@ -261,18 +261,34 @@ impl NamespaceState {
         if !Self::auto_closes(container) {
             return Ok(false);
         }
-        let children = self.children_of(container_id);
-        let all_closed =
-            children.iter().all(|child| self.beads.get(child).is_none_or(|bead| bead.status == Status::Closed));
-        if children.is_empty() || !all_closed {
+        // Read in place (this runs on every close of a child); stop at the first open child.
+        let Some(children) = self.indexes.children.get(container_id).filter(|children| !children.is_empty()) else {
+            return Ok(false);
+        };
+        let is_open = |key: &CreatedKey| self.beads.get(&key.id).is_some_and(|bead| bead.status != Status::Closed);
+        if children.iter().any(is_open) {
             return Ok(false);
         }
-        self.modify(container_id, now, |bead| {
-            bead.status = Status::Closed;
-            bead.closed_at = Some(now);
-            bead.close_reason = Some("every child closed".into());
-        })?;
+        self.close_one(container_id, Some("every child closed".into()), now)?;
         Ok(true)
+    }
+
+    /// Closes one bead with a reason (a closed bead stays as it is) and answers it. Every close
+    /// goes through here, so the `closed_at` and reason rules live in one place.
+    pub(super) fn close_one(
+        &mut self,
+        bead_id: &BeadId,
+        reason: Option<String>,
+        now: Timestamp,
+    ) -> Result<Bead, Refusal> {
+        self.modify(bead_id, now, |bead| {
+            if bead.status != Status::Closed {
+                bead.status = Status::Closed;
+                bead.closed_at = Some(now);
+                bead.close_reason = reason;
+            }
+            bead.clone()
+        })
     }
 
     /// Removes a bead and every dependency edge that points at it.

@@ -42,14 +42,6 @@ fn truncated(text: &str, bytes_max: usize) -> String {
     text[..end].to_string()
 }
 
-/// Refuses an empty agent name: an empty assignee means "unassigned", not an agent.
-fn check_agent(agent: &str) -> Result<(), Refusal> {
-    if agent.trim().is_empty() {
-        return Err(invalid("the agent name is empty; pass --agent NAME or set STRAND_ACTOR".into()));
-    }
-    Ok(())
-}
-
 /// A message's title: its subject, or the body's first non-blank line cut to 80 characters.
 fn message_title(subject: &str, body: &str) -> String {
     let first_line = || body.lines().find(|line| !line.trim().is_empty()).unwrap_or_default();
@@ -376,7 +368,9 @@ impl NamespaceState {
 
     /// The work query of BEADS-SPEC §7, without claiming.
     pub(super) fn hook(&self, agent: &str, pool: Option<&str>, limit: u32, now: Timestamp) -> Result<Outcome, Refusal> {
-        check_agent(agent)?;
+        // A query is not validated on its way in as commands are; an empty assignee means
+        // "unassigned", not an agent.
+        crate::validate::check_actor(agent, "hook")?;
         let limit = cap(limit);
         let mut ids = self.working_ids(agent);
         ids.truncate(limit);
@@ -388,7 +382,6 @@ impl NamespaceState {
     /// The work query with `--claim`: the agent's own in-progress bead, else the first ready bead
     /// it can take, claimed in this command. An empty answer when there is no work.
     pub(super) fn hook_claim(&mut self, agent: &Actor, pool: Option<&str>, now: Timestamp) -> Result<Outcome, Refusal> {
-        check_agent(&agent.0)?;
         if let Some(bead_id) = self.working_ids(&agent.0).first() {
             return Ok(Outcome::Beads(vec![self.beads[bead_id].clone()]));
         }
@@ -479,12 +472,7 @@ impl NamespaceState {
         if self.message(bead_id)?.status == Status::Closed {
             return Err(invalid(format!("message {bead_id} is already archived")));
         }
-        let bead = self.modify(bead_id, now, |bead| {
-            bead.status = Status::Closed;
-            bead.closed_at = Some(now);
-            bead.close_reason = Some("archived".into());
-            bead.clone()
-        })?;
+        let bead = self.close_one(bead_id, Some("archived".into()), now)?;
         self.emit(event_type::MAIL_ARCHIVED, bead_id, bead.title.clone());
         Ok(Outcome::Bead(Box::new(bead)))
     }
@@ -593,15 +581,8 @@ impl NamespaceState {
         now: Timestamp,
     ) -> Result<Outcome, Refusal> {
         self.convoy(convoy_id)?;
-        let bead = self.modify(convoy_id, now, |bead| {
-            if bead.status != Status::Closed {
-                bead.status = Status::Closed;
-                bead.closed_at = Some(now);
-                bead.close_reason = Some(reason.clone().unwrap_or_else(|| "landed".into()));
-            }
-            bead.clone()
-        })?;
-        Ok(Outcome::Bead(Box::new(bead)))
+        let reason = Some(reason.clone().unwrap_or_else(|| "landed".into()));
+        Ok(Outcome::Bead(Box::new(self.close_one(convoy_id, reason, now)?)))
     }
 
     fn open_convoys(&self) -> Vec<BeadId> {

@@ -388,7 +388,7 @@ fn hook_with_in_progress_work_at_the_limit_lists_no_more_and_an_empty_agent_is_r
     let query = Query::Hook { agent: "alice".into(), pool: None, limit: 1, now: Timestamp(harness.now) };
     assert_eq!(beads_of(harness.query(query)).len(), 1, "--limit 1 is one bead");
     let empty = Query::Hook { agent: String::new(), pool: None, limit: 1, now: Timestamp(harness.now) };
-    assert!(harness.query(empty).expect_err("refused").to_string().contains("agent name is empty"));
+    assert!(harness.query(empty).expect_err("refused").to_string().contains("hook needs an agent"));
 }
 
 #[test]
