@@ -27,6 +27,7 @@ use tonic::transport::Channel;
 
 use crate::clock::Clock;
 use crate::config::NodeConfig;
+use crate::metrics::{Metrics, RaftView, RequestOutcome};
 use crate::network::{Peers, decode, encode};
 
 /// The Raft handle of a node.
@@ -75,6 +76,17 @@ pub struct NodeCore<D: Disk> {
     stopping: tokio::sync::watch::Sender<bool>,
     /// One permit per open watch stream, [`crate::services::WATCH_STREAMS_MAX`] in all.
     pub watch_streams: Arc<tokio::sync::Semaphore>,
+    /// The node's Prometheus metrics.
+    pub metrics: Metrics,
+}
+
+/// How a request's answer is counted.
+fn outcome_of(result: &Result<Answer, Status>) -> RequestOutcome {
+    match result {
+        Ok(Ok(_)) => RequestOutcome::Ok,
+        Ok(Err(_)) => RequestOutcome::Refused,
+        Err(_) => RequestOutcome::Failed,
+    }
 }
 
 impl<D: Disk> NodeCore<D> {
@@ -98,7 +110,34 @@ impl<D: Disk> NodeCore<D> {
             request_ids: RequestIds::new(client_id),
             stopping,
             watch_streams: Arc::new(tokio::sync::Semaphore::new(crate::services::WATCH_STREAMS_MAX)),
+            metrics: Metrics::new(),
         }
+    }
+
+    /// Raft's state and the store's size now, for the metrics page.
+    pub fn raft_view(&self) -> RaftView {
+        let watched = self.raft.metrics();
+        let mut view = {
+            let metrics = watched.borrow_watched();
+            RaftView {
+                term: metrics.current_term,
+                is_leader: metrics.current_leader == Some(self.id),
+                leader: metrics.current_leader.unwrap_or(0),
+                last_log_index: metrics.last_log_index.unwrap_or(0),
+                applied_index: metrics.last_applied.map_or(0, |log_id| log_id.index),
+                snapshot_index: metrics.snapshot.map_or(0, |log_id| log_id.index),
+                fatal: metrics.running_state.is_err(),
+                ..RaftView::default()
+            }
+        };
+        view.beads = self.state_machine.read(|state| state.bead_count()) as u64;
+        view.watch_streams = (crate::services::WATCH_STREAMS_MAX - self.watch_streams.available_permits()) as u64;
+        view
+    }
+
+    /// The metrics page, with Raft's state as it is now.
+    pub fn metrics_page(&self) -> String {
+        self.metrics.render(&self.raft_view())
     }
 
     /// Waits for `shutdown`, then tells every long-lived stream to end; pass it to the gRPC
@@ -135,6 +174,13 @@ impl<D: Disk> NodeCore<D> {
 
     /// Applies a write through Raft and answers it, waiting up to [`LEADER_WAIT_MS_MAX`] for a leader.
     pub async fn write(&self, request: WriteRequest) -> Result<Answer, Status> {
+        let started = std::time::Instant::now();
+        let result = self.write_counted(request).await;
+        self.metrics.observe_write(outcome_of(&result), started.elapsed().as_secs_f64());
+        result
+    }
+
+    async fn write_counted(&self, request: WriteRequest) -> Result<Answer, Status> {
         let own_id = request.request_id.is_none().then(|| self.request_ids.begin());
         let request_id = request.request_id.or(own_id).expect("a request id is set");
         let forwarded = ForwardedWrite {
@@ -218,6 +264,7 @@ impl<D: Disk> NodeCore<D> {
     }
 
     async fn forward(&self, leader: NodeId, forwarded: &ForwardedWrite) -> Attempt<Answer> {
+        self.metrics.observe_forward();
         let mut client = match self.leader_client(leader) {
             Ok(client) => client,
             Err(error) => return Attempt::Retry(error),
@@ -236,6 +283,12 @@ impl<D: Disk> NodeCore<D> {
 
     /// Answers a read with the requested consistency.
     pub async fn read(&self, request: ReadRequest) -> Result<Answer, Status> {
+        let result = self.read_counted(request).await;
+        self.metrics.observe_read(outcome_of(&result));
+        result
+    }
+
+    async fn read_counted(&self, request: ReadRequest) -> Result<Answer, Status> {
         if request.consistency == Consistency::Linearizable {
             self.retry_until_deadline(|| self.linearize_attempt()).await?;
         }

@@ -14,6 +14,7 @@
 pub mod clock;
 pub mod config;
 pub mod core;
+pub mod metrics;
 pub mod network;
 pub mod services;
 
@@ -213,6 +214,9 @@ where
     }
     tracing::info!(node = core.id, address = %core.config.advertised(), "serving");
     let served = tonic::transport::Server::builder()
+        // HTTP/1.1 for the metrics page (Prometheus scrapes with it); gRPC stays on HTTP/2.
+        .accept_http1(true)
+        .add_routes(tonic::service::Routes::from(metrics_route(core.clone())))
         .add_service(health_service)
         .add_service(limited!(BeadsServer::new(BeadsService::new(core.clone()))))
         .add_service(limited!(NamespacesServer::new(NamespacesService::new(core.clone()))))
@@ -236,6 +240,15 @@ where
     let stopped = core.raft.shutdown().await;
     served?;
     stopped.map_err(|error| NodeError::Raft(error.to_string()))
+}
+
+/// `GET /metrics`: the node's Prometheus metrics (see [`metrics`]).
+fn metrics_route<D: Disk>(core: Arc<NodeCore<D>>) -> axum::Router {
+    let page = move || {
+        let core = core.clone();
+        async move { ([(axum::http::header::CONTENT_TYPE, metrics::CONTENT_TYPE)], core.metrics_page()) }
+    };
+    axum::Router::new().route("/metrics", axum::routing::get(page))
 }
 
 async fn start_raft<D: Disk>(

@@ -1,0 +1,188 @@
+//! The node's Prometheus metrics, served as OpenMetrics text at `GET /metrics` on the node's
+//! gRPC address (HTTP/1.1 and HTTP/2 both answer there).
+//!
+//! Counters and the latency histogram are updated on the request paths; Raft's state (term,
+//! role, log and applied indexes) and the store's size are read when the page is scraped, so a
+//! scrape always shows the node as it is then.
+//!
+//! Invariant: every metric name starts with `strand_`, and a metric's labels take only a few
+//! fixed values (the outcome of a request), never ids or namespaces, so the page stays small.
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+/// Reads one gauge's value off a [`RaftView`].
+type ReadGauge = fn(&RaftView) -> i64;
+
+/// Labels of a request counter: `kind` (`write` or `read`) and `outcome`.
+type RequestLabels = Vec<(&'static str, &'static str)>;
+
+/// What a request ended with, as the `outcome` label says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RequestOutcome {
+    /// Answered with a result.
+    Ok,
+    /// Refused by the state machine (not found, lost claim, invalid transition, bad input).
+    Refused,
+    /// Failed: no leader, no quorum, or an internal error.
+    Failed,
+}
+
+impl RequestOutcome {
+    fn label(self) -> &'static str {
+        match self {
+            RequestOutcome::Ok => "ok",
+            RequestOutcome::Refused => "refused",
+            RequestOutcome::Failed => "failed",
+        }
+    }
+}
+
+/// Raft's view of the node at scrape time.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RaftView {
+    /// The current term.
+    pub term: u64,
+    /// Whether this node is the leader.
+    pub is_leader: bool,
+    /// The leader's id, 0 when none is known.
+    pub leader: u64,
+    /// The last log index, 0 when the log is empty.
+    pub last_log_index: u64,
+    /// The last applied index.
+    pub applied_index: u64,
+    /// The index the last snapshot covers.
+    pub snapshot_index: u64,
+    /// Whether Raft stopped with a fatal error.
+    pub fatal: bool,
+    /// Beads stored, across namespaces.
+    pub beads: u64,
+    /// Open watch streams.
+    pub watch_streams: u64,
+}
+
+/// The node's metrics.
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    write_seconds: Histogram,
+    forwarded: Counter,
+    gauges: [(ReadGauge, Gauge); GAUGES.len()],
+}
+
+/// Scrape-time gauges: name, help (prometheus-client ends it with a period), and how each is
+/// read off a [`RaftView`].
+const GAUGES: [(&str, &str, ReadGauge); 9] = [
+    ("raft_term", "The node's current Raft term", |view| view.term as i64),
+    ("raft_is_leader", "1 when this node is the Raft leader, else 0", |view| i64::from(view.is_leader)),
+    ("raft_leader_id", "The id of the leader this node knows of; 0 when none", |view| view.leader as i64),
+    ("raft_last_log_index", "The index of the last entry in this node's log", |view| view.last_log_index as i64),
+    ("raft_applied_index", "The index of the last entry applied to the state machine", |view| {
+        view.applied_index as i64
+    }),
+    ("raft_snapshot_index", "The last index the node's current snapshot covers", |view| view.snapshot_index as i64),
+    ("raft_fatal", "1 when Raft stopped with a fatal error (see `strand cluster status`); restart the node", |view| {
+        i64::from(view.fatal)
+    }),
+    ("beads", "Beads stored on this replica, across namespaces", |view| view.beads as i64),
+    ("watch_streams", "Open watch streams served by this node", |view| view.watch_streams as i64),
+];
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// Registers every metric.
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("strand");
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register("requests", "Client requests answered by this node, by kind and outcome", requests.clone());
+        // 0.25 ms to about 4 s.
+        let write_seconds = Histogram::new(exponential_buckets(0.000_25, 2.0, 15));
+        registry.register(
+            "write_duration_seconds",
+            "Time from a write's arrival to its answer, forwarding and commit included",
+            write_seconds.clone(),
+        );
+        let forwarded = Counter::default();
+        registry.register("forwarded_writes", "Writes this node forwarded to the leader", forwarded.clone());
+        let gauges = GAUGES.map(|(name, help, read)| {
+            let gauge = Gauge::default();
+            registry.register(name, help, gauge.clone());
+            (read, gauge)
+        });
+        Metrics { registry, requests, write_seconds, forwarded, gauges }
+    }
+
+    /// Counts a write and records how long it took.
+    pub fn observe_write(&self, outcome: RequestOutcome, seconds: f64) {
+        self.requests.get_or_create(&vec![("kind", "write"), ("outcome", outcome.label())]).inc();
+        self.write_seconds.observe(seconds);
+    }
+
+    /// Counts a read.
+    pub fn observe_read(&self, outcome: RequestOutcome) {
+        self.requests.get_or_create(&vec![("kind", "read"), ("outcome", outcome.label())]).inc();
+    }
+
+    /// Counts a write forwarded to the leader.
+    pub fn observe_forward(&self) {
+        self.forwarded.inc();
+    }
+
+    /// The metrics page in OpenMetrics text, with the gauges set from `view`.
+    pub fn render(&self, view: &RaftView) -> String {
+        for (read, gauge) in &self.gauges {
+            gauge.set(read(view));
+        }
+        let mut page = String::new();
+        encode(&mut page, &self.registry).expect("writing to a String cannot fail");
+        page
+    }
+}
+
+/// The content type of [`Metrics::render`]'s page.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_has_counters_histogram_and_scrape_time_gauges() {
+        let metrics = Metrics::new();
+        metrics.observe_write(RequestOutcome::Ok, 0.002);
+        metrics.observe_write(RequestOutcome::Refused, 0.001);
+        metrics.observe_read(RequestOutcome::Ok);
+        metrics.observe_forward();
+        let view = RaftView { term: 7, is_leader: true, leader: 2, applied_index: 41, beads: 3, ..RaftView::default() };
+        let page = metrics.render(&view);
+        for line in [
+            "strand_requests_total{kind=\"write\",outcome=\"ok\"} 1",
+            "strand_requests_total{kind=\"write\",outcome=\"refused\"} 1",
+            "strand_requests_total{kind=\"read\",outcome=\"ok\"} 1",
+            "strand_write_duration_seconds_count 2",
+            "strand_forwarded_writes_total 1",
+            "strand_raft_term 7",
+            "strand_raft_is_leader 1",
+            "strand_raft_leader_id 2",
+            "strand_raft_applied_index 41",
+            "strand_raft_fatal 0",
+            "strand_beads 3",
+            "# EOF",
+        ] {
+            assert!(page.lines().any(|candidate| candidate == line), "missing {line:?} in\n{page}");
+        }
+        // Scrape-time gauges follow the view they are rendered with.
+        let page = metrics.render(&RaftView { term: 8, ..RaftView::default() });
+        assert!(page.lines().any(|line| line == "strand_raft_term 8"), "{page}");
+        assert!(page.lines().any(|line| line == "strand_raft_is_leader 0"), "{page}");
+    }
+}
