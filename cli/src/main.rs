@@ -26,12 +26,6 @@ use api::convert::Consistency;
 use api::model::Namespace;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
-/// mimalloc instead of the system allocator: a node allocates and frees many small buffers per
-/// request (protobuf, postcard, HTTP/2 frames, RocksDB batches), and glibc's malloc and free were
-/// about 15 % of a loaded leader's CPU (README, "Measured").
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 const EXIT_CODES: &str = "Exit codes: 0 ok; 1 operation refused or failed (lost claim, not found, invalid transition); 2 usage error; 3 cluster unavailable.";
 
 /// Strand: a replicated bead store for fleets of AI coding agents.
