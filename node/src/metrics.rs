@@ -21,7 +21,8 @@ type ReadGauge = fn(&RaftView) -> i64;
 /// Labels of a request counter: `kind` (`write` or `read`) and `outcome`.
 type RequestLabels = Vec<(&'static str, &'static str)>;
 
-/// What a request ended with, as the `outcome` label says it.
+/// What a request ended with, as the `outcome` label says it. A variant's discriminant is its
+/// index in [`RequestOutcome::ALL`] and its column in [`Metrics::requests`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RequestOutcome {
     /// Answered with a result.
@@ -44,8 +45,13 @@ impl RequestOutcome {
     }
 }
 
-/// The request kinds, as the `kind` label says them.
+/// The request kinds, as the `kind` label says them; a kind's index is its row in
+/// [`Metrics::requests`].
 const KINDS: [&str; 2] = ["write", "read"];
+/// Row of writes in [`Metrics::requests`].
+const WRITE: usize = 0;
+/// Row of reads in [`Metrics::requests`].
+const READ: usize = 1;
 
 /// Raft's view of the node at scrape time.
 #[derive(Clone, Copy, Debug, Default)]
@@ -119,7 +125,11 @@ impl Metrics {
             write_seconds.clone(),
         );
         let forwarded = Counter::default();
-        registry.register("forwarded_writes", "Writes this node forwarded to the leader", forwarded.clone());
+        registry.register(
+            "forwarded_writes",
+            "Attempts to forward a write to the leader; a write retried after a leader change counts once per attempt",
+            forwarded.clone(),
+        );
         let gauges = GAUGES.map(|(name, help, read)| {
             let gauge = Gauge::default();
             registry.register(name, help, gauge.clone());
@@ -134,16 +144,16 @@ impl Metrics {
 
     /// Counts a write and records how long it took.
     pub fn observe_write(&self, outcome: RequestOutcome, seconds: f64) {
-        self.requests[0][outcome as usize].inc();
+        self.requests[WRITE][outcome as usize].inc();
         self.write_seconds.observe(seconds);
     }
 
     /// Counts a read.
     pub fn observe_read(&self, outcome: RequestOutcome) {
-        self.requests[1][outcome as usize].inc();
+        self.requests[READ][outcome as usize].inc();
     }
 
-    /// Counts a write forwarded to the leader.
+    /// Counts one attempt to forward a write to the leader.
     pub fn observe_forward(&self) {
         self.forwarded.inc();
     }

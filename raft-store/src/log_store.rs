@@ -61,7 +61,7 @@ impl LogCache {
 
     /// Appends entries written to the disk; an append that does not follow the cached run
     /// (after a snapshot install, say) starts a new run.
-    fn append(&mut self, entries: &[Entry]) {
+    fn append(&mut self, entries: Vec<Entry>) {
         let Some(first) = entries.first() else { return };
         if self.end_index() != Some(first.log_id.index) {
             self.truncate_from(first.log_id.index);
@@ -69,7 +69,7 @@ impl LogCache {
                 self.entries.clear();
             }
         }
-        self.entries.extend(entries.iter().cloned());
+        self.entries.extend(entries);
         while self.entries.len() > LOG_CACHE_ENTRIES_MAX {
             self.entries.pop_front();
         }
@@ -299,11 +299,12 @@ impl<D: Disk> RaftLogStorage<TypeConfig> for LogStore<D> {
         for entry in &entries {
             ops.push(Op::Put(Space::Log, codec::log_key(entry.log_id.index), codec::encode(entry)?));
         }
-        if let Some(last) = entries.last() {
+        if let Some(last) = entries.last().map(|entry| entry.log_id) {
             let mut cache = self.cache();
             self.disk().write(ops, Durability::Buffered)?;
-            cache.append(&entries);
-            self.set_last(Some(last.log_id));
+            // The entries move into the cache: this runs on every append of every node.
+            cache.append(entries);
+            self.set_last(Some(last));
         }
         match &self.inner.flusher {
             Some(Flusher { sender: Some(sender), .. }) => sender
