@@ -4,8 +4,15 @@
 //! [`TcpConnector`], the simulator a connector over turmoil's network. Channels are made once per
 //! peer address and reused by every RPC to that peer. Every RPC has a timeout.
 //! Payloads are postcard-encoded openraft messages (the `strand.v1.Raft` service).
+//!
+//! Replication runs as one bidirectional gRPC stream per openraft replication session
+//! ([`AppendSession`]): the leader sends each AppendEntries request as openraft makes it, up to
+//! [`APPEND_PIPELINE_MAX`] unanswered, and the follower answers each in order on the same stream.
+//! Invariant: every sent request is answered within the RPC timeout, or the session ends with an
+//! error; dropping the session drops openraft's request stream at once (it holds openraft's
+//! replication state, which the next session needs).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,11 +21,12 @@ use api::proto::raft_client::RaftClient;
 use api::proto::{RaftPayload, SnapshotChunk};
 use futures::StreamExt;
 use openraft::BasicNode;
+use openraft::base::{BoxFuture, BoxStream};
 use openraft::errors::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
 use openraft::network::{RPCOption, RaftNetworkFactory, RaftNetworkV2};
 use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, TransferLeaderRequest, TransferLeaderResponse,
-    VoteRequest, VoteResponse,
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, StreamAppendResult, TransferLeaderRequest,
+    TransferLeaderResponse, VoteRequest, VoteResponse,
 };
 use openraft::type_config::alias::SnapshotOf;
 use raft_store::types::{TypeConfig, Vote};
@@ -26,12 +34,15 @@ use raft_store::{NodeId, SnapshotFile};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::io::AsyncReadExt;
+use tokio::time::Instant;
 use tonic::transport::{Channel, Endpoint};
 
 /// Bytes per streamed snapshot chunk.
 pub const SNAPSHOT_CHUNK_BYTES: usize = 1024 * 1024;
 /// Largest gRPC message between nodes, in bytes.
 pub const PEER_MESSAGE_BYTES_MAX: usize = 256 * 1024 * 1024;
+/// Most AppendEntries requests of one replication session sent and not yet answered.
+pub const APPEND_PIPELINE_MAX: usize = 64;
 
 /// Opens gRPC channels to other nodes.
 pub trait Connector: Send + Sync + 'static {
@@ -127,6 +138,100 @@ pub struct PeerClient {
 
 type RemoteResult<T> = Result<T, String>;
 
+/// One answer of a replication session, as openraft takes it.
+type AppendAnswer = Result<StreamAppendResult<TypeConfig>, RPCError<TypeConfig>>;
+
+fn unreachable(message: String) -> RPCError<TypeConfig> {
+    RPCError::Unreachable(Unreachable::from_string(message))
+}
+
+/// One replication session to a peer over a bidirectional gRPC stream.
+///
+/// [`AppendSession::next_answer`] drives both directions: it takes openraft's next request and
+/// sends it while fewer than [`APPEND_PIPELINE_MAX`] are unanswered, and yields the follower's
+/// answers in order. Each request must be answered within `timeout` of being sent.
+struct AppendSession<S> {
+    /// openraft's requests; `None` once they ended.
+    requests: Option<S>,
+    /// The outgoing half of the gRPC stream; dropped (ending the stream) with `requests`.
+    outgoing: Option<tokio::sync::mpsc::UnboundedSender<RaftPayload>>,
+    answers: tonic::Streaming<RaftPayload>,
+    /// When each unanswered request was sent, oldest first.
+    unanswered: VecDeque<Instant>,
+    timeout: Duration,
+    target: NodeId,
+    address: String,
+}
+
+/// The next item of `requests`, or never once they ended.
+async fn next_request<S>(requests: &mut Option<S>) -> Option<AppendEntriesRequest<TypeConfig>>
+where
+    S: futures::Stream<Item = AppendEntriesRequest<TypeConfig>> + Unpin,
+{
+    match requests {
+        Some(requests) => requests.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+impl<S> AppendSession<S>
+where
+    S: futures::Stream<Item = AppendEntriesRequest<TypeConfig>> + Unpin,
+{
+    /// The next answer; `None` when the session ended cleanly (every request answered).
+    async fn next_answer(&mut self) -> Option<AppendAnswer> {
+        let (target, address) = (self.target, self.address.clone());
+        loop {
+            let may_send = self.requests.is_some() && self.unanswered.len() < APPEND_PIPELINE_MAX;
+            let deadline = self.unanswered.front().map(|sent| *sent + self.timeout);
+            tokio::select! {
+                biased;
+                answer = self.answers.message() => {
+                    return match answer {
+                        Ok(Some(payload)) => Some(self.take_answer(&payload)),
+                        Ok(None) if self.unanswered.is_empty() => None,
+                        Ok(None) => Some(Err(unreachable(format!(
+                            "node {target} at {address} closed the replication stream with {} requests unanswered",
+                            self.unanswered.len()
+                        )))),
+                        Err(status) => Some(Err(unreachable(format!("node {target} at {address}: {}", status.message())))),
+                    };
+                }
+                () = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
+                    return Some(Err(unreachable(format!(
+                        "node {target} at {address} did not answer an append within {:?}",
+                        self.timeout
+                    ))));
+                }
+                request = next_request(&mut self.requests), if may_send => match request {
+                    Some(request) => {
+                        let sent = self.outgoing.as_ref().is_some_and(|outgoing| outgoing.send(encode(&request)).is_ok());
+                        if !sent {
+                            return Some(Err(unreachable(format!("the replication stream to node {target} at {address} closed"))));
+                        }
+                        self.unanswered.push_back(Instant::now());
+                    }
+                    None => {
+                        self.requests = None;
+                        self.outgoing = None;
+                    }
+                },
+            }
+        }
+    }
+
+    fn take_answer(&mut self, payload: &RaftPayload) -> AppendAnswer {
+        let target = self.target;
+        if self.unanswered.pop_front().is_none() {
+            let message = format!("node {target} answered an append it was not sent");
+            return Err(RPCError::Network(NetworkError::from_string(message)));
+        }
+        let result: RemoteResult<StreamAppendResult<TypeConfig>> =
+            decode(payload).map_err(|error| RPCError::Network(NetworkError::from_string(error)))?;
+        result.map_err(|error| unreachable(format!("node {target}: {error}")))
+    }
+}
+
 impl PeerClient {
     fn client(&self) -> Result<RaftClient<Channel>, RPCError<TypeConfig>> {
         self.client.clone().map_err(|error| RPCError::Unreachable(Unreachable::from_string(error)))
@@ -191,6 +296,61 @@ impl PeerClient {
 impl RaftNetworkV2<TypeConfig> for PeerClient {
     type SnapshotData = SnapshotFile;
 
+    fn stream_append<'s, S>(
+        &'s mut self,
+        requests: S,
+        option: RPCOption,
+    ) -> BoxFuture<'s, Result<BoxStream<'s, AppendAnswer>, RPCError<TypeConfig>>>
+    where
+        S: futures::Stream<Item = AppendEntriesRequest<TypeConfig>> + Send + Unpin + 'static,
+    {
+        Box::pin(async move {
+            let mut client = self.client()?;
+            let (target, address, timeout) = (self.target, self.address.clone(), option.hard_ttl());
+            // The stream opens with openraft's first request in hand: openraft waits out its
+            // backoff after a failure inside the request stream, so opening the stream (and
+            // connecting) before it would retry an unreachable peer at once, again and again.
+            let mut requests = requests;
+            let Some(first) = requests.next().await else {
+                return Ok(Box::pin(futures::stream::empty()) as BoxStream<'s, AppendAnswer>);
+            };
+            let (outgoing, receiver) = tokio::sync::mpsc::unbounded_channel();
+            outgoing.send(encode(&first)).expect("the receiver is held here");
+            let sent = Instant::now();
+            let call = client.stream_append(tokio_stream::wrappers::UnboundedReceiverStream::new(receiver));
+            let answers = match tokio::time::timeout(timeout, call).await {
+                Err(_) => {
+                    return Err(unreachable(format!(
+                        "node {target} at {address} did not open a replication stream within {timeout:?}"
+                    )));
+                }
+                Ok(Err(status)) => {
+                    return Err(unreachable(format!("node {target} at {address}: {}", status.message())));
+                }
+                Ok(Ok(response)) => response.into_inner(),
+            };
+            let session = AppendSession {
+                requests: Some(requests),
+                outgoing: Some(outgoing),
+                answers,
+                unanswered: VecDeque::from([sent]),
+                timeout,
+                target,
+                address,
+            };
+            let answers = futures::stream::unfold(Some(session), |session| async move {
+                let mut session = session?;
+                let answer = session.next_answer().await?;
+                // The follower ends its stream at the first refusal (conflict, higher vote) and
+                // openraft ends the session at it; so does this stream.
+                let session = matches!(answer, Ok(Ok(_))).then_some(session);
+                Some((answer, session))
+            });
+            Ok(Box::pin(answers) as BoxStream<'s, AppendAnswer>)
+        })
+    }
+
+    /// One AppendEntries RPC; openraft replicates through [`Self::stream_append`] instead.
     async fn append_entries(
         &mut self,
         rpc: AppendEntriesRequest<TypeConfig>,

@@ -31,7 +31,7 @@ use openraft::Snapshot;
 use openraft::async_runtime::WatchReceiver;
 use openraft::metrics::RaftDataMetrics;
 use openraft::type_config::alias::WatchReceiverOf;
-use raft_store::types::{LogId, SnapshotMeta, TypeConfig, Vote};
+use raft_store::types::{LogId, Runtime, SnapshotMeta, TypeConfig, Vote};
 use raft_store::{Disk, SnapshotFile};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
@@ -568,11 +568,42 @@ fn answer<T: serde::Serialize, E: std::fmt::Display>(result: Result<T, E>) -> Re
     Ok(Response::new(encode(&result.map_err(|error| error.to_string()))))
 }
 
+/// The answers of one replication session, encoded.
+type AppendAnswers = std::pin::Pin<Box<dyn futures::Stream<Item = Result<RaftPayload, Status>> + Send>>;
+
 #[tonic::async_trait]
 impl<D: Disk> RaftService for RaftPeerService<D> {
+    type StreamAppendStream = AppendAnswers;
+
     async fn append_entries(&self, request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
         let rpc = decode(request.get_ref()).map_err(malformed)?;
         answer(self.core.raft.append_entries(rpc).await)
+    }
+
+    /// A replication session: requests are handed to openraft as they arrive, and its answers
+    /// go back in order. A malformed request ends the requests, so the leader sees the session
+    /// close with that request unanswered and starts another; so does this node stopping.
+    async fn stream_append(&self, request: Request<Streaming<RaftPayload>>) -> Result<Response<AppendAnswers>, Status> {
+        let requests = futures::stream::unfold(request.into_inner(), |mut incoming| async move {
+            let payload = incoming.message().await.ok()??;
+            match decode::<openraft::raft::AppendEntriesRequest<TypeConfig>>(&payload) {
+                Ok(request) => Some((request, incoming)),
+                Err(error) => {
+                    tracing::warn!(%error, "ending a replication stream at a request that does not decode");
+                    None
+                }
+            }
+        });
+        // Sessions last as long as a leader leads; this one ends when the node stops, so the
+        // server's graceful shutdown does not wait on it.
+        let core = self.core.clone();
+        let requests = requests.take_until(async move { core.stopped().await });
+        // openraft spawns the session's forwarding task through its runtime, which takes that
+        // task's random seed from the caller's scope; the task draws nothing random.
+        let raft = &self.core.raft;
+        let answers = Runtime::scope(self.core.id, async { raft.stream_append(requests) }).await;
+        let answers = answers.map(|result| Ok(encode(&result.map_err(|fatal| fatal.to_string()))));
+        Ok(Response::new(Box::pin(answers)))
     }
 
     async fn vote(&self, request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
