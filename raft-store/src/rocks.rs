@@ -1,8 +1,9 @@
 //! [`RocksDisk`]: the storage trait over RocksDB, one column family per [`Space`].
 //!
-//! Writes go to RocksDB's write-ahead log; a `Sync` write, or [`Disk::sync`] (a WAL flush with
-//! fsync), makes them durable. RocksDB checks block checksums on every read (`paranoid_checks`),
-//! so a damaged file fails loudly instead of serving wrong data.
+//! Writes go to RocksDB's write-ahead log, buffered in memory (manual WAL flush); a `Sync` write,
+//! or [`Disk::sync`] (a WAL flush with fsync), writes the buffer out and makes them durable.
+//! RocksDB checks block checksums on every read (`paranoid_checks`), so a damaged file fails
+//! loudly instead of serving wrong data.
 
 use std::io;
 use std::path::Path;
@@ -32,6 +33,11 @@ impl RocksDisk {
         options.set_paranoid_checks(true);
         options.set_compression_type(DBCompressionType::None);
         options.set_max_background_jobs(2);
+        // Buffered writes stay in RocksDB's WAL buffer until the next sync (a synced write, or
+        // `flush_wal`), which is all `Durability::Buffered` promises: a node writes its log
+        // append, commit index and applied batch with one `write` call per group sync instead
+        // of one each.
+        options.set_manual_wal_flush(true);
         let families = Space::ALL.iter().map(|space| {
             let mut family_options = Options::default();
             family_options.set_compression_type(DBCompressionType::None);
