@@ -153,8 +153,9 @@ fn unreachable(message: String) -> RPCError<TypeConfig> {
 struct AppendSession<S> {
     /// openraft's requests; `None` once they ended.
     requests: Option<S>,
-    /// The outgoing half of the gRPC stream; dropped (ending the stream) with `requests`.
-    outgoing: Option<tokio::sync::mpsc::UnboundedSender<RaftPayload>>,
+    /// The outgoing half of the gRPC stream; dropped (ending the stream) with `requests`. It
+    /// holds at most [`APPEND_PIPELINE_MAX`] requests, since no more are ever unanswered.
+    outgoing: Option<tokio::sync::mpsc::Sender<RaftPayload>>,
     answers: tonic::Streaming<RaftPayload>,
     /// When each unanswered request was sent, oldest first.
     unanswered: VecDeque<Instant>,
@@ -180,7 +181,6 @@ where
 {
     /// The next answer; `None` when the session ended cleanly (every request answered).
     async fn next_answer(&mut self) -> Option<AppendAnswer> {
-        let (target, address) = (self.target, self.address.clone());
         loop {
             let may_send = self.requests.is_some() && self.unanswered.len() < APPEND_PIPELINE_MAX;
             let deadline = self.unanswered.front().map(|sent| *sent + self.timeout);
@@ -190,24 +190,21 @@ where
                     return match answer {
                         Ok(Some(payload)) => Some(self.take_answer(&payload)),
                         Ok(None) if self.unanswered.is_empty() => None,
-                        Ok(None) => Some(Err(unreachable(format!(
-                            "node {target} at {address} closed the replication stream with {} requests unanswered",
-                            self.unanswered.len()
-                        )))),
-                        Err(status) => Some(Err(unreachable(format!("node {target} at {address}: {}", status.message())))),
+                        Ok(None) => {
+                            let unanswered = self.unanswered.len();
+                            Some(Err(self.failure(format!("closed the replication stream with {unanswered} requests unanswered"))))
+                        }
+                        Err(status) => Some(Err(self.failure(status.message()))),
                     };
                 }
                 () = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
-                    return Some(Err(unreachable(format!(
-                        "node {target} at {address} did not answer an append within {:?}",
-                        self.timeout
-                    ))));
+                    return Some(Err(self.failure(format!("did not answer an append within {:?}", self.timeout))));
                 }
                 request = next_request(&mut self.requests), if may_send => match request {
                     Some(request) => {
-                        let sent = self.outgoing.as_ref().is_some_and(|outgoing| outgoing.send(encode(&request)).is_ok());
+                        let sent = self.outgoing.as_ref().is_some_and(|outgoing| outgoing.try_send(encode(&request)).is_ok());
                         if !sent {
-                            return Some(Err(unreachable(format!("the replication stream to node {target} at {address} closed"))));
+                            return Some(Err(self.failure("closed the replication stream")));
                         }
                         self.unanswered.push_back(Instant::now());
                     }
@@ -218,6 +215,11 @@ where
                 },
             }
         }
+    }
+
+    /// The session's failure: `detail`, naming the peer.
+    fn failure(&self, detail: impl std::fmt::Display) -> RPCError<TypeConfig> {
+        unreachable(format!("node {} at {}: {detail}", self.target, self.address))
     }
 
     fn take_answer(&mut self, payload: &RaftPayload) -> AppendAnswer {
@@ -234,7 +236,7 @@ where
 
 impl PeerClient {
     fn client(&self) -> Result<RaftClient<Channel>, RPCError<TypeConfig>> {
-        self.client.clone().map_err(|error| RPCError::Unreachable(Unreachable::from_string(error)))
+        self.client.clone().map_err(unreachable)
     }
 
     /// Calls one unary RPC with a timeout and decodes the remote result.
@@ -256,17 +258,17 @@ impl PeerClient {
         let response = match tokio::time::timeout(timeout, rpc(client, encode(request))).await {
             Err(_) => {
                 let message = format!("node {target} at {address} did not answer within {timeout:?}");
-                return Err(RPCError::Unreachable(Unreachable::from_string(message)));
+                return Err(unreachable(message));
             }
             Ok(Err(status)) => {
                 let message = format!("node {target} at {address}: {}", status.message());
-                return Err(RPCError::Unreachable(Unreachable::from_string(message)));
+                return Err(unreachable(message));
             }
             Ok(Ok(response)) => response.into_inner(),
         };
         let result: RemoteResult<Resp> =
             decode(&response).map_err(|error| RPCError::Network(NetworkError::from_string(error)))?;
-        result.map_err(|error| RPCError::Unreachable(Unreachable::from_string(format!("node {target}: {error}"))))
+        result.map_err(|error| unreachable(format!("node {target}: {error}")))
     }
 
     fn snapshot_chunks(
@@ -314,10 +316,10 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
             let Some(first) = requests.next().await else {
                 return Ok(Box::pin(futures::stream::empty()) as BoxStream<'s, AppendAnswer>);
             };
-            let (outgoing, receiver) = tokio::sync::mpsc::unbounded_channel();
-            outgoing.send(encode(&first)).expect("the receiver is held here");
+            let (outgoing, receiver) = tokio::sync::mpsc::channel(APPEND_PIPELINE_MAX);
+            outgoing.try_send(encode(&first)).expect("an empty channel whose receiver is held here");
             let sent = Instant::now();
-            let call = client.stream_append(tokio_stream::wrappers::UnboundedReceiverStream::new(receiver));
+            let call = client.stream_append(tokio_stream::wrappers::ReceiverStream::new(receiver));
             let answers = match tokio::time::timeout(timeout, call).await {
                 Err(_) => {
                     return Err(unreachable(format!(
