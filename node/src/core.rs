@@ -245,7 +245,7 @@ impl<D: Disk> NodeCore<D> {
             command: forwarded.command.clone(),
         };
         let commit_wait = Duration::from_millis(LEADER_WAIT_MS_MAX);
-        let Ok(written) = tokio::time::timeout(commit_wait, self.raft.client_write(proposal)).await else {
+        let Ok(written) = tokio::time::timeout(commit_wait, self.raft.client_write(Arc::new(proposal))).await else {
             // The entry may still commit later; a retry with the same request id is answered
             // from the dedup table, so the outcome is unknown, never doubled.
             return Attempt::Retry(format!("the write was not committed within {commit_wait:?} (is a majority up?)"));

@@ -1,5 +1,6 @@
 //! The openraft type configuration of Strand: what a log entry carries (an
-//! [`api::command::Proposal`]), what applying it answers (an [`api::outcome::Answer`]), and how
+//! [`api::command::Proposal`], shared behind an `Arc` so that the log cache, the state machine
+//! and every follower's replication read one copy instead of cloning it), what applying it answers (an [`api::outcome::Answer`]), and how
 //! nodes are named (`u64` ids, `host:port` addresses).
 
 use openraft::type_config::alias::{EntryOf, LogIdOf, SnapshotMetaOf, StoredMembershipOf, VoteOf};
@@ -7,7 +8,7 @@ use openraft::type_config::alias::{EntryOf, LogIdOf, SnapshotMetaOf, StoredMembe
 openraft::declare_raft_types!(
     /// Strand's Raft types.
     pub TypeConfig:
-        D = api::command::Proposal,
+        D = std::sync::Arc<api::command::Proposal>,
         R = api::outcome::Answer,
         NodeId = u64,
         Node = openraft::BasicNode,

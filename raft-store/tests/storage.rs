@@ -99,7 +99,10 @@ fn entries(count: u64) -> Vec<Entry> {
     (1..=count)
         .map(|index| Entry {
             log_id: openraft::LogId::new(1u64.into(), index),
-            payload: openraft::EntryPayload::Normal(proposal(&format!("bead {index}"), index as i64)),
+            payload: openraft::EntryPayload::Normal(std::sync::Arc::new(proposal(
+                &format!("bead {index}"),
+                index as i64,
+            ))),
         })
         .collect()
 }
