@@ -145,6 +145,27 @@ fn unreachable(message: String) -> RPCError<TypeConfig> {
     RPCError::Unreachable(Unreachable::from_string(message))
 }
 
+/// Node `target` at `address` is unreachable: `detail` says how.
+fn peer_unreachable(target: NodeId, address: &str, detail: impl std::fmt::Display) -> RPCError<TypeConfig> {
+    unreachable(format!("node {target} at {address}: {detail}"))
+}
+
+/// Awaits one gRPC call to node `target` for at most `timeout`; `what` names what it failed to
+/// do in time.
+async fn within<T>(
+    target: NodeId,
+    address: &str,
+    timeout: Duration,
+    what: &str,
+    call: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+) -> Result<T, RPCError<TypeConfig>> {
+    match tokio::time::timeout(timeout, call).await {
+        Err(_) => Err(peer_unreachable(target, address, format_args!("did not {what} within {timeout:?}"))),
+        Ok(Err(status)) => Err(peer_unreachable(target, address, status.message())),
+        Ok(Ok(response)) => Ok(response.into_inner()),
+    }
+}
+
 /// One replication session to a peer over a bidirectional gRPC stream.
 ///
 /// [`AppendSession::next_answer`] drives both directions: it takes openraft's next request and
@@ -219,7 +240,7 @@ where
 
     /// The session's failure: `detail`, naming the peer.
     fn failure(&self, detail: impl std::fmt::Display) -> RPCError<TypeConfig> {
-        unreachable(format!("node {} at {}: {detail}", self.target, self.address))
+        peer_unreachable(self.target, &self.address, detail)
     }
 
     fn take_answer(&mut self, payload: &RaftPayload) -> AppendAnswer {
@@ -253,21 +274,10 @@ impl PeerClient {
         Fut: Future<Output = Result<tonic::Response<RaftPayload>, tonic::Status>>,
     {
         let client = self.client()?;
-        let target = self.target;
-        let address = &self.address;
-        let response = match tokio::time::timeout(timeout, rpc(client, encode(request))).await {
-            Err(_) => {
-                let message = format!("node {target} at {address} did not answer within {timeout:?}");
-                return Err(unreachable(message));
-            }
-            Ok(Err(status)) => {
-                let message = format!("node {target} at {address}: {}", status.message());
-                return Err(unreachable(message));
-            }
-            Ok(Ok(response)) => response.into_inner(),
-        };
+        let response = within(self.target, &self.address, timeout, "answer", rpc(client, encode(request))).await?;
         let result: RemoteResult<Resp> =
             decode(&response).map_err(|error| RPCError::Network(NetworkError::from_string(error)))?;
+        let target = self.target;
         result.map_err(|error| unreachable(format!("node {target}: {error}")))
     }
 
@@ -320,17 +330,7 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
             outgoing.try_send(encode(&first)).expect("an empty channel whose receiver is held here");
             let sent = Instant::now();
             let call = client.stream_append(tokio_stream::wrappers::ReceiverStream::new(receiver));
-            let answers = match tokio::time::timeout(timeout, call).await {
-                Err(_) => {
-                    return Err(unreachable(format!(
-                        "node {target} at {address} did not open a replication stream within {timeout:?}"
-                    )));
-                }
-                Ok(Err(status)) => {
-                    return Err(unreachable(format!("node {target} at {address}: {}", status.message())));
-                }
-                Ok(Ok(response)) => response.into_inner(),
-            };
+            let answers = within(target, &address, timeout, "open a replication stream", call).await?;
             let session = AppendSession {
                 requests: Some(requests),
                 outgoing: Some(outgoing),
