@@ -2,8 +2,8 @@
 //!
 //! The state lives in memory ([`api::state::State`], indexes included) and on disk (its records
 //! in the state space). Applying a batch of entries changes memory, then writes every changed
-//! record together with `last_applied` and the membership in **one** atomic disk batch, and only
-//! then answers the clients.
+//! record together with `last_applied` (and the membership, when the batch changed it) in **one**
+//! atomic disk batch, and only then answers the clients.
 //!
 //! Invariant: the state space and `last_applied` on disk always belong together.
 //! Invariant: while a snapshot is being installed the `installing` marker is set, and a node that
@@ -114,18 +114,25 @@ impl<D: Disk> StateMachineStore<D> {
         self.inner.applied.lock().expect("applied lock").clone()
     }
 
-    fn persist(&self, applied: &Applied) -> io::Result<()> {
-        let changes = self.inner.state.write().expect("state lock").take_changes();
-        let mut ops = Vec::with_capacity(changes.len() + 2);
-        for (key, record) in changes {
-            let key_bytes = codec::encode(&key)?;
-            match record {
-                Some(record) => ops.push(Op::Put(Space::State, key_bytes, codec::encode(&record)?)),
-                None => ops.push(Op::Delete(Space::State, key_bytes)),
+    /// Writes the records the applied batch changed, `last_applied` and, when `membership_changed`,
+    /// the membership, in one disk batch. Records are encoded in place under the read lock.
+    fn persist(&self, applied: &Applied, membership_changed: bool) -> io::Result<()> {
+        let keys = self.inner.state.write().expect("state lock").take_changed_keys();
+        let mut ops = Vec::with_capacity(keys.len() + 2);
+        {
+            let state = self.inner.state.read().expect("state lock");
+            for (key, record) in state.changed_records(&keys) {
+                let key_bytes = codec::encode(key)?;
+                match record {
+                    Some(record) => ops.push(Op::Put(Space::State, key_bytes, codec::encode(&record)?)),
+                    None => ops.push(Op::Delete(Space::State, key_bytes)),
+                }
             }
         }
         ops.push(Op::Put(Space::Meta, META_APPLIED.to_vec(), codec::encode(&applied.log_id)?));
-        ops.push(Op::Put(Space::Meta, META_MEMBERSHIP.to_vec(), codec::encode(&applied.membership)?));
+        if membership_changed {
+            ops.push(Op::Put(Space::Meta, META_MEMBERSHIP.to_vec(), codec::encode(&applied.membership)?));
+        }
         self.inner.disk.write(ops, Durability::Buffered)
     }
 
@@ -233,12 +240,14 @@ impl<D: Disk> RaftStateMachine<TypeConfig> for StateMachineStore<D> {
     {
         let mut applied = self.applied();
         let mut responders = Vec::new();
+        let mut membership_changed = false;
         while let Some((entry, responder)) = entries.try_next().await? {
             let answer: Answer = match &entry.payload {
                 EntryPayload::Blank => Ok(Outcome::Done),
                 EntryPayload::Normal(proposal) => self.inner.state.write().expect("state lock").apply(proposal),
                 EntryPayload::Membership(membership) => {
                     applied.membership = StoredMembership::new(Some(entry.log_id), membership.clone());
+                    membership_changed = true;
                     Ok(Outcome::Done)
                 }
             };
@@ -247,7 +256,7 @@ impl<D: Disk> RaftStateMachine<TypeConfig> for StateMachineStore<D> {
                 responders.push((responder, answer));
             }
         }
-        self.persist(&applied)?;
+        self.persist(&applied, membership_changed)?;
         *self.inner.applied.lock().expect("applied lock") = applied;
         for (responder, answer) in responders {
             responder.send(answer);

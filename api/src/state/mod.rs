@@ -2,8 +2,9 @@
 //!
 //! [`State::apply`] takes one [`Proposal`] from the Raft log and answers it; [`State::query`]
 //! answers a read. Neither does I/O, reads a clock or draws a random number: the leader stamps
-//! the time into the proposal, and the storage layer persists what [`State::take_changes`] hands
-//! it. Replaying the same log on any node gives the same state and the same answers.
+//! the time into the proposal, and the storage layer persists the records that
+//! [`State::take_changed_keys`] names, encoding them in place through [`State::changed_records`].
+//! Replaying the same log on any node gives the same state and the same answers.
 //!
 //! Invariant: the state's clock never goes backwards (`now = max(clock, stamped time)`), even when
 //! a new leader's clock is behind the old one's.
@@ -62,6 +63,56 @@ pub enum Record {
     Event(Event),
     /// A formula's TOML source.
     Formula(String),
+}
+
+/// One record borrowed from the state. It serializes exactly as the [`Record`] it stands for
+/// (same variants in the same order; serde writes a `Box` or a reference as what it points to),
+/// so the storage layer encodes changed records without cloning them.
+#[derive(Clone, Copy, Debug, Serialize)]
+#[serde(rename = "Record")]
+pub enum RecordRef<'a> {
+    /// The state's clock.
+    Clock(Timestamp),
+    /// A namespace's settings and counters.
+    Namespace(&'a NamespaceMeta),
+    /// A bead.
+    Bead(&'a Bead),
+    /// A client session.
+    Session(&'a Session),
+    /// An event.
+    Event(&'a Event),
+    /// A formula's TOML source.
+    Formula(&'a str),
+}
+
+impl RecordRef<'_> {
+    /// An owned copy.
+    pub fn to_record(self) -> Record {
+        match self {
+            RecordRef::Clock(clock) => Record::Clock(clock),
+            RecordRef::Namespace(meta) => Record::Namespace(meta.clone()),
+            RecordRef::Bead(bead) => Record::Bead(Box::new(bead.clone())),
+            RecordRef::Session(session) => Record::Session(session.clone()),
+            RecordRef::Event(event) => Record::Event(event.clone()),
+            RecordRef::Formula(source) => Record::Formula(source.to_string()),
+        }
+    }
+}
+
+/// The keys of the records changed in one batch, from [`State::take_changed_keys`].
+#[derive(Debug, Default)]
+pub struct ChangedKeys(Vec<RecordKey>);
+
+impl ChangedKeys {
+    /// How many keys changed.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 /// A record that does not fit its key, met while loading.
@@ -353,41 +404,63 @@ impl State {
         }
     }
 
-    /// Hands over every record changed since the last call: `None` means the record was removed.
-    /// The storage layer writes them in the same atomic batch as the applied log index.
-    pub fn take_changes(&mut self) -> Vec<(RecordKey, Option<Record>)> {
-        let mut changes = Vec::new();
+    /// Takes the keys of every record changed since the last call; [`State::changed_records`]
+    /// reads their current values. The storage layer writes them in the same atomic batch as the
+    /// applied log index.
+    pub fn take_changed_keys(&mut self) -> ChangedKeys {
+        let mut keys = Vec::new();
         if self.clock_dirty {
-            changes.push((RecordKey::Clock, Some(Record::Clock(self.clock))));
+            keys.push(RecordKey::Clock);
         }
-        for namespace in std::mem::take(&mut self.removed_namespaces) {
-            changes.push((RecordKey::Namespace(namespace), None));
-        }
-        changes.extend(std::mem::take(&mut self.removed_records).into_iter().map(|key| (key, None)));
+        keys.extend(std::mem::take(&mut self.removed_namespaces).into_iter().map(RecordKey::Namespace));
+        keys.append(&mut self.removed_records);
         for (namespace, namespace_state) in &mut self.namespaces {
             if namespace_state.meta_dirty {
-                let record = Record::Namespace(namespace_state.meta.clone());
-                changes.push((RecordKey::Namespace(namespace.clone()), Some(record)));
+                keys.push(RecordKey::Namespace(namespace.clone()));
             }
-            for bead_id in std::mem::take(&mut namespace_state.dirty_beads) {
-                let record = namespace_state.beads.get(&bead_id).map(|bead| Record::Bead(Box::new(bead.clone())));
-                changes.push((RecordKey::Bead(namespace.clone(), bead_id), record));
-            }
-            for seq in std::mem::take(&mut namespace_state.dirty_events) {
-                let record = namespace_state.events.get(&seq).map(|event| Record::Event(event.clone()));
-                changes.push((RecordKey::Event(namespace.clone(), seq), record));
-            }
-            for name in std::mem::take(&mut namespace_state.dirty_formulas) {
-                let record = namespace_state.formulas.get(&name).map(|source| Record::Formula(source.clone()));
-                changes.push((RecordKey::Formula(namespace.clone(), name), record));
-            }
+            let beads = std::mem::take(&mut namespace_state.dirty_beads);
+            keys.extend(beads.into_iter().map(|bead_id| RecordKey::Bead(namespace.clone(), bead_id)));
+            let events = std::mem::take(&mut namespace_state.dirty_events);
+            keys.extend(events.into_iter().map(|seq| RecordKey::Event(namespace.clone(), seq)));
+            let formulas = std::mem::take(&mut namespace_state.dirty_formulas);
+            keys.extend(formulas.into_iter().map(|name| RecordKey::Formula(namespace.clone(), name)));
         }
-        for client_id in std::mem::take(&mut self.sessions.dirty) {
-            let record = self.sessions.by_client.get(&client_id).map(|session| Record::Session(session.clone()));
-            changes.push((RecordKey::Session(client_id), record));
-        }
+        keys.extend(std::mem::take(&mut self.sessions.dirty).into_iter().map(RecordKey::Session));
         self.mark_clean();
-        changes
+        ChangedKeys(keys)
+    }
+
+    /// The current record under each changed key, borrowed: `None` means it was removed. A key
+    /// changed several times in a batch (removed, then written again) reads as its final value.
+    pub fn changed_records<'a>(
+        &'a self,
+        keys: &'a ChangedKeys,
+    ) -> impl Iterator<Item = (&'a RecordKey, Option<RecordRef<'a>>)> + 'a {
+        keys.0.iter().map(|key| (key, self.record(key)))
+    }
+
+    /// Hands over every record changed since the last call, owned (`None`: removed).
+    pub fn take_changes(&mut self) -> Vec<(RecordKey, Option<Record>)> {
+        let keys = self.take_changed_keys();
+        self.changed_records(&keys).map(|(key, record)| (key.clone(), record.map(RecordRef::to_record))).collect()
+    }
+
+    /// The record under `key`, borrowed, if the state holds one.
+    pub fn record(&self, key: &RecordKey) -> Option<RecordRef<'_>> {
+        match key {
+            RecordKey::Clock => Some(RecordRef::Clock(self.clock)),
+            RecordKey::Namespace(namespace) => {
+                self.namespaces.get(namespace).map(|namespace_state| RecordRef::Namespace(&namespace_state.meta))
+            }
+            RecordKey::Bead(namespace, bead_id) => {
+                self.namespaces.get(namespace)?.beads.get(bead_id).map(RecordRef::Bead)
+            }
+            RecordKey::Session(client_id) => self.sessions.by_client.get(client_id).map(RecordRef::Session),
+            RecordKey::Event(namespace, seq) => self.namespaces.get(namespace)?.events.get(seq).map(RecordRef::Event),
+            RecordKey::Formula(namespace, name) => {
+                self.namespaces.get(namespace)?.formulas.get(name).map(|source| RecordRef::Formula(source))
+            }
+        }
     }
 
     /// Every record of the state, in key order (what a snapshot or a digest covers).
