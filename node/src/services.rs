@@ -585,7 +585,14 @@ impl<D: Disk> RaftService for RaftPeerService<D> {
     /// close with that request unanswered and starts another; so does this node stopping.
     async fn stream_append(&self, request: Request<Streaming<RaftPayload>>) -> Result<Response<AppendAnswers>, Status> {
         let requests = futures::stream::unfold(request.into_inner(), |mut incoming| async move {
-            let payload = incoming.message().await.ok()??;
+            let payload = match incoming.message().await {
+                Ok(payload) => payload?,
+                Err(status) => {
+                    // The leader went away or the connection broke; the leader opens a new session.
+                    tracing::debug!(%status, "a replication stream from the leader broke");
+                    return None;
+                }
+            };
             match decode::<openraft::raft::AppendEntriesRequest<TypeConfig>>(&payload) {
                 Ok(request) => Some((request, incoming)),
                 Err(error) => {

@@ -67,6 +67,10 @@ pub trait DiskView: Send {
 
 /// The storage trait.
 pub trait Disk: Send + Sync + 'static {
+    /// Whether calls wait on real I/O. If so, building and installing a snapshot (a pass over the
+    /// whole state) run on tokio's blocking pool rather than holding an async worker thread. The
+    /// in-memory disk says no, so the simulator's schedule stays a function of its seed.
+    const BLOCKS: bool = false;
     /// Applies a batch atomically.
     fn write(&self, ops: Vec<Op>, durability: Durability) -> io::Result<()>;
     /// Makes every write so far durable.

@@ -72,6 +72,8 @@ fn scan_iterator<'a>(
 }
 
 impl Disk for RocksDisk {
+    const BLOCKS: bool = true;
+
     fn write(&self, ops: Vec<Op>, durability: Durability) -> io::Result<()> {
         let mut batch = WriteBatch::default();
         for op in ops {

@@ -3,7 +3,8 @@
 //! The state lives in memory ([`api::state::State`], indexes included) and on disk (its records
 //! in the state space). Applying a batch of entries changes memory, then writes every changed
 //! record together with `last_applied` (and the membership, when the batch changed it) in **one**
-//! atomic disk batch, and only then answers the clients.
+//! atomic disk batch, and only then answers the clients. Building or installing a snapshot passes
+//! over the whole state, so on a disk that does real I/O it runs on tokio's blocking pool.
 //!
 //! Invariant: the state space and `last_applied` on disk always belong together.
 //! Invariant: while a snapshot is being installed the `installing` marker is set, and a node that
@@ -213,6 +214,17 @@ fn write_snapshot_records<D: Disk + ?Sized>(disk: &D, mut reader: SnapshotReader
     disk.write(batch, Durability::Sync)
 }
 
+/// Runs a long blocking disk job: on tokio's blocking pool when the disk does real I/O
+/// ([`Disk::BLOCKS`]), inline otherwise.
+async fn off_worker<D: Disk, T: Send + 'static>(job: impl FnOnce() -> io::Result<T> + Send + 'static) -> io::Result<T> {
+    if !D::BLOCKS {
+        return job();
+    }
+    tokio::task::spawn_blocking(job)
+        .await
+        .map_err(|error| io::Error::other(format!("the snapshot task did not finish: {error}")))?
+}
+
 fn sync_directory(path: &Path) -> io::Result<()> {
     std::fs::File::open(path)?.sync_all()
 }
@@ -221,7 +233,8 @@ impl<D: Disk> RaftSnapshotBuilder<TypeConfig> for StateMachineStore<D> {
     type SnapshotData = SnapshotFile;
 
     async fn build_snapshot(&mut self) -> Result<SnapshotOf<TypeConfig, SnapshotFile>, io::Error> {
-        self.build()
+        let store = self.clone();
+        off_worker::<D, _>(move || store.build()).await
     }
 }
 
@@ -269,7 +282,8 @@ impl<D: Disk> RaftStateMachine<TypeConfig> for StateMachineStore<D> {
     }
 
     async fn install_snapshot(&mut self, meta: &SnapshotMeta, snapshot: SnapshotFile) -> Result<(), io::Error> {
-        self.install(meta, snapshot)
+        let (store, meta) = (self.clone(), meta.clone());
+        off_worker::<D, _>(move || store.install(&meta, snapshot)).await
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<SnapshotOf<TypeConfig, SnapshotFile>>, io::Error> {

@@ -219,3 +219,29 @@ fn borrowed_records_encode_exactly_like_owned_ones() {
     }
     assert_eq!(kinds.len(), 6, "every kind of record was compared: {kinds:?}");
 }
+
+/// On a current-thread runtime an inline build would finish before any other task ran; on the
+/// blocking pool, the async thread keeps running other tasks while the snapshot is written.
+#[tokio::test(flavor = "current_thread")]
+async fn a_snapshot_on_rocksdb_is_built_off_the_async_thread() {
+    use openraft::storage::RaftSnapshotBuilder;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let (_, mut state_machine) = open(dir.path()).unwrap();
+    let applied: Vec<_> = entries(50).into_iter().map(|entry| Ok((entry, None))).collect();
+    state_machine.apply(futures::stream::iter(applied)).await.unwrap();
+    let polls = Arc::new(AtomicU64::new(0));
+    let counter = polls.clone();
+    let other_task = tokio::spawn(async move {
+        loop {
+            counter.fetch_add(1, Ordering::Relaxed);
+            tokio::task::yield_now().await;
+        }
+    });
+    let mut builder = state_machine.get_snapshot_builder().await;
+    let snapshot = builder.build_snapshot().await.unwrap();
+    let polls_during_build = polls.load(Ordering::Relaxed);
+    other_task.abort();
+    assert_eq!(snapshot.meta.last_log_id.map(|log_id| log_id.index), Some(50));
+    assert!(polls_during_build > 0, "another task ran while the snapshot was built");
+}
