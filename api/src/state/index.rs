@@ -7,7 +7,8 @@
 //! each of its labels, under the key built from its current fields.
 //! Invariant: an open message (`type = message`) is in `mail` under its recipient, and in `unread`
 //! too while it lacks the `read` label; an `in_progress` bead is in `working` under its assignee;
-//! a closed wisp is in `closed_ephemeral`; a ready bead routed to a pool (`pool:<name>` label or
+//! a closed wisp is in `closed_ephemeral`; `open_children` counts, per parent, the children in
+//! `children` that are not closed; a ready bead routed to a pool (`pool:<name>` label or
 //! `gc.routed_to` metadata) is in its ready index's `by_pool`.
 //! The indexes are derived state: they are rebuilt from the beads at load, never persisted.
 
@@ -119,6 +120,9 @@ pub struct Indexes {
     pub by_label: HashMap<String, BTreeSet<CreatedKey>>,
     /// Beads by parent id.
     pub children: HashMap<BeadId, BTreeSet<CreatedKey>>,
+    /// How many children of each parent are not closed (parents with none are absent), so that
+    /// closing a child tells at once whether it was the last open one.
+    pub open_children: HashMap<BeadId, usize>,
     /// Reverse dependency edges: target to the beads that depend on it.
     pub dependents: HashMap<BeadId, BTreeSet<BeadId>>,
     /// Beads currently blocked (derived from statuses, dependencies and parents).
@@ -154,6 +158,9 @@ impl Indexes {
         }
         if let Some(parent_id) = &bead.parent_id {
             self.children.entry(parent_id.clone()).or_default().insert(key.clone());
+            if bead.status != Status::Closed {
+                *self.open_children.entry(parent_id.clone()).or_default() += 1;
+            }
         }
         for target in bead.depends_on.keys() {
             self.dependents.entry(target.clone()).or_default().insert(bead.id.clone());
@@ -198,12 +205,20 @@ impl Indexes {
         for label in &bead.labels {
             remove_from(&mut self.by_label, label, &key);
         }
-        if let Some(parent_id) = &bead.parent_id
-            && let Some(set) = self.children.get_mut(parent_id)
-        {
-            set.remove(&key);
-            if set.is_empty() {
-                self.children.remove(parent_id);
+        if let Some(parent_id) = &bead.parent_id {
+            if let Some(set) = self.children.get_mut(parent_id) {
+                set.remove(&key);
+                if set.is_empty() {
+                    self.children.remove(parent_id);
+                }
+            }
+            if bead.status != Status::Closed
+                && let Some(open) = self.open_children.get_mut(parent_id)
+            {
+                *open -= 1;
+                if *open == 0 {
+                    self.open_children.remove(parent_id);
+                }
             }
         }
         for target in bead.depends_on.keys() {

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use super::index::{CreatedKey, Indexes};
+use super::index::Indexes;
 use crate::model::{
     Bead, BeadId, CONVOY_TYPE, DepType, Event, LABEL_OWNED, MOLECULE_TYPE, Status, Timestamp, event_type,
 };
@@ -261,12 +261,9 @@ impl NamespaceState {
         if !Self::auto_closes(container) {
             return Ok(false);
         }
-        // Read in place (this runs on every close of a child); stop at the first open child.
-        let Some(children) = self.indexes.children.get(container_id).filter(|children| !children.is_empty()) else {
-            return Ok(false);
-        };
-        let is_open = |key: &CreatedKey| self.beads.get(&key.id).is_some_and(|bead| bead.status != Status::Closed);
-        if children.iter().any(is_open) {
+        // This runs on every close of a child: two look-ups, whatever the number of children.
+        let has_children = self.indexes.children.get(container_id).is_some_and(|children| !children.is_empty());
+        if !has_children || self.indexes.open_children.contains_key(container_id) {
             return Ok(false);
         }
         self.close_one(container_id, Some("every child closed".into()), now)?;

@@ -48,6 +48,10 @@ impl Harness {
         self.state.take_changes();
         let reloaded = State::from_records(self.state.records()).expect("records reload");
         assert_eq!(reloaded.digest(), self.state.digest());
+        for (namespace, namespace_state) in &self.state.namespaces {
+            let rebuilt = reloaded.namespaces.get(namespace).map(|reloaded| &reloaded.indexes.open_children);
+            assert_eq!(rebuilt, Some(&namespace_state.indexes.open_children), "open-children counts match a rebuild");
+        }
         let ready = |state: &State| {
             let filter = ReadyFilter { limit: 0, include_ephemeral: true, ..Default::default() };
             state.query(&self.namespace, &Query::Ready { filter, now: Timestamp(i64::MAX) })
