@@ -1,0 +1,50 @@
+//! The replication stream's error paths, driven from outside with a raw Raft client: a request
+//! that does not decode ends the session unanswered, and a session cut off mid-way ends it too;
+//! either way the follower keeps replicating from the real leader.
+#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+
+use std::time::Duration;
+
+use api::command::{Command, CreateBead};
+use api::proto::RaftPayload;
+use api::proto::raft_client::RaftClient;
+use futures::StreamExt;
+use tests::{Cluster, wait_for};
+
+/// Writes one bead through the cluster and waits until all three nodes applied it alike.
+async fn write_and_converge(cluster: &Cluster, title: &str) {
+    let create = Command::Create(CreateBead { title: title.into(), ..Default::default() });
+    cluster.client().execute(create).await.expect("the cluster takes a write");
+    cluster.wait_for_convergence(3).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_replication_stream_ends_unanswered_and_the_follower_keeps_replicating() {
+    let cluster = Cluster::start(3, None);
+    let leader = cluster.wait_for_leader().await;
+    let follower = cluster.nodes.iter().find(|node| node.id != leader).unwrap();
+    let mut raft = RaftClient::connect(format!("http://{}", follower.address)).await.unwrap();
+
+    // A request that does not decode: the follower ends the session without answering it. The
+    // request stream stays open, so only the follower can have ended the answers.
+    let garbage = RaftPayload { data: vec![0xff, 0xfe, 0x01] };
+    let requests = futures::stream::iter([garbage]).chain(futures::stream::pending());
+    let mut answers = raft.stream_append(requests).await.unwrap().into_inner();
+    let end = tokio::time::timeout(Duration::from_secs(10), answers.message()).await.expect("the session ends");
+    assert!(matches!(end, Ok(None)), "the session ended without an answer: {end:?}");
+    wait_for("the follower to log the malformed request", || async {
+        cluster.log(follower.id).contains("a request that does not decode").then_some(())
+    })
+    .await;
+    write_and_converge(&cluster, "after a malformed session").await;
+
+    // A session cut off mid-way: the client goes away while its request stream is still open, so
+    // the follower's side of the stream breaks rather than ends; the follower goes on.
+    let (sender, receiver) = futures::channel::mpsc::channel::<RaftPayload>(1);
+    let mut cut = RaftClient::connect(format!("http://{}", follower.address)).await.unwrap();
+    let answers = cut.stream_append(receiver).await.unwrap().into_inner();
+    drop((answers, cut));
+    write_and_converge(&cluster, "after a cut session").await;
+    drop(sender);
+    write_and_converge(&cluster, "after a cut session").await;
+}
