@@ -261,99 +261,101 @@ fn print_wire_bead(answer: Answer) -> Outcome {
     Ok(true)
 }
 
-/// The operations this store knows; any other is answered with exit 2 and no output.
-const OPERATIONS: [&str; 18] = [
-    "create",
-    "get",
-    "update",
-    "close",
-    "list",
-    "ready",
-    "children",
-    "list-by-label",
-    "list-by-status",
-    "set-metadata",
-    "delete",
-    "dep-add",
-    "dep-remove",
-    "dep-list",
-    "mol-cook",
-    "purge",
-    "health",
-    "probe",
-];
+/// The operations this store knows, named in kebab case (`list-by-label`); any other is
+/// answered with exit 2 and no output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Operation {
+    Create,
+    Get,
+    Update,
+    Close,
+    List,
+    Ready,
+    Children,
+    ListByLabel,
+    ListByStatus,
+    SetMetadata,
+    Delete,
+    DepAdd,
+    DepRemove,
+    DepList,
+    MolCook,
+    Purge,
+    Health,
+    Probe,
+}
 
 /// Runs one operation. Every failure but an unknown operation is exit 1 (see the module header).
 pub async fn run(cli: &Cli, args: &ExecStoreArgs) -> Outcome {
     let Some((op, rest)) = args.words.split_first() else {
         return Err(error("exec-store: no operation given; usage: strand exec-store OP [ARGS]"));
     };
-    if !OPERATIONS.contains(&op.as_str()) {
+    let Ok(operation) = <Operation as clap::ValueEnum>::from_str(op, false) else {
         return Err(Failure::Usage(format!("unknown operation {op:?}")));
-    }
+    };
     let words = Words { op, words: rest };
-    match dispatch(cli, op, &words).await {
+    match dispatch(cli, operation, op, &words).await {
         Err(Failure::Usage(message) | Failure::Unavailable(message)) => Err(Failure::Refused(message)),
         other => other,
     }
 }
 
-async fn dispatch(cli: &Cli, op: &str, words: &Words<'_>) -> Outcome {
+async fn dispatch(cli: &Cli, operation: Operation, op: &str, words: &Words<'_>) -> Outcome {
     let client = store_client(cli)?;
-    match op {
-        "create" => {
+    match operation {
+        Operation::Create => {
             let input: CreateInput = read_json(op)?;
             print_wire_bead(client.execute(create_command(input)?).await?)
         }
-        "get" => {
+        Operation::Get => {
             let id = words.one("ID")?;
             print_wire_bead(client.query(Query::Get { ids: vec![bead_id(id)] }).await?)
         }
-        "update" => {
+        Operation::Update => {
             let id = words.one("ID")?;
             let input: UpdateInput = read_json(op)?;
             client.execute(update_command(bead_id(id), input)?).await?;
             Ok(true)
         }
-        "close" => {
+        Operation::Close => {
             let id = words.one("ID")?;
             client.execute(Command::Close { ids: vec![bead_id(id)], reason: None }).await?;
             Ok(true)
         }
-        "list" => list(&client, words).await,
-        "ready" => {
+        Operation::List => list(&client, words).await,
+        Operation::Ready => {
             words.exactly(0, "no arguments")?;
             let filter = ReadyFilter { limit: 0, ..ReadyFilter::default() };
             print_wire_beads(&beads_of(client.query(Query::Ready { filter, now: Timestamp(0) }).await?));
             Ok(true)
         }
-        "children" => {
+        Operation::Children => {
             let parent = words.one("PARENT")?;
             let query = Query::Children { parent: bead_id(parent), include_closed: true };
             print_wire_beads(&beads_of(client.query(query).await?));
             Ok(true)
         }
-        "list-by-label" => {
+        Operation::ListByLabel => {
             let found = words.between(1, 2, "LABEL [LIMIT]")?;
             let limit = found.get(1).map(|text| limit_of(text, op)).transpose()?.unwrap_or(0);
             let query = Query::ListByLabel { label: found[0].clone(), limit };
             print_wire_beads(&beads_of(client.query(query).await?));
             Ok(true)
         }
-        "list-by-status" => {
+        Operation::ListByStatus => {
             let found = words.between(1, 2, "STATUS [LIMIT]")?;
             let limit = found.get(1).map(|text| limit_of(text, op)).transpose()?.unwrap_or(0);
             print_wire_beads(&list_beads(&client, Some(&found[0]), None, None, limit).await?);
             Ok(true)
         }
-        "set-metadata" => {
+        Operation::SetMetadata => {
             let (id, key) = words.two("ID KEY (the value on stdin)")?;
             let value = read_stdin()?;
             let entries = BTreeMap::from([(key.clone(), Some(value))]);
             client.execute(Command::SetMetadata { id: bead_id(id), entries }).await?;
             Ok(true)
         }
-        "delete" => {
+        Operation::Delete => {
             let found = words.exactly(2, "--force ID")?;
             let Some(id) = found.iter().find(|word| *word != "--force") else {
                 return Err(error("delete: takes --force ID"));
@@ -364,7 +366,7 @@ async fn dispatch(cli: &Cli, op: &str, words: &Words<'_>) -> Outcome {
             client.execute(Command::Delete { id: bead_id(id) }).await?;
             Ok(true)
         }
-        "dep-add" => {
+        Operation::DepAdd => {
             let found = words.between(2, 3, "ISSUE DEPENDS_ON [TYPE]")?;
             let given = found.get(2).filter(|dep_type| !dep_type.is_empty());
             let dep_type = DepType(given.cloned().unwrap_or_else(|| DepType::BLOCKS.to_string()));
@@ -372,12 +374,12 @@ async fn dispatch(cli: &Cli, op: &str, words: &Words<'_>) -> Outcome {
             client.execute(command).await?;
             Ok(true)
         }
-        "dep-remove" => {
+        Operation::DepRemove => {
             let (issue, depends_on) = words.two("ISSUE DEPENDS_ON")?;
             client.execute(Command::DepRemove { issue_id: bead_id(issue), depends_on_id: bead_id(depends_on) }).await?;
             Ok(true)
         }
-        "dep-list" => {
+        Operation::DepList => {
             let found = words.between(1, 2, "ID [down|up]")?;
             let direction = match found.get(1).map(String::as_str) {
                 None | Some("down") => DepDirection::Down,
@@ -391,14 +393,14 @@ async fn dispatch(cli: &Cli, op: &str, words: &Words<'_>) -> Outcome {
             print_json(&rows.iter().map(DependencyJson::from).collect::<Vec<_>>());
             Ok(true)
         }
-        "mol-cook" => {
+        Operation::MolCook => {
             words.exactly(0, "no arguments (the cook on stdin)")?;
             let input: CookInput = read_json(op)?;
             let root = cook(&client, input).await?;
             println!("{root}");
             Ok(true)
         }
-        "purge" => {
+        Operation::Purge => {
             words.exactly(0, "no arguments (the options on stdin)")?;
             let input: PurgeInput = read_json(op)?;
             let answer = if input.dry_run {
@@ -410,11 +412,10 @@ async fn dispatch(cli: &Cli, op: &str, words: &Words<'_>) -> Outcome {
             print_json(&serde_json::json!({ "purged_count": purged_count }));
             Ok(true)
         }
-        "health" | "probe" => {
+        Operation::Health | Operation::Probe => {
             client.status(false).await?;
             Ok(true)
         }
-        other => unreachable!("{other:?} is checked against OPERATIONS first"),
     }
 }
 
