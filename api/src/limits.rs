@@ -44,6 +44,10 @@ pub const SESSION_RESPONSES_MAX: usize = 1024;
 pub const SESSIONS_MAX: usize = 16_384;
 /// A session idle for this long (in leader time) is evicted.
 pub const SESSION_IDLE_MS_MAX: i64 = 60 * 60 * 1000;
+/// A session active this recently (in leader time) is never evicted by the [`SESSIONS_MAX`] cap,
+/// so a retry inside this window is always answered from the table, a client's first request
+/// included. Four times the client's default deadline (15 s).
+pub const SESSION_RETRY_WINDOW_MS: i64 = 60 * 1000;
 
 /// Largest formula source, in bytes.
 pub const FORMULA_BYTES_MAX: usize = 256 * 1024;

@@ -9,15 +9,19 @@
 //! - a session keeps at most [`SESSION_RESPONSES_MAX`] answers, oldest dropped first; a retry of
 //!   a dropped one is refused with `RequestTooOld`, never applied again;
 //! - a session idle for [`SESSION_IDLE_MS_MAX`] is dropped, and past [`SESSIONS_MAX`] sessions
-//!   the least recently active goes. A client that had answers and returns to find its session
-//!   gone gets `SessionExpired` rather than a second application.
+//!   the least recently active goes, but never one active within [`SESSION_RETRY_WINDOW_MS`]:
+//!   the table grows past the cap instead, by at most the clients that wrote in that window.
+//! - A client that had answers and returns to find its session gone gets `SessionExpired` rather
+//!   than a second application. A client whose session is gone and who retries its *first*
+//!   request (nothing marks it as a retry) is applied as new: that takes a retry later than the
+//!   window after the client's last write, or a leader clock jump past the idle limit.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
 use crate::command::RequestId;
-use crate::limits::{SESSION_IDLE_MS_MAX, SESSION_RESPONSES_MAX, SESSIONS_MAX};
+use crate::limits::{SESSION_IDLE_MS_MAX, SESSION_RESPONSES_MAX, SESSION_RETRY_WINDOW_MS, SESSIONS_MAX};
 use crate::model::Timestamp;
 use crate::outcome::{Answer, Refusal};
 
@@ -91,16 +95,50 @@ impl Sessions {
         self.dirty.insert(client_id);
     }
 
-    /// Drops idle sessions and, past the cap, the least recently active ones.
+    /// Drops idle sessions and, past the cap, the least recently active ones outside the retry
+    /// window.
     pub(super) fn evict(&mut self, now: Timestamp) {
         while let Some(&(last_active, client_id)) = self.by_activity.first() {
-            let idle = now.0.saturating_sub(last_active.0) > SESSION_IDLE_MS_MAX;
-            if !idle && self.by_client.len() <= SESSIONS_MAX {
+            let idle_ms = now.0.saturating_sub(last_active.0);
+            let expired = idle_ms > SESSION_IDLE_MS_MAX;
+            let over_cap = self.by_client.len() > SESSIONS_MAX && idle_ms > SESSION_RETRY_WINDOW_MS;
+            if !expired && !over_cap {
                 break;
             }
             self.by_activity.pop_first();
             self.by_client.remove(&client_id);
             self.dirty.insert(client_id);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outcome::Outcome;
+
+    fn first_request(client_id: u64) -> RequestId {
+        RequestId { client_id, request_seq: 1, lowest_unacked: 1 }
+    }
+
+    #[test]
+    fn the_cap_never_evicts_a_session_inside_the_retry_window() {
+        let mut sessions = Sessions::default();
+        let start = Timestamp(1_000);
+        let clients = SESSIONS_MAX as u64 + 100;
+        for client_id in 1..=clients {
+            sessions.evict(start);
+            sessions.record(&first_request(client_id), start, &Ok(Outcome::Done));
+        }
+        assert_eq!(sessions.by_client.len(), clients as usize, "no session of the window was evicted");
+        let window_end = Timestamp(start.0 + SESSION_RETRY_WINDOW_MS);
+        sessions.evict(window_end);
+        let retry = sessions.check(&first_request(1));
+        assert!(matches!(retry, Seen::Answered(Ok(Outcome::Done))), "a first request retried in the window is a retry");
+        // Past the window the cap holds again, least recently active first.
+        sessions.evict(Timestamp(window_end.0 + 1));
+        assert_eq!(sessions.by_client.len(), SESSIONS_MAX);
+        assert!(sessions.by_client.contains_key(&clients) && !sessions.by_client.contains_key(&1));
+        assert_eq!(sessions.dirty.len(), clients as usize, "evicted sessions are removed from disk too");
     }
 }
