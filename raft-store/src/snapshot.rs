@@ -13,9 +13,8 @@ use crate::codec;
 use crate::types::SnapshotMeta;
 
 const MAGIC: &[u8] = b"STRAND-SNAPSHOT-1\n";
+/// Stands where a record's length would, after the last record; so a key or value is shorter.
 const END_MARKER: u32 = u32::MAX;
-/// Largest key or value a snapshot record may hold, in bytes.
-pub const SNAPSHOT_RECORD_BYTES_MAX: usize = 64 * 1024 * 1024;
 
 /// A snapshot's data: an open file, so that a snapshot replaced on disk while it is being sent
 /// stays readable.
@@ -41,7 +40,9 @@ pub struct SnapshotWriter {
 }
 
 fn write_frame(out: &mut impl Write, bytes: &[u8]) -> io::Result<()> {
-    let length = u32::try_from(bytes.len()).map_err(|_| io::Error::other("snapshot record over 4 GiB"))?;
+    let length = u32::try_from(bytes.len()).ok().filter(|length| *length != END_MARKER).ok_or_else(|| {
+        io::Error::other(format!("a state record of {} bytes is over the snapshot format's 4 GiB limit", bytes.len()))
+    })?;
     out.write_all(&length.to_be_bytes())?;
     out.write_all(bytes)
 }
@@ -90,13 +91,15 @@ fn read_u32(input: &mut impl Read) -> io::Result<u32> {
     Ok(u32::from_be_bytes(bytes))
 }
 
+/// Reads a frame of `length` bytes. Memory grows with the bytes actually read, so a damaged length
+/// in a short file fails as cut short instead of allocating up to 4 GiB first; and every record
+/// the writer accepts, however large, reads back.
 fn read_bytes(input: &mut impl Read, length: u32) -> io::Result<Vec<u8>> {
-    let length = length as usize;
-    if length > SNAPSHOT_RECORD_BYTES_MAX {
-        return Err(corrupt(format!("snapshot record of {length} bytes is over the limit")));
+    let mut bytes = Vec::new();
+    input.by_ref().take(u64::from(length)).read_to_end(&mut bytes)?;
+    if bytes.len() != length as usize {
+        return Err(corrupt(format!("snapshot file is cut short inside a frame of {length} bytes")));
     }
-    let mut bytes = vec![0u8; length];
-    input.read_exact(&mut bytes)?;
     Ok(bytes)
 }
 

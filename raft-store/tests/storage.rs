@@ -245,3 +245,47 @@ async fn a_snapshot_on_rocksdb_is_built_off_the_async_thread() {
     assert_eq!(snapshot.meta.last_log_id.map(|log_id| log_id.index), Some(50));
     assert!(polls_during_build > 0, "another task ran while the snapshot was built");
 }
+
+fn empty_snapshot_meta() -> raft_store::types::SnapshotMeta {
+    raft_store::types::SnapshotMeta { last_log_id: None, last_membership: Default::default() }
+}
+
+/// A session holding many large answers can be one record of tens of MiB: what the writer
+/// accepts, the reader must read back, or a follower could never install the leader's snapshot.
+#[test]
+fn a_snapshot_record_larger_than_64_mib_reads_back() {
+    use raft_store::snapshot::{SnapshotReader, SnapshotWriter};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.snapshot");
+    let value = vec![7u8; 65 << 20];
+    let mut writer = SnapshotWriter::create(&path, &empty_snapshot_meta()).unwrap();
+    writer.record(b"session", &value).unwrap();
+    writer.finish().unwrap();
+    let mut reader = SnapshotReader::new(std::fs::File::open(&path).unwrap()).unwrap();
+    let (key, read) = reader.next_record().unwrap().unwrap();
+    assert_eq!((key.as_slice(), read.len()), (&b"session"[..], value.len()));
+    assert!(read == value);
+    assert!(reader.next_record().unwrap().is_none());
+}
+
+#[test]
+fn a_snapshot_with_a_damaged_record_length_is_refused_as_cut_short() {
+    use raft_store::snapshot::{SnapshotReader, SnapshotWriter};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("damaged.snapshot");
+    let mut writer = SnapshotWriter::create(&path, &empty_snapshot_meta()).unwrap();
+    writer.record(b"key", b"value").unwrap();
+    writer.finish().unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    // The first record's key length follows the magic line and the metadata frame.
+    let header = b"STRAND-SNAPSHOT-1\n".len();
+    let meta_length = u32::from_be_bytes(bytes[header..header + 4].try_into().unwrap()) as usize;
+    let key_length_at = header + 4 + meta_length;
+    assert_eq!(&bytes[key_length_at..key_length_at + 4], &3u32.to_be_bytes());
+    bytes[key_length_at..key_length_at + 4].copy_from_slice(&0xfff0_0000u32.to_be_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    let mut reader = SnapshotReader::new(std::fs::File::open(&path).unwrap()).unwrap();
+    let error = reader.next_record().expect_err("a damaged length is refused");
+    assert_eq!(error.kind(), std::io::ErrorKind::InvalidData);
+    assert!(error.to_string().contains("cut short"), "{error}");
+}
