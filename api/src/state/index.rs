@@ -7,7 +7,7 @@
 //! each of its labels, under the key built from its current fields.
 //! Invariant: an open message (`type = message`) is in `mail` under its recipient, and in `unread`
 //! too while it lacks the `read` label; an `in_progress` bead is in `working` under its assignee;
-//! a closed wisp is in `closed_ephemeral`; `open_children` counts, per parent, the children in
+//! a closed wisp is in `closed_ephemeral`, ordered by `closed_at`; `open_children` counts, per parent, the children in
 //! `children` that are not closed; a ready bead routed to a pool (`pool:<name>` label or
 //! `gc.routed_to` metadata) is in its ready index's `by_pool`.
 //! The indexes are derived state: they are rebuilt from the beads at load, never persisted.
@@ -105,6 +105,11 @@ where
     }
 }
 
+/// Where a closed wisp sits in `closed_ephemeral`.
+fn closed_key(bead: &Bead, key: &CreatedKey) -> (i64, CreatedKey) {
+    (bead.closed_at.map_or(i64::MAX, |closed_at| closed_at.0), key.clone())
+}
+
 /// All secondary indexes of one namespace.
 #[derive(Clone, Debug, Default)]
 pub struct Indexes {
@@ -137,8 +142,9 @@ pub struct Indexes {
     pub unread: HashMap<String, BTreeSet<CreatedKey>>,
     /// In-progress beads by assignee.
     pub working: HashMap<String, BTreeSet<CreatedKey>>,
-    /// Closed wisps (what `purge` removes).
-    pub closed_ephemeral: BTreeSet<CreatedKey>,
+    /// Closed wisps (what `purge` removes), oldest close first: `(closed_at, key)`, with a
+    /// missing `closed_at` last (never old enough).
+    pub closed_ephemeral: BTreeSet<(i64, CreatedKey)>,
 }
 
 impl Indexes {
@@ -181,7 +187,7 @@ impl Indexes {
             self.working.entry(bead.assignee.clone()).or_default().insert(key.clone());
         }
         if bead.ephemeral && bead.status == Status::Closed {
-            self.closed_ephemeral.insert(key.clone());
+            self.closed_ephemeral.insert(closed_key(bead, key));
         }
     }
 
@@ -189,7 +195,9 @@ impl Indexes {
         remove_from(&mut self.mail, &bead.assignee, key);
         remove_from(&mut self.unread, &bead.assignee, key);
         remove_from(&mut self.working, &bead.assignee, key);
-        self.closed_ephemeral.remove(key);
+        if bead.ephemeral && bead.status == Status::Closed {
+            self.closed_ephemeral.remove(&closed_key(bead, key));
+        }
     }
 
     /// Removes a bead under its current fields (call before changing them).

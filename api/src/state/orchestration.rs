@@ -619,13 +619,16 @@ impl NamespaceState {
 
     // ---- purge ----
 
-    /// Closed wisps closed at least `older_than_ms` before `now`, newest created first (so
-    /// children go before their parents), at most [`PURGE_BEADS_MAX`].
+    /// Closed wisps closed at least `older_than_ms` before `now`: the [`PURGE_BEADS_MAX`] closed
+    /// longest ago, newest created first (so children go before their parents).
     fn purgeable(&self, older_than_ms: i64, now: Timestamp) -> Vec<BeadId> {
+        // Oldest close first, stopping at the first one too recent: the walk is as long as what
+        // it removes, however many recently closed wisps are kept.
         let cutoff = now.0.saturating_sub(older_than_ms);
-        let old_enough = |bead: &Bead| bead.closed_at.is_some_and(|closed_at| closed_at.0 <= cutoff);
-        let candidates = self.indexes.closed_ephemeral.iter().rev().filter(|key| old_enough(&self.beads[&key.id]));
-        candidates.take(PURGE_BEADS_MAX).map(|key| key.id.clone()).collect()
+        let old_enough = self.indexes.closed_ephemeral.iter().take_while(|(closed_at, _)| *closed_at <= cutoff);
+        let mut doomed: Vec<&CreatedKey> = old_enough.take(PURGE_BEADS_MAX).map(|(_, key)| key).collect();
+        doomed.sort_unstable_by(|a, b| b.cmp(a));
+        doomed.into_iter().map(|key| key.id.clone()).collect()
     }
 
     /// What `purge` would remove now.

@@ -51,6 +51,8 @@ impl Harness {
         for (namespace, namespace_state) in &self.state.namespaces {
             let rebuilt = reloaded.namespaces.get(namespace).map(|reloaded| &reloaded.indexes.open_children);
             assert_eq!(rebuilt, Some(&namespace_state.indexes.open_children), "open-children counts match a rebuild");
+            let rebuilt = reloaded.namespaces.get(namespace).map(|reloaded| &reloaded.indexes.closed_ephemeral);
+            assert_eq!(rebuilt, Some(&namespace_state.indexes.closed_ephemeral), "closed wisps match a rebuild");
         }
         let ready = |state: &State| {
             let filter = ReadyFilter { limit: 0, include_ephemeral: true, ..Default::default() };

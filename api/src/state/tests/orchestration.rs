@@ -567,6 +567,27 @@ fn purge_removes_only_closed_wisps_older_than_asked() {
     harness.get(&open_wisp);
 }
 
+#[test]
+fn purge_goes_by_close_time_whatever_the_creation_order() {
+    let mut harness = Harness::new();
+    let wisp = |title: &str| CreateBead { title: title.into(), ephemeral: true, ..Default::default() };
+    let first = harness.create_with(wisp("created first, closed last"));
+    let second = harness.create_with(wisp("created second, closed first"));
+    harness.close(&second).unwrap();
+    harness.now += 10_000;
+    harness.close(&first).unwrap();
+    harness.now += 5_000;
+    // 15 s after `second` closed and 5 s after `first` did: only `second` is older than 8 s.
+    let preview = harness.query(Query::PurgePreview { older_than_ms: 8_000, now: Timestamp(harness.now) });
+    assert_eq!(preview, Ok(Outcome::Purged { purged_count: 1 }));
+    assert_eq!(harness.apply(Command::Purge { older_than_ms: 8_000 }), Ok(Outcome::Purged { purged_count: 1 }));
+    harness.get(&first);
+    let gone = harness.query(Query::Get { ids: vec![second.clone()] });
+    assert!(refusal(gone).contains("not found"), "the wisp closed longest ago was purged");
+    assert_eq!(harness.apply(Command::Purge { older_than_ms: 0 }), Ok(Outcome::Purged { purged_count: 1 }));
+    assert_eq!(harness.state.bead_count(), 0);
+}
+
 // ---- namespaces ----
 
 #[test]
