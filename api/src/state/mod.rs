@@ -179,7 +179,7 @@ impl State {
             let Some(namespace_state) = state.namespaces.get_mut(&namespace) else {
                 return Err(LoadError { key: RecordKey::Formula(namespace, name) });
             };
-            namespace_state.formulas.insert(name, source);
+            namespace_state.formulas.insert(name, namespace::StoredFormula::new(source));
         }
         for namespace_state in state.namespaces.values_mut() {
             namespace_state.refresh_all();
@@ -458,7 +458,7 @@ impl State {
             RecordKey::Session(client_id) => self.sessions.by_client.get(client_id).map(RecordRef::Session),
             RecordKey::Event(namespace, seq) => self.namespaces.get(namespace)?.events.get(seq).map(RecordRef::Event),
             RecordKey::Formula(namespace, name) => {
-                self.namespaces.get(namespace)?.formulas.get(name).map(|source| RecordRef::Formula(source))
+                self.namespaces.get(namespace)?.formulas.get(name).map(|stored| RecordRef::Formula(&stored.source))
             }
         }
     }
@@ -477,8 +477,9 @@ impl State {
             for (seq, event) in &namespace_state.events {
                 records.push((RecordKey::Event(namespace.clone(), *seq), Record::Event(event.clone())));
             }
-            for (name, source) in &namespace_state.formulas {
-                records.push((RecordKey::Formula(namespace.clone(), name.clone()), Record::Formula(source.clone())));
+            for (name, stored) in &namespace_state.formulas {
+                let record = Record::Formula(stored.source.clone());
+                records.push((RecordKey::Formula(namespace.clone(), name.clone()), record));
             }
         }
         for (client_id, session) in &self.sessions.by_client {

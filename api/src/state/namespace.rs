@@ -64,6 +64,25 @@ pub struct PendingEvent {
     pub message: String,
 }
 
+/// A stored formula: its source (what is persisted) and the source parsed, so that cooking and
+/// listing never parse it again. A source that no longer parses (a formula stored by a build
+/// with a laxer parser) keeps its refusal, which a cook of it answers.
+#[derive(Clone, Debug)]
+pub struct StoredFormula {
+    /// The TOML source.
+    pub(super) source: String,
+    /// The source, parsed.
+    pub(super) parsed: Result<crate::formula::Formula, Refusal>,
+}
+
+impl StoredFormula {
+    /// Parses a source.
+    pub(super) fn new(source: String) -> StoredFormula {
+        let parsed = crate::formula::Formula::parse(&source);
+        StoredFormula { source, parsed }
+    }
+}
+
 /// One namespace: its beads, their indexes, and what changed since the last persist.
 #[derive(Clone, Debug)]
 pub struct NamespaceState {
@@ -78,8 +97,8 @@ pub struct NamespaceState {
     pub(super) dirty_events: BTreeSet<u64>,
     /// Events of the command being applied, not yet numbered.
     pub(super) pending_events: Vec<PendingEvent>,
-    /// Stored formulas: name to TOML source.
-    pub(super) formulas: BTreeMap<String, String>,
+    /// Stored formulas by name: the TOML source, parsed once when stored or loaded.
+    pub(super) formulas: BTreeMap<String, StoredFormula>,
     /// Formulas stored or removed since the last persist.
     pub(super) dirty_formulas: BTreeSet<String>,
 }

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::index::{CreatedKey, ReadyKey};
-use super::namespace::NamespaceState;
+use super::namespace::{NamespaceState, StoredFormula};
 use crate::command::{Cook, CreateBead, FormulaSource, MailSend, ReadyFilter, Sling};
 use crate::formula::Formula;
 use crate::limits::{
@@ -56,10 +56,10 @@ impl NamespaceState {
         match source {
             FormulaSource::Inline(text) => Formula::parse(text),
             FormulaSource::Named(name) => {
-                let text = self.formulas.get(name).ok_or_else(|| {
+                let stored = self.formulas.get(name).ok_or_else(|| {
                     invalid(format!("formula {name:?} not found; store it with `strand formula put FILE`"))
                 })?;
-                Formula::parse(text)
+                stored.parsed.clone()
             }
         }
     }
@@ -71,9 +71,10 @@ impl NamespaceState {
         if !self.formulas.contains_key(&name) && self.formulas.len() >= FORMULAS_PER_NAMESPACE_MAX {
             return Err(invalid(format!("namespace holds {FORMULAS_PER_NAMESPACE_MAX} formulas; delete some first")));
         }
-        self.formulas.insert(name.clone(), source.to_string());
+        let info = formula_info(&formula, source);
+        self.formulas.insert(name.clone(), StoredFormula { source: source.to_string(), parsed: Ok(formula) });
         self.dirty_formulas.insert(name);
-        Ok(Outcome::Formulas(vec![formula_info(&formula, source)]))
+        Ok(Outcome::Formulas(vec![info]))
     }
 
     /// Removes a stored formula.
@@ -88,7 +89,7 @@ impl NamespaceState {
     /// A stored formula with its source.
     pub(super) fn formula_get(&self, name: &str) -> Result<Outcome, Refusal> {
         let formula = self.formula_of(&FormulaSource::Named(name.to_string()))?;
-        Ok(Outcome::Formulas(vec![formula_info(&formula, &self.formulas[name])]))
+        Ok(Outcome::Formulas(vec![formula_info(&formula, &self.formulas[name].source)]))
     }
 
     /// Every stored formula, by name, without sources.
@@ -96,8 +97,8 @@ impl NamespaceState {
         let infos = self
             .formulas
             .values()
-            .filter_map(|source| Formula::parse(source).ok())
-            .map(|formula| FormulaInfo { source: String::new(), ..formula_info(&formula, "") })
+            .filter_map(|stored| stored.parsed.as_ref().ok())
+            .map(|formula| formula_info(formula, ""))
             .collect();
         Outcome::Formulas(infos)
     }

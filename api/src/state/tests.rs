@@ -59,6 +59,8 @@ impl Harness {
             state.query(&self.namespace, &Query::Ready { filter, now: Timestamp(i64::MAX) })
         };
         assert_eq!(ready(&reloaded), ready(&self.state), "a reloaded replica has the same ready set");
+        let formulas = |state: &State| state.query(&self.namespace, &Query::FormulaList);
+        assert_eq!(formulas(&reloaded), formulas(&self.state), "a reloaded replica parsed the same formulas");
     }
 
     fn apply(&mut self, command: Command) -> Answer {
