@@ -392,8 +392,9 @@ pub enum ListSort {
 /// The filters of `list`, AND-ed.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListFilter {
-    /// Only this status (`closed` includes closed beads).
-    pub status: Option<Status>,
+    /// Only beads in one of these statuses; empty means any. Naming `closed` includes closed
+    /// beads. Several statuses are read in one pass over their indexes (one consistent answer).
+    pub statuses: Vec<Status>,
     /// Only this assignee.
     pub assignee: Option<String>,
     /// Beads carrying every one of these labels.
@@ -415,7 +416,7 @@ pub struct ListFilter {
 impl ListFilter {
     /// Whether the filter names nothing but `all`/`limit`/`sort`.
     pub fn is_unfiltered(&self) -> bool {
-        self.status.is_none()
+        self.statuses.is_empty()
             && self.assignee.is_none()
             && self.labels_all.is_empty()
             && self.bead_type.is_none()

@@ -371,7 +371,17 @@ read_request!(pb::ListRequest, |request, _now| {
         other => return Err(invalid(format!("unknown sort {other:?}; use created_asc or created_desc"))),
     };
     Ok(Query::List(ListFilter {
-        status: request.status.as_deref().map(parse_status).transpose()?,
+        statuses: {
+            let mut statuses: Vec<Status> = request
+                .status
+                .iter()
+                .chain(&request.statuses)
+                .map(|text| parse_status(text))
+                .collect::<Result<_, _>>()?;
+            statuses.sort();
+            statuses.dedup();
+            statuses
+        },
         assignee: request.assignee,
         labels_all: request.labels_all,
         bead_type: request.r#type,
@@ -677,7 +687,14 @@ pub fn read_to_proto(header: pb::ReadHeader, query: &Query) -> ReadProto {
 fn list_to_proto(header: Option<pb::ReadHeader>, filter: ListFilter) -> pb::ListRequest {
     pb::ListRequest {
         header,
-        status: filter.status.map(|status| status.as_str().to_string()),
+        status: match filter.statuses.as_slice() {
+            [status] => Some(status.as_str().to_string()),
+            _ => None,
+        },
+        statuses: match filter.statuses.as_slice() {
+            [_] => Vec::new(),
+            several => several.iter().map(|status| status.as_str().to_string()).collect(),
+        },
         assignee: filter.assignee,
         labels_all: filter.labels_all,
         r#type: filter.bead_type,
@@ -1052,5 +1069,28 @@ impl IntoAnswer for pb::NamespacesResponse {
 impl IntoAnswer for pb::EventsResponse {
     fn into_answer(self) -> Answer {
         Ok(Outcome::Events { events: self.events.into_iter().map(event_from_proto).collect(), last_seq: self.last_seq })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_by_statuses_crosses_the_wire_unchanged_and_one_status_keeps_the_old_field() {
+        let several = vec![Status::Open, Status::Blocked, Status::Deferred];
+        for statuses in [Vec::new(), vec![Status::Closed], several] {
+            let filter = ListFilter { statuses: statuses.clone(), all: true, ..Default::default() };
+            let ReadProto::List(request) = read_to_proto(pb::ReadHeader::default(), &Query::List(filter.clone()))
+            else {
+                panic!("a list query becomes a ListRequest")
+            };
+            assert_eq!(request.status.is_some(), statuses.len() == 1, "{statuses:?}");
+            let mut expected = filter;
+            expected.statuses.sort();
+            assert_eq!(request.into_read(Timestamp(0)).unwrap().query, Query::List(expected));
+        }
+        let bogus = pb::ListRequest { statuses: vec!["bogus".into()], all: true, ..Default::default() };
+        assert!(bogus.into_read(Timestamp(0)).is_err(), "an unknown status is refused");
     }
 }

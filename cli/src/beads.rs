@@ -302,7 +302,7 @@ fn list_query(args: &ListArgs) -> Result<Query, Failure> {
         other => return Err(usage(format!("--sort {other:?} is unknown; use created_asc or created_desc"))),
     };
     Ok(Query::List(ListFilter {
-        status: args.status.as_deref().map(status_arg).transpose()?,
+        statuses: args.status.as_deref().map(status_arg).transpose()?.into_iter().collect(),
         assignee: args.assignee.clone(),
         labels_all: args.label.clone(),
         bead_type: args.bead_type.clone(),

@@ -20,7 +20,7 @@ use api::command::{
     Command, Cook, CreateBead, DepDirection, FormulaSource, ListFilter, ListSort, Query, ReadyFilter, UpdateBead,
 };
 use api::convert::parse_status;
-use api::limits::{LIST_RESULTS_MAX, REQUEST_BYTES_MAX};
+use api::limits::REQUEST_BYTES_MAX;
 use api::model::{Bead, BeadId, DepType, Status, Timestamp};
 use api::outcome::Outcome as Answer;
 use clap::Args;
@@ -527,7 +527,8 @@ async fn list(client: &api::client::Client, words: &Words<'_>) -> Outcome {
 }
 
 /// Beads oldest first, closed included. A status is read as the protocol folds it: `open` means
-/// every status that folds to open; any other of bd's statuses matches itself.
+/// every status that folds to open; any other of bd's statuses matches itself. One query answers
+/// for all of the statuses, so the list is one consistent view of the store.
 async fn list_beads(
     client: &api::client::Client,
     status: Option<&str>,
@@ -535,36 +536,25 @@ async fn list_beads(
     bead_type: Option<&String>,
     limit: u32,
 ) -> Result<Vec<Bead>, Failure> {
-    let statuses: Vec<Option<Status>> = match status {
-        None | Some("") => vec![None],
+    let statuses: Vec<Status> = match status {
+        None | Some("") => Vec::new(),
         Some(text) => {
             let status = parse_status(text).map_err(|refusal| error(format!("{refusal}")))?;
             if status == Status::Open {
-                Status::ALL.iter().copied().filter(|each| each.folded() == Status::Open).map(Some).collect()
+                Status::ALL.iter().copied().filter(|each| each.folded() == Status::Open).collect()
             } else {
-                vec![Some(status)]
+                vec![status]
             }
         }
     };
-    let mut beads: Vec<Bead> = Vec::new();
-    for status in statuses {
-        let filter = ListFilter {
-            status,
-            assignee: assignee.cloned(),
-            bead_type: bead_type.cloned(),
-            all: true,
-            limit,
-            sort: ListSort::CreatedAsc,
-            ..ListFilter::default()
-        };
-        beads.extend(beads_of(client.query(Query::List(filter)).await?));
-    }
-    // The statuses were read one by one: a bead that moved between two of them may appear twice.
-    beads.sort_by_key(|bead| (bead.created_at, bead.seq));
-    beads.dedup_by(|later, earlier| later.id == earlier.id);
-    if limit == 0 && beads.len() > LIST_RESULTS_MAX {
-        return Err(error(format!("over {LIST_RESULTS_MAX} beads match; add a filter or a limit (list --limit=N)")));
-    }
-    beads.truncate(if limit == 0 { LIST_RESULTS_MAX } else { limit as usize });
-    Ok(beads)
+    let filter = ListFilter {
+        statuses,
+        assignee: assignee.cloned(),
+        bead_type: bead_type.cloned(),
+        all: true,
+        limit,
+        sort: ListSort::CreatedAsc,
+        ..ListFilter::default()
+    };
+    Ok(beads_of(client.query(Query::List(filter)).await?))
 }

@@ -104,16 +104,16 @@ impl NamespaceState {
         if let Some(bead_type) = &filter.bead_type {
             sources.push(indexes.by_type.get(bead_type));
         }
-        if let Some(status) = &filter.status {
+        if let [status] = filter.statuses.as_slice() {
             sources.push(indexes.by_status.get(status));
         }
         sources
     }
 
     fn matches_list(bead: &Bead, filter: &ListFilter) -> bool {
-        let include_closed = filter.all || filter.status == Some(Status::Closed);
+        let include_closed = filter.all || filter.statuses.contains(&Status::Closed);
         (include_closed || bead.status != Status::Closed)
-            && filter.status.is_none_or(|status| bead.status == status)
+            && (filter.statuses.is_empty() || filter.statuses.contains(&bead.status))
             && filter.assignee.as_ref().is_none_or(|assignee| &bead.assignee == assignee)
             && filter.labels_all.iter().all(|label| bead.labels.contains(label))
             && filter.bead_type.as_ref().is_none_or(|bead_type| &bead.bead_type == bead_type)
@@ -127,15 +127,23 @@ impl NamespaceState {
             return Err(Refusal::UnfilteredList);
         }
         let empty = BTreeSet::new();
+        let accept = |bead: &Bead| Self::matches_list(bead, filter);
         let sources = self.list_sources(filter);
-        let source = if sources.is_empty() {
-            // No index serves the filters (metadata only, or none with --all): walk every bead.
-            &self.indexes.all
-        } else {
-            let smallest = sources.into_iter().min_by_key(|source| source.map_or(0, BTreeSet::len));
-            smallest.flatten().unwrap_or(&empty)
-        };
-        let beads = self.walk_created(source, filter.sort, filter.limit, |bead| Self::matches_list(bead, filter))?;
+        let smallest = sources.into_iter().min_by_key(|source| source.map_or(0, BTreeSet::len));
+        if filter.statuses.len() > 1 {
+            // Several statuses: walk their indexes merged in order, unless another filter's index
+            // is smaller.
+            let statuses: Vec<&BTreeSet<CreatedKey>> =
+                filter.statuses.iter().filter_map(|status| self.indexes.by_status.get(status)).collect();
+            let total: usize = statuses.iter().map(|set| set.len()).sum();
+            if smallest.is_none_or(|source| total < source.map_or(0, BTreeSet::len)) {
+                let beads = self.walk_keys(merged(statuses, filter.sort), filter.limit, accept)?;
+                return Ok(Outcome::Beads(beads));
+            }
+        }
+        // No index serves the filters (metadata only, or none with --all): walk every bead.
+        let source = smallest.map_or(&self.indexes.all, |source| source.unwrap_or(&empty));
+        let beads = self.walk_created(source, filter.sort, filter.limit, accept)?;
         Ok(Outcome::Beads(beads))
     }
 
@@ -146,10 +154,16 @@ impl NamespaceState {
         limit: u32,
         accept: impl Fn(&Bead) -> bool,
     ) -> Result<Vec<Bead>, Refusal> {
-        let keys: Box<dyn Iterator<Item = &CreatedKey>> = match sort {
-            ListSort::CreatedAsc => Box::new(source.iter()),
-            ListSort::CreatedDesc => Box::new(source.iter().rev()),
-        };
+        self.walk_keys(in_order(source, sort), limit, accept)
+    }
+
+    /// The accepted beads of `keys`, in their order, up to `limit`.
+    fn walk_keys<'a>(
+        &self,
+        keys: impl Iterator<Item = &'a CreatedKey>,
+        limit: u32,
+        accept: impl Fn(&Bead) -> bool,
+    ) -> Result<Vec<Bead>, Refusal> {
         let beads: Vec<Bead> =
             keys.map(|key| &self.beads[&key.id]).filter(|bead| accept(bead)).take(cap(limit)).cloned().collect();
         check_cap(limit, beads.len())?;
@@ -192,4 +206,28 @@ impl NamespaceState {
         let beads = ids.iter().map(|bead_id| self.bead(bead_id).cloned()).collect::<Result<_, _>>()?;
         Ok(Outcome::Beads(beads))
     }
+}
+
+/// A creation-ordered set's keys in `sort` order.
+fn in_order(set: &BTreeSet<CreatedKey>, sort: ListSort) -> Box<dyn Iterator<Item = &CreatedKey> + '_> {
+    match sort {
+        ListSort::CreatedAsc => Box::new(set.iter()),
+        ListSort::CreatedDesc => Box::new(set.iter().rev()),
+    }
+}
+
+/// The keys of disjoint creation-ordered sets (a bead has one status) as one sequence in `sort`
+/// order: each step takes the first of the sets' next keys.
+fn merged(sets: Vec<&BTreeSet<CreatedKey>>, sort: ListSort) -> impl Iterator<Item = &CreatedKey> {
+    let mut heads: Vec<_> = sets.into_iter().map(|set| in_order(set, sort).peekable()).collect();
+    std::iter::from_fn(move || {
+        let (first, _) =
+            heads.iter_mut().enumerate().filter_map(|(index, head)| head.peek().map(|key| (index, *key))).min_by(
+                |(_, a), (_, b)| match sort {
+                    ListSort::CreatedAsc => a.cmp(b),
+                    ListSort::CreatedDesc => b.cmp(a),
+                },
+            )?;
+        heads[first].next()
+    })
 }

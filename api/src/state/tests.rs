@@ -737,8 +737,43 @@ fn list_filters_sort_and_closed_handling() {
         ),
         ids(&[&a, &b])
     );
-    assert_eq!(list(&harness, ListFilter { status: Some(Status::Closed), ..Default::default() }), ids(&[&b]));
+    assert_eq!(list(&harness, ListFilter { statuses: vec![Status::Closed], ..Default::default() }), ids(&[&b]));
     assert_eq!(list(&harness, ListFilter { all: true, limit: 1, ..Default::default() }), ids(&[&c]));
+}
+
+#[test]
+fn list_by_several_statuses_is_one_ordered_answer() {
+    let mut harness = Harness::new();
+    let mut made = Vec::new();
+    for (title, status, assignee) in [
+        ("open", Status::Open, "alice"),
+        ("blocked", Status::Blocked, "bob"),
+        ("working", Status::InProgress, "alice"),
+        ("deferred", Status::Deferred, "alice"),
+        ("closed", Status::Closed, "alice"),
+        ("open again", Status::Open, "bob"),
+    ] {
+        let bead_id =
+            harness.create_with(CreateBead { title: title.into(), assignee: assignee.into(), ..Default::default() });
+        if status != Status::Open {
+            let update = UpdateBead { id: bead_id.clone(), status: Some(status), ..Default::default() };
+            harness.apply(Command::Update(update)).unwrap();
+        }
+        made.push(bead_id);
+    }
+    let [open, blocked, _working, deferred, closed, open_again] = &made[..] else { unreachable!() };
+    let list = |filter: ListFilter| {
+        beads_of(harness.query(Query::List(filter))).into_iter().map(|bead| bead.id).collect::<Vec<_>>()
+    };
+    let folded_open = vec![Status::Open, Status::Blocked, Status::Deferred];
+    let by = |sort, limit| ListFilter { statuses: folded_open.clone(), sort, limit, ..Default::default() };
+    assert_eq!(list(by(ListSort::CreatedAsc, 0)), ids(&[open, blocked, deferred, open_again]));
+    assert_eq!(list(by(ListSort::CreatedDesc, 0)), ids(&[open_again, deferred, blocked, open]));
+    assert_eq!(list(by(ListSort::CreatedAsc, 2)), ids(&[open, blocked]));
+    let alice = ListFilter { assignee: Some("alice".into()), ..by(ListSort::CreatedAsc, 0) };
+    assert_eq!(list(alice), ids(&[open, deferred]), "another filter's index narrows the statuses");
+    let with_closed = ListFilter { statuses: vec![Status::Closed, Status::Blocked], ..Default::default() };
+    assert_eq!(list(with_closed), ids(&[closed, blocked]), "naming closed lists closed beads");
 }
 
 #[test]
