@@ -425,6 +425,12 @@ read_request!(pb::HookRequest, |request, now| {
 });
 
 read_request!(pb::PurgePreviewRequest, |request, now| {
+    if request.older_than_ms < 0 {
+        return Err(invalid(format!(
+            "purge: older_than_ms {} is negative; give an age in milliseconds, 0 or more",
+            request.older_than_ms
+        )));
+    }
     Ok(Query::PurgePreview { older_than_ms: request.older_than_ms, now })
 });
 
@@ -687,10 +693,9 @@ pub fn read_to_proto(header: pb::ReadHeader, query: &Query) -> ReadProto {
 fn list_to_proto(header: Option<pb::ReadHeader>, filter: ListFilter) -> pb::ListRequest {
     pb::ListRequest {
         header,
-        status: match filter.statuses.as_slice() {
-            [status] => Some(status.as_str().to_string()),
-            _ => None,
-        },
+        // The first status also goes in `status`: a server that predates `statuses` then lists
+        // fewer beads than asked rather than every bead, closed ones included.
+        status: filter.statuses.first().map(|status| status.as_str().to_string()),
         statuses: match filter.statuses.as_slice() {
             [_] => Vec::new(),
             several => several.iter().map(|status| status.as_str().to_string()).collect(),
@@ -1085,12 +1090,20 @@ mod tests {
             else {
                 panic!("a list query becomes a ListRequest")
             };
-            assert_eq!(request.status.is_some(), statuses.len() == 1, "{statuses:?}");
+            assert_eq!(request.status.is_some(), !statuses.is_empty(), "{statuses:?}");
+            assert_eq!(request.statuses.len(), if statuses.len() > 1 { statuses.len() } else { 0 });
             let mut expected = filter;
             expected.statuses.sort();
             assert_eq!(request.into_read(Timestamp(0)).unwrap().query, Query::List(expected));
         }
         let bogus = pb::ListRequest { statuses: vec!["bogus".into()], all: true, ..Default::default() };
         assert!(bogus.into_read(Timestamp(0)).is_err(), "an unknown status is refused");
+    }
+
+    #[test]
+    fn a_purge_preview_with_a_negative_age_is_refused_like_the_purge() {
+        let preview = pb::PurgePreviewRequest { older_than_ms: -1, ..Default::default() };
+        let refusal = preview.into_read(Timestamp(0)).expect_err("a negative age is refused");
+        assert!(refusal.to_string().contains("negative"), "{refusal}");
     }
 }

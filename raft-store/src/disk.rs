@@ -69,7 +69,8 @@ pub trait DiskView: Send {
 pub trait Disk: Send + Sync + 'static {
     /// Whether calls wait on real I/O. If so, building and installing a snapshot (a pass over the
     /// whole state) run on tokio's blocking pool rather than holding an async worker thread. The
-    /// in-memory disk says no, so the simulator's schedule stays a function of its seed.
+    /// in-memory disk and the simulator's wrapper say no, so a simulated run's schedule stays a
+    /// function of its seed.
     const BLOCKS: bool = false;
     /// Applies a batch atomically.
     fn write(&self, ops: Vec<Op>, durability: Durability) -> io::Result<()>;

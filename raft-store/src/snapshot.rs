@@ -15,6 +15,9 @@ use crate::types::SnapshotMeta;
 const MAGIC: &[u8] = b"STRAND-SNAPSHOT-1\n";
 /// Stands where a record's length would, after the last record; so a key or value is shorter.
 const END_MARKER: u32 = u32::MAX;
+/// Most bytes reserved for a frame before any of it is read: a frame up to this size is read
+/// into one allocation, a larger one grows as it arrives.
+const FRAME_RESERVE_BYTES_MAX: usize = 64 * 1024 * 1024;
 
 /// A snapshot's data: an open file, so that a snapshot replaced on disk while it is being sent
 /// stays readable.
@@ -95,7 +98,7 @@ fn read_u32(input: &mut impl Read) -> io::Result<u32> {
 /// in a short file fails as cut short instead of allocating up to 4 GiB first; and every record
 /// the writer accepts, however large, reads back.
 fn read_bytes(input: &mut impl Read, length: u32) -> io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
+    let mut bytes = Vec::with_capacity((length as usize).min(FRAME_RESERVE_BYTES_MAX));
     input.by_ref().take(u64::from(length)).read_to_end(&mut bytes)?;
     if bytes.len() != length as usize {
         return Err(corrupt(format!("snapshot file is cut short inside a frame of {length} bytes")));

@@ -186,10 +186,12 @@ impl<D: Disk> StateMachineStore<D> {
         if reader.meta.last_log_id != meta.last_log_id {
             return Err(io::Error::new(io::ErrorKind::InvalidData, "snapshot file does not match its metadata"));
         }
+        // Apply and install run one at a time, so nothing else writes the disk meanwhile; reads go
+        // on from the old state and wait only for the swap.
         let disk = self.inner.disk.as_ref();
-        let mut state = self.inner.state.write().expect("state lock");
         write_snapshot_records(disk, reader)?;
-        *state = load_state(disk)?;
+        let installed = load_state(disk)?;
+        *self.inner.state.write().expect("state lock") = installed;
         *self.inner.applied.lock().expect("applied lock") =
             Applied { log_id: meta.last_log_id, membership: meta.last_membership.clone() };
         Ok(())

@@ -89,20 +89,27 @@ pub struct Observation {
 /// Every node's readings, in the order they happened.
 pub type Observations = Arc<Mutex<Vec<Observation>>>;
 
-/// Runs `Sync` writes as buffered ones and makes `sync` do nothing: the NoFsync mutation.
-struct UnsyncedDisk<D>(Arc<D>);
+/// A disk as a simulated node uses it. Its calls run inline (`BLOCKS` is false even on RocksDB),
+/// so a crashed host leaves no snapshot job running on a blocking thread with the database open,
+/// and the schedule stays a function of the seed. Without `fsync` it runs `Sync` writes as
+/// buffered ones and makes `sync` do nothing: the NoFsync mutation.
+struct SimDisk<D> {
+    inner: Arc<D>,
+    fsync: bool,
+}
 
-impl<D: Disk> Disk for UnsyncedDisk<D> {
-    fn write(&self, ops: Vec<Op>, _durability: Durability) -> std::io::Result<()> {
-        self.0.write(ops, Durability::Buffered)
+impl<D: Disk> Disk for SimDisk<D> {
+    fn write(&self, ops: Vec<Op>, durability: Durability) -> std::io::Result<()> {
+        let durability = if self.fsync { durability } else { Durability::Buffered };
+        self.inner.write(ops, durability)
     }
 
     fn sync(&self) -> std::io::Result<()> {
-        Ok(())
+        if self.fsync { self.inner.sync() } else { Ok(()) }
     }
 
     fn get(&self, space: Space, key: &[u8]) -> std::io::Result<Option<Vec<u8>>> {
-        self.0.get(space, key)
+        self.inner.get(space, key)
     }
 
     fn scan(
@@ -112,11 +119,11 @@ impl<D: Disk> Disk for UnsyncedDisk<D> {
         to: Option<&[u8]>,
         visit: raft_store::disk::Visit<'_>,
     ) -> std::io::Result<()> {
-        self.0.scan(space, from, to, visit)
+        self.inner.scan(space, from, to, visit)
     }
 
     fn view(&self) -> std::io::Result<Box<dyn DiskView + '_>> {
-        self.0.view()
+        self.inner.view()
     }
 }
 
@@ -237,19 +244,14 @@ pub fn register(sim: &mut Sim<'_>, setup: &ClusterSetup, simulated: &SimNode, ob
         let (config, disk, observations) = (config.clone(), disk.clone(), observations.clone());
         let clock = SimClock { offset_ms: offset.clone() };
         async move {
-            match (kind, mutation) {
-                (DiskKind::Memory, None) => serve(config, disk, clock, seed, observations).await,
-                (DiskKind::Memory, Some(Mutation::NoFsync)) => {
-                    serve(config, Arc::new(UnsyncedDisk(disk)), clock, seed, observations).await
+            let fsync = mutation != Some(Mutation::NoFsync);
+            match kind {
+                DiskKind::Memory => {
+                    serve(config, Arc::new(SimDisk { inner: disk, fsync }), clock, seed, observations).await
                 }
-                (DiskKind::Rocks, mutation) => {
+                DiskKind::Rocks => {
                     let rocks = Arc::new(RocksDisk::open(&config.data_dir.join("db"))?);
-                    match mutation {
-                        None => serve(config, rocks, clock, seed, observations).await,
-                        Some(Mutation::NoFsync) => {
-                            serve(config, Arc::new(UnsyncedDisk(rocks)), clock, seed, observations).await
-                        }
-                    }
+                    serve(config, Arc::new(SimDisk { inner: rocks, fsync }), clock, seed, observations).await
                 }
             }
         }

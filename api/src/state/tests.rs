@@ -770,6 +770,9 @@ fn list_by_several_statuses_is_one_ordered_answer() {
     assert_eq!(list(by(ListSort::CreatedAsc, 0)), ids(&[open, blocked, deferred, open_again]));
     assert_eq!(list(by(ListSort::CreatedDesc, 0)), ids(&[open_again, deferred, blocked, open]));
     assert_eq!(list(by(ListSort::CreatedAsc, 2)), ids(&[open, blocked]));
+    let repeated =
+        ListFilter { statuses: vec![Status::Blocked, Status::Open, Status::Blocked], ..by(ListSort::CreatedAsc, 0) };
+    assert_eq!(list(repeated), ids(&[open, blocked, open_again]), "a status named twice lists its beads once");
     let alice = ListFilter { assignee: Some("alice".into()), ..by(ListSort::CreatedAsc, 0) };
     assert_eq!(list(alice), ids(&[open, deferred]), "another filter's index narrows the statuses");
     let with_closed = ListFilter { statuses: vec![Status::Closed, Status::Blocked], ..Default::default() };
