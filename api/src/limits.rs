@@ -40,8 +40,11 @@ pub const READY_LIMIT_DEFAULT: u32 = 100;
 pub const LIST_RESULTS_MAX: usize = 50_000;
 /// How many recent responses one client session keeps for retries.
 pub const SESSION_RESPONSES_MAX: usize = 1024;
-/// How many client sessions the dedup table keeps (least recently active evicted first).
+/// How many client sessions the dedup table keeps (least recently active evicted first), unless
+/// more were active within [`SESSION_RETRY_WINDOW_MS`].
 pub const SESSIONS_MAX: usize = 16_384;
+/// How many sessions the table holds at most, even when all were active within the retry window.
+pub const SESSIONS_HARD_MAX: usize = 16 * SESSIONS_MAX;
 /// A session idle for this long (in leader time) is evicted.
 pub const SESSION_IDLE_MS_MAX: i64 = 60 * 60 * 1000;
 /// A session active this recently (in leader time) is never evicted by the [`SESSIONS_MAX`] cap,

@@ -10,18 +10,22 @@
 //!   a dropped one is refused with `RequestTooOld`, never applied again;
 //! - a session idle for [`SESSION_IDLE_MS_MAX`] is dropped, and past [`SESSIONS_MAX`] sessions
 //!   the least recently active goes, but never one active within [`SESSION_RETRY_WINDOW_MS`]:
-//!   the table grows past the cap instead, by at most the clients that wrote in that window.
+//!   the table grows past the cap instead, by the clients that wrote in that window, up to
+//!   [`SESSIONS_HARD_MAX`], past which the least recently active goes whatever its age.
 //! - A client that had answers and returns to find its session gone gets `SessionExpired` rather
 //!   than a second application. A client whose session is gone and who retries its *first*
 //!   request (nothing marks it as a retry) is applied as new: that takes a retry later than the
-//!   window after the client's last write, or a leader clock jump past the idle limit.
+//!   window after the client's last write, more clients than the hard cap writing within the
+//!   window, or a leader clock jump past the idle limit.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
 use crate::command::RequestId;
-use crate::limits::{SESSION_IDLE_MS_MAX, SESSION_RESPONSES_MAX, SESSION_RETRY_WINDOW_MS, SESSIONS_MAX};
+use crate::limits::{
+    SESSION_IDLE_MS_MAX, SESSION_RESPONSES_MAX, SESSION_RETRY_WINDOW_MS, SESSIONS_HARD_MAX, SESSIONS_MAX,
+};
 use crate::model::Timestamp;
 use crate::outcome::{Answer, Refusal};
 
@@ -101,7 +105,9 @@ impl Sessions {
         while let Some(&(last_active, client_id)) = self.by_activity.first() {
             let idle_ms = now.0.saturating_sub(last_active.0);
             let expired = idle_ms > SESSION_IDLE_MS_MAX;
-            let over_cap = self.by_client.len() > SESSIONS_MAX && idle_ms > SESSION_RETRY_WINDOW_MS;
+            let sessions = self.by_client.len();
+            let over_cap =
+                sessions > SESSIONS_HARD_MAX || (sessions > SESSIONS_MAX && idle_ms > SESSION_RETRY_WINDOW_MS);
             if !expired && !over_cap {
                 break;
             }
@@ -140,5 +146,18 @@ mod tests {
         assert_eq!(sessions.by_client.len(), SESSIONS_MAX);
         assert!(sessions.by_client.contains_key(&clients) && !sessions.by_client.contains_key(&1));
         assert_eq!(sessions.dirty.len(), clients as usize, "evicted sessions are removed from disk too");
+    }
+
+    #[test]
+    fn past_the_hard_cap_even_sessions_inside_the_window_go() {
+        let mut sessions = Sessions::default();
+        let now = Timestamp(1_000);
+        for client_id in 1..=(SESSIONS_HARD_MAX as u64 + 1) {
+            sessions.evict(now);
+            sessions.record(&first_request(client_id), now, &Ok(Outcome::Done));
+        }
+        sessions.evict(now);
+        assert_eq!(sessions.by_client.len(), SESSIONS_HARD_MAX);
+        assert!(!sessions.by_client.contains_key(&1), "the least recently active went first");
     }
 }
