@@ -29,9 +29,7 @@ use api::proto::{self as pb, RaftPayload, SnapshotChunk};
 use futures::StreamExt;
 use openraft::Snapshot;
 use openraft::async_runtime::WatchReceiver;
-use openraft::metrics::RaftDataMetrics;
-use openraft::type_config::alias::WatchReceiverOf;
-use raft_store::types::{LogId, Runtime, SnapshotMeta, TypeConfig, Vote};
+use raft_store::types::{Runtime, SnapshotMeta, TypeConfig, Vote};
 use raft_store::{Disk, SnapshotFile};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
@@ -316,21 +314,13 @@ impl<D: Disk> Events for EventsService<D> {
         let Query::Events { after, types, limit } = read.query.clone() else {
             unreachable!("a watch request converts to an events query")
         };
-        let metrics = self.core.raft.data_metrics();
-        // Taken before the first read, so that an entry applied after this line wakes the feed
-        // even if it was applied before the read (the feed then reads once more, for nothing).
-        let applied = metrics.borrow_watched().last_applied;
+        // Subscribed before the first read, so that a batch applied after this line wakes the feed
+        // even if the read already saw it (the feed then reads once more, for nothing).
+        let changes = self.core.state_machine.namespace_changes(&read.namespace);
         let first = self.core.read(read.clone()).await?.map_err(refusal_to_status)?;
         let (sender, receiver) = mpsc::channel(WATCH_BUFFER_EVENTS_MAX);
-        let feed = EventFeed {
-            core: self.core.clone(),
-            namespace: read.namespace,
-            types,
-            limit,
-            cursor: after,
-            metrics,
-            applied,
-        };
+        let feed =
+            EventFeed { core: self.core.clone(), namespace: read.namespace, types, limit, cursor: after, changes };
         tokio::spawn(async move {
             feed.run(first, sender).await;
             drop(permit);
@@ -343,7 +333,7 @@ impl<D: Disk> Events for EventsService<D> {
 type EventSender = mpsc::Sender<Result<pb::Event, Status>>;
 
 /// The producer of one watch stream: where it is in the namespace's event log, and how it learns
-/// that an entry was applied.
+/// that the namespace changed.
 struct EventFeed<D: Disk> {
     core: Arc<NodeCore<D>>,
     namespace: Namespace,
@@ -352,10 +342,9 @@ struct EventFeed<D: Disk> {
     limit: u32,
     /// Every event up to this sequence number was sent, or filtered out by `types`.
     cursor: u64,
-    /// The node's data metrics: `last_applied` moves after each applied entry.
-    metrics: WatchReceiverOf<TypeConfig, RaftDataMetrics<TypeConfig>>,
-    /// The applied log id seen just before the latest read of the log.
-    applied: Option<LogId>,
+    /// Changes after each applied batch that touched the namespace's event log; marked seen
+    /// just before each read of the log.
+    changes: tokio::sync::watch::Receiver<()>,
 }
 
 impl<D: Disk> EventFeed<D> {
@@ -397,24 +386,21 @@ impl<D: Disk> EventFeed<D> {
                 self.cursor = self.cursor.max(last_seq);
                 self.wait_for_apply().await;
             }
-            self.applied = self.metrics.borrow_watched().last_applied;
+            self.changes.borrow_and_update();
             let query = Query::Events { after: self.cursor, types: self.types.clone(), limit: self.limit };
             answer = self.core.read_local(&self.namespace, &query);
         }
     }
 
-    /// Returns once an entry was applied after the latest read, or after [`WATCH_POLL_MS`].
+    /// Returns once the namespace changed after the latest read, or after [`WATCH_POLL_MS`].
     async fn wait_for_apply(&mut self) {
         let poll = tokio::time::sleep(Duration::from_millis(WATCH_POLL_MS));
-        tokio::pin!(poll);
-        while self.metrics.borrow_watched().last_applied == self.applied {
-            tokio::select! {
-                () = &mut poll => return,
-                changed = self.metrics.changed() => {
-                    if changed.is_err() {
-                        // Raft stopped; the shutdown signal ends the feed.
-                        return poll.await;
-                    }
+        tokio::select! {
+            () = poll => {}
+            changed = self.changes.changed() => {
+                if changed.is_err() {
+                    // The state machine is gone; the shutdown signal ends the feed.
+                    std::future::pending::<()>().await;
                 }
             }
         }

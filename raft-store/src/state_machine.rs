@@ -10,10 +10,12 @@
 //! Invariant: while a snapshot is being installed the `installing` marker is set, and a node that
 //! opens with the marker set finishes the install from the snapshot file before serving.
 
+use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
+use api::model::Namespace;
 use api::outcome::{Answer, Outcome};
 use api::state::{Record, RecordKey, State};
 use futures::{Stream, TryStreamExt};
@@ -46,6 +48,9 @@ struct Inner<D: Disk> {
     applied: Mutex<Applied>,
     snapshot_dir: PathBuf,
     build_lock: Mutex<()>,
+    /// Per namespace with a subscriber: bumped after each persisted batch that changed the
+    /// namespace's settings or event log (which every new event does).
+    namespace_notices: Mutex<BTreeMap<Namespace, tokio::sync::watch::Sender<()>>>,
 }
 
 /// The state machine store. Clones share one state; the node keeps a clone for reads.
@@ -101,6 +106,7 @@ impl<D: Disk> StateMachineStore<D> {
             applied: Mutex::new(applied),
             snapshot_dir: snapshot_dir.to_path_buf(),
             build_lock: Mutex::new(()),
+            namespace_notices: Mutex::new(BTreeMap::new()),
         };
         Ok(StateMachineStore { inner: Arc::new(inner) })
     }
@@ -108,6 +114,26 @@ impl<D: Disk> StateMachineStore<D> {
     /// Runs `read` on the current state (a serializable read).
     pub fn read<T>(&self, read: impl FnOnce(&State) -> T) -> T {
         read(&self.inner.state.read().expect("state lock"))
+    }
+
+    /// A receiver that sees a change after every applied batch that changed `namespace`'s event
+    /// log or settings (and after a snapshot install), so a watcher of one namespace is not woken
+    /// by writes to others. Subscribe before reading, then mark the receiver seen before each read.
+    pub fn namespace_changes(&self, namespace: &Namespace) -> tokio::sync::watch::Receiver<()> {
+        let mut notices = self.inner.namespace_notices.lock().expect("notices lock");
+        notices.retain(|_, sender| sender.receiver_count() > 0);
+        notices.entry(namespace.clone()).or_insert_with(|| tokio::sync::watch::channel(()).0).subscribe()
+    }
+
+    /// Tells the subscribers of `touched` namespaces (every one when `None`) that they changed.
+    fn notify(&self, touched: Option<&[Namespace]>) {
+        let notices = self.inner.namespace_notices.lock().expect("notices lock");
+        match touched {
+            None => notices.values().for_each(|sender| sender.send_replace(())),
+            Some(touched) => {
+                touched.iter().filter_map(|namespace| notices.get(namespace)).for_each(|sender| sender.send_replace(()))
+            }
+        }
     }
 
     /// What has been applied.
@@ -120,9 +146,13 @@ impl<D: Disk> StateMachineStore<D> {
     fn persist(&self, applied: &Applied, membership_changed: bool) -> io::Result<()> {
         let keys = self.inner.state.write().expect("state lock").take_changed_keys();
         let mut ops = Vec::with_capacity(keys.len() + 2);
+        let mut touched = Vec::new();
         {
             let state = self.inner.state.read().expect("state lock");
             for (key, record) in state.changed_records(&keys) {
+                if let RecordKey::Namespace(namespace) = key {
+                    touched.push(namespace.clone());
+                }
                 let key_bytes = codec::encode(key)?;
                 match record {
                     Some(record) => ops.push(Op::Put(Space::State, key_bytes, codec::encode(&record)?)),
@@ -134,7 +164,9 @@ impl<D: Disk> StateMachineStore<D> {
         if membership_changed {
             ops.push(Op::Put(Space::Meta, META_MEMBERSHIP.to_vec(), codec::encode(&applied.membership)?));
         }
-        self.inner.disk.write(ops, Durability::Buffered)
+        self.inner.disk.write(ops, Durability::Buffered)?;
+        self.notify(Some(&touched));
+        Ok(())
     }
 
     fn current_snapshot_path(&self) -> PathBuf {
@@ -194,6 +226,7 @@ impl<D: Disk> StateMachineStore<D> {
         *self.inner.state.write().expect("state lock") = installed;
         *self.inner.applied.lock().expect("applied lock") =
             Applied { log_id: meta.last_log_id, membership: meta.last_membership.clone() };
+        self.notify(None);
         Ok(())
     }
 }

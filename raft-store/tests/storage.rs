@@ -289,3 +289,27 @@ fn a_snapshot_with_a_damaged_record_length_is_refused_as_cut_short() {
     assert_eq!(error.kind(), std::io::ErrorKind::InvalidData);
     assert!(error.to_string().contains("cut short"), "{error}");
 }
+
+#[tokio::test]
+async fn a_namespace_subscriber_is_woken_by_its_own_namespace_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, mut state_machine) = open(dir.path()).unwrap();
+    let city = Namespace("city".into());
+    let mut changes = state_machine.namespace_changes(&city);
+    let in_namespace = |index: u64, namespace: &Namespace| {
+        let mut proposal = proposal(&format!("bead {index}"), index as i64);
+        proposal.namespace = namespace.clone();
+        let entry = Entry {
+            log_id: openraft::LogId::new(1u64.into(), index),
+            payload: openraft::EntryPayload::Normal(Arc::new(proposal)),
+        };
+        futures::stream::iter(vec![Ok((entry, None))])
+    };
+    state_machine.apply(in_namespace(1, &Namespace::default_namespace())).await.unwrap();
+    assert!(!changes.has_changed().unwrap(), "a write to another namespace does not wake it");
+    state_machine.apply(in_namespace(2, &city)).await.unwrap();
+    assert!(changes.has_changed().unwrap(), "a write to its namespace wakes it");
+    changes.borrow_and_update();
+    state_machine.apply(in_namespace(3, &Namespace::default_namespace())).await.unwrap();
+    assert!(!changes.has_changed().unwrap());
+}
