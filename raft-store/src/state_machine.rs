@@ -223,7 +223,8 @@ impl<D: Disk> StateMachineStore<D> {
         let disk = self.inner.disk.as_ref();
         write_snapshot_records(disk, reader)?;
         let installed = load_state(disk)?;
-        *self.inner.state.write().expect("state lock") = installed;
+        let replaced = std::mem::replace(&mut *self.inner.state.write().expect("state lock"), installed);
+        drop(replaced); // Freeing a large state takes a while: not under the lock.
         *self.inner.applied.lock().expect("applied lock") =
             Applied { log_id: meta.last_log_id, membership: meta.last_membership.clone() };
         self.notify(None);

@@ -620,15 +620,20 @@ impl NamespaceState {
 
     // ---- purge ----
 
-    /// Closed wisps closed at least `older_than_ms` before `now`: the [`PURGE_BEADS_MAX`] closed
-    /// longest ago, newest created first (so children go before their parents).
+    /// Closed wisps closed at least `older_than_ms` before `now`, newest created first (so
+    /// children go before their parents), at most [`PURGE_BEADS_MAX`].
     fn purgeable(&self, older_than_ms: i64, now: Timestamp) -> Vec<BeadId> {
-        // Oldest close first, stopping at the first one too recent: the walk is as long as what
-        // it removes, however many recently closed wisps are kept.
+        // The close-time order finds the old enough ones without walking the recent ones; which
+        // of them go, and in what order, is by creation as before (every replica must agree).
         let cutoff = now.0.saturating_sub(older_than_ms);
         let old_enough = self.indexes.closed_ephemeral.iter().take_while(|(closed_at, _)| *closed_at <= cutoff);
-        let mut doomed: Vec<&CreatedKey> = old_enough.take(PURGE_BEADS_MAX).map(|(_, key)| key).collect();
-        doomed.sort_unstable_by(|a, b| b.cmp(a));
+        let mut doomed: Vec<&CreatedKey> = old_enough.map(|(_, key)| key).collect();
+        let newest_first = |a: &&CreatedKey, b: &&CreatedKey| b.cmp(a);
+        if doomed.len() > PURGE_BEADS_MAX {
+            doomed.select_nth_unstable_by(PURGE_BEADS_MAX, newest_first);
+            doomed.truncate(PURGE_BEADS_MAX);
+        }
+        doomed.sort_unstable_by(newest_first);
         doomed.into_iter().map(|key| key.id.clone()).collect()
     }
 
