@@ -294,13 +294,14 @@ pub async fn run(cli: &Cli, args: &ExecStoreArgs) -> Outcome {
         return Err(Failure::Usage(format!("unknown operation {op:?}")));
     };
     let words = Words { op, words: rest };
-    match dispatch(cli, operation, op, &words).await {
+    match dispatch(cli, operation, &words).await {
         Err(Failure::Usage(message) | Failure::Unavailable(message)) => Err(Failure::Refused(message)),
         other => other,
     }
 }
 
-async fn dispatch(cli: &Cli, operation: Operation, op: &str, words: &Words<'_>) -> Outcome {
+async fn dispatch(cli: &Cli, operation: Operation, words: &Words<'_>) -> Outcome {
+    let op = words.op;
     let client = store_client(cli)?;
     match operation {
         Operation::Create => {

@@ -125,15 +125,16 @@ impl<D: Disk> StateMachineStore<D> {
         notices.entry(namespace.clone()).or_insert_with(|| tokio::sync::watch::channel(()).0).subscribe()
     }
 
-    /// Tells the subscribers of `touched` namespaces (every one when `None`) that they changed.
-    fn notify(&self, touched: Option<&[Namespace]>) {
+    /// Tells the subscribers of the `touched` namespaces that they changed.
+    fn notify<'a>(&self, touched: impl Iterator<Item = &'a Namespace>) {
         let notices = self.inner.namespace_notices.lock().expect("notices lock");
-        match touched {
-            None => notices.values().for_each(|sender| sender.send_replace(())),
-            Some(touched) => {
-                touched.iter().filter_map(|namespace| notices.get(namespace)).for_each(|sender| sender.send_replace(()))
-            }
-        }
+        touched.filter_map(|namespace| notices.get(namespace)).for_each(|sender| sender.send_replace(()));
+    }
+
+    /// Tells every subscriber that its namespace may have changed (a snapshot replaced the state).
+    fn notify_all(&self) {
+        let notices = self.inner.namespace_notices.lock().expect("notices lock");
+        notices.values().for_each(|sender| sender.send_replace(()));
     }
 
     /// What has been applied.
@@ -146,13 +147,9 @@ impl<D: Disk> StateMachineStore<D> {
     fn persist(&self, applied: &Applied, membership_changed: bool) -> io::Result<()> {
         let keys = self.inner.state.write().expect("state lock").take_changed_keys();
         let mut ops = Vec::with_capacity(keys.len() + 2);
-        let mut touched = Vec::new();
         {
             let state = self.inner.state.read().expect("state lock");
             for (key, record) in state.changed_records(&keys) {
-                if let RecordKey::Namespace(namespace) = key {
-                    touched.push(namespace.clone());
-                }
                 let key_bytes = codec::encode(key)?;
                 match record {
                     Some(record) => ops.push(Op::Put(Space::State, key_bytes, codec::encode(&record)?)),
@@ -165,7 +162,7 @@ impl<D: Disk> StateMachineStore<D> {
             ops.push(Op::Put(Space::Meta, META_MEMBERSHIP.to_vec(), codec::encode(&applied.membership)?));
         }
         self.inner.disk.write(ops, Durability::Buffered)?;
-        self.notify(Some(&touched));
+        self.notify(keys.namespaces());
         Ok(())
     }
 
@@ -227,7 +224,7 @@ impl<D: Disk> StateMachineStore<D> {
         drop(replaced); // Freeing a large state takes a while: not under the lock.
         *self.inner.applied.lock().expect("applied lock") =
             Applied { log_id: meta.last_log_id, membership: meta.last_membership.clone() };
-        self.notify(None);
+        self.notify_all();
         Ok(())
     }
 }

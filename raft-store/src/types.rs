@@ -1,7 +1,7 @@
 //! The openraft type configuration of Strand: what a log entry carries (an
 //! [`api::command::Proposal`], shared behind an `Arc` so that the log cache, the state machine
-//! and every follower's replication read one copy instead of cloning it), what applying it answers (an [`api::outcome::Answer`]), and how
-//! nodes are named (`u64` ids, `host:port` addresses).
+//! and every follower's replication read one copy instead of cloning it), what applying it
+//! answers (an [`api::outcome::Answer`]), and how nodes are named (`u64` ids, `host:port` addresses).
 
 use openraft::type_config::alias::{EntryOf, LogIdOf, SnapshotMetaOf, StoredMembershipOf, VoteOf};
 

@@ -7,9 +7,9 @@
 //! each of its labels, under the key built from its current fields.
 //! Invariant: an open message (`type = message`) is in `mail` under its recipient, and in `unread`
 //! too while it lacks the `read` label; an `in_progress` bead is in `working` under its assignee;
-//! a closed wisp is in `closed_ephemeral`, ordered by `closed_at`; `open_children` counts, per parent, the children in
-//! `children` that are not closed; a ready bead routed to a pool (`pool:<name>` label or
-//! `gc.routed_to` metadata) is in its ready index's `by_pool`.
+//! a closed wisp is in `closed_ephemeral`, ordered by `closed_at`; `open_children` counts, per
+//! parent, the children in `children` that are not closed; a ready bead routed to a pool
+//! (`pool:<name>` label or `gc.routed_to` metadata) is in its ready index's `by_pool`.
 //! The indexes are derived state: they are rebuilt from the beads at load, never persisted.
 
 use std::collections::{BTreeSet, HashMap};

@@ -113,6 +113,14 @@ impl ChangedKeys {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// The namespaces whose settings or event log changed (every new event changes both).
+    pub fn namespaces(&self) -> impl Iterator<Item = &Namespace> {
+        self.0.iter().filter_map(|key| match key {
+            RecordKey::Namespace(namespace) => Some(namespace),
+            _ => None,
+        })
+    }
 }
 
 /// A record that does not fit its key, met while loading.

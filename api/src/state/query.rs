@@ -130,12 +130,12 @@ impl NamespaceState {
         let accept = |bead: &Bead| Self::matches_list(bead, filter);
         let sources = self.list_sources(filter);
         let smallest = sources.into_iter().min_by_key(|source| source.map_or(0, BTreeSet::len));
-        let mut distinct = filter.statuses.clone();
-        distinct.sort_unstable();
-        distinct.dedup();
-        if distinct.len() > 1 {
-            // Several statuses: walk their indexes merged in order (a bead is in one of them),
-            // unless another filter's index is smaller.
+        if filter.statuses.len() > 1 {
+            // Several statuses: walk their indexes merged in order (a bead is in one of them, and a
+            // status named twice is walked once), unless another filter's index is smaller.
+            let mut distinct = filter.statuses.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
             let statuses: Vec<&BTreeSet<CreatedKey>> =
                 distinct.iter().filter_map(|status| self.indexes.by_status.get(status)).collect();
             let total: usize = statuses.iter().map(|set| set.len()).sum();
