@@ -8,11 +8,20 @@
 //! Invariant: an operation's completion tick is greater than its invoke tick; an operation
 //! whose outcome is unknown (timeout, unavailable, expired session) has no completion tick and
 //! may have taken effect at any time after its invoke, or never.
+//!
+//! Answers are kept compact: a metadata value longer than [`VALUE_BYTES_KEPT_MAX`] is kept as its
+//! length and a digest ([`compact_value`]), so that a run with large values (up to
+//! `api::limits::METADATA_VALUE_BYTES_MAX` each) keeps a history, and a trace, of modest size.
+//! The checkers compare values in that same form.
 
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
-use api::model::{Actor, BeadId};
+use api::model::{Actor, Bead, BeadId};
 use api::outcome::{Outcome, Refusal};
+
+/// Metadata values longer than this are kept in the history as their length and a digest.
+pub const VALUE_BYTES_KEPT_MAX: usize = 128;
 
 /// What an agent asked for.
 #[derive(Clone, Debug, PartialEq)]
@@ -20,6 +29,12 @@ pub enum Op {
     /// Create a bead with a title unique in the run (exactly-once shows through titles).
     Create {
         /// The unique title.
+        title: String,
+    },
+    /// Create a bead whose metadata is as large as a request may carry: the values of
+    /// `crate::workload::large_metadata(title)`.
+    CreateLarge {
+        /// The unique title, from which the metadata follows.
         title: String,
     },
     /// Claim one bead.
@@ -73,6 +88,47 @@ impl Op {
     /// Whether the operation changes state.
     pub fn is_write(&self) -> bool {
         !matches!(self, Op::Get { .. } | Op::Ready | Op::List { .. })
+    }
+
+    /// The title of a create.
+    pub fn created_title(&self) -> Option<&str> {
+        match self {
+            Op::Create { title } | Op::CreateLarge { title } => Some(title),
+            _ => None,
+        }
+    }
+}
+
+/// A metadata value as the history keeps it: itself when at most [`VALUE_BYTES_KEPT_MAX`] bytes,
+/// else its length and a digest of its bytes. Compacting a compact value changes nothing.
+pub fn compact_value(value: &str) -> String {
+    if value.len() <= VALUE_BYTES_KEPT_MAX {
+        return value.to_string();
+    }
+    // `DefaultHasher::new` has fixed keys: the digest is the same in every process.
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    value.hash(&mut hasher);
+    let compact = format!("<{} bytes, digest {:016x}>", value.len(), hasher.finish());
+    assert!(compact.len() <= VALUE_BYTES_KEPT_MAX, "a compact value stays compact");
+    compact
+}
+
+/// A bead with its metadata values compacted ([`compact_value`]).
+pub fn compact_bead(mut bead: Bead) -> Bead {
+    for value in bead.metadata.values_mut() {
+        if value.len() > VALUE_BYTES_KEPT_MAX {
+            *value = compact_value(value);
+        }
+    }
+    bead
+}
+
+/// An answer as the history keeps it: the metadata values of its beads compacted.
+pub fn compact_outcome(outcome: Outcome) -> Outcome {
+    match outcome {
+        Outcome::Bead(bead) => Outcome::Bead(Box::new(compact_bead(*bead))),
+        Outcome::Beads(beads) => Outcome::Beads(beads.into_iter().map(compact_bead).collect()),
+        other => other,
     }
 }
 

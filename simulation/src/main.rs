@@ -45,6 +45,10 @@ struct Args {
     /// Plant a bug, to see the checkers catch it.
     #[arg(long, value_enum)]
     mutation: Option<Mutation>,
+    /// Some creates carry metadata near the request size limit (about 0.9 MiB each, a few per
+    /// seed), to exercise byte-bounded replication, catch-up and snapshots.
+    #[arg(long)]
+    large_values: bool,
     /// Print the whole trace of every run (for replaying one seed).
     #[arg(long)]
     verbose: bool,
@@ -108,6 +112,7 @@ fn main() -> ExitCode {
             disk: args.disk,
             mutation: args.mutation,
             agents: args.agents,
+            large_values: args.large_values,
             keep_trace: args.verbose,
         };
         let report = match run(&config) {

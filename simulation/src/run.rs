@@ -11,13 +11,14 @@
 //! same configuration.
 
 use std::hash::{Hash, Hasher};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::checkers::{self, Evidence, Violation};
 use crate::cluster::{self, ClusterSetup, DiskKind, Mutation, Observations};
 use crate::healed::{self, Healed, Schedule};
-use crate::history::OpResult;
+use crate::history::{Op, OpResult};
 use crate::nemesis::{Fault, Nemesis};
 use crate::workload::{self, Agents};
 
@@ -43,6 +44,8 @@ pub struct RunConfig {
     pub mutation: Option<Mutation>,
     /// Number of agents.
     pub agents: usize,
+    /// Some creates carry metadata near the request size limit (see [`workload::LARGE_BEADS_MAX`]).
+    pub large_values: bool,
     /// Keep the whole trace in the report.
     pub keep_trace: bool,
 }
@@ -58,6 +61,7 @@ impl RunConfig {
             disk: DiskKind::Memory,
             mutation: None,
             agents: 5,
+            large_values: false,
             keep_trace: false,
         }
     }
@@ -74,8 +78,11 @@ impl RunConfig {
             format!("{:?}", self.disk).to_lowercase(),
             if faults.is_empty() { "none".into() } else { faults.join(",") },
         );
-        if let Some(mutation) = self.mutation {
-            command.push_str(&format!(" --mutation {}", if mutation == Mutation::NoFsync { "no-fsync" } else { "" }));
+        if self.large_values {
+            command.push_str(" --large-values");
+        }
+        if let Some(possible) = self.mutation.and_then(|mutation| clap::ValueEnum::to_possible_value(&mutation)) {
+            command.push_str(&format!(" --mutation {}", possible.get_name()));
         }
         command.push_str(" --verbose");
         command
@@ -91,6 +98,8 @@ pub struct RunReport {
     pub ops: usize,
     /// Operations whose outcome stayed unknown.
     pub unknown_ops: usize,
+    /// Large creates the cluster acknowledged.
+    pub large_creates: usize,
     /// Faults injected.
     pub faults: usize,
     /// Simulated time the run covered.
@@ -155,7 +164,9 @@ pub fn run(config: &RunConfig) -> Result<RunReport, String> {
     }
     let history = workload::new_history();
     let known = Arc::new(Mutex::new(Vec::new()));
-    let agents = Agents { count: config.agents, node_ids: ids.clone(), seed: config.seed, stop_at: agents_stop };
+    let large_left = Arc::new(AtomicUsize::new(if config.large_values { workload::LARGE_BEADS_MAX } else { 0 }));
+    let agents =
+        Agents { count: config.agents, node_ids: ids.clone(), seed: config.seed, stop_at: agents_stop, large_left };
     workload::register(&mut sim, &agents, &history, &known);
     let schedule = Schedule { node_ids: ids.clone(), heal_at, agents_done_at, seed: config.seed, agent: config.agents };
     let healed_report = healed::register(&mut sim, &schedule, &history);
@@ -223,10 +234,16 @@ pub fn run(config: &RunConfig) -> Result<RunReport, String> {
         violations = checkers::check_all(&evidence);
     }
     let unknown_ops = history.entries.iter().filter(|entry| matches!(entry.result, OpResult::Unknown(_))).count();
+    let large_creates = history
+        .entries
+        .iter()
+        .filter(|entry| matches!((&entry.op, &entry.result), (Op::CreateLarge { .. }, OpResult::Ok(_))))
+        .count();
     Ok(RunReport {
         config: config.clone(),
         ops: history.entries.len(),
         unknown_ops,
+        large_creates,
         faults: nemesis.injected,
         simulated,
         wall: started.elapsed(),

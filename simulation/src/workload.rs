@@ -6,8 +6,14 @@
 //! different keys of one bead race), close, get, ready and list. The client retries with its
 //! request ids, as real clients do. Every operation goes into the [`History`], its outcome
 //! unknown when the client gave up or the cluster could not tell (an expired session).
+//!
+//! With large values (`--large-values`), some creates carry metadata as large as one request may
+//! ([`LARGE_VALUES_PER_BEAD`] values of [`LARGE_VALUE_BYTES`]), so that replication, catch-up and
+//! snapshots move entries and records near the size limits. A run makes at most
+//! [`LARGE_BEADS_MAX`] of them: every node holds each one in memory, in its log and in its state.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,7 +26,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
 use crate::cluster;
-use crate::history::{History, Op, OpResult, SharedHistory};
+use crate::history::{self, History, Op, OpResult, SharedHistory};
 
 /// The label every simulated bead carries.
 pub const LABEL: &str = "sim";
@@ -34,6 +40,22 @@ pub const ATTEMPT_TIMEOUT_MS: u64 = 800;
 pub const THINK_MS_MAX: u64 = 40;
 /// Most beads the final read lists.
 pub const FINAL_LIST_MAX: u32 = 20_000;
+/// Metadata values of a large create.
+pub const LARGE_VALUES_PER_BEAD: usize = 14;
+/// Bytes of each value of a large create.
+pub const LARGE_VALUE_BYTES: usize = 63 * 1024;
+/// Most large creates of a run (about 0.9 MiB each, held by every node several times over).
+pub const LARGE_BEADS_MAX: usize = 12;
+/// Share of creates, in percent, that are large while the run's large creates last.
+pub const LARGE_CREATE_PERCENT: u32 = 10;
+/// Bytes a large create's request may spend on everything but its values (title, keys, labels,
+/// protobuf framing).
+const LARGE_REQUEST_OVERHEAD_BYTES: usize = 16 * 1024;
+
+const _: () = assert!(LARGE_VALUE_BYTES <= api::limits::METADATA_VALUE_BYTES_MAX);
+const _: () = assert!(LARGE_VALUES_PER_BEAD < api::limits::METADATA_KEYS_MAX);
+const _: () =
+    assert!(LARGE_VALUES_PER_BEAD * LARGE_VALUE_BYTES + LARGE_REQUEST_OVERHEAD_BYTES <= api::limits::REQUEST_BYTES_MAX);
 
 /// Beads whose creation was acknowledged, in creation order.
 pub type KnownBeads = Arc<Mutex<Vec<BeadId>>>;
@@ -56,13 +78,38 @@ fn pick_bead(rng: &mut StdRng, known: &KnownBeads) -> Option<BeadId> {
     hot.get(rng.random_range(0..hot.len().max(1))).cloned()
 }
 
+/// The metadata of a large create of `title`: [`LARGE_VALUES_PER_BEAD`] values of
+/// [`LARGE_VALUE_BYTES`], each a pattern of the title and its key, so that no two are alike.
+pub fn large_metadata(title: &str) -> BTreeMap<String, String> {
+    (0..LARGE_VALUES_PER_BEAD)
+        .map(|index| {
+            let key = format!("big-{index:02}");
+            let unit = format!("{title}/{key}|");
+            let mut value = unit.repeat(LARGE_VALUE_BYTES / unit.len() + 1);
+            value.truncate(LARGE_VALUE_BYTES);
+            (key, value)
+        })
+        .collect()
+}
+
+/// A create: large while the run's large creates last and the roll says so (no roll at all
+/// when none are left, so runs without large values draw the same numbers as before they existed).
+fn create(rng: &mut StdRng, title: String, large_left: &AtomicUsize) -> Op {
+    let large = large_left.load(Ordering::Relaxed) > 0 && rng.random_range(0..100) < LARGE_CREATE_PERCENT;
+    if large {
+        large_left.fetch_sub(1, Ordering::Relaxed);
+        return Op::CreateLarge { title };
+    }
+    Op::Create { title }
+}
+
 /// Chooses the next operation of agent `agent`.
-fn choose(rng: &mut StdRng, agent: usize, count: usize, known: &KnownBeads) -> Op {
+fn choose(rng: &mut StdRng, agent: usize, count: usize, known: &KnownBeads, large_left: &AtomicUsize) -> Op {
     let actor = Actor(format!("agent-{agent}"));
     let roll = rng.random_range(0..100);
     let target = pick_bead(rng, known);
     match (roll, target) {
-        (_, None) | (0..15, _) => Op::Create { title: format!("a{agent}-{count}") },
+        (_, None) | (0..15, _) => create(rng, format!("a{agent}-{count}"), large_left),
         (15..30, Some(id)) => Op::Claim { id, actor },
         (30..40, _) => Op::ClaimNext { actor },
         (40..50, Some(id)) => Op::Update { id, priority: rng.random_range(0..5) },
@@ -89,6 +136,12 @@ fn call(op: &Op) -> Call {
         Op::Create { title } => {
             Call::Write(Command::Create(CreateBead { title, labels: [LABEL.to_string()].into(), ..Default::default() }))
         }
+        Op::CreateLarge { title } => Call::Write(Command::Create(CreateBead {
+            metadata: large_metadata(&title),
+            title,
+            labels: [LABEL.to_string()].into(),
+            ..Default::default()
+        })),
         Op::Claim { id, actor } => Call::Write(Command::Claim { id, actor }),
         Op::ClaimNext { actor } => Call::Write(Command::ClaimNext { actor, filter: ready_filter() }),
         Op::Update { id, priority } => {
@@ -122,14 +175,17 @@ pub fn result_of(answer: Result<Outcome, ClientError>) -> OpResult {
     }
 }
 
-/// Runs one operation and records it.
+/// Runs one operation and records it, its answer compacted ([`history::compact_outcome`]).
 pub async fn perform(client: &Client, history: &SharedHistory, agent: usize, op: Op, final_read: bool) -> OpResult {
     let index = history.lock().expect("history lock").invoke(agent, op.clone(), final_read);
     let answer = match call(&op) {
         Call::Write(command) => client.execute(command).await,
         Call::Read(query) => client.query(query).await,
     };
-    let result = result_of(answer);
+    let result = match result_of(answer) {
+        OpResult::Ok(outcome) => OpResult::Ok(history::compact_outcome(outcome)),
+        other => other,
+    };
     history.lock().expect("history lock").complete(index, result.clone());
     result
 }
@@ -145,6 +201,8 @@ pub struct Agents {
     pub seed: u64,
     /// Simulated time at which they stop starting operations.
     pub stop_at: Duration,
+    /// Large creates the agents may still make, together (0 unless the run has large values).
+    pub large_left: Arc<AtomicUsize>,
 }
 
 async fn agent(settings: Agents, index: usize, history: SharedHistory, known: KnownBeads) -> turmoil::Result {
@@ -152,8 +210,8 @@ async fn agent(settings: Agents, index: usize, history: SharedHistory, known: Kn
     let client = client(&settings.node_ids, &mut rng)?;
     let mut count = 0usize;
     while turmoil::sim_elapsed().unwrap_or_default() < settings.stop_at {
-        let op = choose(&mut rng, index, count, &known);
-        let is_create = matches!(op, Op::Create { .. });
+        let op = choose(&mut rng, index, count, &known, &settings.large_left);
+        let is_create = op.created_title().is_some();
         let result = perform(&client, &history, index, op, false).await;
         if let (true, OpResult::Ok(Outcome::Bead(bead))) = (is_create, &result) {
             known.lock().expect("known beads lock").push(bead.id.clone());

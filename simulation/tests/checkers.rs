@@ -6,9 +6,10 @@ use api::command::{Command, CreateBead, Proposal};
 use api::model::{Actor, Bead, BeadId, Namespace, Status, Timestamp};
 use api::outcome::{Outcome, Refusal};
 use api::state::State;
-use simulation::checkers::{exactly_once, linearizability, metadata, raft_safety};
+use simulation::checkers::{durability, exactly_once, linearizability, metadata, raft_safety};
 use simulation::cluster::Observation;
-use simulation::history::{History, Op, OpResult};
+use simulation::history::{History, Op, OpResult, compact_value};
+use simulation::workload::large_metadata;
 
 /// The bead a create of `title` makes as the first bead of the namespace.
 fn created(title: &str) -> Bead {
@@ -188,4 +189,21 @@ fn a_leader_missing_applied_entries_is_rejected() {
     // A node restoring its own leadership of an older term owes nothing to later terms.
     let restored = Observation { node: 2, term: 1, leader: true, last_log_index: 7, applied: None, ..applied.clone() };
     assert!(raft_safety::check(&[applied, restored]).is_empty());
+}
+
+#[test]
+fn a_large_value_changed_after_its_create_was_acknowledged_is_rejected() {
+    let mut bead = created("a0-0");
+    bead.metadata = large_metadata("a0-0").into_iter().map(|(key, value)| (key, compact_value(&value))).collect();
+    let mut history = History::default();
+    sequential(&mut history, 0, Op::CreateLarge { title: "a0-0".into() }, bead_result(&bead));
+    assert!(durability::check(&history, std::slice::from_ref(&bead)).is_empty());
+    assert!(linearizability::check(&history).is_empty(), "{:?}", linearizability::check(&history));
+    let mut changed = bead.clone();
+    let mut value = large_metadata("a0-0").remove("big-03").unwrap();
+    value.replace_range(100..101, "\0");
+    changed.metadata.insert("big-03".into(), compact_value(&value));
+    assert_eq!(durability::check(&history, &[changed.clone()]).len(), 1);
+    sequential(&mut history, 1, Op::Get { id: id(&bead) }, get_result(&changed));
+    assert_eq!(linearizability::check(&history).len(), 1);
 }

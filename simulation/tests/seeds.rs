@@ -18,6 +18,8 @@ const SEEDS_3_NODES: u64 = 100;
 const SEEDS_5_NODES: u64 = 50;
 /// Seeds within which the no-fsync mutation must be caught.
 const MUTATION_SEEDS_MAX: u64 = 20;
+/// Seeds of the large-values band (each moves ~10 MiB through every node, so fewer).
+const SEEDS_LARGE_VALUES: u64 = 8;
 
 fn config(seed: u64, nodes: u64) -> RunConfig {
     RunConfig { nodes, duration: Duration::from_secs(6), ..RunConfig::new(seed) }
@@ -75,6 +77,18 @@ fn fresh_band_3_nodes() {
 #[test]
 fn fresh_band_5_nodes() {
     band(fresh_start().wrapping_add(1_000_000), SEEDS_5_NODES, 5);
+}
+
+/// Creates near the request size limit, under every fault: replication, catch-up and snapshots
+/// of entries and records of ~0.9 MiB.
+#[test]
+fn large_values_band_3_nodes() {
+    let mut large = 0;
+    for seed in 2_000_000..2_000_000 + SEEDS_LARGE_VALUES {
+        let report = run_clean(&RunConfig { large_values: true, ..config(seed, 3) });
+        large += report.large_creates;
+    }
+    assert!(large as u64 >= SEEDS_LARGE_VALUES * 4, "the band made only {large} large creates");
 }
 
 #[test]

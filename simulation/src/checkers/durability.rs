@@ -4,7 +4,9 @@
 //! client): once the cluster acknowledged a write, it is in the state every later read sees,
 //! whatever crashed, lost unsynced writes or was partitioned in between. Checked on the final
 //! read after healing: every acknowledged create exists, every acknowledged claim still names its
-//! claimer, every acknowledged close left the bead closed. (Metadata has its own checker.)
+//! claimer, every acknowledged close left the bead closed, and every acknowledged large create
+//! still holds each of its values byte for byte (compared through the history's digests, see
+//! [`crate::history::compact_value`]). (Metadata keys set later have their own checker.)
 
 use std::collections::BTreeMap;
 
@@ -12,7 +14,8 @@ use api::model::{Bead, BeadId, Status};
 use api::outcome::Outcome;
 
 use super::Violation;
-use crate::history::{History, Op, OpResult};
+use crate::history::{History, Op, OpResult, compact_value};
+use crate::workload::large_metadata;
 
 fn claimed(outcome: &Outcome) -> Option<&Bead> {
     match outcome {
@@ -31,8 +34,20 @@ pub fn check(history: &History, beads: &[Bead]) -> Vec<Violation> {
     for entry in &history.entries {
         let OpResult::Ok(outcome) = &entry.result else { continue };
         match &entry.op {
-            Op::Create { title } if !by_title.contains_key(title.as_str()) => {
+            Op::Create { title } | Op::CreateLarge { title } if !by_title.contains_key(title.as_str()) => {
                 lost(format!("acknowledged create {title:?} (invoked at {}) is missing after healing", entry.invoked));
+            }
+            Op::CreateLarge { title } => {
+                let bead = by_title[title.as_str()];
+                for (key, value) in large_metadata(title) {
+                    let found = bead.metadata.get(&key);
+                    if found != Some(&compact_value(&value)) {
+                        lost(format!(
+                            "acknowledged large create {title:?} (invoked at {}) reads {key}={found:?} after healing",
+                            entry.invoked
+                        ));
+                    }
+                }
             }
             Op::Claim { actor, .. } | Op::ClaimNext { actor } => {
                 let Some(bead) = claimed(outcome) else { continue };

@@ -23,8 +23,8 @@ use api::outcome::{Answer, Outcome, Refusal};
 use api::state::{NamespaceMeta, Record, RecordKey, State};
 
 use super::Violation;
-use crate::history::{Entry, History, Op, OpResult};
-use crate::workload::LABEL;
+use crate::history::{Entry, History, Op, OpResult, compact_value};
+use crate::workload::{LABEL, large_metadata};
 
 /// Most model steps the search may take for one bead before it gives up (and says so).
 pub const SEARCH_STEPS_MAX: usize = 2_000_000;
@@ -49,7 +49,7 @@ impl Projection {
             assignee: bead.assignee.clone(),
             priority: bead.priority,
             labels: bead.labels.iter().cloned().collect(),
-            metadata: bead.metadata.clone(),
+            metadata: bead.metadata.iter().map(|(key, value)| (key.clone(), compact_value(value))).collect(),
         }
     }
 }
@@ -94,6 +94,14 @@ fn command_of(op: &Op) -> Option<Command> {
             labels: [LABEL.to_string()].into(),
             ..Default::default()
         })),
+        // The model holds the values as the history keeps them (compact), so its answers compare
+        // with the recorded ones as they are.
+        Op::CreateLarge { title } => Some(Command::Create(CreateBead {
+            title: title.clone(),
+            labels: [LABEL.to_string()].into(),
+            metadata: large_metadata(title).into_iter().map(|(key, value)| (key, compact_value(&value))).collect(),
+            ..Default::default()
+        })),
         Op::Claim { id, actor } => Some(Command::Claim { id: id.clone(), actor: actor.clone() }),
         Op::ClaimNext { actor } => Some(Command::ClaimNext {
             actor: actor.clone(),
@@ -133,7 +141,7 @@ pub fn sub_history(history: &History, id: &BeadId, create: usize) -> Vec<BeadOp>
     for (index, entry) in history.entries.iter().enumerate() {
         let expect = match (&entry.op, &entry.result) {
             (_, OpResult::Pending) => continue,
-            (Op::Create { .. }, result) if index == create => match result {
+            (op, result) if index == create && op.created_title().is_some() => match result {
                 OpResult::Ok(outcome) => Expect::Bead(answer_bead(outcome, id).unwrap_or_else(|| unreachable_bead(id))),
                 _ => Expect::Unknown,
             },
@@ -313,10 +321,7 @@ pub fn observed_beads(history: &History) -> BTreeMap<BeadId, (usize, u64)> {
         .entries
         .iter()
         .enumerate()
-        .filter_map(|(index, entry)| match &entry.op {
-            Op::Create { title } => Some((title.as_str(), index)),
-            _ => None,
-        })
+        .filter_map(|(index, entry)| entry.op.created_title().map(|title| (title, index)))
         .collect();
     let mut beads = BTreeMap::new();
     for entry in &history.entries {
