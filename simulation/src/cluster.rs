@@ -9,7 +9,12 @@
 //!
 //! Each node reports its Raft metrics to [`Observations`] through `node::run`'s observer, which
 //! the Raft safety checkers read.
+//!
+//! A node whose `node::run` returns an error (it found its storage damaged, say) is recorded in
+//! [`FailedStarts`] and its host stops; it stays down for the rest of the run.
+//! Invariant: a node whose start failed is never started again (asserted at every start).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -88,6 +93,18 @@ pub struct Observation {
 
 /// Every node's readings, in the order they happened.
 pub type Observations = Arc<Mutex<Vec<Observation>>>;
+
+/// A start of a node that failed: `node::run` returned an error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FailedStart {
+    /// Simulated time of the failure.
+    pub at: Duration,
+    /// The error, with the node's data directory written as `<data-dir>` (its path is random).
+    pub error: String,
+}
+
+/// The nodes whose start failed; each stays down for the rest of the run.
+pub type FailedStarts = Arc<Mutex<BTreeMap<u64, FailedStart>>>;
 
 /// A disk as a simulated node uses it. Its calls run inline (`BLOCKS` is false even on RocksDB),
 /// so a crashed host leaves no snapshot job running on a blocking thread with the database open,
@@ -207,14 +224,23 @@ fn observer(node: u64, observations: Observations) -> MetricsObserver {
     })
 }
 
+/// What a node's host shares with the rest of the run.
+#[derive(Clone)]
+struct Reports {
+    observations: Observations,
+    failed_starts: FailedStarts,
+}
+
 async fn serve<D: Disk>(
     config: NodeConfig,
     disk: Arc<D>,
     clock: SimClock,
     seed: u64,
-    observations: Observations,
+    reports: Reports,
 ) -> turmoil::Result {
     let node_id = config.id;
+    let data_dir = config.data_dir.display().to_string();
+    let Reports { observations, failed_starts } = reports;
     let params = NodeParams {
         config,
         incoming: net::incoming().await?,
@@ -227,31 +253,43 @@ async fn serve<D: Disk>(
         shutdown: Box::pin(futures::future::pending()),
         observer: Some(observer(node_id, observations)),
     };
-    node::run(params).await?;
+    if let Err(error) = node::run(params).await {
+        let error = error.to_string().replace(&data_dir, "<data-dir>");
+        tracing::warn!(node = node_id, %error, "the node failed to start; it stays down");
+        let failed = FailedStart { at: turmoil::sim_elapsed().unwrap_or_default(), error };
+        failed_starts.lock().expect("failed starts lock").insert(node_id, failed);
+    }
     Ok(())
 }
 
 /// Registers node `simulated` as a turmoil host. turmoil calls the closure again on every
-/// restart (`bounce`), so a restarted node starts from whatever its disk kept.
-pub fn register(sim: &mut Sim<'_>, setup: &ClusterSetup, simulated: &SimNode, observations: &Observations) {
+/// restart (`bounce`), so a restarted node starts from whatever its disk kept. A failed start
+/// lands in `failed_starts`.
+pub fn register(
+    sim: &mut Sim<'_>,
+    setup: &ClusterSetup,
+    simulated: &SimNode,
+    observations: &Observations,
+    failed_starts: &FailedStarts,
+) {
     let id = simulated.id;
     let config = node_config(setup, id, simulated.dir.path().to_path_buf());
     let (disk, offset, kind, mutation) =
         (simulated.disk.clone(), simulated.clock_offset_ms.clone(), setup.disk_kind, setup.mutation);
     let seed = setup.seed ^ id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    let observations = observations.clone();
+    let reports = Reports { observations: observations.clone(), failed_starts: failed_starts.clone() };
     sim.host(host_name(id), move || {
-        let (config, disk, observations) = (config.clone(), disk.clone(), observations.clone());
+        let (config, disk, reports) = (config.clone(), disk.clone(), reports.clone());
         let clock = SimClock { offset_ms: offset.clone() };
+        let failed = reports.failed_starts.lock().expect("failed starts lock").contains_key(&id);
+        assert!(!failed, "node {id} failed to start before and must stay down");
         async move {
             let fsync = mutation != Some(Mutation::NoFsync);
             match kind {
-                DiskKind::Memory => {
-                    serve(config, Arc::new(SimDisk { inner: disk, fsync }), clock, seed, observations).await
-                }
+                DiskKind::Memory => serve(config, Arc::new(SimDisk { inner: disk, fsync }), clock, seed, reports).await,
                 DiskKind::Rocks => {
                     let rocks = Arc::new(RocksDisk::open(&config.data_dir.join("db"))?);
-                    serve(config, Arc::new(SimDisk { inner: rocks, fsync }), clock, seed, observations).await
+                    serve(config, Arc::new(SimDisk { inner: rocks, fsync }), clock, seed, reports).await
                 }
             }
         }

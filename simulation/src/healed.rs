@@ -1,6 +1,9 @@
 //! The healed phase's reader: a turmoil client that, once every fault is removed, checks that
 //! the cluster serves a write in bounded time, reads back every bead, and waits for all nodes to
 //! converge. What it finds goes to the liveness, durability and convergence checkers.
+//!
+//! Convergence is asked of every live node: every node but those whose start failed
+//! ([`cluster::FailedStarts`]), so a node that started on damaged storage is compared too.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -27,7 +30,7 @@ pub const POLL_MS: u64 = 200;
 pub struct Healed {
     /// Simulated time from healing to the first served write, or why there was none.
     pub write_after_heal: Result<Duration, String>,
-    /// Each node's (id, applied index, digest) once they agreed, or how they disagreed.
+    /// Each live node's (id, applied index, digest) once they agreed, or how they disagreed.
     pub convergence: Result<Vec<(u64, u64, u64)>, String>,
 }
 
@@ -51,6 +54,8 @@ pub struct Schedule {
     pub seed: u64,
     /// The reader's agent number in the history.
     pub agent: usize,
+    /// The nodes whose start failed: left out of convergence.
+    pub failed_starts: cluster::FailedStarts,
 }
 
 fn now() -> Duration {
@@ -106,10 +111,14 @@ async fn statuses(node_ids: &[u64]) -> Vec<Result<(u64, u64, u64), String>> {
     found
 }
 
-async fn converge(node_ids: &[u64]) -> Result<Vec<(u64, u64, u64)>, String> {
+async fn converge(node_ids: &[u64], failed_starts: &cluster::FailedStarts) -> Result<Vec<(u64, u64, u64)>, String> {
     let bound = now() + Duration::from_millis(CONVERGENCE_MS_MAX);
     loop {
-        let found = statuses(node_ids).await;
+        let live: Vec<u64> = {
+            let failed = failed_starts.lock().expect("failed starts lock");
+            node_ids.iter().copied().filter(|id| !failed.contains_key(id)).collect()
+        };
+        let found = statuses(&live).await;
         let agreed: Result<Vec<_>, String> = found.iter().cloned().collect();
         let last = match agreed {
             Ok(all) if all.windows(2).all(|pair| (pair[0].1, pair[0].2) == (pair[1].1, pair[1].2)) => return Ok(all),
@@ -144,7 +153,7 @@ async fn reader(schedule: Schedule, history: SharedHistory, report: Arc<Mutex<He
         report.lock().expect("healed report lock").convergence = Err("the final read never succeeded".into());
         return Ok(());
     }
-    let convergence = converge(&schedule.node_ids).await;
+    let convergence = converge(&schedule.node_ids, &schedule.failed_starts).await;
     report.lock().expect("healed report lock").convergence = convergence;
     Ok(())
 }

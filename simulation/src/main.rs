@@ -103,6 +103,7 @@ fn main() -> ExitCode {
     };
     let started = Instant::now();
     let (mut ops, mut faults, mut unknown, mut simulated) = (0usize, 0usize, 0usize, Duration::ZERO);
+    let (mut damaged, mut failed_starts) = (0usize, 0usize);
     for (done, seed) in seeds.iter().enumerate() {
         let config = RunConfig {
             seed: *seed,
@@ -131,6 +132,8 @@ fn main() -> ExitCode {
         ops += report.ops;
         faults += report.faults;
         unknown += report.unknown_ops;
+        damaged += report.damaged_nodes;
+        failed_starts += report.failed_starts;
         simulated += report.simulated;
         progress(done as u64 + 1, seeds.len() as u64, &report);
         if !report.violations.is_empty() {
@@ -147,10 +150,12 @@ fn main() -> ExitCode {
     }
     let wall = started.elapsed();
     eprintln!();
-    println!("| seeds | nodes | ops | unknown outcome | faults | simulated | wall | simulated/wall | seeds/min |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     println!(
-        "| {} | {} | {ops} | {unknown} | {faults} | {:.0} s | {:.1} s | {:.1} | {:.1} |",
+        "| seeds | nodes | ops | unknown outcome | faults | damaged nodes | failed starts | simulated | wall | simulated/wall | seeds/min |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| {} | {} | {ops} | {unknown} | {faults} | {damaged} | {failed_starts} | {:.0} s | {:.1} s | {:.1} | {:.1} |",
         seeds.len(),
         args.nodes,
         simulated.as_secs_f64(),

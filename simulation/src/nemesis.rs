@@ -6,6 +6,9 @@
 //! seeded share of its unsynced writes), and a node's clock jumping forward. At the end of the
 //! fault phase [`Nemesis::heal`] removes them all; clock jumps stay, as a real clock that jumped
 //! would until an operator fixed it.
+//!
+//! A node whose start failed ([`cluster::FailedStarts`]) is down for good: the nemesis neither
+//! crashes nor restarts it again, and says so in the trace once.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
@@ -16,7 +19,7 @@ use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 use turmoil::Sim;
 
-use crate::cluster::{self, SimNode};
+use crate::cluster::{self, FailedStarts, SimNode};
 
 /// Shortest pause between two nemesis actions (simulated time).
 pub const ACTION_GAP_MS_MIN: u64 = 300;
@@ -58,13 +61,19 @@ pub struct Nemesis {
     down_until: BTreeMap<u64, Duration>,
     cut: BTreeSet<(u64, u64)>,
     slow: BTreeSet<(u64, u64)>,
+    failed_starts: FailedStarts,
+    /// Failed starts already put in the trace.
+    failures_told: BTreeSet<u64>,
     /// Faults injected so far.
     pub injected: usize,
+    /// What was damaged on each node's storage, by node.
+    pub damaged: BTreeMap<u64, Vec<String>>,
 }
 
 impl Nemesis {
-    /// A nemesis over these nodes, drawing from `seed`.
-    pub fn new(seed: u64, faults: &[Fault], ids: &[u64]) -> Nemesis {
+    /// A nemesis over these nodes, drawing from `seed`; it leaves the nodes of `failed_starts`
+    /// down.
+    pub fn new(seed: u64, faults: &[Fault], ids: &[u64], failed_starts: &FailedStarts) -> Nemesis {
         Nemesis {
             rng: StdRng::seed_from_u64(seed ^ 0x6e65_6d65_7369_7300),
             faults: faults.to_vec(),
@@ -73,13 +82,17 @@ impl Nemesis {
             down_until: BTreeMap::new(),
             cut: BTreeSet::new(),
             slow: BTreeSet::new(),
+            failed_starts: failed_starts.clone(),
+            failures_told: BTreeSet::new(),
             injected: 0,
+            damaged: BTreeMap::new(),
         }
     }
 
     /// Acts if it is time to; returns what it did, for the trace.
     pub fn tick(&mut self, sim: &mut Sim<'_>, nodes: &[SimNode], now: Duration, leader: Option<u64>) -> Vec<String> {
-        let mut events = self.restart_due(sim, now);
+        let mut events = self.failures_to_tell();
+        events.extend(self.restart_due(sim, now));
         if now < self.next_at || self.faults.is_empty() {
             return events;
         }
@@ -98,6 +111,23 @@ impl Nemesis {
         if let Some(event) = event {
             self.injected += 1;
             events.push(event);
+        }
+        events
+    }
+
+    /// The nodes whose start failed.
+    fn failed(&self) -> BTreeSet<u64> {
+        self.failed_starts.lock().expect("failed starts lock").keys().copied().collect()
+    }
+
+    /// Failed starts not yet in the trace.
+    pub fn failures_to_tell(&mut self) -> Vec<String> {
+        let failed = self.failed_starts.lock().expect("failed starts lock").clone();
+        let mut events = Vec::new();
+        for (id, failure) in failed {
+            if self.failures_told.insert(id) {
+                events.push(format!("n{id} failed to start and stays down: {}", failure.error));
+            }
         }
         events
     }
@@ -157,7 +187,9 @@ impl Nemesis {
     }
 
     fn crash(&mut self, sim: &mut Sim<'_>, nodes: &[SimNode], now: Duration) -> Option<String> {
-        let running: Vec<&SimNode> = nodes.iter().filter(|node| !self.down_until.contains_key(&node.id)).collect();
+        let failed = self.failed();
+        let running: Vec<&SimNode> =
+            nodes.iter().filter(|node| !self.down_until.contains_key(&node.id) && !failed.contains(&node.id)).collect();
         let node = running.choose(&mut self.rng)?;
         sim.crash(cluster::host_name(node.id));
         let unsynced = node.disk.unsynced_batches();
@@ -191,9 +223,11 @@ impl Nemesis {
         events
     }
 
-    /// Removes every fault but clock jumps: repairs the network and restarts crashed nodes.
+    /// Removes every fault but clock jumps: repairs the network and restarts crashed nodes (not
+    /// those whose start failed: they stay down).
     pub fn heal(&mut self, sim: &mut Sim<'_>) -> Vec<String> {
-        let mut events = self.repair_network(sim);
+        let mut events = self.failures_to_tell();
+        events.extend(self.repair_network(sim));
         for id in std::mem::take(&mut self.down_until).into_keys() {
             sim.bounce(cluster::host_name(id));
             events.push(format!("restart n{id}"));

@@ -10,13 +10,14 @@
 //! nemesis' and the simulated clock. The trace it returns is the same, byte for byte, for the
 //! same configuration.
 
+use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::checkers::{self, Evidence, Violation};
-use crate::cluster::{self, ClusterSetup, DiskKind, Mutation, Observations};
+use crate::cluster::{self, ClusterSetup, DiskKind, FailedStarts, Mutation, Observations};
 use crate::healed::{self, Healed, Schedule};
 use crate::history::{Op, OpResult};
 use crate::nemesis::{Fault, Nemesis};
@@ -102,6 +103,10 @@ pub struct RunReport {
     pub large_creates: usize,
     /// Faults injected.
     pub faults: usize,
+    /// Nodes whose storage the nemesis damaged.
+    pub damaged_nodes: usize,
+    /// Nodes whose start failed (they stayed down).
+    pub failed_starts: usize,
     /// Simulated time the run covered.
     pub simulated: Duration,
     /// Wall-clock time it took.
@@ -131,7 +136,7 @@ impl Trace {
 
 fn current_leader(observations: &Observations) -> Option<u64> {
     let observations = observations.lock().expect("observations lock");
-    let mut latest: std::collections::BTreeMap<u64, (u64, bool)> = std::collections::BTreeMap::new();
+    let mut latest: BTreeMap<u64, (u64, bool)> = BTreeMap::new();
     for observation in observations.iter() {
         latest.insert(observation.node, (observation.term, observation.leader));
     }
@@ -159,8 +164,9 @@ pub fn run(config: &RunConfig) -> Result<RunReport, String> {
 
     let setup = ClusterSetup { ids: ids.clone(), disk_kind: config.disk, mutation: config.mutation, seed: config.seed };
     let observations: Observations = Arc::new(Mutex::new(Vec::new()));
+    let failed_starts: FailedStarts = Arc::new(Mutex::new(BTreeMap::new()));
     for node in &nodes {
-        cluster::register(&mut sim, &setup, node, &observations);
+        cluster::register(&mut sim, &setup, node, &observations, &failed_starts);
     }
     let history = workload::new_history();
     let known = Arc::new(Mutex::new(Vec::new()));
@@ -168,10 +174,17 @@ pub fn run(config: &RunConfig) -> Result<RunReport, String> {
     let agents =
         Agents { count: config.agents, node_ids: ids.clone(), seed: config.seed, stop_at: agents_stop, large_left };
     workload::register(&mut sim, &agents, &history, &known);
-    let schedule = Schedule { node_ids: ids.clone(), heal_at, agents_done_at, seed: config.seed, agent: config.agents };
+    let schedule = Schedule {
+        node_ids: ids.clone(),
+        heal_at,
+        agents_done_at,
+        seed: config.seed,
+        agent: config.agents,
+        failed_starts: failed_starts.clone(),
+    };
     let healed_report = healed::register(&mut sim, &schedule, &history);
 
-    let mut nemesis = Nemesis::new(config.seed, &config.faults, &ids);
+    let mut nemesis = Nemesis::new(config.seed, &config.faults, &ids, &failed_starts);
     let mut trace = Trace { lines: Vec::new(), keep: config.keep_trace, hasher: Default::default() };
     let mut healed = false;
     let mut stopped = None;
@@ -198,12 +211,16 @@ pub fn run(config: &RunConfig) -> Result<RunReport, String> {
         }
     }
     let simulated = sim.elapsed();
+    for event in nemesis.failures_to_tell() {
+        trace.push(format!("[{:>8.3}s] nemesis: {event}", simulated.as_secs_f64()));
+    }
     drop(sim);
 
     history.lock().expect("history lock").close_pending();
     let history = std::mem::take(&mut *history.lock().expect("history lock"));
     let observations = std::mem::take(&mut *observations.lock().expect("observations lock"));
     let healed_found: Healed = healed_report.lock().expect("healed report lock").clone();
+    let failed_starts = std::mem::take(&mut *failed_starts.lock().expect("failed starts lock"));
     for observation in &observations {
         trace.push(format!("[{:>8.3}s] raft: {observation:?}", observation.at.as_secs_f64()));
     }
@@ -230,6 +247,8 @@ pub fn run(config: &RunConfig) -> Result<RunReport, String> {
             healed: &healed_found,
             nodes: &nodes,
             memory_disks: config.disk == DiskKind::Memory,
+            failed_starts: &failed_starts,
+            damaged: &nemesis.damaged,
         };
         violations = checkers::check_all(&evidence);
     }
@@ -245,6 +264,8 @@ pub fn run(config: &RunConfig) -> Result<RunReport, String> {
         unknown_ops,
         large_creates,
         faults: nemesis.injected,
+        damaged_nodes: nemesis.damaged.len(),
+        failed_starts: failed_starts.len(),
         simulated,
         wall: started.elapsed(),
         trace_hash: trace.hasher.finish(),

@@ -6,8 +6,12 @@ use api::command::{Command, CreateBead, Proposal};
 use api::model::{Actor, Bead, BeadId, Namespace, Status, Timestamp};
 use api::outcome::{Outcome, Refusal};
 use api::state::State;
-use simulation::checkers::{durability, exactly_once, linearizability, metadata, raft_safety};
-use simulation::cluster::Observation;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use simulation::checkers::{convergence, durability, exactly_once, integrity, linearizability, metadata, raft_safety};
+use simulation::cluster::{FailedStart, Observation};
+use simulation::healed::Healed;
 use simulation::history::{History, Op, OpResult, compact_value};
 use simulation::workload::large_metadata;
 
@@ -206,4 +210,26 @@ fn a_large_value_changed_after_its_create_was_acknowledged_is_rejected() {
     assert_eq!(durability::check(&history, &[changed.clone()]).len(), 1);
     sequential(&mut history, 1, Op::Get { id: id(&bead) }, get_result(&changed));
     assert_eq!(linearizability::check(&history).len(), 1);
+}
+
+#[test]
+fn convergence_must_cover_every_live_node() {
+    let healed =
+        |agreed: Vec<(u64, u64, u64)>| Healed { write_after_heal: Ok(Duration::ZERO), convergence: Ok(agreed) };
+    // Node 2 failed to start: the two others agreeing is convergence.
+    assert!(convergence::check(&healed(vec![(1, 40, 7), (3, 40, 7)]), &[1, 3]).is_empty());
+    // A live node left out of the comparison (a damaged node that started, say) is not.
+    assert_eq!(convergence::check(&healed(vec![(1, 40, 7), (3, 40, 7)]), &[1, 2, 3]).len(), 1);
+    let disagreed = Healed { write_after_heal: Ok(Duration::ZERO), convergence: Err("digests differ".into()) };
+    assert_eq!(convergence::check(&disagreed, &[1, 2, 3]).len(), 1);
+}
+
+#[test]
+fn a_failed_start_on_undamaged_storage_is_rejected() {
+    let failed = BTreeMap::from([(2, FailedStart { at: Duration::from_secs(4), error: "refusing to start".into() })]);
+    let damaged_2 = BTreeMap::from([(2, vec!["log entry 17: bit 3 of byte 40 flipped".to_string()])]);
+    let damaged_1 = BTreeMap::from([(1, vec!["state record: byte 9 zeroed".to_string()])]);
+    assert!(integrity::check(&failed, &damaged_2).is_empty());
+    assert_eq!(integrity::check(&failed, &damaged_1).len(), 1);
+    assert!(integrity::check(&BTreeMap::new(), &damaged_1).is_empty());
 }

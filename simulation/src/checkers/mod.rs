@@ -1,8 +1,9 @@
 //! The checkers: each module checks one property of a finished run and cites it.
 //!
 //! They read the observed [`History`], the nodes' Raft [`Observation`]s, what the healed-phase
-//! reader found ([`Healed`]) and, for log matching, the nodes' disks. A checker returns the
-//! violations it found, each saying what broke and on what evidence.
+//! reader found ([`Healed`]), the nodes whose start failed and the damage the nemesis did, and,
+//! for log matching, the nodes' disks. A checker returns the violations it found, each saying
+//! what broke and on what evidence.
 //!
 //! To add a checker: write a module here with a `check` function returning `Vec<Violation>`,
 //! cite its property in the module header, call it from [`check_all`], and give it a test with a
@@ -11,15 +12,18 @@
 pub mod convergence;
 pub mod durability;
 pub mod exactly_once;
+pub mod integrity;
 pub mod linearizability;
 pub mod liveness;
 pub mod metadata;
 pub mod raft_safety;
 
+use std::collections::BTreeMap;
+
 use api::model::Bead;
 use api::outcome::Outcome;
 
-use crate::cluster::{Observation, SimNode};
+use crate::cluster::{FailedStart, Observation, SimNode};
 use crate::healed::Healed;
 use crate::history::{History, Op, OpResult};
 
@@ -50,6 +54,17 @@ pub struct Evidence<'a> {
     pub nodes: &'a [SimNode],
     /// Whether the disks are memory disks.
     pub memory_disks: bool,
+    /// The nodes whose start failed; they stayed down.
+    pub failed_starts: &'a BTreeMap<u64, FailedStart>,
+    /// What the nemesis damaged on each node's storage, by node.
+    pub damaged: &'a BTreeMap<u64, Vec<String>>,
+}
+
+impl Evidence<'_> {
+    /// The nodes that were up at the end: all but those whose start failed.
+    pub fn live_nodes(&self) -> Vec<u64> {
+        self.nodes.iter().map(|node| node.id).filter(|id| !self.failed_starts.contains_key(id)).collect()
+    }
 }
 
 /// The beads of the final read, when it succeeded.
@@ -64,10 +79,14 @@ pub fn final_beads(history: &History) -> Option<&[Bead]> {
 pub fn check_all(evidence: &Evidence<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     violations.extend(liveness::check(evidence.healed));
-    violations.extend(convergence::check(evidence.healed));
+    violations.extend(convergence::check(evidence.healed, &evidence.live_nodes()));
+    violations.extend(integrity::check(evidence.failed_starts, evidence.damaged));
     violations.extend(raft_safety::check(evidence.observations));
     if evidence.memory_disks {
-        violations.extend(raft_safety::check_log_matching(evidence.nodes));
+        // A node whose start failed holds damaged storage by design; the others' logs must match.
+        let live: Vec<&SimNode> =
+            evidence.nodes.iter().filter(|node| !evidence.failed_starts.contains_key(&node.id)).collect();
+        violations.extend(raft_safety::check_log_matching(&live));
     }
     match final_beads(evidence.history) {
         Some(beads) => {

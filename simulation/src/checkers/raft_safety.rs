@@ -93,7 +93,7 @@ fn read_log(node: &SimNode) -> Result<BTreeMap<u64, (String, Vec<u8>)>, String> 
 }
 
 /// Checks log matching between every pair of nodes.
-pub fn check_log_matching(nodes: &[SimNode]) -> Vec<Violation> {
+pub fn check_log_matching(nodes: &[&SimNode]) -> Vec<Violation> {
     let mut logs = Vec::new();
     for node in nodes {
         match read_log(node) {

@@ -1,0 +1,31 @@
+//! Storage integrity: a node refuses to start only on damaged storage, and the rest of the run
+//! goes on without it.
+//!
+//! Property (the node's start-up verification, `node::NodeError::Corrupt`, seen from outside): a
+//! node whose storage is intact always starts; a node whose synced log, state or meta values were
+//! damaged either refuses to start (then it stays down, and the cluster must stay live, converge
+//! and lose nothing acknowledged without it: the other checkers) or starts with state that agrees
+//! with the other nodes (the convergence and log matching checkers compare it). What the nemesis
+//! damaged and which starts failed both reach this checker, so a start that failed on storage the
+//! nemesis never touched (a verification that refuses good data, or a crash that loses synced
+//! data) is reported here.
+
+use std::collections::BTreeMap;
+
+use super::Violation;
+use crate::cluster::FailedStart;
+
+/// Checks every failed start against what was damaged.
+pub fn check(failed_starts: &BTreeMap<u64, FailedStart>, damaged: &BTreeMap<u64, Vec<String>>) -> Vec<Violation> {
+    failed_starts
+        .iter()
+        .filter(|(id, _)| !damaged.contains_key(id))
+        .map(|(id, failed)| Violation {
+            checker: "integrity",
+            detail: format!(
+                "node {id} failed to start at {:?} though its storage was never damaged: {}",
+                failed.at, failed.error
+            ),
+        })
+        .collect()
+}
