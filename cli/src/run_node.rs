@@ -126,7 +126,13 @@ pub async fn run_node(args: &NodeArgs) -> Outcome {
         Failure::Refused(format!("cannot create --data-dir {}: {error}", config.data_dir.display()))
     })?;
     let disk = RocksDisk::open(&config.data_dir.join("db")).map_err(|error| {
-        Failure::Refused(format!("cannot open the database in {}: {error}", config.data_dir.display()))
+        let dir = config.data_dir.display().to_string();
+        match error.kind() {
+            std::io::ErrorKind::InvalidData => {
+                Failure::Refused(node::NodeError::Corrupt { dir, detail: error.to_string() }.to_string())
+            }
+            _ => Failure::Refused(format!("cannot open the database in {dir}: {error}")),
+        }
     })?;
     let listener = tokio::net::TcpListener::bind(&config.listen)
         .await

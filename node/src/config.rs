@@ -40,6 +40,12 @@ pub struct RaftSettings {
     /// fsync finishes, so the leader's and the followers' fsyncs overlap. Safe: an entry still
     /// commits only once a majority has it on disk.
     pub replicate_before_local_sync: bool,
+    /// Largest snapshot this node accepts from another, in bytes; a larger one is refused as its
+    /// bytes arrive, and its file deleted.
+    pub snapshot_receive_bytes_max: u64,
+    /// Longest a received snapshot may take to arrive; a slower one is refused and its file
+    /// deleted.
+    pub snapshot_receive_timeout_ms: u64,
 }
 
 impl Default for RaftSettings {
@@ -55,6 +61,8 @@ impl Default for RaftSettings {
             max_payload_entries: 512,
             rpc_timeout_ms: 2_000,
             replicate_before_local_sync: false,
+            snapshot_receive_bytes_max: 8 * 1024 * 1024 * 1024,
+            snapshot_receive_timeout_ms: 180_000,
         }
     }
 }
@@ -75,6 +83,11 @@ pub enum ConfigError {
 impl RaftSettings {
     /// The openraft configuration, every safety-relevant field set explicitly.
     pub fn to_openraft(&self, cluster_name: &str) -> Result<openraft::Config, ConfigError> {
+        if self.snapshot_receive_bytes_max == 0 || self.snapshot_receive_timeout_ms == 0 {
+            return Err(ConfigError::Invalid(
+                "snapshot_receive_bytes_max and snapshot_receive_timeout_ms must be above 0; a node that accepts no snapshot can never catch up from one".into(),
+            ));
+        }
         if self.max_in_snapshot_log_to_keep < 1000 {
             return Err(ConfigError::Invalid(
                 "max_in_snapshot_log_to_keep must be at least 1000 (openraft issue 2116: a small value lets a purge race a queued apply)".into(),

@@ -13,7 +13,6 @@ use std::time::Duration;
 use api::command::{Proposal, RequestId};
 use api::convert::{Consistency, ReadRequest, WriteRequest};
 use api::outcome::Answer;
-use api::proto::raft_client::RaftClient;
 use api::request_ids::RequestIds;
 use openraft::ReadPolicy;
 use openraft::async_runtime::WatchReceiver;
@@ -23,12 +22,11 @@ use raft_store::types::{LogId, TypeConfig};
 use raft_store::{Disk, NodeId, StateMachineStore};
 use serde::{Deserialize, Serialize};
 use tonic::Status;
-use tonic::transport::Channel;
 
 use crate::clock::Clock;
 use crate::config::NodeConfig;
 use crate::metrics::{Metrics, RaftView, RequestOutcome};
-use crate::network::{Peers, decode, encode};
+use crate::network::{PeerRpc, Peers, decode, encode};
 
 /// The Raft handle of a node.
 pub type StrandRaft<D> = openraft::Raft<TypeConfig, StateMachineStore<D>>;
@@ -70,6 +68,8 @@ pub struct NodeCore<D: Disk> {
     pub clock: Arc<dyn Clock>,
     /// The node's configuration.
     pub config: NodeConfig,
+    /// The id of this node's cluster, which every Raft message must carry.
+    pub cluster_id: u64,
     request_ids: RequestIds,
     /// Becomes `true` when the node begins to shut down; long-lived streams (watch) end then, so
     /// the server's graceful shutdown does not wait on them forever.
@@ -97,6 +97,7 @@ impl<D: Disk> NodeCore<D> {
         peers: Arc<Peers>,
         clock: Arc<dyn Clock>,
         config: NodeConfig,
+        cluster_id: u64,
         client_id: u64,
     ) -> NodeCore<D> {
         let (stopping, _) = tokio::sync::watch::channel(false);
@@ -107,6 +108,7 @@ impl<D: Disk> NodeCore<D> {
             peers,
             clock,
             config,
+            cluster_id,
             request_ids: RequestIds::new(client_id),
             stopping,
             watch_streams: Arc::new(tokio::sync::Semaphore::new(crate::services::WATCH_STREAMS_MAX)),
@@ -160,7 +162,7 @@ impl<D: Disk> NodeCore<D> {
     }
 
     /// The Raft-service client of the leader, through the reused peer channel.
-    fn leader_client(&self, leader: NodeId) -> Result<RaftClient<Channel>, String> {
+    fn leader_client(&self, leader: NodeId) -> Result<PeerRpc, String> {
         let metrics = self.raft.metrics();
         let address =
             metrics.borrow_watched().membership_config.membership().get_node(&leader).map(|node| node.addr.clone());

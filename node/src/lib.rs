@@ -8,6 +8,9 @@
 //! simulated network.
 //!
 //! Invariant: a data directory belongs to one node of one cluster; another is refused at start.
+//! Invariant: a node accepts Raft messages only from members of its own cluster: the cluster id
+//! (derived from the cluster name and the member ids at the first start, then kept in the data
+//! directory) and the sender's member id travel with every message and are checked first.
 //! Invariant: a log that fails verification (a missing or corrupt entry) stops the node before it
 //! serves anything.
 
@@ -44,7 +47,7 @@ use tonic::transport::server::Connected;
 use crate::clock::Clock;
 use crate::config::NodeConfig;
 use crate::core::{NodeCore, StrandRaft};
-use crate::network::{Connector, Network, PEER_MESSAGE_BYTES_MAX, Peers};
+use crate::network::{Connector, Network, PEER_MESSAGE_BYTES_MAX, PeerIdentity, Peers};
 use crate::services::{
     BeadsService, ClusterService, ConvoysService, EventsService, FormulasService, MailService, MoleculesService,
     NamespacesService, RaftPeerService, WorkService,
@@ -84,7 +87,7 @@ pub enum NodeError {
     },
     /// The stored log or state failed verification.
     #[error(
-        "refusing to start: the data in {dir} is damaged ({detail}); restore the directory, or remove it and let the node catch up from the cluster"
+        "refusing to start: the data in {dir} is damaged ({detail}); this node must not serve from it. Either restore {dir} from a backup of this node, or, while the other nodes are up and form a majority, move {dir} away and start this node with an empty --data-dir so that it catches up from the cluster"
     )]
     Corrupt {
         /// The directory.
@@ -105,15 +108,39 @@ pub enum NodeError {
 struct Identity {
     cluster_name: String,
     node_id: u64,
+    /// The cluster id, fixed at the node's first start (see [`cluster_id`]).
+    cluster_id: u64,
 }
 
-fn check_identity<D: Disk>(disk: &D, config: &NodeConfig) -> Result<(), NodeError> {
+/// The id of a cluster named `cluster_name` whose first members are `member_ids`: the first eight
+/// bytes of a SHA-256 over both. Every node of a cluster started with the same `--cluster-name`
+/// and `--peers` ids computes the same id; a node keeps the id it computed at its first start, so
+/// later membership changes do not change it.
+pub fn cluster_id(cluster_name: &str, member_ids: impl IntoIterator<Item = u64>) -> u64 {
+    use sha2::Digest;
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(cluster_name.as_bytes());
+    for member_id in member_ids {
+        hasher.update([0u8]);
+        hasher.update(member_id.to_be_bytes());
+    }
+    let digest = hasher.finalize();
+    u64::from_be_bytes(digest[..8].try_into().expect("a SHA-256 digest has 32 bytes"))
+}
+
+/// Checks that the data directory belongs to this node (recording it on first use) and answers
+/// the cluster id it records.
+fn check_identity<D: Disk>(disk: &D, config: &NodeConfig) -> Result<u64, NodeError> {
     let dir = config.data_dir.display().to_string();
     let corrupt = |error: std::io::Error| NodeError::Corrupt { dir: dir.clone(), detail: error.to_string() };
-    let ours = Identity { cluster_name: config.cluster_name.clone(), node_id: config.id };
+    let ours = Identity {
+        cluster_name: config.cluster_name.clone(),
+        node_id: config.id,
+        cluster_id: cluster_id(&config.cluster_name, config.members().into_keys()),
+    };
     let identity = disk.get(Space::Meta, META_IDENTITY).map_err(corrupt)?;
     let format: Option<u32> = match disk.get(Space::Meta, META_FORMAT).map_err(corrupt)? {
-        Some(bytes) => Some(codec::decode(&bytes, "storage format").map_err(corrupt)?),
+        Some(bytes) => Some(codec::decode_plain(&bytes, "storage format").map_err(corrupt)?),
         None => None,
     };
     // A directory with an identity but no format key was written by a format-1 build.
@@ -126,7 +153,7 @@ fn check_identity<D: Disk>(disk: &D, config: &NodeConfig) -> Result<(), NodeErro
     match identity {
         Some(bytes) => {
             let found: Identity = codec::decode(&bytes, "node identity").map_err(corrupt)?;
-            if found != ours {
+            if (&found.cluster_name, found.node_id) != (&ours.cluster_name, ours.node_id) {
                 return Err(NodeError::ForeignDataDir {
                     dir,
                     id: config.id,
@@ -135,14 +162,15 @@ fn check_identity<D: Disk>(disk: &D, config: &NodeConfig) -> Result<(), NodeErro
                     found_cluster: found.cluster_name,
                 });
             }
-            Ok(())
+            Ok(found.cluster_id)
         }
         None => {
             let ops = vec![
                 Op::Put(Space::Meta, META_IDENTITY.to_vec(), codec::encode(&ours).map_err(corrupt)?),
-                Op::Put(Space::Meta, META_FORMAT.to_vec(), codec::encode(&STORAGE_FORMAT).map_err(corrupt)?),
+                Op::Put(Space::Meta, META_FORMAT.to_vec(), codec::encode_plain(&STORAGE_FORMAT).map_err(corrupt)?),
             ];
-            disk.write(ops, Durability::Sync).map_err(corrupt)
+            disk.write(ops, Durability::Sync).map_err(corrupt)?;
+            Ok(ours.cluster_id)
         }
     }
 }
@@ -192,8 +220,9 @@ where
 {
     let NodeParams { config, incoming, connector, disk, flush_mode, clock, seed, shutdown, observer } = params;
     config.validate()?;
-    check_identity(disk.as_ref(), &config)?;
-    let core = Runtime::scope(seed, start_raft(config, connector, disk, flush_mode, clock, seed)).await?;
+    let cluster_id = check_identity(disk.as_ref(), &config)?;
+    let start = start_raft(config, cluster_id, connector, disk, flush_mode, clock, seed);
+    let core = Runtime::scope(seed, start).await?;
     let core = Arc::new(core);
     let watcher = tokio::spawn(watch_metrics(core.raft.clone(), observer));
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
@@ -253,6 +282,7 @@ fn metrics_route<D: Disk>(core: Arc<NodeCore<D>>) -> axum::Router {
 
 async fn start_raft<D: Disk>(
     config: NodeConfig,
+    cluster_id: u64,
     connector: Arc<dyn Connector>,
     disk: Arc<D>,
     flush_mode: FlushMode,
@@ -262,16 +292,36 @@ async fn start_raft<D: Disk>(
     let dir = config.data_dir.display().to_string();
     let corrupt = |error: std::io::Error| NodeError::Corrupt { dir: dir.clone(), detail: error.to_string() };
     let log_store = LogStore::open(disk.clone(), flush_mode).map_err(corrupt)?;
-    let state_machine = StateMachineStore::open(disk, &config.data_dir.join("snapshots")).map_err(corrupt)?;
+    let snapshot_dir = config.data_dir.join("snapshots");
+    remove_incoming_snapshots(&snapshot_dir);
+    let state_machine = StateMachineStore::open(disk, &snapshot_dir).map_err(corrupt)?;
     let raft_config = Arc::new(config.raft.to_openraft(&config.cluster_name)?);
-    let peers = Arc::new(Peers::new(connector));
+    let identity = PeerIdentity { cluster_id, member_id: config.id };
+    let append_timeout = std::time::Duration::from_millis(config.raft.rpc_timeout_ms);
+    let peers = Arc::new(Peers::new(connector, identity, append_timeout));
     let network = Network::new(peers.clone());
     let raft: StrandRaft<D> = openraft::Raft::new(config.id, raft_config, network, log_store, state_machine.clone())
         .await
         .map_err(|fatal| NodeError::Raft(fatal.to_string()))?;
     initialize_if_first(&raft, &config).await?;
     let client_id = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    Ok(NodeCore::new(raft, state_machine, peers, clock, config, client_id))
+    Ok(NodeCore::new(raft, state_machine, peers, clock, config, cluster_id, client_id))
+}
+
+/// Deletes snapshots that were still arriving when the node last stopped: an abandoned transfer
+/// leaves nothing behind.
+fn remove_incoming_snapshots(snapshot_dir: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(snapshot_dir) else { return };
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(services::INCOMING_SNAPSHOT_PREFIX) {
+            match std::fs::remove_file(entry.path()) {
+                Ok(()) => tracing::info!(path = %entry.path().display(), "removed an incomplete incoming snapshot"),
+                Err(error) => {
+                    tracing::warn!(path = %entry.path().display(), %error, "could not remove an incomplete incoming snapshot")
+                }
+            }
+        }
+    }
 }
 
 /// The lowest id of the configured members initialises the cluster on its first start; later
@@ -332,11 +382,11 @@ mod tests {
         check_identity(&disk, &config()).expect("and accepted again");
 
         let old = MemoryDisk::new();
-        let identity = Identity { cluster_name: config().cluster_name, node_id: config().id };
+        let identity = Identity { cluster_name: config().cluster_name, node_id: config().id, cluster_id: 1 };
         let op = Op::Put(Space::Meta, META_IDENTITY.to_vec(), codec::encode(&identity).expect("encodes"));
         old.write(vec![op], Durability::Sync).expect("write");
         let error = check_identity(&old, &config()).expect_err("a format-1 directory is refused");
         assert!(matches!(error, NodeError::IncompatibleFormat { found: 1, .. }), "{error}");
-        assert!(error.to_string().contains("format 1, and this build reads format 2"), "{error}");
+        assert!(error.to_string().contains("format 1, and this build reads format 3"), "{error}");
     }
 }

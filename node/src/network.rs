@@ -5,12 +5,17 @@
 //! peer address and reused by every RPC to that peer. Every RPC has a timeout.
 //! Payloads are postcard-encoded openraft messages (the `strand.v1.Raft` service).
 //!
+//! Every call carries the sender's [`PeerIdentity`] (cluster id and member id) as gRPC metadata,
+//! which the receiving node checks before it reads the message (see `services.rs`).
+//!
 //! Replication runs as one bidirectional gRPC stream per openraft replication session
 //! ([`AppendSession`]): the leader sends each AppendEntries request as openraft makes it, up to
 //! [`APPEND_PIPELINE_MAX`] unanswered, and the follower answers each in order on the same stream.
-//! Invariant: every sent request is answered within the RPC timeout, or the session ends with an
-//! error; dropping the session drops openraft's request stream at once (it holds openraft's
-//! replication state, which the next session needs).
+//! Invariant: every sent request is answered by its deadline, or the session ends with an error;
+//! dropping the session drops openraft's request stream at once (it holds openraft's replication
+//! state, which the next session needs). A request's deadline scales with its bytes
+//! ([`append_timeout`]) and counts from when the follower can start on it (its predecessors are
+//! answered in order), so a follower catching up on large entries is not cut off mid-request.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -29,20 +34,66 @@ use openraft::raft::{
     TransferLeaderResponse, VoteRequest, VoteResponse,
 };
 use openraft::type_config::alias::SnapshotOf;
-use raft_store::types::{TypeConfig, Vote};
-use raft_store::{NodeId, SnapshotFile};
+use raft_store::SnapshotFile;
+/// The types of the messages this network carries, for tools and tests that speak to a node's
+/// Raft service directly.
+pub use raft_store::types::{NodeId, SnapshotMeta, TypeConfig, Vote};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 
 /// Bytes per streamed snapshot chunk.
 pub const SNAPSHOT_CHUNK_BYTES: usize = 1024 * 1024;
-/// Largest gRPC message between nodes, in bytes.
-pub const PEER_MESSAGE_BYTES_MAX: usize = 256 * 1024 * 1024;
+/// Room for a message's framing and metadata beside its payload (a proposal's stamp, a request's
+/// vote and log ids), in bytes.
+pub const PEER_MESSAGE_OVERHEAD_BYTES: usize = 64 * 1024;
+/// Largest forwarded proposal (`Raft.Propose`): what a client may send, plus the stamp.
+pub const PROPOSE_BYTES_MAX: usize = api::limits::REQUEST_BYTES_MAX + PEER_MESSAGE_OVERHEAD_BYTES;
+/// Largest gRPC message between nodes, in bytes: an AppendEntries request of one batch (at most
+/// [`raft_store::log_store::APPEND_BATCH_BYTES_MAX`], or one entry of one proposal).
+/// Every other message (a vote, a snapshot chunk, a forwarded proposal) is smaller.
+pub const PEER_MESSAGE_BYTES_MAX: usize =
+    raft_store::log_store::APPEND_BATCH_BYTES_MAX + PROPOSE_BYTES_MAX + PEER_MESSAGE_OVERHEAD_BYTES;
+const _: () = assert!(SNAPSHOT_CHUNK_BYTES + PEER_MESSAGE_OVERHEAD_BYTES <= PEER_MESSAGE_BYTES_MAX);
 /// Most AppendEntries requests of one replication session sent and not yet answered.
 pub const APPEND_PIPELINE_MAX: usize = 64;
+/// The slowest transfer an append is allowed, in bytes per second: a request's deadline grows by
+/// its size over this rate, on top of the RPC timeout.
+pub const REPLICATION_BYTES_PER_SECOND_MIN: u64 = 8 * 1024 * 1024;
+/// The metadata key of the sender's cluster id, on every `strand.v1.Raft` call.
+pub const CLUSTER_ID_HEADER: &str = "strand-cluster-id";
+/// The metadata key of the sender's member id, on every `strand.v1.Raft` call.
+pub const MEMBER_ID_HEADER: &str = "strand-member-id";
+
+/// Who sends a node's Raft messages: its cluster's id and its own member id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeerIdentity {
+    /// The cluster id (see `node::cluster_id`).
+    pub cluster_id: u64,
+    /// The sending node's id.
+    pub member_id: NodeId,
+}
+
+impl tonic::service::Interceptor for PeerIdentity {
+    fn call(&mut self, mut request: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+        let metadata = request.metadata_mut();
+        metadata.insert(CLUSTER_ID_HEADER, self.cluster_id.into());
+        metadata.insert(MEMBER_ID_HEADER, self.member_id.into());
+        Ok(request)
+    }
+}
+
+/// A `strand.v1.Raft` client whose every call carries this node's [`PeerIdentity`].
+pub type PeerRpc = RaftClient<InterceptedService<Channel, PeerIdentity>>;
+
+/// How long an append of `bytes` may take to be answered once the follower can start on it: the
+/// RPC timeout, plus the bytes at [`REPLICATION_BYTES_PER_SECOND_MIN`].
+pub fn append_timeout(base: Duration, bytes: usize) -> Duration {
+    base + Duration::from_millis(bytes as u64 * 1000 / REPLICATION_BYTES_PER_SECOND_MIN)
+}
 
 /// Opens gRPC channels to other nodes.
 pub trait Connector: Send + Sync + 'static {
@@ -72,17 +123,21 @@ impl Connector for TcpConnector {
 /// Channels to peers, made once per address and reused.
 pub struct Peers {
     connector: Arc<dyn Connector>,
+    identity: PeerIdentity,
+    /// The base timeout of a replication request (see [`append_timeout`]).
+    append_timeout: Duration,
     channels: Mutex<HashMap<String, Channel>>,
 }
 
 impl Peers {
-    /// No channels yet.
-    pub fn new(connector: Arc<dyn Connector>) -> Peers {
-        Peers { connector, channels: Mutex::new(HashMap::new()) }
+    /// No channels yet; every call will carry `identity`, and an append may take `append_timeout`
+    /// plus its transfer time.
+    pub fn new(connector: Arc<dyn Connector>, identity: PeerIdentity, append_timeout: Duration) -> Peers {
+        Peers { connector, identity, append_timeout, channels: Mutex::new(HashMap::new()) }
     }
 
     /// The Raft-service client for `address`.
-    pub fn client(&self, address: &str) -> Result<RaftClient<Channel>, String> {
+    pub fn client(&self, address: &str) -> Result<PeerRpc, String> {
         let mut channels = self.channels.lock().expect("peer channels lock");
         let channel = match channels.get(address) {
             Some(channel) => channel.clone(),
@@ -92,7 +147,7 @@ impl Peers {
                 channel
             }
         };
-        Ok(RaftClient::new(channel)
+        Ok(RaftClient::with_interceptor(channel, self.identity)
             .max_decoding_message_size(PEER_MESSAGE_BYTES_MAX)
             .max_encoding_message_size(PEER_MESSAGE_BYTES_MAX))
     }
@@ -125,7 +180,12 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = PeerClient;
 
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> PeerClient {
-        PeerClient { target, client: self.peers.client(&node.addr), address: node.addr.clone() }
+        PeerClient {
+            target,
+            client: self.peers.client(&node.addr),
+            address: node.addr.clone(),
+            append_timeout: self.peers.append_timeout,
+        }
     }
 }
 
@@ -133,7 +193,8 @@ impl RaftNetworkFactory<TypeConfig> for Network {
 pub struct PeerClient {
     target: NodeId,
     address: String,
-    client: Result<RaftClient<Channel>, String>,
+    client: Result<PeerRpc, String>,
+    append_timeout: Duration,
 }
 
 type RemoteResult<T> = Result<T, String>;
@@ -178,8 +239,9 @@ struct AppendSession<S> {
     /// holds at most [`APPEND_PIPELINE_MAX`] requests, since no more are ever unanswered.
     outgoing: Option<tokio::sync::mpsc::Sender<RaftPayload>>,
     answers: tonic::Streaming<RaftPayload>,
-    /// When each unanswered request was sent, oldest first.
+    /// When each unanswered request must be answered by, oldest first (never decreasing).
     unanswered: VecDeque<Instant>,
+    /// The base timeout of one request, before its bytes are counted.
     timeout: Duration,
     target: NodeId,
     address: String,
@@ -204,7 +266,7 @@ where
     async fn next_answer(&mut self) -> Option<AppendAnswer> {
         loop {
             let may_send = self.requests.is_some() && self.unanswered.len() < APPEND_PIPELINE_MAX;
-            let deadline = self.unanswered.front().map(|sent| *sent + self.timeout);
+            let deadline = self.unanswered.front().copied();
             tokio::select! {
                 biased;
                 answer = self.answers.message() => {
@@ -219,15 +281,17 @@ where
                     };
                 }
                 () = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
-                    return Some(Err(self.failure(format!("did not answer an append within {:?}", self.timeout))));
+                    return Some(Err(self.failure(format!("did not answer an append by its deadline (base {:?})", self.timeout))));
                 }
                 request = next_request(&mut self.requests), if may_send => match request {
                     Some(request) => {
-                        let sent = self.outgoing.as_ref().is_some_and(|outgoing| outgoing.try_send(encode(&request)).is_ok());
+                        let payload = encode(&request);
+                        let deadline = next_deadline(self.unanswered.back().copied(), self.timeout, payload.data.len());
+                        let sent = self.outgoing.as_ref().is_some_and(|outgoing| outgoing.try_send(payload).is_ok());
                         if !sent {
                             return Some(Err(self.failure("closed the replication stream")));
                         }
-                        self.unanswered.push_back(Instant::now());
+                        self.unanswered.push_back(deadline);
                     }
                     None => {
                         self.requests = None;
@@ -255,8 +319,15 @@ where
     }
 }
 
+/// The deadline of a request of `bytes` sent now behind one due at `previous`: the follower answers
+/// in order, so it can start on this one only once the previous one is done.
+fn next_deadline(previous: Option<Instant>, base: Duration, bytes: usize) -> Instant {
+    let starts = previous.map_or_else(Instant::now, |previous| previous.max(Instant::now()));
+    starts + append_timeout(base, bytes)
+}
+
 impl PeerClient {
-    fn client(&self) -> Result<RaftClient<Channel>, RPCError<TypeConfig>> {
+    fn client(&self) -> Result<PeerRpc, RPCError<TypeConfig>> {
         self.client.clone().map_err(unreachable)
     }
 
@@ -270,7 +341,7 @@ impl PeerClient {
     where
         Req: Serialize,
         Resp: DeserializeOwned,
-        F: FnOnce(RaftClient<Channel>, RaftPayload) -> Fut,
+        F: FnOnce(PeerRpc, RaftPayload) -> Fut,
         Fut: Future<Output = Result<tonic::Response<RaftPayload>, tonic::Status>>,
     {
         let client = self.client()?;
@@ -318,7 +389,9 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
     {
         Box::pin(async move {
             let mut client = self.client()?;
-            let (target, address, timeout) = (self.target, self.address.clone(), option.hard_ttl());
+            // openraft's TTL for an append is the heartbeat interval; a large request needs longer.
+            let timeout = option.hard_ttl().max(self.append_timeout);
+            let (target, address) = (self.target, self.address.clone());
             // The stream opens with openraft's first request in hand: openraft waits out its
             // backoff after a failure inside the request stream, so opening the stream (and
             // connecting) before it would retry an unreachable peer at once, again and again.
@@ -327,15 +400,17 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
                 return Ok(Box::pin(futures::stream::empty()) as BoxStream<'s, AppendAnswer>);
             };
             let (outgoing, receiver) = tokio::sync::mpsc::channel(APPEND_PIPELINE_MAX);
-            outgoing.try_send(encode(&first)).expect("an empty channel whose receiver is held here");
-            let sent = Instant::now();
+            let first = encode(&first);
+            let deadline = next_deadline(None, timeout, first.data.len());
+            outgoing.try_send(first).expect("an empty channel whose receiver is held here");
             let call = client.stream_append(tokio_stream::wrappers::ReceiverStream::new(receiver));
-            let answers = within(target, &address, timeout, "open a replication stream", call).await?;
+            let opening = deadline.saturating_duration_since(Instant::now());
+            let answers = within(target, &address, opening, "open a replication stream", call).await?;
             let session = AppendSession {
                 requests: Some(requests),
                 outgoing: Some(outgoing),
                 answers,
-                unanswered: VecDeque::from([sent]),
+                unanswered: VecDeque::from([deadline]),
                 timeout,
                 target,
                 address,

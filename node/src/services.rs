@@ -4,6 +4,16 @@
 //! are converted by `api::convert` and answered by [`NodeCore`] through the shared [`write`] and
 //! [`read`] paths; this module only wires them together.
 //!
+//! Invariant: the Raft service serves a call only after checking its sender: the cluster id and
+//! member id it carries (see `network.rs`) must be this node's cluster and one of its members,
+//! and a vote, append or snapshot must be in the name of that same member. A refusal is logged
+//! and answered `PERMISSION_DENIED`. A vote request's `leadership_transfer` flag (which lets it
+//! past the leader lease) is honoured only from the node the current leader announced as its
+//! transfer target. A forwarded proposal larger than a client request is refused. A snapshot is
+//! refused, and its file deleted at once, when it outgrows `snapshot_receive_bytes_max` or
+//! `snapshot_receive_timeout_ms` while it arrives, or fails its checksums; nothing is replaced
+//! before it has been read through whole.
+//!
 //! Invariant: a watch stream sends each event once, in sequence order, and holds at most
 //! [`WATCH_BUFFER_EVENTS_MAX`] events its client has not taken yet; a node serves at most
 //! [`WATCH_STREAMS_MAX`] watch streams at once.
@@ -30,14 +40,16 @@ use futures::StreamExt;
 use openraft::Snapshot;
 use openraft::async_runtime::WatchReceiver;
 use raft_store::types::{Runtime, SnapshotMeta, TypeConfig, Vote};
-use raft_store::{Disk, SnapshotFile};
+use raft_store::{Disk, NodeId, SnapshotFile};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::core::{Attempt, ForwardedWrite, NodeCore};
-use crate::network::{decode, encode};
+use crate::network::{
+    CLUSTER_ID_HEADER, MEMBER_ID_HEADER, PEER_MESSAGE_OVERHEAD_BYTES, PROPOSE_BYTES_MAX, decode, encode,
+};
 
 /// Events one watch stream may have queued for its client before it waits for the client.
 pub const WATCH_BUFFER_EVENTS_MAX: usize = 1024;
@@ -497,12 +509,83 @@ impl<D: Disk> ClusterService<D> {
 /// The `strand.v1.Raft` service: traffic from other nodes.
 pub struct RaftPeerService<D: Disk> {
     core: Arc<NodeCore<D>>,
+    /// The leadership transfer the current leader announced: its target, and until when that
+    /// target's vote requests may pass the leader lease.
+    transfer: std::sync::Mutex<Option<(NodeId, tokio::time::Instant)>>,
+}
+
+/// Refuses a Raft message, logging why.
+fn refuse(message: String) -> Status {
+    tracing::warn!(%message, "refused a Raft message");
+    Status::permission_denied(message)
 }
 
 impl<D: Disk> RaftPeerService<D> {
     /// Serves Raft traffic into this node.
     pub fn new(core: Arc<NodeCore<D>>) -> Self {
-        RaftPeerService { core }
+        RaftPeerService { core, transfer: std::sync::Mutex::new(None) }
+    }
+
+    /// The member that sent `request`, once its cluster id is this node's and it is a member.
+    fn sender<T>(&self, request: &Request<T>) -> Result<NodeId, Status> {
+        let header = |key: &str| -> Result<u64, Status> {
+            let value = request.metadata().get(key).ok_or_else(|| {
+                refuse(format!("a Raft message without {key}: the sender is not a Strand node of this version"))
+            })?;
+            value.to_str().ok().and_then(|text| text.parse().ok()).ok_or_else(|| {
+                refuse(format!(
+                    "a Raft message with a malformed {key}: {:?}",
+                    value.as_encoded_bytes().escape_ascii().to_string()
+                ))
+            })
+        };
+        let cluster_id = header(CLUSTER_ID_HEADER)?;
+        if cluster_id != self.core.cluster_id {
+            return Err(refuse(format!(
+                "a Raft message from cluster {cluster_id:016x}, and this node belongs to cluster {:016x}: the sender was first started with another --cluster-name or other --peers ids",
+                self.core.cluster_id
+            )));
+        }
+        let member_id = header(MEMBER_ID_HEADER)?;
+        if !self.is_member(member_id) {
+            return Err(refuse(format!("a Raft message from node {member_id}, which is not a member of this cluster")));
+        }
+        Ok(member_id)
+    }
+
+    fn is_member(&self, member_id: NodeId) -> bool {
+        if self.core.config.members().contains_key(&member_id) {
+            return true;
+        }
+        let metrics = self.core.raft.metrics();
+        let metrics = metrics.borrow_watched();
+        metrics.membership_config.membership().get_node(&member_id).is_some()
+    }
+
+    /// Refuses a message whose vote (a candidate's, or a leader's) is not the sender's own.
+    fn check_vote(sender: NodeId, vote: &Vote, what: &str) -> Result<(), Status> {
+        let named = vote.leader_id().voted_for;
+        if named != sender {
+            return Err(refuse(format!("node {sender} sent {what} in the name of node {named}")));
+        }
+        Ok(())
+    }
+
+    /// Lets a vote request's `leadership_transfer` flag stand only when the current leader
+    /// announced a transfer to its sender, and recently.
+    fn gate_transfer(&self, sender: NodeId, request: &mut openraft::raft::VoteRequest<TypeConfig>) {
+        if !request.leadership_transfer {
+            return;
+        }
+        let announced = *self.transfer.lock().expect("transfer lock");
+        let allowed = announced.is_some_and(|(target, until)| target == sender && tokio::time::Instant::now() <= until);
+        if !allowed {
+            tracing::warn!(
+                node = sender,
+                "a vote request claims a leadership transfer no leader announced; treating it as an ordinary vote"
+            );
+            request.leadership_transfer = false;
+        }
     }
 
     fn incoming_snapshot_path(&self) -> std::path::PathBuf {
@@ -511,33 +594,87 @@ impl<D: Disk> RaftPeerService<D> {
             .config
             .data_dir
             .join("snapshots")
-            .join(format!("incoming-{unique}-{}.snapshot", next_incoming_number()))
+            .join(format!("{INCOMING_SNAPSHOT_PREFIX}{unique}-{}.snapshot", next_incoming_number()))
     }
 
+    /// Receives a snapshot into a file under the size and time caps; on any failure the file is
+    /// deleted before this returns.
     async fn receive_snapshot(
         &self,
+        sender: NodeId,
         mut chunks: Streaming<SnapshotChunk>,
     ) -> Result<(Vote, SnapshotMeta, std::path::PathBuf), Status> {
-        let first = chunks.message().await?.ok_or_else(|| Status::invalid_argument("empty snapshot stream"))?;
+        let settings = &self.core.config.raft;
+        let timeout = Duration::from_millis(settings.snapshot_receive_timeout_ms);
+        let deadline = tokio::time::Instant::now() + timeout;
+        let first = tokio::time::timeout_at(deadline, chunks.message())
+            .await
+            .map_err(|_| Status::deadline_exceeded(format!("no snapshot header arrived within {timeout:?}")))??
+            .ok_or_else(|| Status::invalid_argument("empty snapshot stream"))?;
         let (vote, meta): (Vote, SnapshotMeta) = postcard::from_bytes(&first.meta)
             .map_err(|error| Status::invalid_argument(format!("malformed snapshot header: {error}")))?;
+        Self::check_vote(sender, &vote, "a snapshot")?;
+        if !vote.is_committed() {
+            return Err(refuse(format!("node {sender} sent a snapshot under a vote it has not won")));
+        }
         let path = self.incoming_snapshot_path();
-        let received = Self::write_chunks(&path, chunks).await;
+        let caps = (settings.snapshot_receive_bytes_max, timeout);
+        let received = tokio::time::timeout_at(deadline, Self::write_chunks(&path, chunks, caps.0)).await;
+        let received = received.unwrap_or_else(|_| {
+            Err(Status::deadline_exceeded(format!(
+                "the snapshot did not arrive within snapshot_receive_timeout_ms ({:?}); raise it on this node for a large state",
+                caps.1
+            )))
+        });
         if received.is_err() {
             let _ = tokio::fs::remove_file(&path).await;
         }
         received.map(|()| (vote, meta, path))
     }
 
-    async fn write_chunks(path: &std::path::Path, mut chunks: Streaming<SnapshotChunk>) -> Result<(), Status> {
+    async fn write_chunks(
+        path: &std::path::Path,
+        mut chunks: Streaming<SnapshotChunk>,
+        bytes_max: u64,
+    ) -> Result<(), Status> {
         let mut file = tokio::fs::File::create(path).await.map_err(|error| Status::internal(error.to_string()))?;
+        let mut received = 0u64;
         while let Some(chunk) = chunks.next().await {
             let chunk = chunk?;
+            received += chunk.data.len() as u64;
+            if received > bytes_max {
+                return Err(Status::resource_exhausted(format!(
+                    "the snapshot is over snapshot_receive_bytes_max ({bytes_max} bytes); raise it on this node if the state is really that large"
+                )));
+            }
             file.write_all(&chunk.data).await.map_err(|error| Status::internal(error.to_string()))?;
         }
         file.sync_all().await.map_err(|error| Status::internal(error.to_string()))
     }
+
+    /// Reads a received snapshot through (framing, count, checksums) on the blocking pool, and
+    /// checks it against the metadata it was sent with; deletes it when it fails.
+    async fn verify_snapshot(path: std::path::PathBuf, meta: &SnapshotMeta) -> Result<(), Status> {
+        let checked = path.clone();
+        let verified = tokio::task::spawn_blocking(move || raft_store::snapshot::verify(&checked))
+            .await
+            .map_err(|error| Status::internal(format!("snapshot verification did not finish: {error}")))?;
+        let problem = match verified {
+            Ok(file_meta) if &file_meta == meta => None,
+            Ok(_) => Some("its file does not match the metadata it was sent with".to_string()),
+            Err(error) => Some(error.to_string()),
+        };
+        if let Some(problem) = problem {
+            let _ = std::fs::remove_file(&path);
+            return Err(Status::data_loss(format!("received snapshot is damaged ({problem}); the sender will retry")));
+        }
+        Ok(())
+    }
 }
+
+/// The name every incoming snapshot file starts with; such files left by a crash are removed at
+/// start (`node::run`).
+pub const INCOMING_SNAPSHOT_PREFIX: &str = "incoming-";
 
 /// Numbers incoming snapshot files so two transfers in the same millisecond never share a file.
 fn next_incoming_number() -> u64 {
@@ -548,6 +685,16 @@ fn next_incoming_number() -> u64 {
 
 fn malformed(error: String) -> Status {
     Status::invalid_argument(error)
+}
+
+/// Refuses a message of a small kind (a vote, a leadership transfer, a read-index request) that is
+/// larger than any such message can be.
+fn small(request: &Request<RaftPayload>, what: &str) -> Result<(), Status> {
+    let bytes = request.get_ref().data.len();
+    if bytes > PEER_MESSAGE_OVERHEAD_BYTES {
+        return Err(refuse(format!("{what} of {bytes} bytes; no such message is over {PEER_MESSAGE_OVERHEAD_BYTES}")));
+    }
+    Ok(())
 }
 
 fn answer<T: serde::Serialize, E: std::fmt::Display>(result: Result<T, E>) -> Result<Response<RaftPayload>, Status> {
@@ -562,7 +709,9 @@ impl<D: Disk> RaftService for RaftPeerService<D> {
     type StreamAppendStream = AppendAnswers;
 
     async fn append_entries(&self, request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
-        let rpc = decode(request.get_ref()).map_err(malformed)?;
+        let sender = self.sender(&request)?;
+        let rpc: openraft::raft::AppendEntriesRequest<TypeConfig> = decode(request.get_ref()).map_err(malformed)?;
+        Self::check_vote(sender, &rpc.vote, "an append")?;
         answer(self.core.raft.append_entries(rpc).await)
     }
 
@@ -570,7 +719,8 @@ impl<D: Disk> RaftService for RaftPeerService<D> {
     /// go back in order. A malformed request ends the requests, so the leader sees the session
     /// close with that request unanswered and starts another; so does this node stopping.
     async fn stream_append(&self, request: Request<Streaming<RaftPayload>>) -> Result<Response<AppendAnswers>, Status> {
-        let requests = futures::stream::unfold(request.into_inner(), |mut incoming| async move {
+        let sender = self.sender(&request)?;
+        let requests = futures::stream::unfold(request.into_inner(), move |mut incoming| async move {
             let payload = match incoming.message().await {
                 Ok(payload) => payload?,
                 Err(status) => {
@@ -580,7 +730,10 @@ impl<D: Disk> RaftService for RaftPeerService<D> {
                 }
             };
             match decode::<openraft::raft::AppendEntriesRequest<TypeConfig>>(&payload) {
-                Ok(request) => Some((request, incoming)),
+                Ok(request) if Self::check_vote(sender, &request.vote, "an append").is_ok() => {
+                    Some((request, incoming))
+                }
+                Ok(_) => None,
                 Err(error) => {
                     tracing::warn!(%error, "ending a replication stream at a request that does not decode");
                     None
@@ -600,12 +753,20 @@ impl<D: Disk> RaftService for RaftPeerService<D> {
     }
 
     async fn vote(&self, request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
-        let rpc = decode(request.get_ref()).map_err(malformed)?;
+        let sender = self.sender(&request)?;
+        small(&request, "a vote request")?;
+        let mut rpc: openraft::raft::VoteRequest<TypeConfig> = decode(request.get_ref()).map_err(malformed)?;
+        Self::check_vote(sender, &rpc.vote, "a vote request")?;
+        self.gate_transfer(sender, &mut rpc);
         answer(self.core.raft.vote(rpc).await)
     }
 
     async fn pre_vote(&self, request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
-        let rpc = decode(request.get_ref()).map_err(malformed)?;
+        let sender = self.sender(&request)?;
+        small(&request, "a pre-vote request")?;
+        let mut rpc: openraft::raft::VoteRequest<TypeConfig> = decode(request.get_ref()).map_err(malformed)?;
+        Self::check_vote(sender, &rpc.vote, "a pre-vote request")?;
+        self.gate_transfer(sender, &mut rpc);
         answer(self.core.raft.pre_vote(rpc).await)
     }
 
@@ -613,27 +774,32 @@ impl<D: Disk> RaftService for RaftPeerService<D> {
         &self,
         request: Request<Streaming<SnapshotChunk>>,
     ) -> Result<Response<RaftPayload>, Status> {
-        let (vote, meta, path) = self.receive_snapshot(request.into_inner()).await?;
-        let problem = match raft_store::snapshot::verify(&path) {
-            Ok(file_meta) if file_meta == meta => None,
-            Ok(_) => Some("its file does not match the metadata it was sent with".to_string()),
-            Err(error) => Some(error.to_string()),
-        };
-        if let Some(problem) = problem {
-            let _ = std::fs::remove_file(&path);
-            return Err(Status::data_loss(format!("received snapshot is damaged ({problem}); the sender will retry")));
-        }
+        let sender = self.sender(&request)?;
+        let (vote, meta, path) = self.receive_snapshot(sender, request.into_inner()).await?;
+        Self::verify_snapshot(path.clone(), &meta).await?;
         let file = SnapshotFile::open(&path).map_err(|error| Status::internal(error.to_string()))?;
         let snapshot = Snapshot { meta, snapshot: file };
         answer(self.core.raft.install_full_snapshot(vote, snapshot).await)
     }
 
     async fn transfer_leader(&self, request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
-        let rpc = decode(request.get_ref()).map_err(malformed)?;
+        let sender = self.sender(&request)?;
+        small(&request, "a leadership transfer")?;
+        let rpc: openraft::raft::TransferLeaderRequest<TypeConfig> = decode(request.get_ref()).map_err(malformed)?;
+        Self::check_vote(sender, rpc.from_leader(), "a leadership transfer")?;
+        let window = Duration::from_millis(self.core.config.raft.election_timeout_ms_max * 2);
+        *self.transfer.lock().expect("transfer lock") = Some((*rpc.to_node_id(), tokio::time::Instant::now() + window));
         answer(self.core.raft.handle_transfer_leader(rpc).await)
     }
 
     async fn propose(&self, request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
+        self.sender(&request)?;
+        let bytes = request.get_ref().data.len();
+        if bytes > PROPOSE_BYTES_MAX {
+            return Err(Status::invalid_argument(format!(
+                "a forwarded proposal of {bytes} bytes is over the {PROPOSE_BYTES_MAX}-byte limit (a client request's limit and its stamp); it was not proposed"
+            )));
+        }
         let forwarded: ForwardedWrite = decode(request.get_ref()).map_err(malformed)?;
         let result = match self.core.propose_local(&forwarded).await {
             Attempt::Done(answer) => Ok(answer),
@@ -642,11 +808,14 @@ impl<D: Disk> RaftService for RaftPeerService<D> {
         answer(result)
     }
 
-    async fn read_index(&self, _request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
+    async fn read_index(&self, request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
+        self.sender(&request)?;
+        small(&request, "a read-index request")?;
         answer(self.core.read_index().await)
     }
 
     async fn get_node_status(&self, request: Request<pb::StatusRequest>) -> Result<Response<pb::NodeStatus>, Status> {
+        self.sender(&request)?;
         Ok(Response::new(own_status(&self.core, request.into_inner().include_digest)))
     }
 }

@@ -6,6 +6,8 @@
 //!
 //! Invariant: a batch is applied whole or not at all; after [`Disk::sync`] returns, every batch
 //! written before it survives a crash; batches become durable in the order they were written.
+//! Invariant: the log mark ([`Disk::write_mark`]) is durable when the call returns, and is stored
+//! apart from the batches, so losing batches does not lose the mark.
 
 use std::io;
 
@@ -82,4 +84,11 @@ pub trait Disk: Send + Sync + 'static {
     fn scan(&self, space: Space, from: &[u8], to: Option<&[u8]>, visit: Visit<'_>) -> io::Result<()>;
     /// A consistent point-in-time view (for building snapshots while writes go on).
     fn view(&self) -> io::Result<Box<dyn DiskView + '_>>;
+    /// The log mark: the highest log index this disk is known to hold synced (see
+    /// [`crate::log_store`]). It is kept apart from the batches (on RocksDB, a small file beside
+    /// the database), so that a store that lost part of its synced log is caught at start.
+    /// `None` before it is first written.
+    fn read_mark(&self) -> io::Result<Option<u64>>;
+    /// Replaces the log mark durably before returning.
+    fn write_mark(&self, mark: Option<u64>) -> io::Result<()>;
 }

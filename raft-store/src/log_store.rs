@@ -7,7 +7,20 @@
 //! Invariant: the log has no holes: its keys run from `last_purged + 1` to the last entry.
 //! [`LogStore::open`] checks that, and that every entry decodes, and refuses to start otherwise.
 //! Invariant: the in-memory [`LogCache`] holds a contiguous run of the newest entries, each equal
-//! to the entry on disk at its index; append, truncate and purge update it with the disk.
+//! to the entry on disk at its index; append, truncate and purge update it with the disk. It holds
+//! at most [`LOG_CACHE_ENTRIES_MAX`] entries and, past its newest entry, [`LOG_CACHE_BYTES_MAX`].
+//! Invariant: replication reads ([`RaftLogReader::limited_get_log_entries`]) answer at most
+//! [`APPEND_BATCH_BYTES_MAX`] of encoded entries, or one entry when that one alone is larger, so
+//! one AppendEntries request is bounded in bytes as well as in entries.
+//!
+//! The log mark. Every entry carries a checksum (see [`crate::codec`]), and RocksDB refuses a
+//! damaged write-ahead log; but a log whose synced tail is simply gone (a lost or truncated file)
+//! looks whole. So the store keeps, apart from the log ([`Disk::write_mark`]), the index through
+//! which it has synced its log, and [`LogStore::open`] refuses a log that ends before it: a node
+//! never comes up with a shorter log than it acknowledged. The mark moves up after a group sync
+//! once it is [`MARK_STEP_ENTRIES`] behind (so it costs one small synced write per that many
+//! entries), and again when the store closes; it moves down, before the entries go, when Raft
+//! truncates uncommitted entries.
 
 use std::collections::VecDeque;
 use std::fmt::Debug;
@@ -27,6 +40,13 @@ pub const FLUSH_QUEUE_MAX: usize = 4096;
 /// Newest log entries kept in memory, so that replicating them to followers does not read them
 /// back from the disk and decode them again.
 pub const LOG_CACHE_ENTRIES_MAX: usize = 8192;
+/// Most encoded bytes of entries the cache keeps (beyond its newest entry, which it always keeps).
+pub const LOG_CACHE_BYTES_MAX: usize = 64 * 1024 * 1024;
+/// Most encoded bytes of entries in one AppendEntries request (a single larger entry still goes
+/// alone): a follower that is far behind catches up in requests of about this size.
+pub const APPEND_BATCH_BYTES_MAX: usize = 4 * 1024 * 1024;
+/// How far the synced log may run ahead of the log mark before the mark is written again.
+pub const MARK_STEP_ENTRIES: u64 = 256;
 
 /// How appends are made durable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,58 +59,85 @@ pub enum FlushMode {
 
 struct Inner<D: Disk> {
     disk: Arc<D>,
-    last_log_id: Mutex<Option<LogId>>,
+    last_log_id: Arc<Mutex<Option<LogId>>>,
+    /// The log mark as last written; held across a sync and the mark write that follows it, so a
+    /// truncation never interleaves with them.
+    mark: Arc<Mutex<Option<u64>>>,
     flusher: Option<Flusher>,
     cache: Mutex<LogCache>,
 }
 
-/// The newest entries, contiguous by index, at most [`LOG_CACHE_ENTRIES_MAX`].
+/// An entry with the size of its encoding.
+struct Cached {
+    entry: Entry,
+    bytes: usize,
+}
+
+/// The newest entries, contiguous by index, at most [`LOG_CACHE_ENTRIES_MAX`] and
+/// [`LOG_CACHE_BYTES_MAX`].
 #[derive(Default)]
 struct LogCache {
-    entries: VecDeque<Entry>,
+    entries: VecDeque<Cached>,
+    bytes: usize,
 }
 
 impl LogCache {
     fn first_index(&self) -> Option<u64> {
-        self.entries.front().map(|entry| entry.log_id.index)
+        self.entries.front().map(|cached| cached.entry.log_id.index)
     }
 
     fn end_index(&self) -> Option<u64> {
-        self.entries.back().map(|entry| entry.log_id.index + 1)
+        self.entries.back().map(|cached| cached.entry.log_id.index + 1)
     }
 
-    /// Appends entries written to the disk; an append that does not follow the cached run
-    /// (after a snapshot install, say) starts a new run.
-    fn append(&mut self, entries: Vec<Entry>) {
-        let Some(first) = entries.first() else { return };
-        if self.end_index() != Some(first.log_id.index) {
-            self.truncate_from(first.log_id.index);
-            if self.end_index() != Some(first.log_id.index) {
+    /// Appends entries written to the disk, each with its encoded size; an append that does not
+    /// follow the cached run (after a snapshot install, say) starts a new run.
+    fn append(&mut self, entries: impl IntoIterator<Item = (Entry, usize)>) {
+        let mut entries = entries.into_iter().peekable();
+        let Some((first, _)) = entries.peek() else { return };
+        let first = first.log_id.index;
+        if self.end_index() != Some(first) {
+            self.truncate_from(first);
+            if self.end_index() != Some(first) {
                 self.entries.clear();
+                self.bytes = 0;
             }
         }
-        self.entries.extend(entries);
-        while self.entries.len() > LOG_CACHE_ENTRIES_MAX {
-            self.entries.pop_front();
+        for (entry, bytes) in entries {
+            self.bytes += bytes;
+            self.entries.push_back(Cached { entry, bytes });
+        }
+        while self.entries.len() > LOG_CACHE_ENTRIES_MAX || (self.bytes > LOG_CACHE_BYTES_MAX && self.entries.len() > 1)
+        {
+            self.pop_front();
+        }
+    }
+
+    fn pop_front(&mut self) {
+        if let Some(cached) = self.entries.pop_front() {
+            self.bytes -= cached.bytes;
         }
     }
 
     /// Forgets entries at `index` and above.
     fn truncate_from(&mut self, index: u64) {
-        while self.entries.back().is_some_and(|entry| entry.log_id.index >= index) {
-            self.entries.pop_back();
+        while self.entries.back().is_some_and(|cached| cached.entry.log_id.index >= index) {
+            if let Some(cached) = self.entries.pop_back() {
+                self.bytes -= cached.bytes;
+            }
         }
     }
 
     /// Forgets entries at `index` and below.
     fn purge_through(&mut self, index: u64) {
-        while self.entries.front().is_some_and(|entry| entry.log_id.index <= index) {
-            self.entries.pop_front();
+        while self.entries.front().is_some_and(|cached| cached.entry.log_id.index <= index) {
+            self.pop_front();
         }
     }
 
-    /// The entries `start..end` when the cache holds all of them.
-    fn get(&self, start: u64, end: Option<u64>) -> Option<Vec<Entry>> {
+    /// The entries from `start` when the cache holds them through `end` (exclusive), stopping
+    /// early once `bytes_max` bytes are taken (after at least one entry).
+    fn get(&self, start: u64, end: Option<u64>, bytes_max: usize) -> Option<Vec<Entry>> {
         let (first, cached_end) = (self.first_index()?, self.end_index()?);
         let end = end?;
         if start < first || end > cached_end {
@@ -98,7 +145,16 @@ impl LogCache {
         }
         let from = (start - first) as usize;
         let to = (end - first) as usize;
-        Some(self.entries.range(from..to).cloned().collect())
+        let mut taken = 0;
+        let mut entries = Vec::new();
+        for cached in self.entries.range(from..to) {
+            if !entries.is_empty() && taken + cached.bytes > bytes_max {
+                break;
+            }
+            taken += cached.bytes;
+            entries.push(cached.entry.clone());
+        }
+        Some(entries)
     }
 }
 
@@ -165,17 +221,47 @@ fn verify_log<D: Disk>(disk: &D, last_purged: Option<LogId>) -> io::Result<Optio
     Ok(last)
 }
 
+/// Refuses a log that ends before the mark: entries this node synced (and so may have
+/// acknowledged) are gone.
+fn check_mark(mark: Option<u64>, last_log_id: Option<LogId>) -> io::Result<()> {
+    let Some(mark) = mark else { return Ok(()) };
+    let last = last_log_id.map(|log_id| log_id.index);
+    if last.is_none_or(|last| last < mark) {
+        let ends = last.map_or_else(|| "is empty".to_string(), |last| format!("ends at index {last}"));
+        return Err(invalid(format!(
+            "the Raft log went back: it {ends}, but this node had synced entries through index {mark} (the log mark); \
+             part of its write-ahead log is missing or was cut"
+        )));
+    }
+    Ok(())
+}
+
+/// Moves the mark up to `synced` once it is [`MARK_STEP_ENTRIES`] behind, or whenever `always`.
+fn advance_mark<D: Disk>(disk: &D, mark: &mut Option<u64>, synced: Option<u64>, always: bool) -> io::Result<()> {
+    let Some(synced) = synced else { return Ok(()) };
+    let behind = mark.map_or(u64::MAX, |mark| synced.saturating_sub(mark));
+    if behind > 0 && (always || behind >= MARK_STEP_ENTRIES) {
+        disk.write_mark(Some(synced))?;
+        *mark = Some(synced);
+    }
+    Ok(())
+}
+
 impl<D: Disk> LogStore<D> {
     /// Opens the log on `disk`, verifying it; an error means the data directory must not be served.
     pub fn open(disk: Arc<D>, flush_mode: FlushMode) -> io::Result<LogStore<D>> {
         let last_purged: Option<LogId> = read_meta(disk.as_ref(), META_PURGED)?;
         let last_log_id = verify_log(disk.as_ref(), last_purged)?;
+        let mark = disk.read_mark()?;
+        check_mark(mark, last_log_id.or(last_purged))?;
+        let last_log_id = Arc::new(Mutex::new(last_log_id));
+        let mark = Arc::new(Mutex::new(mark));
         let flusher = match flush_mode {
             FlushMode::Inline => None,
-            FlushMode::Grouped => Some(spawn_flusher(disk.clone())?),
+            FlushMode::Grouped => Some(spawn_flusher(disk.clone(), last_log_id.clone(), mark.clone())?),
         };
         let cache = Mutex::new(LogCache::default());
-        Ok(LogStore { inner: Arc::new(Inner { disk, last_log_id: Mutex::new(last_log_id), flusher, cache }) })
+        Ok(LogStore { inner: Arc::new(Inner { disk, last_log_id, mark, flusher, cache }) })
     }
 
     fn disk(&self) -> &D {
@@ -191,15 +277,28 @@ impl<D: Disk> LogStore<D> {
     }
 }
 
+/// Syncs the disk, then moves the mark up to what the sync covered (every entry written before
+/// it), all under the mark's lock.
+fn sync_and_mark<D: Disk>(disk: &D, last_log_id: &Mutex<Option<LogId>>, mark: &Mutex<Option<u64>>) -> io::Result<()> {
+    let mut mark = mark.lock().expect("log mark lock");
+    let written = last_log_id.lock().expect("last log id lock").map(|log_id| log_id.index);
+    disk.sync()?;
+    advance_mark(disk, &mut mark, written, false)
+}
+
 /// Starts the group-commit thread: it waits for one append, takes every other queued one, syncs
-/// once, and completes them all.
-fn spawn_flusher<D: Disk>(disk: Arc<D>) -> io::Result<Flusher> {
+/// once, and completes them all. When the queue closes it writes the mark one last time.
+fn spawn_flusher<D: Disk>(
+    disk: Arc<D>,
+    last_log_id: Arc<Mutex<Option<LogId>>>,
+    mark: Arc<Mutex<Option<u64>>>,
+) -> io::Result<Flusher> {
     let (sender, receiver) = std::sync::mpsc::sync_channel::<IOFlushed<TypeConfig>>(FLUSH_QUEUE_MAX);
     let thread = std::thread::Builder::new().name("strand-log-flush".into()).spawn(move || {
         while let Ok(first) = receiver.recv() {
             let mut group = vec![first];
             group.extend(receiver.try_iter());
-            let result = disk.sync();
+            let result = sync_and_mark(disk.as_ref(), &last_log_id, &mark);
             for callback in group {
                 let outcome = match &result {
                     Ok(()) => Ok(()),
@@ -208,8 +307,19 @@ fn spawn_flusher<D: Disk>(disk: Arc<D>) -> io::Result<Flusher> {
                 callback.io_completed(outcome);
             }
         }
+        if let Err(error) = close_mark(disk.as_ref(), &last_log_id, &mark) {
+            tracing::warn!(%error, "could not write the log mark at shutdown");
+        }
     })?;
     Ok(Flusher { sender: Some(sender), thread: Some(thread) })
+}
+
+/// At close: syncs and writes the mark for everything written.
+fn close_mark<D: Disk>(disk: &D, last_log_id: &Mutex<Option<LogId>>, mark: &Mutex<Option<u64>>) -> io::Result<()> {
+    let mut mark = mark.lock().expect("log mark lock");
+    let written = last_log_id.lock().expect("last log id lock").map(|log_id| log_id.index);
+    disk.sync()?;
+    advance_mark(disk, &mut mark, written, true)
 }
 
 fn range_start(range: &impl RangeBounds<u64>) -> u64 {
@@ -228,22 +338,23 @@ fn range_end(range: &impl RangeBounds<u64>) -> Option<u64> {
     }
 }
 
-impl<D: Disk> RaftLogReader<TypeConfig> for LogStore<D> {
-    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
-        &mut self,
-        range: RB,
-    ) -> Result<Vec<Entry>, io::Error> {
-        let start = range_start(&range);
-        let end = range_end(&range);
+impl<D: Disk> LogStore<D> {
+    /// The entries `start..end`, from the cache when it holds them all, else from the disk,
+    /// stopping once `bytes_max` encoded bytes are taken (after at least one entry).
+    fn read_entries(&self, start: u64, end: Option<u64>, bytes_max: usize) -> io::Result<Vec<Entry>> {
         if end.is_some_and(|end| end <= start) {
             return Ok(Vec::new());
         }
-        if let Some(entries) = self.cache().get(start, end) {
+        if let Some(entries) = self.cache().get(start, end, bytes_max) {
             return Ok(entries);
         }
         let mut entries = Vec::new();
+        let mut taken = 0;
         let end_key = end.map(codec::log_key);
         self.disk().scan(Space::Log, &codec::log_key(start), end_key.as_deref(), &mut |key, value| {
+            if !entries.is_empty() && taken + value.len() > bytes_max {
+                return Ok(false);
+            }
             let index = codec::log_index(key)?;
             let entry: Entry = codec::decode(value, &format!("log entry {index}"))?;
             if let Some(previous) = entries.last().map(|entry: &Entry| entry.log_id.index)
@@ -251,10 +362,25 @@ impl<D: Disk> RaftLogReader<TypeConfig> for LogStore<D> {
             {
                 return Err(invalid(format!("log entry {} is missing", previous + 1)));
             }
+            taken += value.len();
             entries.push(entry);
             Ok(true)
         })?;
         Ok(entries)
+    }
+}
+
+impl<D: Disk> RaftLogReader<TypeConfig> for LogStore<D> {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry>, io::Error> {
+        self.read_entries(range_start(&range), range_end(&range), usize::MAX)
+    }
+
+    /// Replication's read: at most [`APPEND_BATCH_BYTES_MAX`] of encoded entries, or one entry.
+    async fn limited_get_log_entries(&mut self, start: u64, end: u64) -> Result<Vec<Entry>, io::Error> {
+        self.read_entries(start, Some(end), APPEND_BATCH_BYTES_MAX)
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote>, io::Error> {
@@ -296,21 +422,24 @@ impl<D: Disk> RaftLogStorage<TypeConfig> for LogStore<D> {
     {
         let entries: Vec<Entry> = entries.into_iter().collect();
         let mut ops = Vec::with_capacity(entries.len());
+        let mut sizes = Vec::with_capacity(entries.len());
         for entry in &entries {
-            ops.push(Op::Put(Space::Log, codec::log_key(entry.log_id.index), codec::encode(entry)?));
+            let bytes = codec::encode(entry)?;
+            sizes.push(bytes.len());
+            ops.push(Op::Put(Space::Log, codec::log_key(entry.log_id.index), bytes));
         }
         if let Some(last) = entries.last().map(|entry| entry.log_id) {
             let mut cache = self.cache();
             self.disk().write(ops, Durability::Buffered)?;
             // The entries move into the cache: this runs on every append of every node.
-            cache.append(entries);
+            cache.append(entries.into_iter().zip(sizes));
             self.set_last(Some(last));
         }
         match &self.inner.flusher {
             Some(Flusher { sender: Some(sender), .. }) => sender
                 .send(callback)
                 .map_err(|_| io::Error::other("the log flusher thread has stopped; the node must restart"))?,
-            _ => callback.io_completed(self.disk().sync()),
+            _ => callback.io_completed(sync_and_mark(self.disk(), &self.inner.last_log_id, &self.inner.mark)),
         }
         Ok(())
     }
@@ -318,6 +447,13 @@ impl<D: Disk> RaftLogStorage<TypeConfig> for LogStore<D> {
     async fn truncate_after(&mut self, last_log_id: Option<LogId>) -> Result<(), io::Error> {
         let from = last_log_id.map_or(0, |log_id| log_id.index + 1);
         let op = Op::DeleteRange(Space::Log, codec::log_key(from), codec::log_key(u64::MAX));
+        // The mark comes down first: a crash after the truncation must not find a mark past the log.
+        let mut mark = self.inner.mark.lock().expect("log mark lock");
+        if mark.is_some_and(|mark| mark >= from) {
+            let lowered = from.checked_sub(1);
+            self.disk().write_mark(lowered)?;
+            *mark = lowered;
+        }
         let mut cache = self.cache();
         self.disk().write(vec![op], Durability::Buffered)?;
         cache.truncate_from(from);
@@ -327,6 +463,7 @@ impl<D: Disk> RaftLogStorage<TypeConfig> for LogStore<D> {
         if last.is_some_and(|last| last.index >= from) {
             *last = last_log_id.or(last_purged);
         }
+        drop(mark);
         Ok(())
     }
 

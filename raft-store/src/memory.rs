@@ -23,6 +23,8 @@ struct Inner {
     durable: Contents,
     current: Contents,
     unsynced: Vec<Vec<Op>>,
+    /// The log mark: durable as soon as it is written, like the file it stands for.
+    mark: Option<u64>,
 }
 
 /// An in-memory disk that loses unsynced writes on [`MemoryDisk::crash`].
@@ -117,6 +119,15 @@ impl Disk for MemoryDisk {
     fn get(&self, space: Space, key: &[u8]) -> io::Result<Option<Vec<u8>>> {
         let inner = self.inner.lock().expect("memory disk lock");
         Ok(inner.current.get(&space).and_then(|map| map.get(key)).cloned())
+    }
+
+    fn read_mark(&self) -> io::Result<Option<u64>> {
+        Ok(self.inner.lock().expect("memory disk lock").mark)
+    }
+
+    fn write_mark(&self, mark: Option<u64>) -> io::Result<()> {
+        self.inner.lock().expect("memory disk lock").mark = mark;
+        Ok(())
     }
 
     fn scan(&self, space: Space, from: &[u8], to: Option<&[u8]>, visit: Visit<'_>) -> io::Result<()> {

@@ -4,24 +4,42 @@
 //! or [`Disk::sync`] (a WAL flush with fsync), writes the buffer out and makes them durable.
 //! RocksDB checks block checksums on every read (`paranoid_checks`), so a damaged file fails
 //! loudly instead of serving wrong data.
+//!
+//! Recovery refuses damage instead of truncating past it: the write-ahead log is replayed with
+//! `TolerateCorruptedTailRecords`, which accepts only an incomplete record at the very end (a
+//! write torn by a crash) and fails the open on a checksum mismatch anywhere, where RocksDB's
+//! default (point-in-time recovery) would silently drop everything after it. The manifest tracks
+//! the write-ahead log files, so a missing one fails the open too. The log mark
+//! ([`Disk::write_mark`]) lives in the file [`MARK_FILE`] inside the database directory, written
+//! to a temporary file, synced and renamed, so it is always whole.
 
 use std::io;
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use rocksdb::{
-    ColumnFamilyDescriptor, DB, DBCompressionType, Direction, IteratorMode, Options, ReadOptions, WriteBatch,
-    WriteOptions,
+    ColumnFamilyDescriptor, DB, DBCompressionType, DBRecoveryMode, Direction, IteratorMode, Options, ReadOptions,
+    WriteBatch, WriteOptions,
 };
 
+use crate::codec;
 use crate::disk::{Disk, DiskView, Durability, Op, Space, Visit};
+
+/// The log mark's file, inside the database directory (RocksDB leaves names it did not make alone).
+pub const MARK_FILE: &str = "STRAND-LOG-MARK";
 
 /// A RocksDB database holding one node's log, meta and state.
 pub struct RocksDisk {
     db: DB,
+    path: PathBuf,
 }
 
 fn to_io(error: rocksdb::Error) -> io::Error {
-    io::Error::other(format!("rocksdb: {error}"))
+    let kind = match error.kind() {
+        rocksdb::ErrorKind::Corruption => io::ErrorKind::InvalidData,
+        _ => io::ErrorKind::Other,
+    };
+    io::Error::new(kind, format!("rocksdb: {error}"))
 }
 
 impl RocksDisk {
@@ -38,13 +56,17 @@ impl RocksDisk {
         // append, commit index and applied batch with one `write` call per group sync instead
         // of one each.
         options.set_manual_wal_flush(true);
+        // Refuse a damaged write-ahead log rather than truncate it at the damage: only a record
+        // torn at the very end (an unsynced write cut by a crash) is tolerated.
+        options.set_wal_recovery_mode(DBRecoveryMode::TolerateCorruptedTailRecords);
+        options.set_track_and_verify_wals_in_manifest(true);
         let families = Space::ALL.iter().map(|space| {
             let mut family_options = Options::default();
             family_options.set_compression_type(DBCompressionType::None);
             ColumnFamilyDescriptor::new(space.name(), family_options)
         });
         let db = DB::open_cf_descriptors(&options, path, families).map_err(to_io)?;
-        Ok(RocksDisk { db })
+        Ok(RocksDisk { db, path: path.to_path_buf() })
     }
 
     fn family(&self, space: Space) -> io::Result<&rocksdb::ColumnFamily> {
@@ -103,6 +125,23 @@ impl Disk for RocksDisk {
 
     fn view(&self) -> io::Result<Box<dyn DiskView + '_>> {
         Ok(Box::new(RocksView { disk: self, snapshot: self.db.snapshot() }))
+    }
+
+    fn read_mark(&self) -> io::Result<Option<u64>> {
+        match std::fs::read(self.path.join(MARK_FILE)) {
+            Ok(bytes) => codec::decode(&bytes, "the log mark file"),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    fn write_mark(&self, mark: Option<u64>) -> io::Result<()> {
+        let writing = self.path.join(format!("{MARK_FILE}.writing"));
+        let mut file = std::fs::File::create(&writing)?;
+        file.write_all(&codec::encode(&mark)?)?;
+        file.sync_all()?;
+        std::fs::rename(&writing, self.path.join(MARK_FILE))?;
+        std::fs::File::open(&self.path)?.sync_all()
     }
 }
 

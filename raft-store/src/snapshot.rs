@@ -2,8 +2,11 @@
 //! stream so that neither building, sending nor installing a snapshot holds it whole in memory.
 //!
 //! Format: the magic line, the length-prefixed snapshot metadata, then length-prefixed key/value
-//! records of the state space, then an end marker with the record count. A file cut short or
-//! with a wrong count is refused.
+//! records of the state space, then an end marker with the record count and a CRC-32 of every
+//! byte before it. A file cut short, with a wrong count, a wrong checksum, or a record value whose
+//! own checksum fails (every stored value carries one, see [`crate::codec`]) is refused; a
+//! snapshot received from another node is read through once this way ([`verify`]) before
+//! anything is replaced.
 
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
@@ -12,7 +15,7 @@ use std::path::{Path, PathBuf};
 use crate::codec;
 use crate::types::SnapshotMeta;
 
-const MAGIC: &[u8] = b"STRAND-SNAPSHOT-1\n";
+const MAGIC: &[u8] = b"STRAND-SNAPSHOT-2\n";
 /// Stands where a record's length would, after the last record; so a key or value is shorter.
 const END_MARKER: u32 = u32::MAX;
 /// Most bytes reserved for a frame before any of it is read: a frame up to this size is read
@@ -36,9 +39,41 @@ impl SnapshotFile {
     }
 }
 
+/// A writer that keeps the CRC-32 of everything written through it.
+struct Summing<W> {
+    inner: W,
+    hasher: crc32fast::Hasher,
+}
+
+impl<W: Write> Write for Summing<W> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let written = self.inner.write(bytes)?;
+        self.hasher.update(&bytes[..written]);
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// A reader that keeps the CRC-32 of everything read through it.
+struct Verifying<R> {
+    inner: R,
+    hasher: crc32fast::Hasher,
+}
+
+impl<R: Read> Read for Verifying<R> {
+    fn read(&mut self, bytes: &mut [u8]) -> io::Result<usize> {
+        let read = self.inner.read(bytes)?;
+        self.hasher.update(&bytes[..read]);
+        Ok(read)
+    }
+}
+
 /// Writes a snapshot file record by record.
 pub struct SnapshotWriter {
-    out: BufWriter<File>,
+    out: Summing<BufWriter<File>>,
     count: u64,
 }
 
@@ -53,7 +88,7 @@ fn write_frame(out: &mut impl Write, bytes: &[u8]) -> io::Result<()> {
 impl SnapshotWriter {
     /// Starts a snapshot file at `path` with its metadata.
     pub fn create(path: &Path, meta: &SnapshotMeta) -> io::Result<SnapshotWriter> {
-        let mut out = BufWriter::new(File::create(path)?);
+        let mut out = Summing { inner: BufWriter::new(File::create(path)?), hasher: crc32fast::Hasher::new() };
         out.write_all(MAGIC)?;
         write_frame(&mut out, &codec::encode(meta)?)?;
         Ok(SnapshotWriter { out, count: 0 })
@@ -67,18 +102,21 @@ impl SnapshotWriter {
         Ok(())
     }
 
-    /// Ends the file and syncs it to disk.
+    /// Ends the file with its count and checksum, and syncs it to disk.
     pub fn finish(mut self) -> io::Result<()> {
         self.out.write_all(&END_MARKER.to_be_bytes())?;
         self.out.write_all(&self.count.to_be_bytes())?;
-        let file = self.out.into_inner().map_err(|error| error.into_error())?;
+        let Summing { inner, hasher } = self.out;
+        let mut out = inner;
+        out.write_all(&hasher.finalize().to_be_bytes())?;
+        let file = out.into_inner().map_err(|error| error.into_error())?;
         file.sync_all()
     }
 }
 
 /// Reads a snapshot file record by record.
 pub struct SnapshotReader {
-    input: BufReader<File>,
+    input: Verifying<BufReader<File>>,
     count: u64,
     /// The metadata from the file's header.
     pub meta: SnapshotMeta,
@@ -111,7 +149,7 @@ impl SnapshotReader {
     pub fn new(mut file: File) -> io::Result<SnapshotReader> {
         use std::io::Seek;
         file.seek(io::SeekFrom::Start(0))?;
-        let mut input = BufReader::new(file);
+        let mut input = Verifying { inner: BufReader::new(file), hasher: crc32fast::Hasher::new() };
         let mut magic = vec![0u8; MAGIC.len()];
         input.read_exact(&mut magic).map_err(|_| corrupt("snapshot file is too short".into()))?;
         if magic != MAGIC {
@@ -127,10 +165,25 @@ impl SnapshotReader {
         let length = read_u32(&mut self.input).map_err(|_| corrupt("snapshot file is cut short".into()))?;
         if length == END_MARKER {
             let mut count = [0u8; 8];
-            self.input.read_exact(&mut count)?;
+            self.input
+                .read_exact(&mut count)
+                .map_err(|_| corrupt("snapshot file is cut short in its trailer".into()))?;
             let expected = u64::from_be_bytes(count);
             if expected != self.count {
                 return Err(corrupt(format!("snapshot holds {} records, its trailer says {expected}", self.count)));
+            }
+            let computed = self.input.hasher.clone().finalize();
+            let mut stored = [0u8; 4];
+            self.input.inner.read_exact(&mut stored).map_err(|_| corrupt("snapshot file has no checksum".into()))?;
+            let stored = u32::from_be_bytes(stored);
+            if stored != computed {
+                return Err(corrupt(format!(
+                    "snapshot file fails its checksum (stored {stored:08x}, computed {computed:08x})"
+                )));
+            }
+            let mut rest = [0u8; 1];
+            if self.input.inner.read(&mut rest)? != 0 {
+                return Err(corrupt("snapshot file has bytes after its checksum".into()));
             }
             return Ok(None);
         }
@@ -142,10 +195,15 @@ impl SnapshotReader {
     }
 }
 
-/// Reads a whole snapshot file and checks its framing and record count; answers its metadata.
-/// A node runs this on a snapshot received from the network before handing it to Raft.
+/// Reads a whole snapshot file and checks its framing, record count, whole-file checksum and every
+/// record value's own checksum; answers its metadata. A node runs this on a snapshot received from
+/// the network before handing it to Raft.
 pub fn verify(path: &Path) -> io::Result<SnapshotMeta> {
     let mut reader = SnapshotReader::new(File::open(path)?)?;
-    while reader.next_record()?.is_some() {}
+    let mut position = 0u64;
+    while let Some((_, value)) = reader.next_record()? {
+        position += 1;
+        codec::unseal(&value, &format!("snapshot record {position}"))?;
+    }
     Ok(reader.meta)
 }

@@ -8,7 +8,10 @@
 //!
 //! Invariant: the state space and `last_applied` on disk always belong together.
 //! Invariant: while a snapshot is being installed the `installing` marker is set, and a node that
-//! opens with the marker set finishes the install from the snapshot file before serving.
+//! opens with the marker set finishes the install from the snapshot file before serving (a damaged
+//! file then stops the node: its state space is incomplete).
+//! Invariant: a node never keeps a snapshot file that fails verification: at open, a damaged
+//! current snapshot is deleted, and Raft builds a new one when it needs one.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -80,7 +83,7 @@ fn read_applied(get: impl Fn(Space, &[u8]) -> io::Result<Option<Vec<u8>>>) -> io
 fn load_state<D: Disk>(disk: &D) -> io::Result<State> {
     let mut records = Vec::new();
     disk.scan(Space::State, &[], None, &mut |key, value| {
-        let key: RecordKey = codec::decode(key, "state record key")?;
+        let key: RecordKey = codec::decode_plain(key, "state record key")?;
         let record: Record = codec::decode(value, &format!("state record {key:?}"))?;
         records.push((key, record));
         Ok(true)
@@ -98,6 +101,7 @@ impl<D: Disk> StateMachineStore<D> {
             let reader = SnapshotReader::new(std::fs::File::open(&current)?)?;
             write_snapshot_records(disk.as_ref(), reader)?;
         }
+        drop_damaged_snapshot(&snapshot_dir.join(CURRENT_SNAPSHOT))?;
         let state = load_state(disk.as_ref())?;
         let applied = read_applied(|space, key| disk.get(space, key))?;
         let inner = Inner {
@@ -150,7 +154,7 @@ impl<D: Disk> StateMachineStore<D> {
         {
             let state = self.inner.state.read().expect("state lock");
             for (key, record) in state.changed_records(&keys) {
-                let key_bytes = codec::encode(key)?;
+                let key_bytes = codec::encode_plain(key)?;
                 match record {
                     Some(record) => ops.push(Op::Put(Space::State, key_bytes, codec::encode(&record)?)),
                     None => ops.push(Op::Delete(Space::State, key_bytes)),
@@ -227,6 +231,19 @@ impl<D: Disk> StateMachineStore<D> {
         self.notify_all();
         Ok(())
     }
+}
+
+/// Deletes the current snapshot when it fails verification, so that it is never sent to a
+/// follower (which would refuse it, again and again); Raft builds a new one when it needs one.
+fn drop_damaged_snapshot(current: &Path) -> io::Result<()> {
+    if !current.exists() {
+        return Ok(());
+    }
+    if let Err(error) = crate::snapshot::verify(current) {
+        tracing::warn!(path = %current.display(), %error, "deleting a damaged snapshot; a new one is built when needed");
+        std::fs::remove_file(current)?;
+    }
+    Ok(())
 }
 
 /// Replaces the state space with a snapshot's records, under the `installing` marker.

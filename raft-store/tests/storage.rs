@@ -278,7 +278,7 @@ fn a_snapshot_with_a_damaged_record_length_is_refused_as_cut_short() {
     writer.finish().unwrap();
     let mut bytes = std::fs::read(&path).unwrap();
     // The first record's key length follows the magic line and the metadata frame.
-    let header = b"STRAND-SNAPSHOT-1\n".len();
+    let header = b"STRAND-SNAPSHOT-2\n".len();
     let meta_length = u32::from_be_bytes(bytes[header..header + 4].try_into().unwrap()) as usize;
     let key_length_at = header + 4 + meta_length;
     assert_eq!(&bytes[key_length_at..key_length_at + 4], &3u32.to_be_bytes());
@@ -312,4 +312,122 @@ async fn a_namespace_subscriber_is_woken_by_its_own_namespace_only() {
     changes.borrow_and_update();
     state_machine.apply(in_namespace(3, &Namespace::default_namespace())).await.unwrap();
     assert!(!changes.has_changed().unwrap());
+}
+
+/// Entries whose proposals each carry a description of `bytes` bytes.
+fn large_entries(count: u64, bytes: usize) -> Vec<Entry> {
+    let mut entries = entries(count);
+    for entry in &mut entries {
+        if let openraft::EntryPayload::Normal(proposal) = &mut entry.payload {
+            let mut large = (**proposal).clone();
+            if let Command::Create(create) = &mut large.command {
+                create.description = "d".repeat(bytes);
+            }
+            *proposal = std::sync::Arc::new(large);
+        }
+    }
+    entries
+}
+
+#[tokio::test]
+async fn replication_reads_are_capped_in_bytes_from_the_cache_and_from_the_disk() {
+    use raft_store::log_store::APPEND_BATCH_BYTES_MAX;
+    let dir = tempfile::tempdir().unwrap();
+    let entry_bytes = 1024 * 1024;
+    // Each encoded entry is a little over 1 MiB, so three fit in the cap and a fourth does not.
+    let expected = APPEND_BATCH_BYTES_MAX / (entry_bytes + 1024);
+    assert_eq!(expected, 3);
+    {
+        let (mut log_store, _) = open(dir.path()).unwrap();
+        append(&mut log_store, large_entries(10, entry_bytes)).await;
+        let limited = log_store.limited_get_log_entries(1, 11).await.unwrap();
+        assert_eq!(limited.len(), expected, "from the cache");
+        assert_eq!(log_store.try_get_log_entries(1..11).await.unwrap().len(), 10, "unlimited reads are whole");
+    }
+    let (mut log_store, _) = open(dir.path()).unwrap();
+    let limited = log_store.limited_get_log_entries(1, 11).await.unwrap();
+    assert_eq!(limited.len(), expected, "from the disk");
+    assert_eq!(limited.first().map(|entry| entry.log_id.index), Some(1));
+    // One entry over the cap still goes: a batch is never empty.
+    let (mut log_store, _) = {
+        let dir = tempfile::tempdir().unwrap();
+        let stores = open(dir.path()).unwrap();
+        std::mem::forget(dir);
+        stores
+    };
+    append(&mut log_store, large_entries(2, APPEND_BATCH_BYTES_MAX + 1)).await;
+    assert_eq!(log_store.limited_get_log_entries(1, 3).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_log_that_ends_before_its_mark_is_refused_at_open_and_a_truncation_lowers_the_mark() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (mut log_store, _) = open(dir.path()).unwrap();
+        append(&mut log_store, entries(300)).await;
+        // A truncation of uncommitted entries lowers the mark first: the store reopens.
+        openraft::storage::RaftLogStorage::truncate_after(&mut log_store, Some(openraft::LogId::new(1u64.into(), 280)))
+            .await
+            .unwrap();
+    }
+    let (log_store, _) = open(dir.path()).expect("a truncated log reopens");
+    drop(log_store);
+    {
+        let disk = RocksDisk::open(&dir.path().join("db")).unwrap();
+        assert_eq!(disk.read_mark().unwrap(), Some(280));
+        // The synced tail disappears, as a lost or cut write-ahead log would leave it.
+        let lost = Op::DeleteRange(Space::Log, raft_store::codec::log_key(200), raft_store::codec::log_key(u64::MAX));
+        disk.write(vec![lost], Durability::Sync).unwrap();
+    }
+    let error = open(dir.path()).err().expect("open refuses a log that went back");
+    assert!(error.to_string().contains("the Raft log went back: it ends at index 199"), "{error}");
+    assert!(error.to_string().contains("through index 280"), "{error}");
+}
+
+#[tokio::test]
+async fn a_state_record_that_fails_its_checksum_is_refused_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (_, mut state_machine) = open(dir.path()).unwrap();
+        let applied: Vec<_> = entries(3).into_iter().map(|entry| Ok((entry, None))).collect();
+        state_machine.apply(futures::stream::iter(applied)).await.unwrap();
+    }
+    {
+        let disk = RocksDisk::open(&dir.path().join("db")).unwrap();
+        let mut records = Vec::new();
+        disk.scan(Space::State, &[], None, &mut |key, value| {
+            records.push((key.to_vec(), value.to_vec()));
+            Ok(true)
+        })
+        .unwrap();
+        let (key, mut value) = records.pop().expect("state records");
+        let middle = value.len() / 2;
+        value[middle] ^= 0x10;
+        disk.write(vec![Op::Put(Space::State, key, value)], Durability::Sync).unwrap();
+    }
+    let error = open(dir.path()).err().expect("open refuses a damaged record");
+    assert!(error.to_string().contains("is corrupt: checksum mismatch"), "{error}");
+}
+
+#[tokio::test]
+async fn a_snapshot_file_that_fails_its_checksum_is_refused_and_dropped_at_open() {
+    use raft_store::snapshot::SnapshotWriter;
+    let dir = tempfile::tempdir().unwrap();
+    let snapshots = dir.path().join("snapshots");
+    std::fs::create_dir_all(&snapshots).unwrap();
+    let current = snapshots.join("current.snapshot");
+    let mut writer = SnapshotWriter::create(&current, &empty_snapshot_meta()).unwrap();
+    writer.record(b"key", &raft_store::codec::encode(&"a value".to_string()).unwrap()).unwrap();
+    writer.finish().unwrap();
+    raft_store::snapshot::verify(&current).expect("the whole file verifies");
+
+    let mut bytes = std::fs::read(&current).unwrap();
+    let at = bytes.windows(7).position(|window| window == b"a value").unwrap();
+    bytes[at] ^= 0x01;
+    std::fs::write(&current, &bytes).unwrap();
+    let error = raft_store::snapshot::verify(&current).expect_err("a flipped byte is refused");
+    assert!(error.to_string().contains("checksum"), "{error}");
+
+    open(dir.path()).expect("a node opens without its damaged snapshot");
+    assert!(!current.exists(), "the damaged snapshot was deleted at open");
 }

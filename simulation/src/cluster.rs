@@ -142,6 +142,16 @@ impl<D: Disk> Disk for SimDisk<D> {
     fn view(&self) -> std::io::Result<Box<dyn DiskView + '_>> {
         self.inner.view()
     }
+
+    fn read_mark(&self) -> std::io::Result<Option<u64>> {
+        self.inner.read_mark()
+    }
+
+    /// Under the NoFsync mutation the mark is never made durable either, as with every other
+    /// sync of that storage.
+    fn write_mark(&self, mark: Option<u64>) -> std::io::Result<()> {
+        if self.fsync { self.inner.write_mark(mark) } else { Ok(()) }
+    }
 }
 
 /// What every node of a run shares.
@@ -183,6 +193,8 @@ pub fn raft_settings() -> RaftSettings {
         max_payload_entries: 256,
         rpc_timeout_ms: 1_000,
         replicate_before_local_sync: false,
+        snapshot_receive_bytes_max: 1024 * 1024 * 1024,
+        snapshot_receive_timeout_ms: 20_000,
     }
 }
 

@@ -6,6 +6,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use api::client::{Client, ClientConfig};
+use api::proto::raft_client::RaftClient;
+use node::network::{PeerIdentity, PeerRpc};
 
 /// How long a test waits for a condition before failing.
 pub const WAIT_MAX: Duration = Duration::from_secs(60);
@@ -115,6 +117,35 @@ impl Cluster {
     /// A node's log so far.
     pub fn log(&self, id: u64) -> String {
         std::fs::read_to_string(self.dir.path().join(format!("node-{id}.log"))).unwrap_or_default()
+    }
+
+    /// Waits (up to [`WAIT_MAX`]) for node `id`'s process to exit by itself; its exit status.
+    pub async fn wait_for_exit(&mut self, id: u64) -> std::process::ExitStatus {
+        let node = &mut self.nodes[(id - 1) as usize];
+        let child = node.child.as_mut().expect("the node was started");
+        let status = wait_for(&format!("node {id} to exit"), || {
+            let status = child.try_wait().expect("poll the node process");
+            async move { status }
+        })
+        .await;
+        node.child = None;
+        status
+    }
+
+    /// The cluster id every node computed at its first start (the default cluster name, ids 1..=N).
+    pub fn cluster_id(&self) -> u64 {
+        let name = node::config::NodeConfig::default().cluster_name;
+        node::cluster_id(&name, 1..=self.nodes.len() as u64)
+    }
+
+    /// A raw `strand.v1.Raft` client of node `id` whose calls claim to come from `identity`.
+    pub async fn peer_client(&self, id: u64, identity: PeerIdentity) -> PeerRpc {
+        let address = format!("http://{}", self.nodes[(id - 1) as usize].address);
+        let channel =
+            tonic::transport::Endpoint::from_shared(address).expect("address").connect().await.expect("connect");
+        RaftClient::with_interceptor(channel, identity)
+            .max_decoding_message_size(usize::MAX)
+            .max_encoding_message_size(usize::MAX)
     }
 
     /// Every node's address.

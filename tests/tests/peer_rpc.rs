@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use api::command::{Command, CreateBead};
 use api::proto::RaftPayload;
-use api::proto::raft_client::RaftClient;
 use futures::StreamExt;
+use node::network::PeerIdentity;
 use tests::{Cluster, wait_for};
 
 /// Writes one bead through the cluster and waits until all three nodes applied it alike.
@@ -23,7 +23,8 @@ async fn a_broken_replication_stream_ends_unanswered_and_the_follower_keeps_repl
     let cluster = Cluster::start(3, None);
     let leader = cluster.wait_for_leader().await;
     let follower = cluster.nodes.iter().find(|node| node.id != leader).unwrap();
-    let mut raft = RaftClient::connect(format!("http://{}", follower.address)).await.unwrap();
+    let identity = PeerIdentity { cluster_id: cluster.cluster_id(), member_id: leader };
+    let mut raft = cluster.peer_client(follower.id, identity).await;
 
     // A request that does not decode: the follower ends the session without answering it. The
     // request stream stays open, so only the follower can have ended the answers.
@@ -41,7 +42,7 @@ async fn a_broken_replication_stream_ends_unanswered_and_the_follower_keeps_repl
     // A session cut off mid-way: the client goes away while its request stream is still open, so
     // the follower's side of the stream breaks rather than ends; the follower goes on.
     let (sender, receiver) = futures::channel::mpsc::channel::<RaftPayload>(1);
-    let mut cut = RaftClient::connect(format!("http://{}", follower.address)).await.unwrap();
+    let mut cut = cluster.peer_client(follower.id, identity).await;
     let answers = cut.stream_append(receiver).await.unwrap().into_inner();
     drop((answers, cut));
     write_and_converge(&cluster, "after a cut session").await;
