@@ -7,8 +7,15 @@
 //! was only partly flushed would. The simulator holds the disk outside the simulated host, so it
 //! outlives the crash.
 //!
+//! [`MemoryDisk::corrupt`] models damage to synced data while the node is stopped (bit rot, a
+//! misdirected write): the simulator rewrites the stored bytes of one value, chosen from
+//! [`MemoryDisk::synced_keys`] with its seeded RNG, to see the node's start-up verification
+//! refuse it.
+//!
 //! Invariant: after a crash the contents are exactly the durable batches followed by the kept
-//! prefix of the unsynced ones, applied in write order; batches are never torn.
+//! prefix of the unsynced ones, applied in write order; batches are never torn. The only other
+//! change to durable contents is [`MemoryDisk::corrupt`], which applies to a crashed disk alone
+//! (no unsynced writes, asserted) and changes its durable and current contents alike.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -92,6 +99,27 @@ impl MemoryDisk {
             apply(&mut inner.durable, batch);
         }
         inner.current = inner.durable.clone();
+    }
+
+    /// The keys of `space` that hold a synced value, in key order: what [`MemoryDisk::corrupt`]
+    /// may damage.
+    pub fn synced_keys(&self, space: Space) -> Vec<Vec<u8>> {
+        let inner = self.inner.lock().expect("memory disk lock");
+        inner.durable.get(&space).map(|map| map.keys().cloned().collect()).unwrap_or_default()
+    }
+
+    /// Damages synced data of a stopped node: `damage` rewrites the stored bytes of `key` in
+    /// `space`, in the durable and the current contents alike. Answers whether the key held a
+    /// value. Only a crashed disk may be damaged ([`MemoryDisk::crash`] left no unsynced write,
+    /// so its current contents are its durable ones).
+    pub fn corrupt(&self, space: Space, key: &[u8], damage: impl FnOnce(&mut Vec<u8>)) -> bool {
+        let mut inner = self.inner.lock().expect("memory disk lock");
+        assert!(inner.unsynced.is_empty(), "only a crashed disk, with no unsynced writes, is damaged");
+        let Some(value) = inner.durable.get_mut(&space).and_then(|map| map.get_mut(key)) else { return false };
+        damage(value);
+        let damaged = value.clone();
+        inner.current.entry(space).or_default().insert(key.to_vec(), damaged);
+        true
     }
 }
 
@@ -193,6 +221,21 @@ mod tests {
         assert_eq!(read(&disk, "k").as_deref(), Some("2"));
         assert_eq!((read(&disk, "n1").as_deref(), read(&disk, "n2")), (Some("2"), None));
         assert_eq!(disk.unsynced_batches(), 0);
+    }
+
+    #[test]
+    fn corrupt_damages_a_synced_value_for_good() {
+        let disk = MemoryDisk::new();
+        disk.write(vec![put("a", "1"), put("b", "2")], Durability::Sync).unwrap();
+        disk.crash(0);
+        assert_eq!(disk.synced_keys(Space::State), vec![b"a".to_vec(), b"b".to_vec()]);
+        assert!(disk.synced_keys(Space::Log).is_empty());
+        assert!(disk.corrupt(Space::State, b"b", |value| value[0] ^= 0x01));
+        assert!(!disk.corrupt(Space::State, b"c", |value| value.clear()));
+        assert_eq!(read(&disk, "b").as_deref(), Some("3"), "the current contents are damaged");
+        disk.crash(0);
+        assert_eq!(read(&disk, "b").as_deref(), Some("3"), "and so are the durable ones");
+        assert_eq!(read(&disk, "a").as_deref(), Some("1"));
     }
 
     #[test]

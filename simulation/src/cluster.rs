@@ -49,6 +49,20 @@ pub enum Mutation {
     /// Log appends and votes are acknowledged without being synced: a crash can lose
     /// acknowledged entries.
     NoFsync,
+    /// Skips the log checksum: storage damage ([`crate::nemesis::Fault::Corrupt`]) is resealed,
+    /// its checksums recomputed over the damaged bytes, as a store without checksums would hold
+    /// it. The node's start-up verification no longer sees it; the checkers must.
+    NoChecksum,
+}
+
+impl Mutation {
+    /// How the nemesis damages storage under this mutation (or none).
+    pub fn sealing(mutation: Option<Mutation>) -> crate::damage::Sealing {
+        match mutation {
+            Some(Mutation::NoChecksum) => crate::damage::Sealing::Resealed,
+            Some(Mutation::NoFsync) | None => crate::damage::Sealing::Visible,
+        }
+    }
 }
 
 /// The host name of node `id`.

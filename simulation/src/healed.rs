@@ -24,6 +24,14 @@ pub const WRITE_AFTER_HEAL_MS_MAX: u64 = 30_000;
 pub const CONVERGENCE_MS_MAX: u64 = 30_000;
 /// Pause between two convergence polls.
 pub const POLL_MS: u64 = 200;
+/// Slack on top of the time a node's status may take (see [`status_timeout`]).
+pub const STATUS_SLACK_MS: u64 = 1_000;
+
+/// How long one node's status may take: the node asks each of its peers in turn, each for up to
+/// the Raft RPC timeout, and a peer that is down for good (its start failed) takes all of it.
+pub fn status_timeout(nodes: usize) -> Duration {
+    Duration::from_millis(cluster::raft_settings().rpc_timeout_ms * nodes as u64 + STATUS_SLACK_MS)
+}
 
 /// What the healed-phase reader found.
 #[derive(Clone, Debug)]
@@ -91,14 +99,14 @@ async fn first_write(
     }
 }
 
-async fn statuses(node_ids: &[u64]) -> Vec<Result<(u64, u64, u64), String>> {
+async fn statuses(node_ids: &[u64], timeout: Duration) -> Vec<Result<(u64, u64, u64), String>> {
     let mut found = Vec::new();
     for id in node_ids {
         let status = async {
             let channel = crate::net::channel(&cluster::address(*id))?;
             let mut client = ClusterClient::new(channel);
             let request = tonic::Request::new(StatusRequest { include_digest: true });
-            let answer = tokio::time::timeout(Duration::from_millis(1_000), client.status(request))
+            let answer = tokio::time::timeout(timeout, client.status(request))
                 .await
                 .map_err(|_| format!("node {id} did not answer its status in time"))?
                 .map_err(|status| format!("node {id}: {}", status.message()))?
@@ -118,7 +126,7 @@ async fn converge(node_ids: &[u64], failed_starts: &cluster::FailedStarts) -> Re
             let failed = failed_starts.lock().expect("failed starts lock");
             node_ids.iter().copied().filter(|id| !failed.contains_key(id)).collect()
         };
-        let found = statuses(&live).await;
+        let found = statuses(&live, status_timeout(node_ids.len())).await;
         let agreed: Result<Vec<_>, String> = found.iter().cloned().collect();
         let last = match agreed {
             Ok(all) if all.windows(2).all(|pair| (pair[0].1, pair[0].2) == (pair[1].1, pair[1].2)) => return Ok(all),

@@ -6,7 +6,8 @@
 //!   metrics observer.
 //! - [`workload`]: agents using `api::client::Client` over the simulated network, recording
 //!   every operation in the [`history`].
-//! - [`nemesis`]: seeded faults between simulation steps.
+//! - [`nemesis`]: seeded faults between simulation steps; [`damage`]: what its corruption fault
+//!   does to a stopped node's storage.
 //! - [`healed`]: after the faults, checks liveness, reads everything back, waits for convergence.
 //! - [`checkers`]: one module per property.
 //! - [`run`]: one seed, end to end.
@@ -16,6 +17,7 @@
 
 pub mod checkers;
 pub mod cluster;
+pub mod damage;
 pub mod healed;
 pub mod history;
 pub mod nemesis;

@@ -33,8 +33,8 @@ struct Args {
     /// Simulated length of the fault phase, e.g. 10s or 1m.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     duration: Duration,
-    /// Faults to inject: all, none, or a comma-separated list.
-    #[arg(long, default_value = "all", value_parser = parse_faults)]
+    /// Faults to inject: default (every kind but corrupt), all, none, or a comma-separated list.
+    #[arg(long, default_value = "default", value_parser = parse_faults)]
     faults: FaultList,
     /// Concurrent simulated agents.
     #[arg(long, default_value_t = 5)]
@@ -59,13 +59,14 @@ struct FaultList(Vec<Fault>);
 
 fn parse_faults(text: &str) -> Result<FaultList, String> {
     match text {
+        "default" => Ok(FaultList(Fault::DEFAULT.to_vec())),
         "all" => Ok(FaultList(Fault::ALL.to_vec())),
         "none" => Ok(FaultList(Vec::new())),
         list => list
             .split(',')
             .map(|name| {
                 <Fault as clap::ValueEnum>::from_str(name.trim(), true).map_err(|_| {
-                    format!("unknown fault {name:?}; use all, none, or a list of partition,oneway,lossy,crash,clock")
+                    format!("unknown fault {name:?}; use default, all, none, or a list of partition,oneway,lossy,crash,clock,corrupt")
                 })
             })
             .collect::<Result<Vec<_>, _>>()

@@ -3,10 +3,14 @@
 //!
 //! Faults: symmetric and one-way partitions, an isolated leader, a majority/minority split,
 //! message delay and loss on links, process crash and restart (the memory disk dropping a
-//! seeded share of its unsynced writes), and a node's clock jumping forward. At the end of the
-//! fault phase [`Nemesis::heal`] removes them all; clock jumps stay, as a real clock that jumped
-//! would until an operator fixed it.
+//! seeded share of its unsynced writes), a node's clock jumping forward, and damage to a stopped
+//! node's synced storage ([`Fault::Corrupt`], see [`crate::damage`]). At the end of the fault
+//! phase [`Nemesis::heal`] removes them all; clock jumps stay, as a real clock that jumped would
+//! until an operator fixed it, and so does damage, as on a real disk.
 //!
+//! Invariant: the storage of at most a minority of the nodes is ever damaged
+//! ([`Nemesis::damaged_nodes_max`]), so a majority with intact storage remains to keep the cluster
+//! live and to hold every acknowledged write.
 //! A node whose start failed ([`cluster::FailedStarts`]) is down for good: the nemesis neither
 //! crashes nor restarts it again, and says so in the trace once.
 
@@ -20,6 +24,7 @@ use rand::{Rng, SeedableRng};
 use turmoil::Sim;
 
 use crate::cluster::{self, FailedStarts, SimNode};
+use crate::damage::{self, Sealing};
 
 /// Shortest pause between two nemesis actions (simulated time).
 pub const ACTION_GAP_MS_MIN: u64 = 300;
@@ -45,11 +50,17 @@ pub enum Fault {
     Crash,
     /// A node's clock jumps forward.
     Clock,
+    /// A node crashes, and while it is down a few bytes of its synced storage are flipped or
+    /// zeroed (a log entry, a meta value, a state record, or its snapshot file).
+    Corrupt,
 }
 
 impl Fault {
     /// Every fault kind.
-    pub const ALL: [Fault; 5] = [Fault::Partition, Fault::Oneway, Fault::Lossy, Fault::Crash, Fault::Clock];
+    pub const ALL: [Fault; 6] =
+        [Fault::Partition, Fault::Oneway, Fault::Lossy, Fault::Crash, Fault::Clock, Fault::Corrupt];
+    /// The faults a run injects unless told otherwise.
+    pub const DEFAULT: [Fault; 5] = [Fault::Partition, Fault::Oneway, Fault::Lossy, Fault::Crash, Fault::Clock];
 }
 
 /// The nemesis of one run.
@@ -62,6 +73,7 @@ pub struct Nemesis {
     cut: BTreeSet<(u64, u64)>,
     slow: BTreeSet<(u64, u64)>,
     failed_starts: FailedStarts,
+    sealing: Sealing,
     /// Failed starts already put in the trace.
     failures_told: BTreeSet<u64>,
     /// Faults injected so far.
@@ -72,8 +84,8 @@ pub struct Nemesis {
 
 impl Nemesis {
     /// A nemesis over these nodes, drawing from `seed`; it leaves the nodes of `failed_starts`
-    /// down.
-    pub fn new(seed: u64, faults: &[Fault], ids: &[u64], failed_starts: &FailedStarts) -> Nemesis {
+    /// down, and damages storage with `sealing`.
+    pub fn new(seed: u64, faults: &[Fault], ids: &[u64], failed_starts: &FailedStarts, sealing: Sealing) -> Nemesis {
         Nemesis {
             rng: StdRng::seed_from_u64(seed ^ 0x6e65_6d65_7369_7300),
             faults: faults.to_vec(),
@@ -83,6 +95,7 @@ impl Nemesis {
             cut: BTreeSet::new(),
             slow: BTreeSet::new(),
             failed_starts: failed_starts.clone(),
+            sealing,
             failures_told: BTreeSet::new(),
             injected: 0,
             damaged: BTreeMap::new(),
@@ -107,6 +120,7 @@ impl Nemesis {
             Fault::Lossy => self.lossy(sim),
             Fault::Crash => self.crash(sim, nodes, now),
             Fault::Clock => self.jump_clock(nodes),
+            Fault::Corrupt => self.corrupt(sim, nodes, now),
         };
         if let Some(event) = event {
             self.injected += 1;
@@ -191,13 +205,44 @@ impl Nemesis {
         let running: Vec<&SimNode> =
             nodes.iter().filter(|node| !self.down_until.contains_key(&node.id) && !failed.contains(&node.id)).collect();
         let node = running.choose(&mut self.rng)?;
+        Some(self.crash_node(sim, node, now))
+    }
+
+    fn crash_node(&mut self, sim: &mut Sim<'_>, node: &SimNode, now: Duration) -> String {
         sim.crash(cluster::host_name(node.id));
         let unsynced = node.disk.unsynced_batches();
         let keep = self.rng.random_range(0..=unsynced);
         node.disk.crash(keep);
         let down = Duration::from_millis(self.rng.random_range(100..=DOWN_MS_MAX));
         self.down_until.insert(node.id, now + down);
-        Some(format!("crash n{} (kept {keep} of {unsynced} unsynced batches), down {down:?}", node.id))
+        format!("crash n{} (kept {keep} of {unsynced} unsynced batches), down {down:?}", node.id)
+    }
+
+    /// Most nodes whose storage may be damaged in a run: a minority.
+    pub fn damaged_nodes_max(&self) -> usize {
+        (self.ids.len() - 1) / 2
+    }
+
+    /// Crashes a node (unless it is down already) and damages its storage while it is down. Only
+    /// nodes already damaged qualify once a minority is.
+    fn corrupt(&mut self, sim: &mut Sim<'_>, nodes: &[SimNode], now: Duration) -> Option<String> {
+        let failed = self.failed();
+        let room = self.damaged.len() < self.damaged_nodes_max();
+        let candidates: Vec<&SimNode> = nodes
+            .iter()
+            .filter(|node| !failed.contains(&node.id) && (room || self.damaged.contains_key(&node.id)))
+            .collect();
+        let node = candidates.choose(&mut self.rng)?;
+        let crashed = if self.down_until.contains_key(&node.id) {
+            String::new()
+        } else {
+            format!("{}; ", self.crash_node(sim, node, now))
+        };
+        let Some(what) = damage::damage_node(&mut self.rng, node, self.sealing) else {
+            return Some(format!("{crashed}n{} stores nothing to damage yet", node.id));
+        };
+        self.damaged.entry(node.id).or_default().push(what.clone());
+        Some(format!("{crashed}damage n{}: {what}", node.id))
     }
 
     fn jump_clock(&mut self, nodes: &[SimNode]) -> Option<String> {

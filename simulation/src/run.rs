@@ -52,13 +52,14 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
-    /// The defaults for `seed`: 3 nodes, 10 s of faults, every fault, memory disks, 5 agents.
+    /// The defaults for `seed`: 3 nodes, 10 s of faults, the default faults, memory disks,
+    /// 5 agents.
     pub fn new(seed: u64) -> RunConfig {
         RunConfig {
             seed,
             nodes: 3,
             duration: Duration::from_secs(10),
-            faults: Fault::ALL.to_vec(),
+            faults: Fault::DEFAULT.to_vec(),
             disk: DiskKind::Memory,
             mutation: None,
             agents: 5,
@@ -184,7 +185,8 @@ pub fn run(config: &RunConfig) -> Result<RunReport, String> {
     };
     let healed_report = healed::register(&mut sim, &schedule, &history);
 
-    let mut nemesis = Nemesis::new(config.seed, &config.faults, &ids, &failed_starts);
+    let sealing = Mutation::sealing(config.mutation);
+    let mut nemesis = Nemesis::new(config.seed, &config.faults, &ids, &failed_starts, sealing);
     let mut trace = Trace { lines: Vec::new(), keep: config.keep_trace, hasher: Default::default() };
     let mut healed = false;
     let mut stopped = None;
