@@ -1,5 +1,6 @@
 //! Strand's deterministic simulator: the real node code under turmoil, with crashes,
-//! partitions, lost writes and clock jumps, and checkers that judge the observed history.
+//! partitions, lost writes, clock jumps and damaged storage, and checkers that judge the observed
+//! history.
 //!
 //! - [`cluster`]: N nodes as turmoil hosts running `node::run` unchanged, with the simulated
 //!   listener and connector ([`net`]), a disk that outlives crashes, a jumpable clock, and a

@@ -11,8 +11,8 @@ use simulation::nemesis::Fault;
 use simulation::run::{RunConfig, RunReport, run};
 
 /// Strand's deterministic simulator: runs seeds of a simulated cluster under faults and checks
-/// every run for linearizability, durability, exactly-once, convergence, metadata, liveness and
-/// Raft safety.
+/// every run for linearizability, durability, exactly-once, convergence, metadata, liveness,
+/// storage integrity and Raft safety.
 ///
 /// Exit codes: 0 every seed passed, 1 a violation (its replay command is printed), 2 usage error.
 #[derive(Parser, Debug)]
