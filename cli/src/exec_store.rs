@@ -5,8 +5,12 @@
 //! - mutations read one JSON object on stdin; results are compact JSON on stdout (lists are `[]`,
 //!   never `null`); `mol-cook` prints the root id as plain text;
 //! - exit 0 success; exit 1 error with one line on stderr (a missing bead says "not found");
-//!   exit 2 only for an unknown operation, which the orchestrator reads as success with no output.
-//!   A usage mistake or an unreachable cluster is therefore exit 1 here, never 2 or 3;
+//!   exit 2 only for an unknown operation, which the orchestrator reads as success with no output,
+//!   and for the lifecycle operations a Strand cluster does not need (`start`, `stop`, `init`,
+//!   `recover`: nodes run on their own), which it reads as "not needed". A usage mistake or an
+//!   unreachable cluster is therefore exit 1 here, never 2 or 3;
+//! - `health` and `probe` answer within [`PROBE_DEADLINE_MS`], inside the orchestrator's 10 s
+//!   probe limit, even when no node answers;
 //! - beads go out in the wire shape, with the status folded to open / in_progress / closed;
 //! - the namespace comes from `GC_STORE_ROOT` and `GC_STORE_SCOPE` (a store root seen for the first
 //!   time is an empty store), the id prefix from `GC_BEADS_PREFIX`.
@@ -38,11 +42,15 @@ pub struct ExecStoreArgs {
     /// The operation and its arguments: create, get ID, update ID, close ID, list [--status=S]
     /// [--assignee=A] [--type=T] [--limit=N], ready, children PARENT, list-by-label LABEL LIMIT,
     /// list-by-status STATUS LIMIT, set-metadata ID KEY, delete --force ID, dep-add ISSUE
-    /// DEPENDS_ON [TYPE], dep-remove ISSUE DEPENDS_ON, dep-list ID [down|up], mol-cook, purge,
-    /// health, probe.
+    /// DEPENDS_ON [TYPE], dep-remove ISSUE DEPENDS_ON, dep-list ID [down|up], reopen ID,
+    /// ready [--include-ephemeral], mol-cook, purge, health, probe; start, stop, init and recover
+    /// are not needed (exit 2).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "OP [ARGS]")]
     words: Vec<String>,
 }
+
+/// How long `health` and `probe` wait for any node: inside the orchestrator's 10 s probe limit.
+pub const PROBE_DEADLINE_MS: u64 = 5_000;
 
 /// The environment variables of the protocol.
 const STORE_ROOT_VARIABLE: &str = "GC_STORE_ROOT";
@@ -283,6 +291,11 @@ enum Operation {
     Purge,
     Health,
     Probe,
+    Reopen,
+    Start,
+    Stop,
+    Init,
+    Recover,
 }
 
 /// Runs one operation. Every failure but an unknown operation is exit 1 (see the module header).
@@ -294,6 +307,12 @@ pub async fn run(cli: &Cli, args: &ExecStoreArgs) -> Outcome {
         return Err(Failure::Usage(format!("unknown operation {op:?}")));
     };
     let words = Words { op, words: rest };
+    if matches!(operation, Operation::Start | Operation::Stop | Operation::Init | Operation::Recover) {
+        // Exit 2: "not needed", which the orchestrator reads as success.
+        return Err(Failure::Usage(format!(
+            "{op}: not needed: Strand nodes run on their own (`strand node`), and a store is created by its first write"
+        )));
+    }
     match dispatch(cli, operation, &words).await {
         Err(Failure::Usage(message) | Failure::Unavailable(message)) => Err(Failure::Refused(message)),
         other => other,
@@ -325,8 +344,13 @@ async fn dispatch(cli: &Cli, operation: Operation, words: &Words<'_>) -> Outcome
         }
         Operation::List => list(&client, words).await,
         Operation::Ready => {
-            words.exactly(0, "no arguments")?;
-            let filter = ReadyFilter { limit: 0, ..ReadyFilter::default() };
+            let include_ephemeral = match words.between(0, 1, "[--include-ephemeral]")? {
+                [] => false,
+                [flag] if flag == "--include-ephemeral" => true,
+                [other] => return Err(error(format!("ready: unknown flag {other:?}; use --include-ephemeral"))),
+                _ => unreachable!("between(0, 1) answers at most one word"),
+            };
+            let filter = ReadyFilter { limit: 0, include_ephemeral, ..ReadyFilter::default() };
             print_wire_beads(&beads_of(client.query(Query::Ready { filter, now: Timestamp(0) }).await?));
             Ok(true)
         }
@@ -413,9 +437,23 @@ async fn dispatch(cli: &Cli, operation: Operation, words: &Words<'_>) -> Outcome
             print_json(&serde_json::json!({ "purged_count": purged_count }));
             Ok(true)
         }
-        Operation::Health | Operation::Probe => {
-            client.status(false).await?;
+        Operation::Reopen => {
+            let id = words.one("ID")?;
+            client.execute(Command::Reopen { id: bead_id(id) }).await?;
             Ok(true)
+        }
+        Operation::Health | Operation::Probe => {
+            words.exactly(0, "no arguments")?;
+            let deadline = std::time::Duration::from_millis(PROBE_DEADLINE_MS);
+            match tokio::time::timeout(deadline, client.status(false)).await {
+                Ok(answer) => answer.map(|_| true).map_err(Failure::from),
+                Err(_) => Err(Failure::Unavailable(format!(
+                    "cluster unavailable: no node answered within {PROBE_DEADLINE_MS} ms; check STRAND_ENDPOINTS and that the nodes run"
+                ))),
+            }
+        }
+        Operation::Start | Operation::Stop | Operation::Init | Operation::Recover => {
+            unreachable!("answered before dispatch")
         }
     }
 }

@@ -47,6 +47,10 @@ pub struct NodeArgs {
     /// Id prefix of new namespaces (default st).
     #[arg(long)]
     id_prefix: Option<String>,
+    /// Rejoin after this node's data was lost: start on an empty --data-dir and do not vote until
+    /// caught up with the leader (no effect on a directory that holds data).
+    #[arg(long)]
+    rejoin: bool,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -93,6 +97,9 @@ fn load_config(args: &NodeArgs) -> Result<NodeConfig, Failure> {
     }
     if let Some(id_prefix) = &args.id_prefix {
         config.id_prefix = id_prefix.clone();
+    }
+    if args.rejoin {
+        config.rejoin = true;
     }
     config.validate().map_err(|error| Failure::Usage(error.to_string()))?;
     Ok(config)

@@ -145,6 +145,10 @@ pub struct NodeConfig {
     pub event_retention: u64,
     /// Raft timing and snapshot policy.
     pub raft: RaftSettings,
+    /// Start as a member rejoining after its data was lost: on an empty data directory, the node
+    /// does not vote until it has caught up with the leader (see `node::rejoin`). No effect on a
+    /// directory that holds data.
+    pub rejoin: bool,
 }
 
 impl Default for NodeConfig {
@@ -159,6 +163,7 @@ impl Default for NodeConfig {
             id_prefix: "st".into(),
             event_retention: api::limits::EVENT_RETENTION_DEFAULT,
             raft: RaftSettings::default(),
+            rejoin: false,
         }
     }
 }

@@ -78,6 +78,8 @@ pub struct NodeCore<D: Disk> {
     pub watch_streams: Arc<tokio::sync::Semaphore>,
     /// The node's Prometheus metrics.
     pub metrics: Metrics,
+    /// The rejoin state of a node that came back after losing its data (`None` in unit tests).
+    pub rejoin: Option<crate::rejoin::Rejoin<D>>,
 }
 
 /// How a request's answer is counted.
@@ -113,6 +115,7 @@ impl<D: Disk> NodeCore<D> {
             stopping,
             watch_streams: Arc::new(tokio::sync::Semaphore::new(crate::services::WATCH_STREAMS_MAX)),
             metrics: Metrics::new(),
+            rejoin: None,
         }
     }
 
@@ -147,6 +150,19 @@ impl<D: Disk> NodeCore<D> {
     pub async fn stop_streams_on(self: Arc<Self>, shutdown: impl Future<Output = ()>) {
         shutdown.await;
         self.stopping.send_replace(true);
+    }
+
+    /// Whether this node must not vote yet (it is rejoining after losing its data).
+    pub fn is_rejoining(&self) -> bool {
+        self.rejoin.as_ref().is_some_and(crate::rejoin::Rejoin::is_rejoining)
+    }
+
+    /// Notes an append from the leader, for a rejoining node's catch-up target.
+    pub fn observe_append(&self, request: &openraft::raft::AppendEntriesRequest<TypeConfig>) {
+        if let Some(rejoin) = &self.rejoin {
+            let log_end = request.prev_log_id.map_or(0, |log_id| log_id.index) + request.entries.len() as u64;
+            rejoin.observe_append(request.vote.leader_id().term, log_end);
+        }
     }
 
     /// Resolves when the node begins to shut down.

@@ -19,6 +19,7 @@ pub mod config;
 pub mod core;
 pub mod metrics;
 pub mod network;
+pub mod rejoin;
 pub mod services;
 
 use std::collections::BTreeMap;
@@ -87,7 +88,7 @@ pub enum NodeError {
     },
     /// The stored log or state failed verification.
     #[error(
-        "refusing to start: the data in {dir} is damaged ({detail}); this node must not serve from it. Either restore {dir} from a backup of this node, or, while the other nodes are up and form a majority, move {dir} away and start this node with an empty --data-dir so that it catches up from the cluster"
+        "refusing to start: the data in {dir} is damaged ({detail}); this node must not serve from it. Either restore {dir} from a backup of this node, or, while the other nodes are up and form a majority, move {dir} away and start this node on an empty --data-dir with --rejoin, so that it catches up from the cluster before it votes"
     )]
     Corrupt {
         /// The directory.
@@ -129,8 +130,8 @@ pub fn cluster_id(cluster_name: &str, member_ids: impl IntoIterator<Item = u64>)
 }
 
 /// Checks that the data directory belongs to this node (recording it on first use) and answers
-/// the cluster id it records.
-fn check_identity<D: Disk>(disk: &D, config: &NodeConfig) -> Result<u64, NodeError> {
+/// the cluster id it records, and whether the directory was new.
+fn check_identity<D: Disk>(disk: &D, config: &NodeConfig) -> Result<(u64, bool), NodeError> {
     let dir = config.data_dir.display().to_string();
     let corrupt = |error: std::io::Error| NodeError::Corrupt { dir: dir.clone(), detail: error.to_string() };
     let ours = Identity {
@@ -162,7 +163,7 @@ fn check_identity<D: Disk>(disk: &D, config: &NodeConfig) -> Result<u64, NodeErr
                     found_cluster: found.cluster_name,
                 });
             }
-            Ok(found.cluster_id)
+            Ok((found.cluster_id, false))
         }
         None => {
             let ops = vec![
@@ -170,7 +171,7 @@ fn check_identity<D: Disk>(disk: &D, config: &NodeConfig) -> Result<u64, NodeErr
                 Op::Put(Space::Meta, META_FORMAT.to_vec(), codec::encode_plain(&STORAGE_FORMAT).map_err(corrupt)?),
             ];
             disk.write(ops, Durability::Sync).map_err(corrupt)?;
-            Ok(ours.cluster_id)
+            Ok((ours.cluster_id, true))
         }
     }
 }
@@ -220,11 +221,17 @@ where
 {
     let NodeParams { config, incoming, connector, disk, flush_mode, clock, seed, shutdown, observer } = params;
     config.validate()?;
-    let cluster_id = check_identity(disk.as_ref(), &config)?;
-    let start = start_raft(config, cluster_id, connector, disk, flush_mode, clock, seed);
+    let (cluster_id, fresh) = check_identity(disk.as_ref(), &config)?;
+    if config.rejoin && !fresh {
+        tracing::info!("--rejoin has no effect: the data directory already holds this node's data");
+    }
+    let dir = config.data_dir.display().to_string();
+    let rejoin = rejoin::Rejoin::open(disk.clone(), config.rejoin && fresh)
+        .map_err(|error| NodeError::Corrupt { dir, detail: error.to_string() })?;
+    let start = start_raft(config, cluster_id, connector, disk, flush_mode, clock, seed, rejoin);
     let core = Runtime::scope(seed, start).await?;
     let core = Arc::new(core);
-    let watcher = tokio::spawn(watch_metrics(core.raft.clone(), observer));
+    let watcher = tokio::spawn(watch_metrics(core.clone(), observer));
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     let services = [
         "strand.v1.Beads",
@@ -280,6 +287,7 @@ fn metrics_route<D: Disk>(core: Arc<NodeCore<D>>) -> axum::Router {
     axum::Router::new().route("/metrics", axum::routing::get(page))
 }
 
+#[allow(clippy::too_many_arguments)] // Each is one of `run`'s parameters, handed on once.
 async fn start_raft<D: Disk>(
     config: NodeConfig,
     cluster_id: u64,
@@ -288,6 +296,7 @@ async fn start_raft<D: Disk>(
     flush_mode: FlushMode,
     clock: Arc<dyn Clock>,
     seed: u64,
+    rejoin: rejoin::Rejoin<D>,
 ) -> Result<NodeCore<D>, NodeError> {
     let dir = config.data_dir.display().to_string();
     let corrupt = |error: std::io::Error| NodeError::Corrupt { dir: dir.clone(), detail: error.to_string() };
@@ -305,7 +314,9 @@ async fn start_raft<D: Disk>(
         .map_err(|fatal| NodeError::Raft(fatal.to_string()))?;
     initialize_if_first(&raft, &config).await?;
     let client_id = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    Ok(NodeCore::new(raft, state_machine, peers, clock, config, cluster_id, client_id))
+    let mut core = NodeCore::new(raft, state_machine, peers, clock, config, cluster_id, client_id);
+    core.rejoin = Some(rejoin);
+    Ok(core)
 }
 
 /// Deletes snapshots that were still arriving when the node last stopped: an abandoned transfer
@@ -343,21 +354,27 @@ async fn initialize_if_first<D: Disk>(raft: &StrandRaft<D>, config: &NodeConfig)
     }
 }
 
-/// Logs the moment Raft stops with a fatal error (a storage failure, a panic in the core), and
-/// hands every change of the metrics to the observer, if there is one.
-async fn watch_metrics<D: Disk>(raft: StrandRaft<D>, observer: Option<MetricsObserver>) {
-    let mut metrics = raft.metrics();
+/// Logs the moment Raft stops with a fatal error (a storage failure, a panic in the core), lets a
+/// rejoining node vote again once it caught up, and hands every change of the metrics to the
+/// observer, if there is one.
+async fn watch_metrics<D: Disk>(core: Arc<NodeCore<D>>, observer: Option<MetricsObserver>) {
+    let mut metrics = core.raft.metrics();
     loop {
-        let fatal = {
+        let (fatal, last_log_index) = {
             let current = metrics.borrow_watched();
             if let Some(observer) = &observer {
                 observer(&current);
             }
-            current.running_state.as_ref().err().map(ToString::to_string)
+            (current.running_state.as_ref().err().map(ToString::to_string), current.last_log_index)
         };
         if let Some(fatal) = fatal {
             tracing::error!(%fatal, "raft core stopped; this node no longer serves writes or linearizable reads");
             return;
+        }
+        if let Some(rejoin) = &core.rejoin
+            && let Err(error) = rejoin.check_caught_up(last_log_index)
+        {
+            tracing::error!(%error, "could not clear the rejoin marker; this node still does not vote");
         }
         if metrics.changed().await.is_err() {
             return;

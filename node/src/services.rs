@@ -571,6 +571,16 @@ impl<D: Disk> RaftPeerService<D> {
         Ok(())
     }
 
+    /// A rejoining node does not vote until it caught up (see `crate::rejoin`).
+    fn refuse_while_rejoining(&self) -> Result<(), Status> {
+        if self.core.is_rejoining() {
+            return Err(Status::unavailable(
+                "this node is rejoining after losing its data and does not vote until it has caught up",
+            ));
+        }
+        Ok(())
+    }
+
     /// Lets a vote request's `leadership_transfer` flag stand only when the current leader
     /// announced a transfer to its sender, and recently.
     fn gate_transfer(&self, sender: NodeId, request: &mut openraft::raft::VoteRequest<TypeConfig>) {
@@ -701,6 +711,34 @@ fn answer<T: serde::Serialize, E: std::fmt::Display>(result: Result<T, E>) -> Re
     Ok(Response::new(encode(&result.map_err(|error| error.to_string()))))
 }
 
+/// The next request of a replication session from `sender`, or `None` to end the session: the
+/// stream broke or ended, or a request does not decode or is not in the sender's name.
+async fn next_append<D: Disk>(
+    mut incoming: Streaming<RaftPayload>,
+    sender: NodeId,
+    core: Arc<NodeCore<D>>,
+) -> Option<(openraft::raft::AppendEntriesRequest<TypeConfig>, Streaming<RaftPayload>)> {
+    let payload = match incoming.message().await {
+        Ok(payload) => payload?,
+        Err(status) => {
+            // The leader went away or the connection broke; the leader opens a new session.
+            tracing::debug!(%status, "a replication stream from the leader broke");
+            return None;
+        }
+    };
+    match decode::<openraft::raft::AppendEntriesRequest<TypeConfig>>(&payload) {
+        Ok(request) if RaftPeerService::<D>::check_vote(sender, &request.vote, "an append").is_ok() => {
+            core.observe_append(&request);
+            Some((request, incoming))
+        }
+        Ok(_) => None,
+        Err(error) => {
+            tracing::warn!(%error, "ending a replication stream at a request that does not decode");
+            None
+        }
+    }
+}
+
 /// The answers of one replication session, encoded.
 type AppendAnswers = std::pin::Pin<Box<dyn futures::Stream<Item = Result<RaftPayload, Status>> + Send>>;
 
@@ -712,6 +750,7 @@ impl<D: Disk> RaftService for RaftPeerService<D> {
         let sender = self.sender(&request)?;
         let rpc: openraft::raft::AppendEntriesRequest<TypeConfig> = decode(request.get_ref()).map_err(malformed)?;
         Self::check_vote(sender, &rpc.vote, "an append")?;
+        self.core.observe_append(&rpc);
         answer(self.core.raft.append_entries(rpc).await)
     }
 
@@ -720,26 +759,9 @@ impl<D: Disk> RaftService for RaftPeerService<D> {
     /// close with that request unanswered and starts another; so does this node stopping.
     async fn stream_append(&self, request: Request<Streaming<RaftPayload>>) -> Result<Response<AppendAnswers>, Status> {
         let sender = self.sender(&request)?;
-        let requests = futures::stream::unfold(request.into_inner(), move |mut incoming| async move {
-            let payload = match incoming.message().await {
-                Ok(payload) => payload?,
-                Err(status) => {
-                    // The leader went away or the connection broke; the leader opens a new session.
-                    tracing::debug!(%status, "a replication stream from the leader broke");
-                    return None;
-                }
-            };
-            match decode::<openraft::raft::AppendEntriesRequest<TypeConfig>>(&payload) {
-                Ok(request) if Self::check_vote(sender, &request.vote, "an append").is_ok() => {
-                    Some((request, incoming))
-                }
-                Ok(_) => None,
-                Err(error) => {
-                    tracing::warn!(%error, "ending a replication stream at a request that does not decode");
-                    None
-                }
-            }
-        });
+        let core = self.core.clone();
+        let requests =
+            futures::stream::unfold(request.into_inner(), move |incoming| next_append(incoming, sender, core.clone()));
         // Sessions last as long as a leader leads; this one ends when the node stops, so the
         // server's graceful shutdown does not wait on it.
         let core = self.core.clone();
@@ -755,6 +777,7 @@ impl<D: Disk> RaftService for RaftPeerService<D> {
     async fn vote(&self, request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
         let sender = self.sender(&request)?;
         small(&request, "a vote request")?;
+        self.refuse_while_rejoining()?;
         let mut rpc: openraft::raft::VoteRequest<TypeConfig> = decode(request.get_ref()).map_err(malformed)?;
         Self::check_vote(sender, &rpc.vote, "a vote request")?;
         self.gate_transfer(sender, &mut rpc);
@@ -764,6 +787,7 @@ impl<D: Disk> RaftService for RaftPeerService<D> {
     async fn pre_vote(&self, request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
         let sender = self.sender(&request)?;
         small(&request, "a pre-vote request")?;
+        self.refuse_while_rejoining()?;
         let mut rpc: openraft::raft::VoteRequest<TypeConfig> = decode(request.get_ref()).map_err(malformed)?;
         Self::check_vote(sender, &rpc.vote, "a pre-vote request")?;
         self.gate_transfer(sender, &mut rpc);

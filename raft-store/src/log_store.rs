@@ -277,13 +277,35 @@ impl<D: Disk> LogStore<D> {
     }
 }
 
-/// Syncs the disk, then moves the mark up to what the sync covered (every entry written before
-/// it), all under the mark's lock.
-fn sync_and_mark<D: Disk>(disk: &D, last_log_id: &Mutex<Option<LogId>>, mark: &Mutex<Option<u64>>) -> io::Result<()> {
+/// Syncs the disk, hands the sync's result to `synced` (which completes the waiting appends), then
+/// moves the mark up to what the sync covered (every entry written before it): at once when
+/// `always`, else once it is [`MARK_STEP_ENTRIES`] behind. All of it runs under the mark's lock,
+/// so a truncation never falls between the sync and the mark; the appends do not wait for the mark.
+fn sync_and_mark<D: Disk>(
+    disk: &D,
+    last_log_id: &Mutex<Option<LogId>>,
+    mark: &Mutex<Option<u64>>,
+    always: bool,
+    synced: impl FnOnce(&io::Result<()>),
+) {
     let mut mark = mark.lock().expect("log mark lock");
     let written = last_log_id.lock().expect("last log id lock").map(|log_id| log_id.index);
-    disk.sync()?;
-    advance_mark(disk, &mut mark, written, false)
+    let result = disk.sync();
+    synced(&result);
+    if result.is_ok()
+        && let Err(error) = advance_mark(disk, &mut mark, written, always)
+    {
+        // The entries are synced; only the check for a log that goes back is behind.
+        tracing::error!(%error, "could not write the log mark");
+    }
+}
+
+/// A copy of a sync's result for each waiting append.
+fn outcome(result: &io::Result<()>) -> io::Result<()> {
+    match result {
+        Ok(()) => Ok(()),
+        Err(error) => Err(io::Error::new(error.kind(), error.to_string())),
+    }
 }
 
 /// Starts the group-commit thread: it waits for one append, takes every other queued one, syncs
@@ -298,28 +320,13 @@ fn spawn_flusher<D: Disk>(
         while let Ok(first) = receiver.recv() {
             let mut group = vec![first];
             group.extend(receiver.try_iter());
-            let result = sync_and_mark(disk.as_ref(), &last_log_id, &mark);
-            for callback in group {
-                let outcome = match &result {
-                    Ok(()) => Ok(()),
-                    Err(error) => Err(io::Error::new(error.kind(), error.to_string())),
-                };
-                callback.io_completed(outcome);
-            }
+            sync_and_mark(disk.as_ref(), &last_log_id, &mark, false, |result| {
+                group.into_iter().for_each(|callback| callback.io_completed(outcome(result)));
+            });
         }
-        if let Err(error) = close_mark(disk.as_ref(), &last_log_id, &mark) {
-            tracing::warn!(%error, "could not write the log mark at shutdown");
-        }
+        sync_and_mark(disk.as_ref(), &last_log_id, &mark, true, |_| {});
     })?;
     Ok(Flusher { sender: Some(sender), thread: Some(thread) })
-}
-
-/// At close: syncs and writes the mark for everything written.
-fn close_mark<D: Disk>(disk: &D, last_log_id: &Mutex<Option<LogId>>, mark: &Mutex<Option<u64>>) -> io::Result<()> {
-    let mut mark = mark.lock().expect("log mark lock");
-    let written = last_log_id.lock().expect("last log id lock").map(|log_id| log_id.index);
-    disk.sync()?;
-    advance_mark(disk, &mut mark, written, true)
 }
 
 fn range_start(range: &impl RangeBounds<u64>) -> u64 {
@@ -439,7 +446,9 @@ impl<D: Disk> RaftLogStorage<TypeConfig> for LogStore<D> {
             Some(Flusher { sender: Some(sender), .. }) => sender
                 .send(callback)
                 .map_err(|_| io::Error::other("the log flusher thread has stopped; the node must restart"))?,
-            _ => callback.io_completed(sync_and_mark(self.disk(), &self.inner.last_log_id, &self.inner.mark)),
+            _ => sync_and_mark(self.disk(), &self.inner.last_log_id, &self.inner.mark, false, |result| {
+                callback.io_completed(outcome(result));
+            }),
         }
         Ok(())
     }

@@ -223,6 +223,7 @@ fn node_config(setup: &ClusterSetup, id: u64, data_dir: PathBuf) -> NodeConfig {
         id_prefix: "st".into(),
         event_retention: api::limits::EVENT_RETENTION_DEFAULT,
         raft: raft_settings(),
+        rejoin: false,
     }
 }
 

@@ -99,9 +99,14 @@ impl Cluster {
 
     /// Starts (or restarts) node `id`; its log goes to `node-<id>.log` in the cluster directory.
     pub fn restart(&mut self, id: u64) {
+        self.restart_with(id, &[]);
+    }
+
+    /// Starts (or restarts) node `id` with extra arguments.
+    pub fn restart_with(&mut self, id: u64, args: &[&str]) {
         let log = std::fs::File::create(self.dir.path().join(format!("node-{id}.log"))).expect("log file");
         let mut command = self.node_command(id);
-        command.stdout(Stdio::null()).stderr(log);
+        command.args(args).stdout(Stdio::null()).stderr(log);
         let child = command.spawn().expect("spawn strand node");
         self.nodes[(id - 1) as usize].child = Some(child);
     }

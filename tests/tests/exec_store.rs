@@ -357,6 +357,22 @@ async fn exec_store_protocol_op_by_op_against_a_live_cluster() {
         serde_json::json!({"purged_count": 0})
     );
 
+    session.section("reopen; ready with and without wisps; lifecycle operations a cluster does not need");
+    session.ok(&city, &["reopen", "gc-1"], None);
+    assert_eq!(session.ok(&city, &["get", "gc-1"], None).json()["status"], "open");
+    session.fails(&city, &["reopen", "gc-2"], None, "only closed beads can be reopened");
+    session.not_found(&city, &["reopen", "gc-999"], None);
+    session.ok(&city, &["create"], Some(r#"{"title":"open wisp","ephemeral":true}"#));
+    assert!(!titles(&session.ok(&city, &["ready"], None).json().as_array().unwrap().clone()).contains(&"open wisp"));
+    let with_wisps = session.ok(&city, &["ready", "--include-ephemeral"], None).json();
+    assert!(titles(with_wisps.as_array().unwrap()).contains(&"open wisp"), "{with_wisps}");
+    session.fails(&city, &["ready", "--sort"], None, "unknown flag");
+    for op in ["start", "stop", "init", "recover"] {
+        let run = session.step(&city, &[op], None);
+        assert_eq!(run.code, 2, "{op}: {}", run.stderr);
+        assert!(run.stderr.contains("not needed"), "{op}: {}", run.stderr);
+    }
+
     session.section("bad input: exit 1, one line, nothing written");
     let before = listed(&city);
     let events_before = last_event_seq(&cluster);
@@ -427,6 +443,19 @@ fn an_unreachable_cluster_or_a_bad_config_is_exit_1_never_2_or_3() {
     let bad_timeout = Store::new(&[("STRAND_ENDPOINTS", &down), ("STRAND_TIMEOUT", "30")], "/srv/cities/down");
     let run = bad_timeout.run(&["close", "gc-1"], None);
     assert_eq!(run.code, 1, "a command line clap refuses is exit 1 here, never 2: {}", run.stderr);
+    // A node that takes connections and never answers (frozen): health and probe still answer
+    // inside the orchestrator's 10 s probe limit, with the default timeout.
+    let frozen = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let frozen_address = frozen.local_addr().unwrap().to_string();
+    let store = Store::new(&[("STRAND_ENDPOINTS", &frozen_address)], "/srv/cities/frozen");
+    for op in ["health", "probe"] {
+        let started = std::time::Instant::now();
+        let run = store.run(&[op], None);
+        assert_eq!(run.code, 1, "{op}: {}", run.stderr);
+        assert!(started.elapsed() < std::time::Duration::from_secs(10), "{op} took {:?}", started.elapsed());
+        assert!(run.stderr.contains("cluster unavailable"), "{op}: {}", run.stderr);
+    }
+    drop(frozen);
     let missing = Store::new(&[("STRAND_BIN", "/nonexistent/strand")], "/srv/cities/down");
     let run = missing.run(&["probe"], None);
     assert_ne!(run.code, 0);

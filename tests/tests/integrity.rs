@@ -115,7 +115,7 @@ async fn wal_damage(damaged: &[u64]) -> (Cluster, Vec<BeadId>, Vec<(u64, PathBuf
         assert!(!status.success(), "damaged node {id} must refuse to start");
         let log = cluster.log(*id);
         assert!(log.contains("refusing to start") && log.contains("is damaged"), "node {id} names the damage: {log}");
-        assert!(log.contains("restore") && log.contains("empty --data-dir"), "node {id} names the recovery: {log}");
+        assert!(log.contains("restore") && log.contains("--rejoin"), "node {id} names the recovery: {log}");
     }
     for id in (1..=3).filter(|id| !damaged.contains(id)) {
         let status = own_status(&cluster, id).await;
@@ -144,11 +144,17 @@ async fn a_wal_byte_flip_on_one_node_stops_it_and_it_rejoins_once_moved_away() {
     // The two undamaged nodes serve on, with every acknowledged write.
     assert_all_held(&cluster, &acknowledged).await;
     let after = create_beads(&cluster, "after the damage", 1).await;
-    // The documented recovery: move the damaged directory away, start empty, catch up.
+    // The documented recovery: move the damaged directory away, start empty with --rejoin: the
+    // node does not vote until it caught up, then does.
     let data_dir = cluster.nodes[1].data_dir.clone();
     std::fs::rename(&data_dir, data_dir.with_extension("damaged")).unwrap();
-    cluster.restart(2);
+    cluster.restart_with(2, &["--rejoin"]);
     cluster.wait_for_convergence(3).await;
+    wait_for("the rejoined node to vote again", || async {
+        cluster.log(2).contains("caught up after rejoining; this node votes again").then_some(())
+    })
+    .await;
+    assert!(cluster.log(2).contains("does not vote until it has caught up"), "{}", cluster.log(2));
     let held = ids_on(&cluster, 2).await;
     for bead_id in acknowledged.iter().chain(&after) {
         assert!(held.contains(bead_id), "the rejoined node lacks {bead_id}");
@@ -347,4 +353,40 @@ async fn vote_requests_claiming_an_unannounced_leadership_transfer_disturb_nothi
     }
     let status = cluster.client().status(false).await.unwrap();
     assert_eq!((status.leader_id, status.term), (leader, term), "the forged transfer votes moved leadership");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejoining_node_does_not_vote_until_it_has_caught_up() {
+    let mut cluster = Cluster::start(3, None);
+    cluster.wait_for_leader().await;
+    let acknowledged = create_beads(&cluster, "before the loss", 20).await;
+    cluster.wait_for_convergence(3).await;
+    for id in 1..=3 {
+        cluster.kill(id);
+    }
+    let data_dir = cluster.nodes[1].data_dir.clone();
+    std::fs::remove_dir_all(&data_dir).unwrap();
+    cluster.restart_with(2, &["--rejoin"]);
+    let identity = PeerIdentity { cluster_id: cluster.cluster_id(), member_id: 1 };
+    let vote = openraft::raft::VoteRequest::<TypeConfig>::new(Vote::new(50, 1), None);
+    let refused = wait_for("the rejoining node to answer", || async {
+        let address = format!("http://{}", cluster.nodes[1].address);
+        let channel = tonic::transport::Endpoint::from_shared(address).ok()?.connect().await.ok()?;
+        let mut raft = RaftClient::with_interceptor(channel, identity);
+        raft.vote(node::network::encode(&vote)).await.err()
+    })
+    .await;
+    assert_eq!(refused.code(), tonic::Code::Unavailable, "{refused:?}");
+    assert!(refused.message().contains("rejoining"), "{refused:?}");
+    cluster.restart(1);
+    cluster.restart(3);
+    cluster.wait_for_convergence(3).await;
+    wait_for("the rejoined node to vote again", || async {
+        cluster.log(2).contains("this node votes again").then_some(())
+    })
+    .await;
+    let mut raft = cluster.peer_client(2, identity).await;
+    raft.vote(node::network::encode(&vote)).await.expect("a caught-up node answers votes");
+    let held = ids_on(&cluster, 2).await;
+    assert!(acknowledged.iter().all(|bead_id| held.contains(bead_id)), "the rejoined node caught up");
 }
