@@ -233,6 +233,7 @@ impl Cli {
         };
         config.deadline = self.timeout;
         config.attempt_timeout = self.timeout.min(Duration::from_secs(5));
+        config.failover_timeout = config.failover_timeout.min(self.timeout);
         Client::new(config).map_err(|error| Failure::Usage(error.to_string()))
     }
 }

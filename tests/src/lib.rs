@@ -129,6 +129,14 @@ impl Cluster {
         }
     }
 
+    /// Sends node `id` a signal by name (`STOP`, `CONT`) with `kill`; a stopped node is still
+    /// killed with SIGKILL on drop.
+    pub fn signal(&self, id: u64, signal: &str) {
+        let child = self.nodes[(id - 1) as usize].child.as_ref().expect("node is running");
+        let status = Command::new("kill").arg(format!("-{signal}")).arg(child.id().to_string()).status();
+        assert!(status.as_ref().is_ok_and(|status| status.success()), "kill -{signal} node {id}: {status:?}");
+    }
+
     /// A node's log so far.
     pub fn log(&self, id: u64) -> String {
         std::fs::read_to_string(self.dir.path().join(format!("node-{id}.log"))).unwrap_or_default()

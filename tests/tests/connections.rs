@@ -1,4 +1,4 @@
-//! A node bounds its inbound connections.
+//! A node bounds its inbound connections, and a client leaves a frozen node quickly.
 //!
 //! A probe once opened more idle TCP connections to the leader than its open-files limit, and
 //! every write in the cluster stopped: the followers could not connect to forward writes, and
@@ -10,7 +10,9 @@
 
 use std::io::{ErrorKind, Read};
 use std::net::TcpStream;
+use std::time::{Duration, Instant};
 
+use api::client::{Client, ClientConfig};
 use api::command::{Command, CreateBead};
 use tests::{Cluster, wait_for};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -96,4 +98,30 @@ async fn idle_connections_beyond_the_limit_are_closed_and_writes_go_on_through_e
     assert!(evicted + timed_out >= PROBE_CONNECTIONS as f64, "every probe was closed by a limit:\n{page}");
     assert!(timed_out >= 1.0, "the last pending probes were closed at the handshake timeout:\n{page}");
     assert!(sample(&page, "strand_connections_open") <= CONNECTIONS_MAX as f64, "{page}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_whose_first_endpoint_is_frozen_writes_through_the_next() {
+    let cluster = Cluster::start(3, None);
+    let leader = cluster.wait_for_leader().await;
+    let frozen = cluster.nodes.iter().find(|node| node.id != leader).unwrap();
+    let others = cluster.nodes.iter().filter(|node| node.id != frozen.id).map(|node| node.address.clone());
+    let endpoints: Vec<String> = std::iter::once(frozen.address.clone()).chain(others).collect();
+
+    // A frozen process: its kernel still accepts TCP connections, but nothing answers on them.
+    cluster.signal(frozen.id, "STOP");
+    // An attempt may take the whole deadline, so only leaving the silent node early lets the
+    // write through: waiting out the attempt on it would fail the call.
+    let mut config = ClientConfig::new(endpoints);
+    config.deadline = Duration::from_secs(20);
+    config.attempt_timeout = config.deadline;
+    let client = Client::new(config).unwrap();
+    let started = Instant::now();
+    let create = CreateBead { title: "past a frozen node".into(), ..Default::default() };
+    let written = client.execute(Command::Create(create)).await;
+    let elapsed = started.elapsed();
+    cluster.signal(frozen.id, "CONT");
+    written.unwrap_or_else(|error| panic!("the write failed after {elapsed:?}: {error}"));
+    eprintln!("the write past the frozen node took {elapsed:?}");
+    assert!(elapsed < Duration::from_secs(10), "left the frozen node in about the failover timeout: {elapsed:?}");
 }
