@@ -2,7 +2,10 @@
 //!
 //! It talks to any node: a node forwards writes to the leader itself. When a node is down or no
 //! leader is elected, the client moves to the next endpoint and retries with exponential backoff
-//! until its deadline, then fails with [`ClientError::Unavailable`]. Every mutating request
+//! until its deadline, then fails with [`ClientError::Unavailable`]. A node that does not answer
+//! at all (down, partitioned, frozen) is left after [`ClientConfig::failover_timeout`]: the limit
+//! on opening a connection, and on an open call the HTTP/2 ping it must answer. A slow but live
+//! node keeps the call for the whole attempt timeout. Every mutating request
 //! carries the client's id and a request number, and a retry reuses them, so the cluster applies
 //! it at most once (see `api::state::session`).
 //!
@@ -30,6 +33,10 @@ use crate::proto::molecules_client::MoleculesClient;
 use crate::proto::namespaces_client::NamespacesClient;
 use crate::proto::work_client::WorkClient;
 use crate::request_ids::RequestIds;
+
+/// The default [`ClientConfig::failover_timeout`]: the node's default RPC timeout
+/// (`rpc_timeout_ms`).
+pub const FAILOVER_TIMEOUT_MS_DEFAULT: u64 = 2_000;
 
 /// Shortest pause between retries.
 pub const RETRY_BACKOFF_MS_MIN: u64 = 20;
@@ -70,6 +77,11 @@ pub struct ClientConfig {
     pub deadline: Duration,
     /// How long one attempt may take.
     pub attempt_timeout: Duration,
+    /// How long a node may stay silent before the client moves to the next endpoint: opening a
+    /// connection may take this long, and while a call is open the node must answer an HTTP/2
+    /// ping sent after half of it of silence within the other half. A frozen node is thus left
+    /// after about this long, while a live node working on a slow call keeps it.
+    pub failover_timeout: Duration,
     /// The client's id for exactly-once retries; random when `None`.
     pub client_id: Option<u64>,
     /// Who acts: sent with every write and recorded in its events.
@@ -81,7 +93,7 @@ pub struct ClientConfig {
 
 impl ClientConfig {
     /// Settings for these endpoints with the defaults: namespace `default`, linearizable reads,
-    /// a 15 s deadline and 5 s attempts.
+    /// a 15 s deadline, 5 s attempts and a 2 s failover timeout.
     pub fn new(endpoints: Vec<String>) -> ClientConfig {
         ClientConfig {
             endpoints,
@@ -89,6 +101,7 @@ impl ClientConfig {
             consistency: Consistency::Linearizable,
             deadline: Duration::from_secs(15),
             attempt_timeout: Duration::from_secs(5),
+            failover_timeout: Duration::from_millis(FAILOVER_TIMEOUT_MS_DEFAULT),
             client_id: None,
             actor: String::new(),
             prefix: None,
@@ -135,13 +148,16 @@ impl Client {
             let uri = if endpoint.contains("://") { endpoint.clone() } else { format!("http://{endpoint}") };
             let endpoint_config = Endpoint::from_shared(uri)
                 .map_err(|error| ClientError::Failed(format!("endpoint {endpoint:?} is not host:port ({error})")))?
-                .connect_timeout(config.attempt_timeout)
+                .connect_timeout(config.failover_timeout)
                 .timeout(config.attempt_timeout)
-                // HTTP/2 pings while a call is open: a watch on a node that vanished without
-                // closing its connection (a partition, a powered-off host) fails after about
-                // two attempt timeouts instead of hanging, and resumes on another node.
-                .http2_keep_alive_interval(config.attempt_timeout)
-                .keep_alive_timeout(config.attempt_timeout)
+                // HTTP/2 pings while a call is open: a call (or a watch) on a node that froze or
+                // vanished without closing its connection (a stopped process, a partition, a
+                // powered-off host) fails after about one failover timeout instead of the whole
+                // attempt timeout, or forever for a watch, and moves to another node. A frozen
+                // node's kernel still completes the TCP handshake, so the connect timeout alone
+                // would not notice it.
+                .http2_keep_alive_interval(config.failover_timeout / 2)
+                .keep_alive_timeout(config.failover_timeout / 2)
                 .tcp_nodelay(true);
             channels.push(endpoint_config.connect_lazy());
         }

@@ -12,6 +12,7 @@ pub mod formula;
 pub mod limits;
 pub mod model;
 pub mod outcome;
+pub mod printable;
 pub mod proto;
 pub mod request_ids;
 pub mod state;

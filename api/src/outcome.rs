@@ -3,10 +3,14 @@
 //! A refusal (lost claim, invalid transition, unknown id, oversized value) is a value, not a
 //! crash: the state machine records it for the request's session like any other answer, so a
 //! retried request that was refused is refused again with the same words.
+//!
+//! A refusal's message quotes ids and other user text through [`printable`], so it stays one
+//! line and sends no terminal escape sequence whatever the user sent.
 
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Bead, BeadId, Dependency, Event, Status};
+use crate::printable::printable;
 
 /// A successful answer.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -87,10 +91,10 @@ pub struct NamespaceInfo {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 pub enum Refusal {
     /// The bead does not exist.
-    #[error("bead {0} not found; check the id with `strand list`")]
+    #[error("bead {} not found; check the id with `strand list`", printable(.0.as_str()))]
     NotFound(BeadId),
     /// The claim lost: someone else holds the bead.
-    #[error("bead {id} already claimed by {holder}")]
+    #[error("bead {} already claimed by {}", printable(id.as_str()), printable(holder))]
     AlreadyClaimed {
         /// The bead.
         id: BeadId,
@@ -98,7 +102,7 @@ pub enum Refusal {
         holder: String,
     },
     /// The bead is in a status that cannot be claimed.
-    #[error("bead {id} not claimable (status {status}); only open beads can be claimed")]
+    #[error("bead {} not claimable (status {status}); only open beads can be claimed", printable(id.as_str()))]
     NotClaimable {
         /// The bead.
         id: BeadId,
@@ -106,7 +110,7 @@ pub enum Refusal {
         status: Status,
     },
     /// A status change that the transition table forbids.
-    #[error("bead {id} cannot go from {from} to {to}; allowed from {from}: {allowed}")]
+    #[error("bead {} cannot go from {from} to {to}; allowed from {from}: {allowed}", printable(id.as_str()))]
     InvalidTransition {
         /// The bead.
         id: BeadId,
@@ -118,10 +122,10 @@ pub enum Refusal {
         allowed: String,
     },
     /// A field is malformed (empty title, unknown dependency type, self-dependency, ...).
-    #[error("{0}")]
+    #[error("{}", printable(.0))]
     Invalid(String),
     /// A value exceeds its named limit.
-    #[error("{what} is {size} bytes, over the limit of {limit}; shorten it")]
+    #[error("{} is {size} bytes, over the limit of {limit}; shorten it", printable(what))]
     TooLarge {
         /// What was too large.
         what: String,
@@ -172,3 +176,27 @@ pub enum Refusal {
 
 /// The result of applying one proposal or running one query.
 pub type Answer = Result<Outcome, Refusal>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_text_in_a_refusal_is_escaped_onto_one_line() {
+        let id = BeadId("st-1\n\x1b[31mred".into());
+        let refusals = [
+            Refusal::NotFound(id.clone()),
+            Refusal::AlreadyClaimed { id: id.clone(), holder: "mallory\r\x1b[2J".into() },
+            Refusal::NotClaimable { id: id.clone(), status: Status::Closed },
+            Refusal::Invalid("unknown dependency type x\ny".into()),
+            Refusal::TooLarge { what: "label \x1b]0;title\x07".into(), size: 9, limit: 8 },
+        ];
+        for refusal in refusals {
+            let message = refusal.to_string();
+            assert_eq!(message.lines().count(), 1, "{message}");
+            assert!(!message.chars().any(char::is_control), "{message:?}");
+        }
+        let message = Refusal::NotFound(id).to_string();
+        assert_eq!(message, r"bead st-1\n\u{1b}[31mred not found; check the id with `strand list`");
+    }
+}

@@ -24,6 +24,7 @@ use std::time::Duration;
 use api::client::{Client, ClientConfig, ClientError};
 use api::convert::Consistency;
 use api::model::Namespace;
+use api::printable::printable;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 const EXIT_CODES: &str = "Exit codes: 0 ok; 1 operation refused or failed (lost claim, not found, invalid transition); 2 usage error; 3 cluster unavailable.";
@@ -233,6 +234,7 @@ impl Cli {
         };
         config.deadline = self.timeout;
         config.attempt_timeout = self.timeout.min(Duration::from_secs(5));
+        config.failover_timeout = config.failover_timeout.min(self.timeout);
         Client::new(config).map_err(|error| Failure::Usage(error.to_string()))
     }
 }
@@ -280,7 +282,7 @@ fn parse() -> Result<Cli, ExitCode> {
             let rendered = error.render().to_string();
             let first = rendered.lines().next().unwrap_or("error: invalid command line").trim_end();
             let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("error: {first}; see `strand --help`");
+            eprintln!("error: {}; see `strand --help`", printable(first));
             // Gas City reads exit 2 from an exec store as "unknown operation, done": a command
             // line the exec store cannot parse (a bad $STRAND_TIMEOUT, say) must fail instead.
             let exec_store = std::env::args_os().any(|word| word == "exec-store");
@@ -301,19 +303,21 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // An error quotes user text (ids, titles) and nodes' messages; `printable` escapes control
+    // characters, so it stays one line and cannot drive the terminal.
     match runtime.block_on(dispatch(&cli)) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(Failure::Refused(message)) => {
-            eprintln!("error: {message}");
+            eprintln!("error: {}", printable(&message));
             ExitCode::from(1)
         }
         Err(Failure::Usage(message)) => {
-            eprintln!("error: {message}");
+            eprintln!("error: {}", printable(&message));
             ExitCode::from(2)
         }
         Err(Failure::Unavailable(message)) => {
-            eprintln!("error: {message}");
+            eprintln!("error: {}", printable(&message));
             ExitCode::from(3)
         }
     }

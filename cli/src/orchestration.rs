@@ -254,7 +254,7 @@ pub async fn run_hook(cli: &Cli, args: &HookArgs) -> Outcome {
         Ok(beads) => println!("{}", inject_block(&beads)),
         // An injected hook must not break the agent's session: say why, exit 0.
         Err(Failure::Refused(message) | Failure::Usage(message) | Failure::Unavailable(message)) => {
-            eprintln!("error: {message}");
+            eprintln!("error: {}", api::printable::printable(&message));
         }
     }
     Ok(true)

@@ -1,6 +1,7 @@
 //! `strand node` (one cluster member, in this process) and `strand dev` (a local cluster of
 //! child processes). This is where the real world is handed to `node::run`: the TCP listener,
-//! the RocksDB disk, the system clock, an OS-random seed and Ctrl-C / SIGTERM as shutdown.
+//! the RocksDB disk, the system clock, an OS-random seed and Ctrl-C / SIGTERM as shutdown. It
+//! also raises the process's open-files limit and fits the connection limit under it.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,6 +10,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use node::clock::SystemClock;
 use node::config::{NodeConfig, parse_peers};
+use node::connections::{DESCRIPTORS_RESERVED, OPEN_FILES_RECOMMENDED_MIN, fit_to_open_files};
 use node::network::TcpConnector;
 use node::{NodeParams, run};
 use raft_store::{FlushMode, RocksDisk};
@@ -125,10 +127,72 @@ async fn shutdown_signal() {
     let _ = interrupt.await;
 }
 
+/// The soft open-files limits tried, highest first, when the hard limit is unlimited or the
+/// system refuses it: Linux's default `fs.nr_open`, a generous limit, and macOS's `OPEN_MAX`.
+const OPEN_FILES_TARGETS: [u64; 3] = [1_048_576, 65_536, 10_240];
+
+/// Raises the soft open-files limit to the hard one where allowed (else to the highest of
+/// [`OPEN_FILES_TARGETS`] the system takes); answers the soft limit now, `None` when it is
+/// unlimited.
+#[cfg(unix)]
+fn raise_open_files_limit() -> Option<u64> {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let current = limit.current?;
+    let hard = limit.maximum.unwrap_or(u64::MAX);
+    let hard_or_targets = std::iter::once(hard).chain(OPEN_FILES_TARGETS);
+    let mut refused = None;
+    for target in hard_or_targets.filter(|&target| current < target && target <= hard.min(OPEN_FILES_TARGETS[0])) {
+        match setrlimit(Resource::Nofile, Rlimit { current: Some(target), maximum: limit.maximum }) {
+            Ok(()) => {
+                tracing::info!(from = current, to = target, "raised the open-files limit");
+                return Some(target);
+            }
+            Err(error) => refused = Some(error),
+        }
+    }
+    if let Some(error) = refused {
+        tracing::warn!(%error, current, hard, "could not raise the open-files limit");
+    }
+    Some(current)
+}
+
+#[cfg(not(unix))]
+fn raise_open_files_limit() -> Option<u64> {
+    None
+}
+
+/// Raises the open-files limit, warns when it is low, and lowers `connections_max` so that the
+/// connections and the node's own files fit under it.
+fn fit_open_files(config: &mut NodeConfig) {
+    let Some(open_files) = raise_open_files_limit() else {
+        return;
+    };
+    if open_files < OPEN_FILES_RECOMMENDED_MIN {
+        tracing::warn!(
+            open_files,
+            recommended = OPEN_FILES_RECOMMENDED_MIN,
+            "the open-files limit is low: a flood of connections or a large database can exhaust it; raise it with LimitNOFILE=65536 in the systemd unit, or `ulimit -n 65536` before starting the node"
+        );
+    }
+    let (fitted, lowered) = fit_to_open_files(&config.connections, open_files);
+    if lowered {
+        tracing::warn!(
+            configured = config.connections.connections_max,
+            connections_max = fitted.connections_max,
+            open_files,
+            reserved = DESCRIPTORS_RESERVED,
+            "lowered connections.connections_max to fit under the open-files limit beside the node's own files; raise LimitNOFILE or `ulimit -n` to serve more"
+        );
+    }
+    config.connections = fitted;
+}
+
 /// Runs `strand node`.
 pub async fn run_node(args: &NodeArgs) -> Outcome {
-    let config = load_config(args)?;
+    let mut config = load_config(args)?;
     init_logging(args.log_format);
+    fit_open_files(&mut config);
     std::fs::create_dir_all(&config.data_dir).map_err(|error| {
         Failure::Refused(format!("cannot create --data-dir {}: {error}", config.data_dir.display()))
     })?;

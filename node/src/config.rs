@@ -1,5 +1,5 @@
-//! A node's configuration: identity, addresses, peers, event retention, and the Raft timing and
-//! snapshot policy.
+//! A node's configuration: identity, addresses, peers, event retention, the limits on inbound
+//! connections, and the Raft timing and snapshot policy.
 //!
 //! It is read from a TOML file (`--config`), then overridden by command-line flags. Every setting
 //! that matters for safety is spelled out in [`RaftSettings::to_openraft`], never left to a
@@ -121,6 +121,83 @@ impl RaftSettings {
     }
 }
 
+/// Limits on the node's inbound connections, clients and peers alike (the `[connections]` table);
+/// [`crate::connections`] enforces them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ConnectionLimits {
+    /// Most inbound connections open at once. When it is reached, a new connection closes the
+    /// oldest pending one to make room, or is closed itself when none is pending. `strand node`
+    /// lowers it when the open-files limit leaves too little room beside the files the node
+    /// keeps for itself ([`crate::connections::DESCRIPTORS_RESERVED`]).
+    pub connections_max: u64,
+    /// Most pending connections (accepted, handshake not yet sent) at once, and at most half of
+    /// `connections_max`; a new one beyond it closes the oldest pending one.
+    pub pending_max: u64,
+    /// A connection that has not sent its handshake within this time is closed.
+    pub handshake_timeout_ms: u64,
+    /// A connection with no traffic either way for this long is closed (after at most twice
+    /// it); gRPC clients reconnect, and live peer channels carry heartbeats or pings.
+    pub idle_timeout_ms: u64,
+}
+
+/// The fewest connections a node may be limited to: its peers and a few clients.
+pub const CONNECTIONS_MIN: u64 = 16;
+/// The most connections a node may be configured for.
+pub const CONNECTIONS_MAX: u64 = 1_000_000;
+/// The shortest handshake timeout: a client on a slow link must get its first bytes through.
+pub const HANDSHAKE_TIMEOUT_MS_MIN: u64 = 100;
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        ConnectionLimits {
+            connections_max: 1024,
+            pending_max: 128,
+            handshake_timeout_ms: 5_000,
+            idle_timeout_ms: 300_000,
+        }
+    }
+}
+
+impl ConnectionLimits {
+    /// The pending connections allowed at once: `pending_max`, and at most half the connections.
+    pub fn pending_allowed(&self) -> u64 {
+        self.pending_max.min(self.connections_max / 2).max(1)
+    }
+
+    /// Checks the limits.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !(CONNECTIONS_MIN..=CONNECTIONS_MAX).contains(&self.connections_max) {
+            return Err(ConfigError::Invalid(format!(
+                "connections.connections_max = {} is out of range; use {CONNECTIONS_MIN} to {CONNECTIONS_MAX} (default {})",
+                self.connections_max,
+                ConnectionLimits::default().connections_max
+            )));
+        }
+        if self.pending_max == 0 {
+            return Err(ConfigError::Invalid(
+                "connections.pending_max = 0 would close every new connection; use 1 or more (default 128)".into(),
+            ));
+        }
+        if self.handshake_timeout_ms < HANDSHAKE_TIMEOUT_MS_MIN {
+            return Err(ConfigError::Invalid(format!(
+                "connections.handshake_timeout_ms = {} is too short for a client to connect; use {HANDSHAKE_TIMEOUT_MS_MIN} or more (default {})",
+                self.handshake_timeout_ms,
+                ConnectionLimits::default().handshake_timeout_ms
+            )));
+        }
+        if self.idle_timeout_ms < self.handshake_timeout_ms {
+            return Err(ConfigError::Invalid(format!(
+                "connections.idle_timeout_ms = {} is shorter than handshake_timeout_ms = {}; raise it (default {})",
+                self.idle_timeout_ms,
+                self.handshake_timeout_ms,
+                ConnectionLimits::default().idle_timeout_ms
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// A node's configuration.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -143,6 +220,8 @@ pub struct NodeConfig {
     /// value into every proposal, so every replica compacts at the same entry. At least
     /// [`api::limits::EVENT_RETENTION_MIN`].
     pub event_retention: u64,
+    /// Limits on inbound connections.
+    pub connections: ConnectionLimits,
     /// Raft timing and snapshot policy.
     pub raft: RaftSettings,
     /// Start as a member rejoining after its data was lost: on an empty data directory, the node
@@ -162,6 +241,7 @@ impl Default for NodeConfig {
             cluster_name: "strand".into(),
             id_prefix: "st".into(),
             event_retention: api::limits::EVENT_RETENTION_DEFAULT,
+            connections: ConnectionLimits::default(),
             raft: RaftSettings::default(),
             rejoin: false,
         }
@@ -203,6 +283,7 @@ impl NodeConfig {
                 api::limits::EVENT_RETENTION_DEFAULT
             )));
         }
+        self.connections.validate()?;
         self.raft.to_openraft(&self.cluster_name)?;
         Ok(())
     }
@@ -260,6 +341,28 @@ mod tests {
         let config: NodeConfig = toml::from_str("event_retention = 10\n").unwrap();
         let error = config.validate().unwrap_err().to_string();
         assert!(error.contains("event_retention"), "{error}");
+    }
+
+    #[test]
+    fn connection_limits_parse_and_out_of_range_limits_are_refused() {
+        let config: NodeConfig =
+            toml::from_str("[connections]\nconnections_max = 64\nhandshake_timeout_ms = 1000\n").unwrap();
+        config.validate().unwrap();
+        assert_eq!((config.connections.connections_max, config.connections.handshake_timeout_ms), (64, 1000));
+        assert_eq!(config.connections.idle_timeout_ms, ConnectionLimits::default().idle_timeout_ms);
+        // The default pending cap (128) is held to half of a small connections_max.
+        assert_eq!(config.connections.pending_allowed(), 32);
+        for bad in [
+            "connections_max = 2",
+            "pending_max = 0",
+            "handshake_timeout_ms = 5",
+            "handshake_timeout_ms = 9000\nidle_timeout_ms = 8000",
+        ] {
+            let config: NodeConfig = toml::from_str(&format!("[connections]\n{bad}\n")).unwrap();
+            let error = config.validate().unwrap_err().to_string();
+            assert!(error.starts_with("connections."), "{bad}: {error}");
+        }
+        assert!(toml::from_str::<NodeConfig>("[connections]\nmax = 3\n").is_err());
     }
 
     #[test]

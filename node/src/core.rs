@@ -122,19 +122,7 @@ impl<D: Disk> NodeCore<D> {
     /// Raft's state and the store's size now, for the metrics page.
     pub fn raft_view(&self) -> RaftView {
         let watched = self.raft.metrics();
-        let mut view = {
-            let metrics = watched.borrow_watched();
-            RaftView {
-                term: metrics.current_term,
-                is_leader: metrics.current_leader == Some(self.id),
-                leader: metrics.current_leader.unwrap_or(0),
-                last_log_index: metrics.last_log_index.unwrap_or(0),
-                applied_index: metrics.last_applied.map_or(0, |log_id| log_id.index),
-                snapshot_index: metrics.snapshot.map_or(0, |log_id| log_id.index),
-                fatal: metrics.running_state.is_err(),
-                ..RaftView::default()
-            }
-        };
+        let mut view = raft_view_of(self.id, &watched.borrow_watched());
         view.beads = self.state_machine.read(|state| state.bead_count()) as u64;
         view.watch_streams = (crate::services::WATCH_STREAMS_MAX - self.watch_streams.available_permits()) as u64;
         view
@@ -360,10 +348,56 @@ impl<D: Disk> NodeCore<D> {
     }
 }
 
+/// The Raft part of the metrics page, from Raft's metrics. A node whose Raft core stopped on a
+/// fatal error is no leader and knows none, whatever its last metrics said: it serves no write
+/// and sends no heartbeat, so a dashboard must not count it as the cluster's leader.
+fn raft_view_of(id: NodeId, metrics: &openraft::RaftMetrics<TypeConfig>) -> RaftView {
+    let fatal = metrics.running_state.is_err();
+    let leader = if fatal { None } else { metrics.current_leader };
+    RaftView {
+        term: metrics.current_term,
+        is_leader: leader == Some(id),
+        leader: leader.unwrap_or(0),
+        last_log_index: metrics.last_log_index.unwrap_or(0),
+        applied_index: metrics.last_applied.map_or(0, |log_id| log_id.index),
+        snapshot_index: metrics.snapshot.map_or(0, |log_id| log_id.index),
+        fatal,
+        ..RaftView::default()
+    }
+}
+
 /// One attempt's result inside [`NodeCore::retry_until_deadline`].
 pub enum Attempt<T> {
     /// Finished with this value.
     Done(T),
     /// Try again; why.
     Retry(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fatal_node_exports_no_leader() {
+        let mut metrics = openraft::RaftMetrics::<TypeConfig>::new_initial(3);
+        metrics.current_term = 4;
+        metrics.current_leader = Some(3);
+        let view = raft_view_of(3, &metrics);
+        assert!(view.is_leader && view.leader == 3 && !view.fatal, "{view:?}");
+
+        metrics.running_state = Err(openraft::errors::Fatal::Panicked);
+        let view = raft_view_of(3, &metrics);
+        assert!(!view.is_leader, "{view:?}");
+        assert_eq!(view.leader, 0, "{view:?}");
+        assert!(view.fatal, "{view:?}");
+        assert_eq!(view.term, 4, "the term is still shown: {view:?}");
+
+        // A fatal follower no longer names the leader it last knew either.
+        metrics.current_leader = Some(1);
+        let page = crate::metrics::Metrics::new().render(&raft_view_of(3, &metrics));
+        for line in ["strand_raft_is_leader 0", "strand_raft_leader_id 0", "strand_raft_fatal 1"] {
+            assert!(page.lines().any(|candidate| candidate == line), "missing {line:?} in\n{page}");
+        }
+    }
 }

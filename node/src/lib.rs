@@ -5,7 +5,8 @@
 //! listener (a stream of accepted connections), its outbound [`network::Connector`], its
 //! storage, its [`clock::Clock`], its RNG seed and its shutdown signal as parameters. It never
 //! binds a port or reads argv or the environment, so the simulator runs this very code over a
-//! simulated network.
+//! simulated network. The accepted connections pass through [`connections::limit`] before the
+//! gRPC server sees them, so the node bounds its inbound connections whoever binds the port.
 //!
 //! Invariant: a data directory belongs to one node of one cluster; another is refused at start.
 //! Invariant: a node accepts Raft messages only from members of its own cluster: the cluster id
@@ -16,6 +17,7 @@
 
 pub mod clock;
 pub mod config;
+pub mod connections;
 pub mod core;
 pub mod metrics;
 pub mod network;
@@ -217,7 +219,7 @@ where
     D: Disk,
     I: futures::Stream<Item = Result<IO, IE>> + Send + 'static,
     IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
-    IE: Into<Box<dyn std::error::Error + Send + Sync>>,
+    IE: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
 {
     let NodeParams { config, incoming, connector, disk, flush_mode, clock, seed, shutdown, observer } = params;
     config.validate()?;
@@ -248,7 +250,13 @@ where
     for service in services {
         health_reporter.set_service_status(service, tonic_health::ServingStatus::Serving).await;
     }
-    tracing::info!(node = core.id, address = %core.config.advertised(), "serving");
+    let incoming = connections::limit(incoming, &core.config.connections, core.metrics.connections());
+    tracing::info!(
+        node = core.id,
+        address = %core.config.advertised(),
+        connections_max = core.config.connections.connections_max,
+        "serving"
+    );
     let served = tonic::transport::Server::builder()
         // HTTP/1.1 for the metrics page (Prometheus scrapes with it); gRPC stays on HTTP/2.
         .accept_http1(true)

@@ -1,7 +1,8 @@
 //! The node's Prometheus metrics, served as OpenMetrics text at `GET /metrics` on the node's
 //! gRPC address (HTTP/1.1 and HTTP/2 both answer there).
 //!
-//! Counters and the latency histogram are updated on the request paths; Raft's state (term,
+//! Counters and the latency histogram are updated on the request paths, the connection gauges and
+//! counters by the connection limiter ([`crate::connections`]); Raft's state (term,
 //! role, log and applied indexes) and the store's size are read when the page is scraped, so a
 //! scrape always shows the node as it is then.
 //!
@@ -76,6 +77,89 @@ pub struct RaftView {
     pub watch_streams: u64,
 }
 
+/// Why the connection limiter closed a connection, as the `reason` label says it. A variant's
+/// discriminant is its index in [`CloseReason::ALL`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CloseReason {
+    /// Closed on arrival: every slot held an established connection.
+    Refused,
+    /// A pending connection closed to make room for a newer one.
+    Evicted,
+    /// Sent no handshake within the handshake timeout.
+    Handshake,
+    /// No traffic for the idle timeout.
+    Idle,
+}
+
+impl CloseReason {
+    const ALL: [CloseReason; 4] =
+        [CloseReason::Refused, CloseReason::Evicted, CloseReason::Handshake, CloseReason::Idle];
+
+    fn label(self) -> &'static str {
+        match self {
+            CloseReason::Refused => "refused",
+            CloseReason::Evicted => "evicted",
+            CloseReason::Handshake => "handshake_timeout",
+            CloseReason::Idle => "idle_timeout",
+        }
+    }
+}
+
+/// The inbound-connection metrics, shared with the connection limiter (clones update the same
+/// series).
+#[derive(Clone, Debug)]
+pub struct ConnectionMetrics {
+    /// Inbound connections open now, pending ones included.
+    pub open: Gauge,
+    /// Inbound connections that have not sent their handshake yet.
+    pub pending: Gauge,
+    /// Connections the limiter closed, by [`CloseReason`] (index in [`CloseReason::ALL`]).
+    closed: [Counter; 4],
+}
+
+impl ConnectionMetrics {
+    /// Counts a connection the limiter closed.
+    pub fn observe_close(&self, reason: CloseReason) {
+        self.closed[reason as usize].inc();
+    }
+
+    /// How many connections the limiter closed for `reason` so far.
+    pub fn closed(&self, reason: CloseReason) -> u64 {
+        self.closed[reason as usize].get()
+    }
+
+    /// Unregistered metrics, for a limiter whose numbers nobody scrapes (tests).
+    pub fn unregistered() -> ConnectionMetrics {
+        ConnectionMetrics {
+            open: Gauge::default(),
+            pending: Gauge::default(),
+            closed: CloseReason::ALL.map(|_| Counter::default()),
+        }
+    }
+
+    fn register(registry: &mut Registry) -> ConnectionMetrics {
+        let metrics = ConnectionMetrics::unregistered();
+        registry.register(
+            "connections_open",
+            "Inbound connections open now, pending ones included",
+            metrics.open.clone(),
+        );
+        registry.register(
+            "connections_pending",
+            "Inbound connections that have not sent their handshake yet",
+            metrics.pending.clone(),
+        );
+        let closed = Family::<Vec<(&'static str, &'static str)>, Counter>::default();
+        registry.register(
+            "connections_closed",
+            "Inbound connections the node closed because of its connection limits, by reason",
+            closed.clone(),
+        );
+        let counters = CloseReason::ALL.map(|reason| closed.get_or_create(&vec![("reason", reason.label())]).clone());
+        ConnectionMetrics { closed: counters, ..metrics }
+    }
+}
+
 /// The node's metrics.
 pub struct Metrics {
     registry: Registry,
@@ -85,6 +169,7 @@ pub struct Metrics {
     write_seconds: Histogram,
     forwarded: Counter,
     gauges: [(ReadGauge, Gauge); GAUGES.len()],
+    connections: ConnectionMetrics,
 }
 
 /// Scrape-time gauges: name, help (prometheus-client ends it with a period), and how each is
@@ -139,7 +224,13 @@ impl Metrics {
             RequestOutcome::ALL
                 .map(|outcome| requests.get_or_create(&vec![("kind", kind), ("outcome", outcome.label())]).clone())
         });
-        Metrics { registry, requests, write_seconds, forwarded, gauges }
+        let connections = ConnectionMetrics::register(&mut registry);
+        Metrics { registry, requests, write_seconds, forwarded, gauges, connections }
+    }
+
+    /// The inbound-connection metrics, for the connection limiter.
+    pub fn connections(&self) -> ConnectionMetrics {
+        self.connections.clone()
     }
 
     /// Counts a write and records how long it took.
@@ -183,6 +274,8 @@ mod tests {
         metrics.observe_write(RequestOutcome::Refused, 0.001);
         metrics.observe_read(RequestOutcome::Ok);
         metrics.observe_forward();
+        metrics.connections().open.set(5);
+        metrics.connections().observe_close(CloseReason::Handshake);
         let view = RaftView { term: 7, is_leader: true, leader: 2, applied_index: 41, beads: 3, ..RaftView::default() };
         let page = metrics.render(&view);
         for line in [
@@ -197,6 +290,9 @@ mod tests {
             "strand_raft_applied_index 41",
             "strand_raft_fatal 0",
             "strand_beads 3",
+            "strand_connections_open 5",
+            "strand_connections_closed_total{reason=\"handshake_timeout\"} 1",
+            "strand_connections_closed_total{reason=\"refused\"} 0",
             "# EOF",
         ] {
             assert!(page.lines().any(|candidate| candidate == line), "missing {line:?} in\n{page}");

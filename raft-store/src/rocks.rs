@@ -28,6 +28,13 @@ use crate::disk::{Disk, DiskView, Durability, Op, Space, Visit};
 /// The log mark's file, inside the database directory (RocksDB leaves names it did not make alone).
 pub const MARK_FILE: &str = "STRAND-LOG-MARK";
 
+/// Most table (SST) files RocksDB keeps open; others are opened as needed. The state is read
+/// from RocksDB only at start and for snapshots (it lives in memory), so a small table cache
+/// costs little.
+/// Bounded so that a node's file descriptors stay countable: `node::connections` reserves this
+/// many beside its inbound connections under the open-files limit.
+pub const TABLE_FILES_OPEN_MAX: i32 = 128;
+
 /// A RocksDB database holding one node's log, meta and state.
 pub struct RocksDisk {
     db: DB,
@@ -51,6 +58,7 @@ impl RocksDisk {
         options.set_paranoid_checks(true);
         options.set_compression_type(DBCompressionType::None);
         options.set_max_background_jobs(2);
+        options.set_max_open_files(TABLE_FILES_OPEN_MAX);
         // Buffered writes stay in RocksDB's WAL buffer until the next sync (a synced write, or
         // `flush_wal`), which is all `Durability::Buffered` promises: a node writes its log
         // append, commit index and applied batch with one `write` call per group sync instead

@@ -222,6 +222,9 @@ fn node_config(setup: &ClusterSetup, id: u64, data_dir: PathBuf) -> NodeConfig {
         cluster_name: "sim".into(),
         id_prefix: "st".into(),
         event_retention: api::limits::EVENT_RETENTION_DEFAULT,
+        // The real limits: simulated clients and peers send their handshake at once and ping
+        // while idle, so only a connection whose bytes a partition swallowed is ever closed.
+        connections: node::config::ConnectionLimits::default(),
         raft: raft_settings(),
         rejoin: false,
     }

@@ -51,12 +51,21 @@ pub struct Cluster {
     pub nodes: Vec<NodeProcess>,
     peers: String,
     config: Option<PathBuf>,
+    /// The open-files limit (`ulimit -n`, soft and hard) the nodes start under; `None`: the
+    /// test's own.
+    open_files: Option<u64>,
     dir: tempfile::TempDir,
 }
 
 impl Cluster {
     /// Starts `size` nodes; `config_toml`, if given, is written to a file passed as `--config`.
     pub fn start(size: u64, config_toml: Option<&str>) -> Cluster {
+        Cluster::start_with(size, config_toml, None)
+    }
+
+    /// Starts `size` nodes as [`Cluster::start`] does, each under an open-files limit (soft and
+    /// hard, so the node cannot raise it) of `open_files`, if given.
+    pub fn start_with(size: u64, config_toml: Option<&str>, open_files: Option<u64>) -> Cluster {
         let dir = tempfile::tempdir().expect("temporary directory");
         let config = config_toml.map(|text| {
             let path = dir.path().join("node.toml");
@@ -72,7 +81,7 @@ impl Cluster {
             })
             .collect();
         let peers = nodes.iter().map(|node| format!("{}={}", node.id, node.address)).collect::<Vec<_>>().join(",");
-        let mut cluster = Cluster { nodes, peers, config, dir };
+        let mut cluster = Cluster { nodes, peers, config, open_files, dir };
         for id in 1..=size {
             cluster.restart(id);
         }
@@ -82,7 +91,15 @@ impl Cluster {
     /// The command that starts node `id` (for tests that expect it to fail).
     pub fn node_command(&self, id: u64) -> Command {
         let node = &self.nodes[(id - 1) as usize];
-        let mut command = Command::new(strand_binary());
+        let mut command = match self.open_files {
+            None => Command::new(strand_binary()),
+            Some(open_files) => {
+                // `ulimit -n` without -S or -H sets both limits; `exec` keeps the process id.
+                let mut command = Command::new("sh");
+                command.args(["-c", "ulimit -n \"$0\" && exec \"$@\"", &open_files.to_string()]).arg(strand_binary());
+                command
+            }
+        };
         command
             .args(["node", "--id", &id.to_string(), "--listen", &node.address])
             .arg("--data-dir")
@@ -117,6 +134,14 @@ impl Cluster {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+
+    /// Sends node `id` a signal by name (`STOP`, `CONT`) with `kill`; a stopped node is still
+    /// killed with SIGKILL on drop.
+    pub fn signal(&self, id: u64, signal: &str) {
+        let child = self.nodes[(id - 1) as usize].child.as_ref().expect("node is running");
+        let status = Command::new("kill").arg(format!("-{signal}")).arg(child.id().to_string()).status();
+        assert!(status.as_ref().is_ok_and(|status| status.success()), "kill -{signal} node {id}: {status:?}");
     }
 
     /// A node's log so far.

@@ -46,6 +46,7 @@ fn run(endpoint: &str, args: &[&str], expect: Expect) {
             assert_eq!(code, expected_code, "strand {args:?}: stdout {stdout} stderr {stderr}");
             assert!(stderr.contains(text), "strand {args:?}: stderr {stderr:?} lacks {text:?}");
             assert_eq!(stderr.trim().lines().count(), 1, "one-line error: {stderr}");
+            assert!(!stderr.trim_end().chars().any(char::is_control), "no control character: {stderr:?}");
         }
     }
 }
@@ -77,6 +78,8 @@ async fn json_output_and_exit_codes() {
         (vec!["create", "--json", "second", "--deps", "st-1", "--parent", "st-1"], Expect::Golden("create_child")),
         (vec!["show", "--json", "st-1"], Expect::Golden("show")),
         (vec!["show", "st-999"], Expect::Fails(1, "st-999 not found")),
+        // A newline and a terminal escape in an id come back escaped, on one line.
+        (vec!["show", "st-1\n\x1b[31mred"], Expect::Fails(1, r"st-1\n\u{1b}[31mred")),
         (vec!["ready", "--json"], Expect::Golden("ready")),
         (vec!["claim", "--json", "st-1"], Expect::Golden("claim")),
         (vec!["claim", "st-1", "--actor", "bob"], Expect::Fails(1, "already claimed by alice")),
