@@ -52,17 +52,21 @@ const TARGETS: [Target; 4] =
     [Target::Value(Space::Log), Target::Value(Space::Meta), Target::Value(Space::State), Target::Snapshot];
 
 /// Damages one thing on `node`'s storage, trying the kinds of target in a seeded order until one
-/// holds something; answers what it did, or `None` when the node stores nothing yet.
-pub fn damage_node(rng: &mut StdRng, node: &SimNode, sealing: Sealing) -> Option<String> {
+/// holds something; answers what it did, or `None` when the node stores nothing yet. An error
+/// means the snapshot file could not be read or written, and nothing was damaged.
+pub fn damage_node(rng: &mut StdRng, node: &SimNode, sealing: Sealing) -> io::Result<Option<String>> {
     let mut targets = TARGETS;
     targets.shuffle(rng);
-    targets.into_iter().find_map(|target| match target {
-        Target::Value(space) => damage_value(rng, &node.disk, space, sealing),
-        Target::Snapshot => match damage_snapshot(rng, &node.dir.path().join(CURRENT_SNAPSHOT), sealing) {
-            Ok(found) => found,
-            Err(error) => Some(format!("could not damage {CURRENT_SNAPSHOT}: {error}")),
-        },
-    })
+    for target in targets {
+        let done = match target {
+            Target::Value(space) => damage_value(rng, &node.disk, space, sealing),
+            Target::Snapshot => damage_snapshot(rng, &node.dir.path().join(CURRENT_SNAPSHOT), sealing)?,
+        };
+        if done.is_some() {
+            return Ok(done);
+        }
+    }
+    Ok(None)
 }
 
 /// Whether the value under `key` carries a checksum.

@@ -238,11 +238,14 @@ impl Nemesis {
         } else {
             format!("{}; ", self.crash_node(sim, node, now))
         };
-        let Some(what) = damage::damage_node(&mut self.rng, node, self.sealing) else {
-            return Some(format!("{crashed}n{} stores nothing to damage yet", node.id));
-        };
-        self.damaged.entry(node.id).or_default().push(what.clone());
-        Some(format!("{crashed}damage n{}: {what}", node.id))
+        match damage::damage_node(&mut self.rng, node, self.sealing) {
+            Ok(Some(what)) => {
+                self.damaged.entry(node.id).or_default().push(what.clone());
+                Some(format!("{crashed}damage n{}: {what}", node.id))
+            }
+            Ok(None) => Some(format!("{crashed}n{} stores nothing to damage yet", node.id)),
+            Err(error) => Some(format!("{crashed}could not damage n{}: {error}", node.id)),
+        }
     }
 
     fn jump_clock(&mut self, nodes: &[SimNode]) -> Option<String> {
