@@ -5,7 +5,8 @@
 //! every append queued while the previous sync ran (group commit), which is where the throughput
 //! under many concurrent claims comes from.
 //! Invariant: the log has no holes: its keys run from `last_purged + 1` to the last entry.
-//! [`LogStore::open`] checks that, and that every entry decodes, and refuses to start otherwise.
+//! [`LogStore::open`] checks that, and that every entry, the vote and the commit index pass their
+//! checksums and decode, and refuses to start otherwise.
 //! Invariant: the in-memory [`LogCache`] holds a contiguous run of the newest entries, each equal
 //! to the entry on disk at its index; append, truncate and purge update it with the disk. It holds
 //! at most [`LOG_CACHE_ENTRIES_MAX`] entries and, past its newest entry, [`LOG_CACHE_BYTES_MAX`].
@@ -251,6 +252,10 @@ impl<D: Disk> LogStore<D> {
     /// Opens the log on `disk`, verifying it; an error means the data directory must not be served.
     pub fn open(disk: Arc<D>, flush_mode: FlushMode) -> io::Result<LogStore<D>> {
         let last_purged: Option<LogId> = read_meta(disk.as_ref(), META_PURGED)?;
+        // Read once here so that a damaged vote or commit index stops the node at open, with the
+        // other damage, rather than inside Raft's start.
+        read_meta::<D, Vote>(disk.as_ref(), META_VOTE)?;
+        read_meta::<D, Option<LogId>>(disk.as_ref(), META_COMMITTED)?;
         let last_log_id = verify_log(disk.as_ref(), last_purged)?;
         let mark = disk.read_mark()?;
         check_mark(mark, last_log_id.or(last_purged))?;

@@ -431,3 +431,21 @@ async fn a_snapshot_file_that_fails_its_checksum_is_refused_and_dropped_at_open(
     open(dir.path()).expect("a node opens without its damaged snapshot");
     assert!(!current.exists(), "the damaged snapshot was deleted at open");
 }
+
+#[tokio::test]
+async fn a_damaged_vote_is_refused_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (mut log_store, _) = open(dir.path()).unwrap();
+        let vote = openraft::impls::Vote::new(3, 1);
+        openraft::storage::RaftLogStorage::save_vote(&mut log_store, &vote).await.unwrap();
+    }
+    {
+        let disk = RocksDisk::open(&dir.path().join("db")).unwrap();
+        let mut vote = disk.get(Space::Meta, raft_store::codec::META_VOTE).unwrap().expect("a saved vote");
+        vote[0] ^= 0x01;
+        disk.write(vec![Op::Put(Space::Meta, raft_store::codec::META_VOTE.to_vec(), vote)], Durability::Sync).unwrap();
+    }
+    let error = open(dir.path()).err().expect("open refuses a damaged vote");
+    assert!(error.to_string().contains("vote is corrupt: checksum mismatch"), "{error}");
+}
