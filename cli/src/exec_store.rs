@@ -298,6 +298,20 @@ enum Operation {
     Recover,
 }
 
+impl Operation {
+    /// A lifecycle operation a Strand cluster does not need: nodes run on their own.
+    fn not_needed(self) -> bool {
+        matches!(self, Operation::Start | Operation::Stop | Operation::Init | Operation::Recover)
+    }
+}
+
+/// Exit 2 with why: "not needed", which the orchestrator reads as success.
+fn not_needed(op: &str) -> Failure {
+    Failure::Usage(format!(
+        "{op}: not needed: Strand nodes run on their own (`strand node`), and a store is created by its first write"
+    ))
+}
+
 /// Runs one operation. Every failure but an unknown operation is exit 1 (see the module header).
 pub async fn run(cli: &Cli, args: &ExecStoreArgs) -> Outcome {
     let Some((op, rest)) = args.words.split_first() else {
@@ -307,11 +321,9 @@ pub async fn run(cli: &Cli, args: &ExecStoreArgs) -> Outcome {
         return Err(Failure::Usage(format!("unknown operation {op:?}")));
     };
     let words = Words { op, words: rest };
-    if matches!(operation, Operation::Start | Operation::Stop | Operation::Init | Operation::Recover) {
-        // Exit 2: "not needed", which the orchestrator reads as success.
-        return Err(Failure::Usage(format!(
-            "{op}: not needed: Strand nodes run on their own (`strand node`), and a store is created by its first write"
-        )));
+    if operation.not_needed() {
+        // Answered without the cluster, and before the mapping below keeps its exit 2.
+        return Err(not_needed(op));
     }
     match dispatch(cli, operation, &words).await {
         Err(Failure::Usage(message) | Failure::Unavailable(message)) => Err(Failure::Refused(message)),
@@ -452,9 +464,7 @@ async fn dispatch(cli: &Cli, operation: Operation, words: &Words<'_>) -> Outcome
                 ))),
             }
         }
-        Operation::Start | Operation::Stop | Operation::Init | Operation::Recover => {
-            unreachable!("answered before dispatch")
-        }
+        Operation::Start | Operation::Stop | Operation::Init | Operation::Recover => Err(not_needed(op)),
     }
 }
 

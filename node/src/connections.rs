@@ -353,6 +353,19 @@ impl<IO> LimitedConnection<IO> {
         }
     }
 
+    /// A write's result as the connection reports it: bytes written count as traffic, and a write
+    /// that could not proceed ends the connection if its time ran out or it was evicted.
+    fn after_write(&mut self, cx: &mut Context<'_>, written: Poll<io::Result<usize>>) -> Poll<io::Result<usize>> {
+        match written {
+            Poll::Ready(Ok(bytes)) => {
+                self.active |= bytes > 0;
+                Poll::Ready(Ok(bytes))
+            }
+            Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
+            Poll::Pending => self.poll_write_blocked(cx).map(Err),
+        }
+    }
+
     /// After a write that could not proceed: the error that ends the connection, if its time
     /// ran out or it was evicted.
     fn poll_write_blocked(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
@@ -401,14 +414,8 @@ impl<IO: AsyncRead + Unpin> AsyncRead for LimitedConnection<IO> {
 impl<IO: AsyncWrite + Unpin> AsyncWrite for LimitedConnection<IO> {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        match Pin::new(&mut this.io).poll_write(cx, buf) {
-            Poll::Ready(Ok(bytes)) => {
-                this.active |= bytes > 0;
-                Poll::Ready(Ok(bytes))
-            }
-            Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
-            Poll::Pending => this.poll_write_blocked(cx).map(Err),
-        }
+        let written = Pin::new(&mut this.io).poll_write(cx, buf);
+        this.after_write(cx, written)
     }
 
     fn poll_write_vectored(
@@ -417,14 +424,8 @@ impl<IO: AsyncWrite + Unpin> AsyncWrite for LimitedConnection<IO> {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        match Pin::new(&mut this.io).poll_write_vectored(cx, bufs) {
-            Poll::Ready(Ok(bytes)) => {
-                this.active |= bytes > 0;
-                Poll::Ready(Ok(bytes))
-            }
-            Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
-            Poll::Pending => this.poll_write_blocked(cx).map(Err),
-        }
+        let written = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
+        this.after_write(cx, written)
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -554,7 +554,8 @@ impl<D: Disk> RaftPeerService<D> {
     }
 
     fn is_member(&self, member_id: NodeId) -> bool {
-        if self.core.config.members().contains_key(&member_id) {
+        let config = &self.core.config;
+        if member_id == config.id || config.peers.contains_key(&member_id) {
             return true;
         }
         let metrics = self.core.raft.metrics();
@@ -569,6 +570,22 @@ impl<D: Disk> RaftPeerService<D> {
             return Err(refuse(format!("node {sender} sent {what} in the name of node {named}")));
         }
         Ok(())
+    }
+
+    /// A vote or pre-vote request (`what`) as openraft may see it: from a member, small, in the
+    /// sender's own name, while this node votes, with its transfer flag gated.
+    fn admit_vote(
+        &self,
+        request: &Request<RaftPayload>,
+        what: &str,
+    ) -> Result<openraft::raft::VoteRequest<TypeConfig>, Status> {
+        let sender = self.sender(request)?;
+        small(request, what)?;
+        self.refuse_while_rejoining()?;
+        let mut rpc: openraft::raft::VoteRequest<TypeConfig> = decode(request.get_ref()).map_err(malformed)?;
+        Self::check_vote(sender, &rpc.vote, what)?;
+        self.gate_transfer(sender, &mut rpc);
+        Ok(rpc)
     }
 
     /// A rejoining node does not vote until it caught up (see `crate::rejoin`).
@@ -628,12 +645,11 @@ impl<D: Disk> RaftPeerService<D> {
             return Err(refuse(format!("node {sender} sent a snapshot under a vote it has not won")));
         }
         let path = self.incoming_snapshot_path();
-        let caps = (settings.snapshot_receive_bytes_max, timeout);
-        let received = tokio::time::timeout_at(deadline, Self::write_chunks(&path, chunks, caps.0)).await;
+        let writing = Self::write_chunks(&path, chunks, settings.snapshot_receive_bytes_max);
+        let received = tokio::time::timeout_at(deadline, writing).await;
         let received = received.unwrap_or_else(|_| {
             Err(Status::deadline_exceeded(format!(
-                "the snapshot did not arrive within snapshot_receive_timeout_ms ({:?}); raise it on this node for a large state",
-                caps.1
+                "the snapshot did not arrive within snapshot_receive_timeout_ms ({timeout:?}); raise it on this node for a large state"
             )))
         });
         if received.is_err() {
@@ -775,22 +791,12 @@ impl<D: Disk> RaftService for RaftPeerService<D> {
     }
 
     async fn vote(&self, request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
-        let sender = self.sender(&request)?;
-        small(&request, "a vote request")?;
-        self.refuse_while_rejoining()?;
-        let mut rpc: openraft::raft::VoteRequest<TypeConfig> = decode(request.get_ref()).map_err(malformed)?;
-        Self::check_vote(sender, &rpc.vote, "a vote request")?;
-        self.gate_transfer(sender, &mut rpc);
+        let rpc = self.admit_vote(&request, "a vote request")?;
         answer(self.core.raft.vote(rpc).await)
     }
 
     async fn pre_vote(&self, request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
-        let sender = self.sender(&request)?;
-        small(&request, "a pre-vote request")?;
-        self.refuse_while_rejoining()?;
-        let mut rpc: openraft::raft::VoteRequest<TypeConfig> = decode(request.get_ref()).map_err(malformed)?;
-        Self::check_vote(sender, &rpc.vote, "a pre-vote request")?;
-        self.gate_transfer(sender, &mut rpc);
+        let rpc = self.admit_vote(&request, "a pre-vote request")?;
         answer(self.core.raft.pre_vote(rpc).await)
     }
 
