@@ -62,7 +62,7 @@ const _: () = assert!(SNAPSHOT_CHUNK_BYTES + PEER_MESSAGE_OVERHEAD_BYTES <= PEER
 pub const APPEND_PIPELINE_MAX: usize = 64;
 /// The slowest transfer an append is allowed, in bytes per second: a request's deadline grows by
 /// its size over this rate, on top of the RPC timeout.
-pub const REPLICATION_BYTES_PER_SECOND_MIN: u64 = 8 * 1024 * 1024;
+pub const REPLICATION_BYTES_PER_SECOND_MIN: u64 = 2 * 1024 * 1024;
 /// The metadata key of the sender's cluster id, on every `strand.v1.Raft` call.
 pub const CLUSTER_ID_HEADER: &str = "strand-cluster-id";
 /// The metadata key of the sender's member id, on every `strand.v1.Raft` call.
