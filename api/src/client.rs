@@ -466,6 +466,7 @@ async fn send_write(channel: Channel, request: WriteProto) -> Result<Answer, Grp
         ConvoyAdd => ConvoysClient.add,
         ConvoyLand => ConvoysClient.land,
         ConvoyCheck => ConvoysClient.check,
+        Txn => BeadsClient.txn,
     }))
 }
 

@@ -179,6 +179,55 @@ pub enum Command {
         /// Minimum age since close, in milliseconds (0: every closed wisp).
         older_than_ms: i64,
     },
+    /// Bead writes applied all together or not at all, after every condition holds.
+    Txn(Txn),
+}
+
+impl Command {
+    /// Whether the command may be one write of a [`Txn`]: a write to beads and their edges.
+    pub fn is_bead_write(&self) -> bool {
+        matches!(
+            self,
+            Command::Create(_)
+                | Command::Update(_)
+                | Command::SetMetadata { .. }
+                | Command::Claim { .. }
+                | Command::Close { .. }
+                | Command::Reopen { .. }
+                | Command::Delete { .. }
+                | Command::DepAdd { .. }
+                | Command::DepRemove { .. }
+        )
+    }
+}
+
+/// A transaction (etcd's `Txn`, without an else branch): if every condition holds, apply every
+/// write in order; if a condition fails or a write is refused, apply none of them.
+///
+/// A later write may name a bead an earlier `Create` of the same transaction made, as `$N`
+/// (N counts writes from 0), so a whole graph of new beads and their edges is one step.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Txn {
+    /// Revisions beads must still be at.
+    pub conditions: Vec<Condition>,
+    /// The writes, at most [`crate::limits::TXN_WRITES_MAX`]; each [`Command::is_bead_write`].
+    pub writes: Vec<Command>,
+}
+
+/// A condition of a [`Txn`]: the bead exists and is still at this revision.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Condition {
+    /// The bead.
+    pub id: BeadId,
+    /// Its revision when it was read ([`crate::model::Bead::revision`]).
+    pub revision: u64,
+}
+
+impl Txn {
+    /// One write, applied only if `id` is still at `revision` (`--if-revision`).
+    pub fn conditional(id: BeadId, revision: u64, write: Command) -> Txn {
+        Txn { conditions: vec![Condition { id, revision }], writes: vec![write] }
+    }
 }
 
 /// Where a cook's formula comes from.
@@ -266,6 +315,7 @@ impl Command {
             Command::ConvoyLand { .. } => "convoy_land",
             Command::ConvoyCheck => "convoy_check",
             Command::Purge { .. } => "purge",
+            Command::Txn(_) => "txn",
         }
     }
 }

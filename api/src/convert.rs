@@ -344,6 +344,86 @@ write_request!(pb::ConvoyCheckRequest, |_request| Ok(Command::ConvoyCheck));
 
 write_request!(pb::PurgeRequest, |request| Ok(Command::Purge { older_than_ms: request.older_than_ms }));
 
+write_request!(pb::TxnRequest, |request| {
+    let conditions = request
+        .conditions
+        .into_iter()
+        .map(|condition| Condition { id: BeadId(condition.id), revision: condition.revision })
+        .collect();
+    let writes = request
+        .writes
+        .into_iter()
+        .enumerate()
+        .map(|(index, write)| {
+            txn_write_of(write).map_err(|refusal| Refusal::TxnWriteRefused { index, refusal: Box::new(refusal) })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Command::Txn(Txn { conditions, writes }))
+});
+
+/// The command of one write of a transaction (its inner header is ignored).
+fn txn_write_of(write: pb::TxnWrite) -> Result<Command, Refusal> {
+    use pb::txn_write::Write;
+    let request = match write.write {
+        Some(Write::Create(request)) => request.into_write(),
+        Some(Write::Update(request)) => request.into_write(),
+        Some(Write::SetMetadata(request)) => request.into_write(),
+        Some(Write::Claim(request)) => request.into_write(),
+        Some(Write::Close(request)) => request.into_write(),
+        Some(Write::Reopen(request)) => request.into_write(),
+        Some(Write::Delete(request)) => request.into_write(),
+        Some(Write::DepAdd(request)) => request.into_write(),
+        Some(Write::DepRemove(request)) => request.into_write(),
+        None => return Err(invalid("a transaction write names no operation".into())),
+    };
+    Ok(request?.command)
+}
+
+/// The protobuf form of one write of a transaction; `None` for a command a transaction cannot hold.
+fn txn_write_to_proto(command: &Command) -> Option<pb::TxnWrite> {
+    use pb::txn_write::Write;
+    let write = match write_to_proto(pb::WriteHeader::default(), command) {
+        WriteProto::Create(mut request) => Write::Create({
+            request.header = None;
+            request
+        }),
+        WriteProto::Update(mut request) => Write::Update({
+            request.header = None;
+            request
+        }),
+        WriteProto::SetMetadata(mut request) => Write::SetMetadata({
+            request.header = None;
+            request
+        }),
+        WriteProto::Claim(mut request) => Write::Claim({
+            request.header = None;
+            request
+        }),
+        WriteProto::Close(mut request) => Write::Close({
+            request.header = None;
+            request
+        }),
+        WriteProto::Reopen(mut request) => Write::Reopen({
+            request.header = None;
+            request
+        }),
+        WriteProto::Delete(mut request) => Write::Delete({
+            request.header = None;
+            request
+        }),
+        WriteProto::DepAdd(mut request) => Write::DepAdd({
+            request.header = None;
+            request
+        }),
+        WriteProto::DepRemove(mut request) => Write::DepRemove({
+            request.header = None;
+            request
+        }),
+        _ => return None,
+    };
+    Some(pb::TxnWrite { write: Some(write) })
+}
+
 macro_rules! read_request {
     ($request:ty, |$value:ident, $now:ident| $query:expr) => {
         impl IntoRead for $request {
@@ -512,6 +592,16 @@ pub fn write_to_proto(header: pb::WriteHeader, command: &Command) -> WriteProto 
         }
         Command::ConvoyCheck => WriteProto::ConvoyCheck(pb::ConvoyCheckRequest { header }),
         Command::Purge { older_than_ms } => WriteProto::Purge(pb::PurgeRequest { header, older_than_ms }),
+        Command::Txn(txn) => WriteProto::Txn(pb::TxnRequest {
+            header,
+            conditions: txn
+                .conditions
+                .into_iter()
+                .map(|condition| pb::TxnCondition { id: condition.id.0, revision: condition.revision })
+                .collect(),
+            // A write a transaction cannot hold is sent empty, and the server refuses it.
+            writes: txn.writes.iter().map(|write| txn_write_to_proto(write).unwrap_or_default()).collect(),
+        }),
     }
 }
 
@@ -639,6 +729,7 @@ request_enum!(
         ConvoyLand(pb::ConvoyLandRequest),
         ConvoyCheck(pb::ConvoyCheckRequest),
         Purge(pb::PurgeRequest),
+        Txn(pb::TxnRequest),
     }
 );
 
@@ -753,6 +844,7 @@ impl From<&Bead> for pb::Bead {
             close_reason: bead.close_reason.clone(),
             defer_until_ms: bead.defer_until.map(|time| time.0),
             dependencies: bead.dependencies().iter().map(pb::Dependency::from).collect(),
+            revision: bead.revision,
         }
     }
 }
@@ -861,6 +953,7 @@ pub fn bead_from_proto(bead: pb::Bead) -> Result<Bead, Refusal> {
         ephemeral: bead.ephemeral,
         created_at: Timestamp(bead.created_at_ms),
         updated_at: Timestamp(bead.updated_at_ms),
+        revision: bead.revision,
         started_at: bead.started_at_ms.map(Timestamp),
         closed_at: bead.closed_at_ms.map(Timestamp),
         close_reason: bead.close_reason,
@@ -894,6 +987,32 @@ impl FromAnswer for pb::BeadsResponse {
             Outcome::Bead(bead) => Ok(pb::BeadsResponse { beads: vec![pb::Bead::from(bead.as_ref())] }),
             other => Err(unexpected(&other)),
         }
+    }
+}
+
+/// The beads one outcome holds (none for an outcome without beads).
+fn beads_response(outcome: &Outcome) -> pb::BeadsResponse {
+    let beads = match outcome {
+        Outcome::Bead(bead) => vec![pb::Bead::from(bead.as_ref())],
+        Outcome::Beads(beads) => beads.iter().map(pb::Bead::from).collect(),
+        _ => Vec::new(),
+    };
+    pb::BeadsResponse { beads }
+}
+
+impl FromAnswer for pb::TxnResponse {
+    fn from_answer(answer: Answer) -> Result<Self, GrpcStatus> {
+        match answer.map_err(refusal_to_status)? {
+            Outcome::Txn(outcomes) => Ok(pb::TxnResponse { results: outcomes.iter().map(beads_response).collect() }),
+            other => Err(unexpected(&other)),
+        }
+    }
+}
+
+impl IntoAnswer for pb::TxnResponse {
+    fn into_answer(self) -> Answer {
+        let outcomes = self.results.into_iter().map(outcome_from_beads).collect::<Result<_, _>>()?;
+        Ok(Outcome::Txn(outcomes))
     }
 }
 
@@ -970,21 +1089,27 @@ impl FromAnswer for pb::EventsResponse {
     }
 }
 
-/// The gRPC status of a refusal: a code by kind, the one-line message, the refusal as JSON details.
-pub fn refusal_to_status(refusal: Refusal) -> GrpcStatus {
-    let code = match &refusal {
+/// The gRPC code of a refusal, by kind (a refused write of a transaction: that write's code).
+fn refusal_code(refusal: &Refusal) -> Code {
+    match refusal {
         Refusal::NotFound(_) => Code::NotFound,
-        Refusal::AlreadyClaimed { .. } | Refusal::NotClaimable { .. } | Refusal::InvalidTransition { .. } => {
-            Code::FailedPrecondition
-        }
+        Refusal::AlreadyClaimed { .. }
+        | Refusal::NotClaimable { .. }
+        | Refusal::InvalidTransition { .. }
+        | Refusal::RevisionMismatch { .. } => Code::FailedPrecondition,
         Refusal::Invalid(_) | Refusal::TooLarge { .. } | Refusal::UnfilteredList | Refusal::TooManyResults { .. } => {
             Code::InvalidArgument
         }
         Refusal::SessionExpired { .. } | Refusal::RequestTooOld { .. } => Code::Aborted,
         Refusal::Compacted { .. } => Code::OutOfRange,
-    };
+        Refusal::TxnWriteRefused { refusal, .. } => refusal_code(refusal),
+    }
+}
+
+/// The gRPC status of a refusal: a code by kind, the one-line message, the refusal as JSON details.
+pub fn refusal_to_status(refusal: Refusal) -> GrpcStatus {
     let details = serde_json::to_vec(&refusal).unwrap_or_default();
-    GrpcStatus::with_details(code, refusal.to_string(), details.into())
+    GrpcStatus::with_details(refusal_code(&refusal), refusal.to_string(), details.into())
 }
 
 /// The refusal a status carries, if it carries one (statuses from transport failures do not).

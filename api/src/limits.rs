@@ -52,6 +52,11 @@ pub const SESSION_IDLE_MS_MAX: i64 = 60 * 60 * 1000;
 /// included. Four times the client's default deadline (15 s).
 pub const SESSION_RETRY_WINDOW_MS: i64 = 60 * 1000;
 
+/// Most writes one transaction may hold (as many as a formula's steps, so a cooked graph fits).
+pub const TXN_WRITES_MAX: usize = 1000;
+/// Most conditions one transaction may check.
+pub const TXN_CONDITIONS_MAX: usize = 1000;
+
 /// Largest formula source, in bytes.
 pub const FORMULA_BYTES_MAX: usize = 256 * 1024;
 /// Most steps one formula may have (all of them are created in one command).

@@ -268,6 +268,9 @@ pub struct Bead {
     pub created_at: Timestamp,
     /// When the bead last changed.
     pub updated_at: Timestamp,
+    /// The Raft log index of the command that last changed the bead (etcd's `mod_revision`):
+    /// equal on every replica, and higher after every change. Conditional writes compare it.
+    pub revision: u64,
     /// When the bead was last claimed.
     pub started_at: Option<Timestamp>,
     /// When the bead was closed; `None` while not closed.

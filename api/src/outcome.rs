@@ -41,6 +41,8 @@ pub enum Outcome {
     Formulas(Vec<FormulaInfo>),
     /// Namespaces of the cluster.
     Namespaces(Vec<NamespaceInfo>),
+    /// The outcome of each write of a transaction, in order.
+    Txn(Vec<Outcome>),
 }
 
 /// A container's progress: a molecule root and its steps, or a convoy and its children.
@@ -163,6 +165,27 @@ pub enum Refusal {
         requested: u64,
         /// The highest compacted sequence number.
         compacted: u64,
+    },
+    /// A conditional write found the bead changed since the revision it names.
+    #[error(
+        "bead {} is at revision {current}, not {expected}: it changed since it was read; read it again and retry",
+        printable(id.as_str())
+    )]
+    RevisionMismatch {
+        /// The bead.
+        id: BeadId,
+        /// The revision the write was conditional on.
+        expected: u64,
+        /// The bead's revision now.
+        current: u64,
+    },
+    /// One write of a transaction was refused, so none of its writes was applied.
+    #[error("write {} of the transaction was refused, so nothing was applied: {refusal}", index + 1)]
+    TxnWriteRefused {
+        /// The write's position, from 0.
+        index: usize,
+        /// Why it was refused.
+        refusal: Box<Refusal>,
     },
     /// A retry of a request whose answer was already acknowledged and forgotten.
     #[error("request {request_seq} of client {client_id} was already answered and acknowledged")]

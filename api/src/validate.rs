@@ -4,7 +4,7 @@
 //! round; the state machine runs it again at apply, so the outcome never depends on which node
 //! took the request.
 
-use crate::command::{Command, CreateBead, ReadyFilter, UpdateBead};
+use crate::command::{Command, CreateBead, ReadyFilter, Txn, UpdateBead};
 use crate::limits::*;
 use crate::model::{Namespace, Status};
 use crate::outcome::Refusal;
@@ -201,7 +201,30 @@ pub fn validate_command(command: &Command) -> Result<(), Refusal> {
             }
             Ok(())
         }
+        Command::Txn(txn) => validate_txn(txn),
     }
+}
+
+fn validate_txn(txn: &Txn) -> Result<(), Refusal> {
+    if txn.writes.is_empty() {
+        return Err(Refusal::Invalid("a transaction needs at least one write".into()));
+    }
+    if txn.writes.len() > TXN_WRITES_MAX {
+        return Err(Refusal::Invalid(format!("a transaction holds at most {TXN_WRITES_MAX} writes; split it")));
+    }
+    if txn.conditions.len() > TXN_CONDITIONS_MAX {
+        return Err(Refusal::Invalid(format!("a transaction checks at most {TXN_CONDITIONS_MAX} conditions")));
+    }
+    for (index, write) in txn.writes.iter().enumerate() {
+        if !write.is_bead_write() {
+            return Err(Refusal::Invalid(format!(
+                "write {} of the transaction is not a bead write; a transaction holds create, update, set_metadata, claim, close, reopen, delete, dep_add and dep_remove",
+                index + 1
+            )));
+        }
+        validate_command(write).map_err(|refusal| Refusal::TxnWriteRefused { index, refusal: Box::new(refusal) })?;
+    }
+    Ok(())
 }
 
 /// Refuses an empty or malformed agent name for `what`.

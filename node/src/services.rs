@@ -189,6 +189,9 @@ impl<D: Disk> Beads for BeadsService<D> {
     ) -> Result<Response<pb::DependenciesResponse>, Status> {
         read(&self.core, request).await
     }
+    async fn txn(&self, request: Request<pb::TxnRequest>) -> Result<Response<pb::TxnResponse>, Status> {
+        write(&self.core, request).await
+    }
 }
 
 #[tonic::async_trait]

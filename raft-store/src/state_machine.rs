@@ -307,7 +307,9 @@ impl<D: Disk> RaftStateMachine<TypeConfig> for StateMachineStore<D> {
         while let Some((entry, responder)) = entries.try_next().await? {
             let answer: Answer = match &entry.payload {
                 EntryPayload::Blank => Ok(Outcome::Done),
-                EntryPayload::Normal(proposal) => self.inner.state.write().expect("state lock").apply(proposal),
+                EntryPayload::Normal(proposal) => {
+                    self.inner.state.write().expect("state lock").apply(entry.log_id.index, proposal)
+                }
                 EntryPayload::Membership(membership) => {
                     applied.membership = StoredMembership::new(Some(entry.log_id), membership.clone());
                     membership_changed = true;

@@ -195,10 +195,10 @@ fn borrowed_records_encode_exactly_like_owned_ones() {
     let mut state = State::new();
     let mut create = proposal("first", 10);
     create.request_id = Some(RequestId { client_id: 7, request_seq: 1, lowest_unacked: 1 });
-    state.apply(&create).unwrap();
+    state.apply(1, &create).unwrap();
     let mut formula_put = proposal("unused", 11);
     formula_put.command = Command::FormulaPut { source: formula.into() };
-    state.apply(&formula_put).unwrap();
+    state.apply(2, &formula_put).unwrap();
     let mut kinds = std::collections::BTreeSet::new();
     for (key, record) in state.records() {
         let borrowed = state.record(&key).expect("every listed record can be borrowed");

@@ -28,7 +28,7 @@ fn created(title: &str) -> Bead {
         namespace: Namespace::default_namespace(),
         command: Command::Create(create),
     };
-    match state.apply(&proposal).unwrap() {
+    match state.apply(1, &proposal).unwrap() {
         Outcome::Bead(bead) => *bead,
         other => panic!("create answered {other:?}"),
     }

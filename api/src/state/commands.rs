@@ -61,6 +61,7 @@ impl NamespaceState {
             ephemeral: create.ephemeral,
             created_at: now,
             updated_at: now,
+            revision: self.revision,
             started_at: None,
             closed_at: None,
             close_reason: None,

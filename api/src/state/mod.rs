@@ -16,6 +16,7 @@ mod namespace;
 mod orchestration;
 mod query;
 mod session;
+mod txn;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
@@ -141,6 +142,8 @@ pub struct State {
     removed_namespaces: BTreeSet<Namespace>,
     /// Records of deleted namespaces still to be removed from disk.
     removed_records: Vec<RecordKey>,
+    /// The log index of the proposal being applied.
+    revision: u64,
 }
 
 impl State {
@@ -219,8 +222,10 @@ impl State {
         self.namespaces.values().map(NamespaceState::len).sum()
     }
 
-    /// Applies one proposal from the log and answers it.
-    pub fn apply(&mut self, proposal: &Proposal) -> Answer {
+    /// Applies one proposal from the log and answers it. `revision` is the proposal's Raft log
+    /// index: every bead the command changes takes it as its revision.
+    pub fn apply(&mut self, revision: u64, proposal: &Proposal) -> Answer {
+        self.revision = revision;
         if proposal.timestamp > self.clock {
             self.clock = proposal.timestamp;
             self.clock_dirty = true;
@@ -289,18 +294,9 @@ impl State {
             Command::ConvoyLand { id, reason } => namespace_state.convoy_land(id, reason, now),
             Command::ConvoyCheck => namespace_state.convoy_check(now),
             Command::Purge { older_than_ms } => namespace_state.purge(*older_than_ms, now),
-            Command::Create(create) => namespace_state.create(create, now),
-            Command::Update(update) => namespace_state.update(update, now),
-            Command::SetMetadata { id, entries } => namespace_state.set_metadata(id, entries, now),
-            Command::Claim { id, actor } => namespace_state.claim(id, actor, now),
             Command::ClaimNext { actor, filter } => namespace_state.claim_next(actor, filter, now),
-            Command::Close { ids, reason } => namespace_state.close(ids, reason, now),
-            Command::Reopen { id } => namespace_state.reopen(id, now),
-            Command::Delete { id } => namespace_state.delete(id, now),
-            Command::DepAdd { issue_id, depends_on_id, dep_type } => {
-                namespace_state.dep_add(issue_id, depends_on_id, dep_type, now)
-            }
-            Command::DepRemove { issue_id, depends_on_id } => namespace_state.dep_remove(issue_id, depends_on_id, now),
+            Command::Txn(txn) => namespace_state.txn(txn, now),
+            write => namespace_state.bead_write(write, now),
         }
     }
 
@@ -317,7 +313,9 @@ impl State {
             self.removed_namespaces.remove(namespace);
             self.namespaces.insert(namespace.clone(), NamespaceState::new(meta));
         }
-        Ok(self.namespaces.get_mut(namespace).expect("namespace inserted above"))
+        let namespace_state = self.namespaces.get_mut(namespace).expect("namespace inserted above");
+        namespace_state.revision = self.revision;
+        Ok(namespace_state)
     }
 
     /// Creates a namespace with an id prefix; creating it again with the same prefix is a no-op.

@@ -101,6 +101,19 @@ pub struct NamespaceState {
     pub(super) formulas: BTreeMap<String, StoredFormula>,
     /// Formulas stored or removed since the last persist.
     pub(super) dirty_formulas: BTreeSet<String>,
+    /// The Raft index of the command being applied: what a bead it changes gets as its revision.
+    pub(super) revision: u64,
+    /// While a transaction applies: how to undo it.
+    pub(super) journal: Option<Journal>,
+}
+
+/// What a transaction changed, to undo it when a later write is refused: the namespace's
+/// settings and each touched bead as it was before its first change (`None`: it did not exist).
+#[derive(Clone, Debug)]
+pub(super) struct Journal {
+    pub(super) meta: NamespaceMeta,
+    pub(super) beads: BTreeMap<BeadId, Option<Bead>>,
+    pub(super) pending_events: usize,
 }
 
 impl NamespaceState {
@@ -117,6 +130,18 @@ impl NamespaceState {
             pending_events: Vec::new(),
             formulas: BTreeMap::new(),
             dirty_formulas: BTreeSet::new(),
+            revision: 0,
+            journal: None,
+        }
+    }
+
+    /// Keeps a bead's value from before its first change in the current transaction, if one is
+    /// applying.
+    fn journal_bead(&mut self, bead_id: &BeadId) {
+        if let Some(journal) = self.journal.as_mut()
+            && !journal.beads.contains_key(bead_id)
+        {
+            journal.beads.insert(bead_id.clone(), self.beads.get(bead_id).cloned());
         }
     }
 
@@ -187,7 +212,10 @@ impl NamespaceState {
             self.emit(event_type::CONVOY_CREATED, &bead.id, bead.title.clone());
         }
         let bead_id = self.insert_unrefreshed(bead);
-        self.refresh_blocked(vec![bead_id]);
+        // Edges may name an id before a bead holds it (an imported id, say): those now wait on it.
+        let mut refresh = vec![bead_id.clone()];
+        refresh.extend(self.dependents_of(&bead_id));
+        self.refresh_blocked(refresh);
     }
 
     /// Adds a bead without computing its blocked state (loading adds every bead first, then
@@ -195,6 +223,7 @@ impl NamespaceState {
     pub(super) fn insert_unrefreshed(&mut self, bead: Bead) -> BeadId {
         let bead_id = bead.id.clone();
         assert!(!self.beads.contains_key(&bead_id), "bead id {bead_id} assigned twice");
+        self.journal_bead(&bead_id);
         self.indexes.insert(&bead);
         self.beads.insert(bead_id.clone(), bead);
         self.dirty_beads.insert(bead_id.clone());
@@ -215,6 +244,7 @@ impl NamespaceState {
         now: Timestamp,
         change: impl FnOnce(&mut Bead) -> T,
     ) -> Result<T, Refusal> {
+        self.journal_bead(bead_id);
         let mut bead = self.beads.remove(bead_id).ok_or_else(|| Refusal::NotFound(bead_id.clone()))?;
         self.indexes.remove(&bead);
         let before = bead.clone();
@@ -222,6 +252,7 @@ impl NamespaceState {
         assert_eq!(bead.id, before.id, "a change must not rename a bead");
         if bead != before {
             bead.updated_at = now;
+            bead.revision = self.revision;
         }
         self.indexes.insert(&bead);
         let affected = affected_by_change(&before, &bead);
@@ -315,6 +346,7 @@ impl NamespaceState {
                 bead.depends_on.remove(bead_id);
             })?;
         }
+        self.journal_bead(bead_id);
         let bead = self.beads.remove(bead_id).ok_or_else(|| Refusal::NotFound(bead_id.clone()))?;
         self.indexes.remove(&bead);
         self.indexes.forget(bead_id);

@@ -38,7 +38,7 @@ impl Harness {
             event_retention: self.event_retention,
             command,
         };
-        let answer = self.state.apply(&proposal);
+        let answer = self.state.apply(self.now as u64, &proposal);
         self.check_persistence();
         answer
     }
@@ -874,15 +874,18 @@ fn ready_limit_one_walks_one_entry_of_a_large_store() {
     for n in 0..5_000 {
         harness
             .state
-            .apply(&Proposal {
-                request_id: None,
-                timestamp: Timestamp(n),
-                default_prefix: "st".into(),
-                namespace: harness.namespace.clone(),
-                actor: Actor::default(),
-                event_retention: crate::limits::EVENT_RETENTION_DEFAULT,
-                command: Command::Create(CreateBead { title: format!("b{n}"), ..Default::default() }),
-            })
+            .apply(
+                n as u64,
+                &Proposal {
+                    request_id: None,
+                    timestamp: Timestamp(n),
+                    default_prefix: "st".into(),
+                    namespace: harness.namespace.clone(),
+                    actor: Actor::default(),
+                    event_retention: crate::limits::EVENT_RETENTION_DEFAULT,
+                    command: Command::Create(CreateBead { title: format!("b{n}"), ..Default::default() }),
+                },
+            )
             .unwrap();
     }
     let found = harness.ready(ReadyFilter { limit: 1, ..Default::default() });
@@ -959,3 +962,4 @@ fn update_cannot_grow_labels_past_the_limit() {
 }
 
 mod orchestration;
+mod txn;

@@ -199,15 +199,18 @@ fn initial_model(seq: u64) -> State {
 }
 
 fn apply(model: &mut State, command: &Command) -> Answer {
-    model.apply(&Proposal {
-        request_id: None,
-        timestamp: Timestamp(1),
-        default_prefix: "st".into(),
-        actor: Actor::default(),
-        event_retention: api::limits::EVENT_RETENTION_DEFAULT,
-        namespace: Namespace::default_namespace(),
-        command: command.clone(),
-    })
+    model.apply(
+        1,
+        &Proposal {
+            request_id: None,
+            timestamp: Timestamp(1),
+            default_prefix: "st".into(),
+            actor: Actor::default(),
+            event_retention: api::limits::EVENT_RETENTION_DEFAULT,
+            namespace: Namespace::default_namespace(),
+            command: command.clone(),
+        },
+    )
 }
 
 fn read(model: &State, id: &BeadId) -> Option<Projection> {

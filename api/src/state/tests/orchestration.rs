@@ -455,7 +455,9 @@ fn persist(disk: &mut BTreeMap<RecordKey, Record>, state: &mut State) {
 fn deleting_a_namespace_deletes_every_record_even_those_removed_earlier_in_the_same_batch() {
     let mut state = State::new();
     let mut disk = BTreeMap::new();
-    let apply = |state: &mut State, timestamp: i64, command: Command| state.apply(&bare_proposal(timestamp, command));
+    let apply = |state: &mut State, timestamp: i64, command: Command| {
+        state.apply(timestamp as u64, &bare_proposal(timestamp, command))
+    };
     apply(&mut state, 1, Command::Create(CreateBead { title: "kept".into(), ..Default::default() })).unwrap();
     apply(&mut state, 2, Command::Create(CreateBead { title: "gone".into(), ..Default::default() })).unwrap();
     persist(&mut disk, &mut state);
@@ -626,11 +628,11 @@ fn bare_proposal(timestamp: i64, command: Command) -> Proposal {
 fn closing_a_blocker_with_ten_thousand_dependents_makes_them_all_ready() {
     let mut state = State::new();
     state
-        .apply(&bare_proposal(0, Command::Create(CreateBead { title: "blocker".into(), ..Default::default() })))
+        .apply(1, &bare_proposal(0, Command::Create(CreateBead { title: "blocker".into(), ..Default::default() })))
         .unwrap();
     for n in 1..=10_000 {
         let create = CreateBead { title: format!("d{n}"), needs: vec!["st-1".into()], ..Default::default() };
-        state.apply(&bare_proposal(n, Command::Create(create))).unwrap();
+        state.apply(n as u64, &bare_proposal(n, Command::Create(create))).unwrap();
     }
     let ready = |state: &State| {
         let filter = ReadyFilter { limit: 0, ..Default::default() };
@@ -641,6 +643,6 @@ fn closing_a_blocker_with_ten_thousand_dependents_makes_them_all_ready() {
     };
     assert_eq!(ready(&state), 1);
     let close = Command::Close { ids: vec![BeadId::from("st-1")], reason: None };
-    state.apply(&bare_proposal(20_000, close)).unwrap();
+    state.apply(20_000, &bare_proposal(20_000, close)).unwrap();
     assert_eq!(ready(&state), 10_000);
 }

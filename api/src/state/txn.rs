@@ -1,0 +1,160 @@
+//! Transactions: conditions on revisions, then bead writes applied all together or not at all.
+//!
+//! Every write goes through the same per-command code as a single command does. While a
+//! transaction applies, the namespace keeps a journal of each bead it touches as it was before;
+//! when a write is refused, [`NamespaceState::roll_back`] puts those beads, the namespace's
+//! counters and its queued events back, and recomputes the blocked state of whatever they touch.
+//! Invariant: a refused transaction leaves the namespace's records exactly as they were.
+
+use super::namespace::{Journal, NamespaceState};
+use crate::command::{Command, Condition, Txn};
+use crate::model::{BeadId, Timestamp};
+use crate::outcome::{Outcome, Refusal};
+
+/// The id a `$N` reference names: the bead write N created.
+fn resolve(bead_id: &BeadId, created: &[Option<BeadId>], index: usize) -> Result<BeadId, Refusal> {
+    let Some(position) = bead_id.0.strip_prefix('$') else { return Ok(bead_id.clone()) };
+    let earlier = position.parse::<usize>().ok().filter(|earlier| *earlier < index);
+    match earlier.and_then(|earlier| created[earlier].clone()) {
+        Some(created_id) => Ok(created_id),
+        None => Err(Refusal::Invalid(format!(
+            "{} names no bead: ${{N}} refers to an earlier create of the transaction, counting writes from 0",
+            bead_id.0
+        ))),
+    }
+}
+
+/// A `needs` entry (`ID` or `TYPE:ID`) with its id resolved.
+fn resolve_need(need: &str, created: &[Option<BeadId>], index: usize) -> Result<String, Refusal> {
+    match need.rsplit_once(':') {
+        Some((dep_type, target)) if target.starts_with('$') => {
+            Ok(format!("{dep_type}:{}", resolve(&BeadId::from(target), created, index)?))
+        }
+        _ => Ok(resolve(&BeadId::from(need), created, index)?.0),
+    }
+}
+
+/// The write with every `$N` reference replaced by the id it names.
+fn resolved(write: &Command, created: &[Option<BeadId>], index: usize) -> Result<Command, Refusal> {
+    let id = |bead_id: &BeadId| resolve(bead_id, created, index);
+    let mut write = write.clone();
+    match &mut write {
+        Command::Create(create) => {
+            if let Some(parent_id) = &mut create.parent_id {
+                *parent_id = id(parent_id)?;
+            }
+            for need in &mut create.needs {
+                *need = resolve_need(need, created, index)?;
+            }
+        }
+        Command::Update(update) => {
+            update.id = id(&update.id)?;
+            if let Some(parent_id) = update.parent_id.as_mut().filter(|parent_id| !parent_id.0.is_empty()) {
+                *parent_id = id(parent_id)?;
+            }
+        }
+        Command::SetMetadata { id: bead_id, .. }
+        | Command::Claim { id: bead_id, .. }
+        | Command::Reopen { id: bead_id }
+        | Command::Delete { id: bead_id } => *bead_id = id(bead_id)?,
+        Command::Close { ids, .. } => {
+            for bead_id in ids {
+                *bead_id = id(bead_id)?;
+            }
+        }
+        Command::DepAdd { issue_id, depends_on_id, .. } | Command::DepRemove { issue_id, depends_on_id } => {
+            *issue_id = id(issue_id)?;
+            *depends_on_id = id(depends_on_id)?;
+        }
+        _ => {}
+    }
+    Ok(write)
+}
+
+impl NamespaceState {
+    /// Checks the conditions, then applies every write or none.
+    pub(super) fn txn(&mut self, txn: &Txn, now: Timestamp) -> Result<Outcome, Refusal> {
+        for Condition { id, revision } in &txn.conditions {
+            let current = self.bead(id)?.revision;
+            if current != *revision {
+                return Err(Refusal::RevisionMismatch { id: id.clone(), expected: *revision, current });
+            }
+        }
+        assert!(self.journal.is_none(), "transactions do not nest");
+        self.journal = Some(Journal {
+            meta: self.meta.clone(),
+            beads: Default::default(),
+            pending_events: self.pending_events.len(),
+        });
+        let mut created: Vec<Option<BeadId>> = Vec::with_capacity(txn.writes.len());
+        let mut outcomes = Vec::with_capacity(txn.writes.len());
+        for (index, write) in txn.writes.iter().enumerate() {
+            let outcome = resolved(write, &created, index).and_then(|write| self.bead_write(&write, now));
+            match outcome {
+                Ok(outcome) => {
+                    let created_id = match (&outcome, write) {
+                        (Outcome::Bead(bead), Command::Create(_)) => Some(bead.id.clone()),
+                        _ => None,
+                    };
+                    created.push(created_id);
+                    outcomes.push(outcome);
+                }
+                Err(refusal) => {
+                    self.roll_back();
+                    if txn.writes.len() == 1 {
+                        return Err(refusal);
+                    }
+                    return Err(Refusal::TxnWriteRefused { index, refusal: Box::new(refusal) });
+                }
+            }
+        }
+        self.journal = None;
+        Ok(Outcome::Txn(outcomes))
+    }
+
+    /// Applies one bead write (a [`Command::is_bead_write`] command).
+    pub(super) fn bead_write(&mut self, write: &Command, now: Timestamp) -> Result<Outcome, Refusal> {
+        match write {
+            Command::Create(create) => self.create(create, now),
+            Command::Update(update) => self.update(update, now),
+            Command::SetMetadata { id, entries } => self.set_metadata(id, entries, now),
+            Command::Claim { id, actor } => self.claim(id, actor, now),
+            Command::Close { ids, reason } => self.close(ids, reason, now),
+            Command::Reopen { id } => self.reopen(id, now),
+            Command::Delete { id } => self.delete(id, now),
+            Command::DepAdd { issue_id, depends_on_id, dep_type } => {
+                self.dep_add(issue_id, depends_on_id, dep_type, now)
+            }
+            Command::DepRemove { issue_id, depends_on_id } => self.dep_remove(issue_id, depends_on_id, now),
+            other => Err(Refusal::Invalid(format!("{} is not a bead write", other.name()))),
+        }
+    }
+
+    /// Undoes what the current transaction changed.
+    fn roll_back(&mut self) {
+        let journal = self.journal.take().expect("a transaction is applying");
+        self.meta = journal.meta;
+        self.meta_dirty = true;
+        self.pending_events.truncate(journal.pending_events);
+        let mut refresh = Vec::with_capacity(journal.beads.len());
+        for (bead_id, before) in journal.beads {
+            if let Some(current) = self.beads.remove(&bead_id) {
+                self.indexes.remove(&current);
+            }
+            self.indexes.forget(&bead_id);
+            if let Some(bead) = before {
+                self.indexes.insert(&bead);
+                self.beads.insert(bead_id.clone(), bead);
+            }
+            self.dirty_beads.insert(bead_id.clone());
+            refresh.push(bead_id);
+        }
+        // Whatever reads a restored bead's status or blocked state: its dependents and children.
+        let mut start = refresh.clone();
+        for bead_id in &refresh {
+            start.extend(self.dependents_of(bead_id));
+            start.extend(self.children_of(bead_id));
+        }
+        self.refresh_blocked(start);
+    }
+}
