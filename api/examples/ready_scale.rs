@@ -31,7 +31,7 @@ fn build(beads: u64) -> State {
                 ..Default::default()
             }),
         };
-        state.apply(n as u64, &proposal).expect("create");
+        state.apply(n, &proposal).expect("create");
         if n % 10_000 == 0 {
             state.take_changes();
         }

@@ -327,6 +327,8 @@ pub struct CreateBead {
     pub title: String,
     /// Free text.
     pub description: String,
+    /// Working notes.
+    pub notes: String,
     /// Empty means `task`.
     pub bead_type: String,
     /// 0..=4.
@@ -363,6 +365,10 @@ pub struct UpdateBead {
     pub title: Option<String>,
     /// New description.
     pub description: Option<String>,
+    /// New notes.
+    pub notes: Option<String>,
+    /// Text appended to the notes on a new line (after `notes`, if both are given).
+    pub append_notes: Option<String>,
     /// New status; the transition is validated.
     pub status: Option<Status>,
     /// New type.
@@ -388,6 +394,8 @@ impl UpdateBead {
     pub fn is_empty(&self) -> bool {
         self.title.is_none()
             && self.description.is_none()
+            && self.notes.is_none()
+            && self.append_notes.is_none()
             && self.status.is_none()
             && self.bead_type.is_none()
             && self.priority.is_none()
@@ -439,6 +447,69 @@ pub enum ListSort {
     CreatedAsc,
 }
 
+/// Where a page of `list` ends: the position of its last bead in creation order. The next page
+/// starts strictly after it, so pages never repeat or skip a bead that existed throughout.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListCursor {
+    /// The bead's creation time, milliseconds.
+    pub created_at: i64,
+    /// Its creation sequence number.
+    pub seq: u64,
+    /// Its id.
+    pub id: BeadId,
+}
+
+/// How a cursor is written: `c1.<namespace>.<created_at>.<seq>.<id>`, names in hex.
+const CURSOR_VERSION: &str = "c1";
+
+impl ListCursor {
+    /// The cursor just after `bead`.
+    pub fn after(bead: &crate::model::Bead) -> ListCursor {
+        ListCursor { created_at: bead.created_at.0, seq: bead.seq, id: bead.id.clone() }
+    }
+
+    /// The cursor as text, bound to the namespace it pages through.
+    pub fn encode(&self, namespace: &crate::model::Namespace) -> String {
+        let hex = |text: &str| text.bytes().map(|byte| format!("{byte:02x}")).collect::<String>();
+        format!("{CURSOR_VERSION}.{}.{}.{}.{}", hex(&namespace.0), self.created_at, self.seq, hex(&self.id.0))
+    }
+
+    /// Reads a cursor, refusing one that is malformed or was made in another namespace.
+    pub fn decode(text: &str, namespace: &crate::model::Namespace) -> Result<ListCursor, crate::outcome::Refusal> {
+        let malformed = || {
+            crate::outcome::Refusal::Invalid(format!(
+                "cursor {:?} is malformed; pass the cursor a previous page printed, unchanged",
+                crate::printable::printable(text)
+            ))
+        };
+        let unhex = |text: &str| -> Option<String> {
+            let bytes: Option<Vec<u8>> = (0..text.len())
+                .step_by(2)
+                .map(|at| text.get(at..at + 2).and_then(|pair| u8::from_str_radix(pair, 16).ok()))
+                .collect();
+            String::from_utf8(bytes?).ok()
+        };
+        let parts: Vec<&str> = text.split('.').collect();
+        let [version, cursor_namespace, created_at, seq, id] = parts.as_slice() else { return Err(malformed()) };
+        if *version != CURSOR_VERSION {
+            return Err(malformed());
+        }
+        let cursor_namespace = unhex(cursor_namespace).ok_or_else(malformed)?;
+        if cursor_namespace != namespace.0 {
+            return Err(crate::outcome::Refusal::Invalid(format!(
+                "the cursor pages through namespace {:?}, not {:?}; start the listing again without a cursor",
+                crate::printable::printable(&cursor_namespace),
+                crate::printable::printable(&namespace.0)
+            )));
+        }
+        Ok(ListCursor {
+            created_at: created_at.parse().map_err(|_| malformed())?,
+            seq: seq.parse().map_err(|_| malformed())?,
+            id: BeadId(unhex(id).ok_or_else(malformed)?),
+        })
+    }
+}
+
 /// The filters of `list`, AND-ed.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListFilter {
@@ -461,6 +532,8 @@ pub struct ListFilter {
     pub limit: u32,
     /// Order.
     pub sort: ListSort,
+    /// Start strictly after this position in `sort` order (keyset paging).
+    pub after: Option<ListCursor>,
 }
 
 impl ListFilter {
@@ -490,6 +563,11 @@ pub enum DepDirection {
 pub enum Query {
     /// Beads by id (all must exist).
     Get {
+        /// The ids.
+        ids: Vec<BeadId>,
+    },
+    /// The beads of these ids that exist, in the order asked; missing ids are left out.
+    Lookup {
         /// The ids.
         ids: Vec<BeadId>,
     },

@@ -218,6 +218,7 @@ write_request!(pb::CreateRequest, |request| {
     Ok(Command::Create(CreateBead {
         title: request.title,
         description: request.description,
+        notes: request.notes,
         bead_type: request.r#type,
         priority: parse_priority(request.priority)?,
         assignee: request.assignee,
@@ -238,6 +239,8 @@ write_request!(pb::UpdateRequest, |request| {
         id: BeadId(request.id),
         title: request.title,
         description: request.description,
+        notes: request.notes,
+        append_notes: request.append_notes,
         status: request.status.as_deref().map(parse_status).transpose()?,
         bead_type: request.r#type,
         priority: parse_priority(request.priority)?,
@@ -441,10 +444,13 @@ read_request!(pb::GetRequest, |request, _now| {
     if request.ids.len() > crate::limits::IDS_PER_REQUEST_MAX {
         return Err(invalid(format!("get names more than {} ids", crate::limits::IDS_PER_REQUEST_MAX)));
     }
-    Ok(Query::Get { ids: request.ids.into_iter().map(BeadId).collect() })
+    let ids = request.ids.into_iter().map(BeadId).collect();
+    Ok(if request.missing_ok { Query::Lookup { ids } } else { Query::Get { ids } })
 });
 
 read_request!(pb::ListRequest, |request, _now| {
+    let namespace = namespace_of(request.header.as_ref().map_or("", |header| header.namespace.as_str()));
+    let after = if request.after.is_empty() { None } else { Some(ListCursor::decode(&request.after, &namespace)?) };
     let sort = match request.sort.as_str() {
         "" | "created_desc" => ListSort::CreatedDesc,
         "created_asc" => ListSort::CreatedAsc,
@@ -465,6 +471,7 @@ read_request!(pb::ListRequest, |request, _now| {
         all: request.all,
         limit: request.limit,
         sort,
+        after,
     }))
 });
 
@@ -610,6 +617,7 @@ fn create_to_proto(header: Option<pb::WriteHeader>, create: CreateBead) -> pb::C
         header,
         title: create.title,
         description: create.description,
+        notes: create.notes,
         r#type: create.bead_type,
         priority: create.priority.map(u32::from),
         assignee: create.assignee,
@@ -631,6 +639,8 @@ fn update_to_proto(header: Option<pb::WriteHeader>, update: UpdateBead) -> pb::U
         id: update.id.0,
         title: update.title,
         description: update.description,
+        notes: update.notes,
+        append_notes: update.append_notes,
         status: update.status.map(|status| status.as_str().to_string()),
         r#type: update.bead_type,
         priority: update.priority.map(u32::from),
@@ -737,7 +747,8 @@ request_enum!(
 pub fn read_to_proto(header: pb::ReadHeader, query: &Query) -> ReadProto {
     let header = Some(header);
     match query.clone() {
-        Query::Get { ids } => ReadProto::Get(pb::GetRequest { header, ids: ids_to_proto(ids) }),
+        Query::Get { ids } => ReadProto::Get(pb::GetRequest { header, ids: ids_to_proto(ids), missing_ok: false }),
+        Query::Lookup { ids } => ReadProto::Get(pb::GetRequest { header, ids: ids_to_proto(ids), missing_ok: true }),
         Query::List(filter) => ReadProto::List(list_to_proto(header, filter)),
         Query::Ready { filter, .. } => {
             ReadProto::Ready(pb::ReadyRequest { header, filter: Some(ready_filter_to_proto(&filter)) })
@@ -777,7 +788,9 @@ pub fn read_to_proto(header: pb::ReadHeader, query: &Query) -> ReadProto {
 }
 
 fn list_to_proto(header: Option<pb::ReadHeader>, filter: ListFilter) -> pb::ListRequest {
+    let namespace = namespace_of(header.as_ref().map_or("", |header| header.namespace.as_str()));
     pb::ListRequest {
+        after: filter.after.as_ref().map(|cursor| cursor.encode(&namespace)).unwrap_or_default(),
         header,
         // The first status goes in `status`, the others in `statuses`: a server that predates
         // `statuses` then lists fewer beads than asked rather than every bead, closed ones included.
@@ -826,6 +839,7 @@ impl From<&Bead> for pb::Bead {
             id: bead.id.0.clone(),
             title: bead.title.clone(),
             description: bead.description.clone(),
+            notes: bead.notes.clone(),
             status: bead.status.as_str().to_string(),
             r#type: bead.bead_type.clone(),
             priority: bead.priority.map(u32::from),
@@ -845,6 +859,7 @@ impl From<&Bead> for pb::Bead {
             defer_until_ms: bead.defer_until.map(|time| time.0),
             dependencies: bead.dependencies().iter().map(pb::Dependency::from).collect(),
             revision: bead.revision,
+            seq: bead.seq,
         }
     }
 }
@@ -930,7 +945,9 @@ impl From<pb::NamespaceInfo> for NamespaceInfo {
 
 /// Converts a bead received from a server back into the model.
 pub fn bead_from_proto(bead: pb::Bead) -> Result<Bead, Refusal> {
-    let seq = bead.id.rsplit_once('-').and_then(|(_, n)| n.parse().ok()).unwrap_or(0);
+    // A server older than `seq` on the wire sends 0: the id's number is the sequence then.
+    let seq =
+        if bead.seq != 0 { bead.seq } else { bead.id.rsplit_once('-').and_then(|(_, n)| n.parse().ok()).unwrap_or(0) };
     Ok(Bead {
         seq,
         status: parse_status(&bead.status)?,
@@ -944,6 +961,7 @@ pub fn bead_from_proto(bead: pb::Bead) -> Result<Bead, Refusal> {
         id: BeadId(bead.id),
         title: bead.title,
         description: bead.description,
+        notes: bead.notes,
         bead_type: bead.r#type,
         assignee: bead.assignee,
         from: bead.from,

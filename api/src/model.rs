@@ -244,6 +244,8 @@ pub struct Bead {
     pub title: String,
     /// Free text.
     pub description: String,
+    /// Working notes (bd's `notes`), separate from the description.
+    pub notes: String,
     /// One of the seven statuses.
     pub status: Status,
     /// Free string, case-sensitive; `task` by default.

@@ -94,6 +94,7 @@ pub fn validate_prefix(prefix: &str) -> Result<(), Refusal> {
 fn validate_create(create: &CreateBead) -> Result<(), Refusal> {
     check_title(&create.title)?;
     check_size("description", &create.description, DESCRIPTION_BYTES_MAX)?;
+    check_size("notes", &create.notes, DESCRIPTION_BYTES_MAX)?;
     check_priority(create.priority)?;
     check_names(&[
         ("type", &create.bead_type),
@@ -113,8 +114,12 @@ fn validate_update(update: &UpdateBead) -> Result<(), Refusal> {
     if let Some(title) = &update.title {
         check_title(title)?;
     }
-    if let Some(description) = &update.description {
-        check_size("description", description, DESCRIPTION_BYTES_MAX)?;
+    for (what, text) in
+        [("description", &update.description), ("notes", &update.notes), ("notes", &update.append_notes)]
+    {
+        if let Some(text) = text {
+            check_size(what, text, DESCRIPTION_BYTES_MAX)?;
+        }
     }
     check_priority(update.priority)?;
     for (what, value) in [("type", &update.bead_type), ("assignee", &update.assignee)] {

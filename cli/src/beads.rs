@@ -1,61 +1,54 @@
-//! The bead commands, with `bd`'s flags (BEADS-SPEC §5): create, show, update, claim, close,
-//! reopen, delete, list, ready, children and `dep add|remove|list`.
+//! The bead commands with `bd`'s flags, aliases, exit codes and JSON shapes: create, show, update,
+//! claim, close, reopen, delete, list, ready, children and `dep add|remove|list`. Where bd prints
+//! an array (show, update, close, reopen, list, ready) Strand prints an array; where it prints one
+//! object (create, delete, dep add/remove) it prints one with `schema_version: 1`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use api::command::{Command, CreateBead, DepDirection, ListFilter, ListSort, Query, ReadyFilter, UpdateBead};
+use api::command::{Command, CreateBead, DepDirection, ListFilter, Query, ReadyFilter, Txn, UpdateBead};
 use api::convert::{parse_key_value, parse_status};
-use api::model::{Actor, BeadId, DepType, Status};
+use api::model::{Actor, Bead, BeadId, DepType, Status, Timestamp};
 use api::outcome::Outcome as Answer;
 use clap::{Args, Subcommand};
 
+use crate::listing::{LIST_LIMIT_DEFAULT, Listing, LocalFilter, ReadySort, SortOrder, hidden_types, window};
 use crate::orchestration::beads_of;
-use crate::output::{print_bead, print_beads, print_dependencies};
+use crate::output::{print_bead_object, print_beads, print_details, print_value, print_with_counts};
 use crate::{Cli, Failure, Outcome};
 
 #[derive(Subcommand, Debug)]
 pub enum BeadCommand {
-    /// Create a bead and print it.
-    Create(CreateArgs),
-    /// Show beads (JSON: an array).
-    Show {
-        /// Bead ids.
-        #[arg(required = true)]
-        ids: Vec<String>,
-    },
-    /// Change fields of a bead; unset flags leave fields unchanged.
-    Update(UpdateArgs),
+    /// Create a bead and print it (JSON: one object).
+    #[command(visible_alias = "new")]
+    Create(Box<CreateArgs>),
+    /// Show beads (JSON: an array, with each dependency as the bead it points at).
+    #[command(visible_alias = "view")]
+    Show(ShowArgs),
+    /// Change fields of beads; unset flags leave fields unchanged (JSON: an array).
+    Update(Box<UpdateArgs>),
     /// Claim a bead for the actor: exit 1 if someone else holds it.
     Claim {
         /// The bead.
         id: String,
     },
-    /// Close beads (closing a closed bead succeeds).
-    Close {
-        /// Bead ids.
+    /// Close beads (closing a closed bead succeeds; JSON: an array).
+    #[command(visible_alias = "done")]
+    Close(CloseArgs),
+    /// Reopen beads: any status goes back to open (an open bead is left as it is).
+    Reopen {
+        /// The beads.
         #[arg(required = true)]
         ids: Vec<String>,
-        /// Why.
+        /// Why (printed; Strand keeps no comments).
         #[arg(long, short)]
         reason: Option<String>,
     },
-    /// Reopen a closed bead.
-    Reopen {
-        /// The bead.
-        id: String,
-    },
-    /// Delete a bead and its dependency edges (needs --force).
-    Delete {
-        /// The bead.
-        id: String,
-        /// Really delete.
-        #[arg(long)]
-        force: bool,
-    },
-    /// List beads matching filters (closed ones only with --all or --status closed).
-    List(ListArgs),
+    /// Delete beads and their dependency edges (without --force: a preview).
+    Delete(DeleteArgs),
+    /// List beads: open ones by default, bd's order, at most 50 (`--limit 0`: all, paged).
+    List(Box<ListArgs>),
     /// Ready work: open, unblocked, not deferred, in priority order.
-    Ready(ReadyArgs),
+    Ready(Box<ReadyArgs>),
     /// Direct children of a bead.
     Children {
         /// The parent.
@@ -67,18 +60,81 @@ pub enum BeadCommand {
 }
 
 #[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// Bead ids.
+    ids: Vec<String>,
+    /// More bead ids.
+    #[arg(long = "id")]
+    more_ids: Vec<String>,
+    /// Accepted for bd compatibility; the text form is always the long one.
+    #[arg(long, hide = true)]
+    long: bool,
+    /// One line per bead.
+    #[arg(long)]
+    short: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CloseArgs {
+    /// Bead ids.
+    #[arg(required = true)]
+    ids: Vec<String>,
+    /// Why (also --resolution, -m/--message, --comment).
+    #[arg(long, short, alias = "resolution", alias = "message", alias = "comment", short_alias = 'm')]
+    reason: Option<String>,
+    /// Close even when blocked or pinned: Strand never refuses those, so this changes nothing.
+    #[arg(long, short)]
+    force: bool,
+    /// Apply only if the bead (one id) is still at this revision.
+    #[arg(long = "if-revision")]
+    if_revision: Option<u64>,
+    /// Accepted for bd compatibility; Strand records no session.
+    #[arg(long, hide = true)]
+    session: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct DeleteArgs {
+    /// Bead ids.
+    #[arg(required = true)]
+    ids: Vec<String>,
+    /// Really delete (without it, print what would be deleted and exit 0, as bd does).
+    #[arg(long, short)]
+    force: bool,
+    /// Print what would be deleted.
+    #[arg(long = "dry-run")]
+    dry_run: bool,
+    /// Apply only if the bead (one id) is still at this revision.
+    #[arg(long = "if-revision")]
+    if_revision: Option<u64>,
+}
+
+#[derive(Args, Debug)]
 pub struct CreateArgs {
-    /// Title (required).
-    title: String,
+    /// Title (or --title).
+    #[arg(value_name = "TITLE")]
+    positional_title: Option<String>,
+    /// Title.
+    #[arg(long)]
+    title: Option<String>,
     /// Type (task, bug, feature, epic, convoy, message, ...).
     #[arg(long = "type", short = 't', default_value = "")]
     bead_type: String,
-    /// Priority 0 (highest) to 4.
-    #[arg(long, short)]
+    /// Priority 0 (highest) to 4, or P0 to P4.
+    #[arg(long, short, value_parser = parse_priority)]
     priority: Option<u8>,
-    /// Description.
-    #[arg(long, short, default_value = "")]
+    /// Description (also --body, -m/--message).
+    #[arg(long, short, default_value = "", alias = "body", alias = "message", short_alias = 'm')]
     description: String,
+    /// Working notes.
+    #[arg(long, default_value = "")]
+    notes: String,
+    /// Print only the new id.
+    #[arg(long)]
+    silent: bool,
+    /// Not ready before this time (RFC 3339, or +6h, +2d, +1w from now).
+    #[arg(long)]
+    defer: Option<String>,
     /// Assignee.
     #[arg(long, short, default_value = "")]
     assignee: String,
@@ -88,8 +144,8 @@ pub struct CreateArgs {
     /// Beads this one waits for: ID or TYPE:ID, comma-separated.
     #[arg(long, value_delimiter = ',')]
     deps: Vec<String>,
-    /// Labels, comma-separated.
-    #[arg(long, short, value_delimiter = ',')]
+    /// Labels, comma-separated (also --label).
+    #[arg(long, short, value_delimiter = ',', alias = "label")]
     labels: Vec<String>,
     /// Parent bead.
     #[arg(long)]
@@ -112,19 +168,36 @@ pub struct UpdateArgs {
     ids: Vec<String>,
     #[arg(long)]
     title: Option<String>,
-    #[arg(long)]
+    #[arg(long, short)]
     status: Option<String>,
-    #[arg(long = "type")]
+    #[arg(long = "type", short = 't')]
     bead_type: Option<String>,
-    #[arg(long)]
+    /// 0 to 4, or P0 to P4.
+    #[arg(long, short, value_parser = parse_priority)]
     priority: Option<u8>,
-    #[arg(long)]
+    /// New description (also --body, -m/--message).
+    #[arg(long, short, alias = "body", alias = "message", short_alias = 'm')]
     description: Option<String>,
+    /// New working notes.
+    #[arg(long)]
+    notes: Option<String>,
+    /// Text appended to the notes on a new line.
+    #[arg(long = "append-notes")]
+    append_notes: Option<String>,
+    /// Not ready before this time ("" clears it).
+    #[arg(long)]
+    defer: Option<String>,
+    /// Apply only if the bead is still at this revision (refused with its current one otherwise).
+    #[arg(long = "if-revision")]
+    if_revision: Option<u64>,
+    /// Accepted for bd compatibility; Strand records no session.
+    #[arg(long, hide = true)]
+    session: Option<String>,
     /// New parent ("" clears it).
     #[arg(long)]
     parent: Option<String>,
     /// New assignee ("" unassigns).
-    #[arg(long)]
+    #[arg(long, short)]
     assignee: Option<String>,
     /// Set a metadata key, k=v (repeatable).
     #[arg(long = "set-metadata")]
@@ -132,11 +205,14 @@ pub struct UpdateArgs {
     /// Remove a metadata key (repeatable).
     #[arg(long = "unset-metadata")]
     unset_metadata: Vec<String>,
-    /// Add a label (repeatable).
-    #[arg(long = "add-label")]
+    /// Add labels (repeatable, comma-separated; also --label).
+    #[arg(long = "add-label", alias = "label", short = 'l', value_delimiter = ',')]
     add_label: Vec<String>,
-    /// Remove a label (repeatable).
-    #[arg(long = "remove-label")]
+    /// Replace every label with these (comma-separated).
+    #[arg(long = "set-labels", value_delimiter = ',')]
+    set_labels: Option<Vec<String>>,
+    /// Remove labels (repeatable, comma-separated).
+    #[arg(long = "remove-label", value_delimiter = ',')]
     remove_label: Vec<String>,
     /// Claim the bead for the actor, atomically with the other changes.
     #[arg(long)]
@@ -145,47 +221,140 @@ pub struct UpdateArgs {
 
 #[derive(Args, Debug)]
 pub struct ListArgs {
-    /// Beads with this label (repeatable: all of them).
-    #[arg(long)]
-    label: Vec<String>,
-    #[arg(long)]
-    assignee: Option<String>,
-    #[arg(long)]
+    /// Statuses, comma-separated, or `all` (default: every status but closed and pinned).
+    #[arg(long, short, alias = "state")]
     status: Option<String>,
-    #[arg(long = "type")]
+    /// Only this assignee ("" for unassigned).
+    #[arg(long, short)]
+    assignee: Option<String>,
+    /// Only beads without an assignee.
+    #[arg(long = "no-assignee")]
+    no_assignee: bool,
+    /// Only this type.
+    #[arg(long = "type", short = 't')]
     bead_type: Option<String>,
-    /// Include closed beads; needed for a list with no filter.
-    #[arg(long)]
-    all: bool,
-    /// At most N (0: unlimited).
-    #[arg(long, default_value_t = 0)]
-    limit: u32,
-    /// Direct children of this parent.
-    #[arg(long)]
+    /// Not these types (repeatable, comma-separated).
+    #[arg(long = "exclude-type", value_delimiter = ',')]
+    exclude_type: Vec<String>,
+    /// Beads with every one of these labels (repeatable, comma-separated).
+    #[arg(long, short, value_delimiter = ',')]
+    label: Vec<String>,
+    /// Beads with any of these labels.
+    #[arg(long = "label-any", value_delimiter = ',')]
+    label_any: Vec<String>,
+    /// Beads without these labels.
+    #[arg(long = "exclude-label", value_delimiter = ',')]
+    exclude_label: Vec<String>,
+    /// Only beads without labels.
+    #[arg(long = "no-labels")]
+    no_labels: bool,
+    /// Title contains this, any case (also --title).
+    #[arg(long = "title-contains", alias = "title")]
+    title_contains: Option<String>,
+    /// Description contains this, any case.
+    #[arg(long = "desc-contains")]
+    desc_contains: Option<String>,
+    /// Notes contain this, any case.
+    #[arg(long = "notes-contains")]
+    notes_contains: Option<String>,
+    /// Only beads with an empty description.
+    #[arg(long = "empty-description")]
+    empty_description: bool,
+    /// Only these ids (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    id: Vec<String>,
+    /// Only this priority.
+    #[arg(long, short, value_parser = parse_priority)]
+    priority: Option<u8>,
+    #[arg(long = "priority-min", value_parser = parse_priority)]
+    priority_min: Option<u8>,
+    #[arg(long = "priority-max", value_parser = parse_priority)]
+    priority_max: Option<u8>,
+    /// Direct children of this parent (also --filter-parent).
+    #[arg(long, alias = "filter-parent")]
     parent: Option<String>,
-    /// Metadata key=value (repeatable).
+    /// Only beads without a parent.
+    #[arg(long = "no-parent")]
+    no_parent: bool,
+    /// Metadata key=value (repeatable: all of them).
     #[arg(long = "metadata-field")]
     metadata_field: Vec<String>,
-    /// created_desc (newest first, default) or created_asc.
-    #[arg(long, default_value = "created_desc")]
+    /// Only beads holding this metadata key.
+    #[arg(long = "has-metadata-key")]
+    has_metadata_key: Option<String>,
+    /// Only deferred beads.
+    #[arg(long)]
+    deferred: bool,
+    /// Times: RFC 3339, a date, or a relative time such as -2d.
+    #[arg(long = "created-after", value_parser = parse_time)]
+    created_after: Option<i64>,
+    #[arg(long = "created-before", value_parser = parse_time)]
+    created_before: Option<i64>,
+    #[arg(long = "updated-after", value_parser = parse_time)]
+    updated_after: Option<i64>,
+    #[arg(long = "updated-before", value_parser = parse_time)]
+    updated_before: Option<i64>,
+    #[arg(long = "closed-after", value_parser = parse_time)]
+    closed_after: Option<i64>,
+    #[arg(long = "closed-before", value_parser = parse_time)]
+    closed_before: Option<i64>,
+    /// Every status and no limit.
+    #[arg(long)]
+    all: bool,
+    /// At most N (0: all, paged through the cluster); default 50.
+    #[arg(long, short = 'n')]
+    limit: Option<u32>,
+    /// Skip the first N.
+    #[arg(long, default_value_t = 0)]
+    offset: u32,
+    /// priority (default), created, updated, closed, status, id, title, type or assignee.
+    #[arg(long, default_value = "")]
     sort: String,
+    /// Reverse the order.
+    #[arg(long, short)]
+    reverse: bool,
+    /// Include the infrastructure types agent, rig, role and message.
+    #[arg(long = "include-infra")]
+    include_infra: bool,
+    /// Include gates.
+    #[arg(long = "include-gates")]
+    include_gates: bool,
+    /// Accepted for bd compatibility: Strand has no templates to hide.
+    #[arg(long = "include-templates")]
+    include_templates: bool,
+    /// Ready beads only (as `ready`).
+    #[arg(long)]
+    ready: bool,
+    /// Text layouts of bd, accepted: Strand prints one line per bead.
+    #[arg(long, hide = true)]
+    flat: bool,
+    #[arg(long, hide = true)]
+    tree: bool,
+    #[arg(long, hide = true)]
+    pretty: bool,
+    #[arg(long, hide = true)]
+    long: bool,
+    #[arg(long = "no-pager", hide = true)]
+    no_pager: bool,
+    #[arg(long = "skip-labels", hide = true)]
+    skip_labels: bool,
 }
 
 #[derive(Args, Debug)]
 pub struct ReadyArgs {
-    #[arg(long)]
+    #[arg(long, short)]
     assignee: Option<String>,
     /// Only unassigned beads.
-    #[arg(long)]
+    #[arg(long, short)]
     unassigned: bool,
     /// Beads with this label (repeatable: all of them).
-    #[arg(long)]
+    #[arg(long, short, value_delimiter = ',')]
     label: Vec<String>,
     /// Beads with any of these labels.
     #[arg(long = "label-any", value_delimiter = ',')]
     label_any: Vec<String>,
     /// Beads without this label (repeatable).
-    #[arg(long = "exclude-label")]
+    #[arg(long = "exclude-label", value_delimiter = ',')]
     exclude_label: Vec<String>,
     /// Metadata key=value (repeatable).
     #[arg(long = "metadata-field")]
@@ -197,45 +366,110 @@ pub struct ReadyArgs {
     #[arg(long)]
     parent: Option<String>,
     /// Only these types (repeatable).
-    #[arg(long = "type")]
+    #[arg(long = "type", short = 't')]
     bead_type: Vec<String>,
-    /// Not these types (repeatable).
-    #[arg(long = "exclude-type")]
+    /// Not these types (repeatable, comma-separated).
+    #[arg(long = "exclude-type", value_delimiter = ',')]
     exclude_type: Vec<String>,
+    /// Only this priority.
+    #[arg(long, short, value_parser = parse_priority)]
+    priority: Option<u8>,
     /// Include wisps.
-    #[arg(long)]
+    #[arg(long = "include-ephemeral")]
     include_ephemeral: bool,
     /// At most N (0: unlimited).
-    #[arg(long, default_value_t = api::limits::READY_LIMIT_DEFAULT)]
+    #[arg(long, short = 'n', default_value_t = api::limits::READY_LIMIT_DEFAULT)]
     limit: u32,
+    /// Skip the first N.
+    #[arg(long, default_value_t = 0)]
+    offset: u32,
+    /// priority (default), oldest or hybrid.
+    #[arg(long, short, default_value = "priority")]
+    sort: String,
     /// Claim the first ready bead atomically; exit 1 if none.
     #[arg(long)]
     claim: bool,
+    /// Text layouts of bd, accepted.
+    #[arg(long, hide = true)]
+    pretty: bool,
+    #[arg(long, hide = true)]
+    plain: bool,
 }
 
 #[derive(Subcommand, Debug)]
 pub enum DepCommand {
-    /// Make ISSUE wait for DEPENDS_ON (re-adding updates the type).
+    /// Make ISSUE wait for DEPENDS_ON (re-adding retypes the edge). Either id may name no bead
+    /// (another rig's, `external:<rig>:<id>`): such an edge never blocks.
     Add {
         issue: String,
-        depends_on: String,
+        depends_on: Option<String>,
         /// blocks (default), parent-child, conditional-blocks, waits-for, related, ...
         #[arg(long = "type", short = 't', default_value = DepType::BLOCKS)]
         dep_type: String,
+        /// The bead ISSUE waits for (instead of the second argument; also --depends-on).
+        #[arg(long = "blocked-by", alias = "depends-on")]
+        blocked_by: Option<String>,
+        /// Accepted for bd compatibility: a cycle is always refused.
+        #[arg(long = "no-cycle-check", hide = true)]
+        no_cycle_check: bool,
     },
     /// Remove an edge (a missing edge is fine).
+    #[command(visible_alias = "rm")]
     Remove { issue: String, depends_on: String },
-    /// List edges of a bead.
+    /// List edges: with one id, the beads at the other end with their `dependency_type`; with
+    /// several, the edge records.
     List {
-        id: String,
-        /// down: what it depends on; up: what depends on it.
+        #[arg(required = true)]
+        ids: Vec<String>,
+        /// down (default: what it depends on) or up (what depends on it).
         #[arg(long, default_value = "down")]
         direction: String,
+        /// Only edges of this type.
+        #[arg(long = "type", short = 't')]
+        dep_type: Option<String>,
     },
 }
 
 fn usage(message: String) -> Failure {
     Failure::Usage(message)
+}
+
+/// A priority as bd writes it: 0 to 4, or P0 to P4.
+pub fn parse_priority(text: &str) -> Result<u8, String> {
+    let digits = text.strip_prefix(['P', 'p']).unwrap_or(text);
+    match digits.parse::<u8>() {
+        Ok(priority) if priority <= 4 => Ok(priority),
+        _ => Err(format!("invalid priority {text:?} (expected 0-4 or P0-P4, not words like high/medium/low)")),
+    }
+}
+
+/// A time as bd takes it: RFC 3339, a date (midnight UTC), or relative to now (`+2d`, `-6h`).
+pub fn parse_time(text: &str) -> Result<i64, String> {
+    if let Some(time) = Timestamp::parse_rfc3339(text) {
+        return Ok(time.0);
+    }
+    if let Some(midnight) = Timestamp::parse_rfc3339(&format!("{text}T00:00:00Z")) {
+        return Ok(midnight.0);
+    }
+    let (sign, rest) = match text.strip_prefix('-') {
+        Some(rest) => (-1, rest),
+        None => (1, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let unit_ms = match rest.chars().last() {
+        Some('h') => 3_600_000,
+        Some('d') => 86_400_000,
+        Some('w') => 7 * 86_400_000,
+        _ => return Err(format!("invalid time {text:?}; write RFC 3339, YYYY-MM-DD, or +N/-N with h, d or w")),
+    };
+    let count: i64 = rest[..rest.len() - 1].parse().map_err(|_| format!("invalid time {text:?}"))?;
+    Ok(now_ms() + sign * count * unit_ms)
+}
+
+/// The wall clock, in milliseconds (for relative times and `ready --sort hybrid`).
+#[allow(clippy::disallowed_methods)]
+fn now_ms() -> i64 {
+    let elapsed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX)
 }
 
 fn key_values(pairs: &[String], flag: &str) -> Result<Vec<(String, String)>, Failure> {
@@ -256,10 +490,19 @@ fn status_arg(text: &str) -> Result<Status, Failure> {
 }
 
 fn create_command(args: &CreateArgs) -> Result<Command, Failure> {
+    let title = match (&args.positional_title, &args.title) {
+        (Some(positional), Some(flag)) if positional != flag => {
+            return Err(usage("cannot specify different titles as both positional argument and --title flag".into()));
+        }
+        (Some(title), _) | (None, Some(title)) => title.clone(),
+        (None, None) => return Err(usage("title required: strand create \"TITLE\" or --title \"TITLE\"".into())),
+    };
     let metadata = args.metadata.as_deref().map(parse_metadata_json).transpose()?.unwrap_or_default();
+    let defer_until = args.defer.as_deref().map(parse_time).transpose().map_err(usage)?.map(Timestamp);
     Ok(Command::Create(CreateBead {
-        title: args.title.clone(),
+        title,
         description: args.description.clone(),
+        notes: args.notes.clone(),
         bead_type: args.bead_type.clone(),
         priority: args.priority,
         assignee: args.assignee.clone(),
@@ -270,54 +513,108 @@ fn create_command(args: &CreateArgs) -> Result<Command, Failure> {
         labels: args.labels.iter().filter(|label| !label.is_empty()).cloned().collect(),
         metadata,
         ephemeral: args.ephemeral,
-        defer_until: None,
+        defer_until,
         requested_status: None,
     }))
 }
 
-fn update_command(cli: &Cli, args: &UpdateArgs, id: &str) -> Result<Command, Failure> {
+/// The update of one bead; `current_labels` is needed only for `--set-labels`.
+fn update_command(
+    cli: &Cli,
+    args: &UpdateArgs,
+    id: &str,
+    current_labels: &BTreeSet<String>,
+) -> Result<UpdateBead, Failure> {
     let mut metadata: BTreeMap<String, Option<String>> =
         key_values(&args.set_metadata, "--set-metadata")?.into_iter().map(|(key, value)| (key, Some(value))).collect();
     metadata.extend(args.unset_metadata.iter().map(|key| (key.clone(), None)));
-    Ok(Command::Update(UpdateBead {
+    let mut add_labels: BTreeSet<String> = args.add_label.iter().filter(|label| !label.is_empty()).cloned().collect();
+    let mut remove_labels: BTreeSet<String> = args.remove_label.iter().cloned().collect();
+    if let Some(set) = &args.set_labels {
+        add_labels.extend(set.iter().filter(|label| !label.is_empty()).cloned());
+        remove_labels.extend(current_labels.iter().filter(|label| !set.contains(label)).cloned());
+    }
+    Ok(UpdateBead {
         id: BeadId::from(id),
         title: args.title.clone(),
         description: args.description.clone(),
+        notes: args.notes.clone(),
+        append_notes: args.append_notes.clone(),
         status: args.status.as_deref().map(status_arg).transpose()?,
         bead_type: args.bead_type.clone(),
         priority: args.priority,
         assignee: args.assignee.clone(),
         parent_id: args.parent.as_deref().map(BeadId::from),
-        add_labels: args.add_label.iter().cloned().collect::<BTreeSet<_>>(),
-        remove_labels: args.remove_label.iter().cloned().collect(),
+        add_labels,
+        remove_labels,
         metadata,
         claim_for: args.claim.then(|| Actor(cli.actor())),
-    }))
+    })
 }
 
-fn list_query(args: &ListArgs) -> Result<Query, Failure> {
-    let sort = match args.sort.as_str() {
-        "created_desc" => ListSort::CreatedDesc,
-        "created_asc" => ListSort::CreatedAsc,
-        other => return Err(usage(format!("--sort {other:?} is unknown; use created_asc or created_desc"))),
+/// `--status`: comma-separated statuses, or `all`; `None` when not given.
+fn statuses_arg(text: &str) -> Result<Vec<Status>, Failure> {
+    if text == "all" {
+        return Ok(Status::ALL.to_vec());
+    }
+    text.split(',').map(str::trim).filter(|part| !part.is_empty()).map(status_arg).collect()
+}
+
+/// What a bare `list` shows: every status but closed and pinned.
+const LIST_STATUSES_DEFAULT: [Status; 5] =
+    [Status::Open, Status::InProgress, Status::Blocked, Status::Deferred, Status::Hooked];
+
+fn listing(args: &ListArgs) -> Result<Listing, Failure> {
+    let statuses = match (&args.status, args.all) {
+        (Some(text), _) => statuses_arg(text)?,
+        (None, true) => Status::ALL.to_vec(),
+        (None, false) => LIST_STATUSES_DEFAULT.to_vec(),
     };
-    Ok(Query::List(ListFilter {
-        statuses: args.status.as_deref().map(status_arg).transpose()?.into_iter().collect(),
-        assignee: args.assignee.clone(),
+    let unassigned = args.no_assignee || args.assignee.as_deref() == Some("");
+    let mut exclude_types = args.exclude_type.clone();
+    exclude_types.extend(hidden_types(args.include_infra, args.include_gates, args.bead_type.as_deref()));
+    let limit = args.limit.unwrap_or(if args.all { 0 } else { LIST_LIMIT_DEFAULT });
+    let filter = ListFilter {
+        statuses,
+        assignee: if unassigned { Some(String::new()) } else { args.assignee.clone() },
         labels_all: args.label.clone(),
         bead_type: args.bead_type.clone(),
         parent: args.parent.as_deref().map(BeadId::from),
         metadata_equals: key_values(&args.metadata_field, "--metadata-field")?,
-        all: args.all,
-        limit: args.limit,
-        sort,
-    }))
+        all: true,
+        ..Default::default()
+    };
+    let local = LocalFilter {
+        title_contains: args.title_contains.clone(),
+        description_contains: args.desc_contains.clone(),
+        notes_contains: args.notes_contains.clone(),
+        exclude_types,
+        exclude_labels: args.exclude_label.clone(),
+        labels_any: args.label_any.clone(),
+        no_assignee: unassigned,
+        no_labels: args.no_labels,
+        no_parent: args.no_parent,
+        empty_description: args.empty_description,
+        has_metadata_key: args.has_metadata_key.clone(),
+        ids: args.id.clone(),
+        priority_min: args.priority.or(args.priority_min),
+        priority_max: args.priority.or(args.priority_max),
+        created_after: args.created_after,
+        created_before: args.created_before,
+        updated_after: args.updated_after,
+        updated_before: args.updated_before,
+        closed_after: args.closed_after,
+        closed_before: args.closed_before,
+        deferred: args.deferred,
+    };
+    Ok(Listing { filter, local, sort: SortOrder::parse(&args.sort, args.reverse)?, offset: args.offset, limit })
 }
 
-fn ready_filter(args: &ReadyArgs) -> Result<ReadyFilter, Failure> {
+fn ready_filter(args: &ReadyArgs, limit: u32) -> Result<ReadyFilter, Failure> {
+    let unassigned = args.unassigned || args.assignee.as_deref() == Some("");
     Ok(ReadyFilter {
-        assignee: args.assignee.clone(),
-        unassigned: args.unassigned,
+        assignee: args.assignee.clone().filter(|assignee| !assignee.is_empty()),
+        unassigned,
         labels_all: args.label.clone(),
         labels_any: args.label_any.clone(),
         exclude_labels: args.exclude_label.clone(),
@@ -327,101 +624,285 @@ fn ready_filter(args: &ReadyArgs) -> Result<ReadyFilter, Failure> {
         types: args.bead_type.clone(),
         exclude_types: args.exclude_type.clone(),
         include_ephemeral: args.include_ephemeral,
-        limit: args.limit,
+        limit,
     })
+}
+
+/// Sends one write, conditional on a revision when given.
+async fn write_if(cli: &Cli, command: Command, condition: Option<(&str, u64)>) -> Result<Answer, Failure> {
+    let client = cli.client()?;
+    let Some((id, revision)) = condition else { return Ok(client.execute(command).await?) };
+    match client.execute(Command::Txn(Txn::conditional(BeadId::from(id), revision, command))).await? {
+        Answer::Txn(mut outcomes) if outcomes.len() == 1 => Ok(outcomes.remove(0)),
+        other => Err(Failure::Refused(format!("the cluster answered a conditional write with {other:?}"))),
+    }
+}
+
+fn single_id(ids: &[String], if_revision: Option<u64>) -> Result<Option<(&str, u64)>, Failure> {
+    match (if_revision, ids) {
+        (None, _) => Ok(None),
+        (Some(revision), [id]) => Ok(Some((id.as_str(), revision))),
+        (Some(_), _) => Err(usage("--if-revision applies to one bead; name exactly one id".into())),
+    }
 }
 
 /// Runs a bead command.
 pub async fn run(cli: &Cli, command: &BeadCommand) -> Outcome {
     let client = cli.client()?;
     let json = cli.json;
-    let write = |command: Command| async { client.execute(command).await.map_err(Failure::from) };
     match command {
-        BeadCommand::Create(args) => print_one(write(create_command(args)?).await?, json),
-        BeadCommand::Update(args) => {
-            let commands = args.ids.iter().map(|id| update_command(cli, args, id)).collect::<Result<Vec<_>, _>>()?;
-            if commands.len() == 1 {
-                return print_one(write(commands.into_iter().next().expect("one command")).await?, json);
+        BeadCommand::Create(args) => {
+            let bead = one(client.execute(create_command(args)?).await?)?;
+            if args.silent {
+                println!("{}", bead.id);
+            } else {
+                print_bead_object(&bead, json);
             }
-            let mut updated = Vec::with_capacity(commands.len());
-            for command in commands {
-                updated.extend(beads_of(write(command).await?));
-            }
-            print_beads(&updated, json);
             Ok(true)
         }
+        BeadCommand::Update(args) => run_update(cli, args).await,
         BeadCommand::Claim { id } => {
             let command = Command::Claim { id: BeadId::from(id.as_str()), actor: Actor(cli.actor()) };
-            print_one(write(command).await?, json)
-        }
-        BeadCommand::Close { ids, reason } => {
-            let command = Command::Close {
-                ids: ids.iter().map(|id| BeadId::from(id.as_str())).collect(),
-                reason: reason.clone(),
-            };
-            print_many(write(command).await?, json)
-        }
-        BeadCommand::Reopen { id } => print_one(write(Command::Reopen { id: BeadId::from(id.as_str()) }).await?, json),
-        BeadCommand::Delete { id, force } => {
-            if !force {
-                return Err(usage(format!("refusing to delete {id} without --force")));
-            }
-            write(Command::Delete { id: BeadId::from(id.as_str()) }).await?;
-            if json {
-                crate::output::print_value(&serde_json::json!({ "deleted": id }));
-            } else {
-                println!("deleted {id}");
-            }
+            print_bead_object(&one(client.execute(command).await?)?, json);
             Ok(true)
         }
-        BeadCommand::Show { ids } => {
-            let query = Query::Get { ids: ids.iter().map(|id| BeadId::from(id.as_str())).collect() };
-            print_many(client.query(query).await?, json)
+        BeadCommand::Close(args) => {
+            let condition = single_id(&args.ids, args.if_revision)?;
+            let ids = args.ids.iter().map(|id| BeadId::from(id.as_str())).collect();
+            let answer = write_if(cli, Command::Close { ids, reason: args.reason.clone() }, condition).await?;
+            print_beads(&beads_of(answer), json);
+            Ok(true)
         }
-        BeadCommand::List(args) => print_many(client.query(list_query(args)?).await?, json),
-        BeadCommand::Ready(args) => {
-            let filter = ready_filter(args)?;
-            if args.claim {
-                let beads = beads_of(write(Command::ClaimNext { actor: Actor(cli.actor()), filter }).await?);
-                print_beads(&beads, json);
-                return Ok(!beads.is_empty());
+        BeadCommand::Reopen { ids, .. } => run_reopen(cli, ids).await,
+        BeadCommand::Delete(args) => run_delete(cli, args).await,
+        BeadCommand::Show(args) => run_show(cli, args).await,
+        BeadCommand::List(args) => {
+            if args.ready {
+                let ready = ReadyArgs::from_list(args);
+                return run_ready(cli, &ready).await;
             }
-            let now = api::model::Timestamp(0);
-            print_many(client.query(Query::Ready { filter, now }).await?, json)
+            let beads = listing(args)?.run(&client).await?;
+            print_with_counts(&beads, json);
+            Ok(true)
         }
+        BeadCommand::Ready(args) => run_ready(cli, args).await,
         BeadCommand::Children { id, all } => {
             let query = Query::Children { parent: BeadId::from(id.as_str()), include_closed: *all };
-            print_many(client.query(query).await?, json)
+            print_with_counts(&beads_of(client.query(query).await?), json);
+            Ok(true)
         }
     }
 }
 
-fn print_one(answer: Answer, json: bool) -> Outcome {
-    match answer {
-        Answer::Bead(bead) => print_bead(&bead, json),
-        other => print_beads(&beads_of(other), json),
+impl ReadyArgs {
+    /// `list --ready`: the list's filters that ready has, with ready's defaults.
+    fn from_list(args: &ListArgs) -> ReadyArgs {
+        ReadyArgs {
+            assignee: args.assignee.clone(),
+            unassigned: args.no_assignee,
+            label: args.label.clone(),
+            label_any: args.label_any.clone(),
+            exclude_label: args.exclude_label.clone(),
+            metadata_field: args.metadata_field.clone(),
+            has_metadata_key: args.has_metadata_key.iter().cloned().collect(),
+            parent: args.parent.clone(),
+            bead_type: args.bead_type.iter().cloned().collect(),
+            exclude_type: args.exclude_type.clone(),
+            priority: args.priority,
+            include_ephemeral: false,
+            limit: args.limit.unwrap_or(LIST_LIMIT_DEFAULT),
+            offset: args.offset,
+            sort: "priority".into(),
+            claim: false,
+            pretty: false,
+            plain: false,
+        }
+    }
+}
+
+fn one(answer: Answer) -> Result<Bead, Failure> {
+    beads_of(answer).into_iter().next().ok_or_else(|| Failure::Refused("the cluster answered with no bead".into()))
+}
+
+async fn run_update(cli: &Cli, args: &UpdateArgs) -> Outcome {
+    let condition = single_id(&args.ids, args.if_revision)?;
+    let client = cli.client()?;
+    let mut updated = Vec::with_capacity(args.ids.len());
+    let mut failures = 0;
+    for id in &args.ids {
+        let current_labels = match &args.set_labels {
+            Some(_) => one(client.query(Query::Get { ids: vec![BeadId::from(id.as_str())] }).await?)?.labels,
+            None => BTreeSet::new(),
+        };
+        let update = update_command(cli, args, id, &current_labels)?;
+        let mut update = update;
+        if let Some(defer) = &args.defer {
+            // bd: a deferral time also defers the bead; "" clears it and reopens a deferred bead.
+            let status = if defer.is_empty() { Status::Open } else { Status::Deferred };
+            update.status = update.status.or(Some(status));
+        }
+        if update.is_empty() && !args.claim {
+            println!("No updates specified");
+            return Ok(true);
+        }
+        match write_if(cli, Command::Update(update), condition).await {
+            Ok(answer) => updated.extend(beads_of(answer)),
+            Err(failure) if args.ids.len() > 1 => {
+                failures += 1;
+                report(&failure, id);
+            }
+            Err(failure) => return Err(failure),
+        }
+    }
+    print_beads(&updated, cli.json);
+    Ok(failures < args.ids.len())
+}
+
+fn report(failure: &Failure, id: &str) {
+    let message = match failure {
+        Failure::Refused(message) | Failure::Usage(message) | Failure::Unavailable(message) => message,
+    };
+    eprintln!("error: {id}: {}", api::printable::printable(message));
+}
+
+async fn run_reopen(cli: &Cli, ids: &[String]) -> Outcome {
+    let client = cli.client()?;
+    let mut reopened = Vec::new();
+    let mut failed = false;
+    for id in ids {
+        let bead_id = BeadId::from(id.as_str());
+        let current = match client.query(Query::Get { ids: vec![bead_id.clone()] }).await {
+            Ok(answer) => one(answer)?,
+            Err(error) => {
+                failed = true;
+                report(&Failure::from(error), id);
+                continue;
+            }
+        };
+        if current.status == Status::Open {
+            eprintln!("{id} is already open");
+            continue;
+        }
+        reopened.extend(beads_of(client.execute(Command::Reopen { id: bead_id }).await?));
+    }
+    print_beads(&reopened, cli.json);
+    Ok(!failed)
+}
+
+async fn run_delete(cli: &Cli, args: &DeleteArgs) -> Outcome {
+    let condition = single_id(&args.ids, args.if_revision)?;
+    let client = cli.client()?;
+    let ids: Vec<BeadId> = args.ids.iter().map(|id| BeadId::from(id.as_str())).collect();
+    let beads = beads_of(client.query(Query::Get { ids: ids.clone() }).await?);
+    if !args.force || args.dry_run {
+        println!("DELETE PREVIEW: {} bead(s) and their dependency edges", beads.len());
+        for bead in &beads {
+            println!("  {}", crate::output::bead_line(bead));
+        }
+        println!("To proceed, run: strand delete {} --force", args.ids.join(" "));
+        return Ok(true);
+    }
+    let mut edges_removed = 0;
+    for bead in &beads {
+        let dependents = client.query(Query::DepList { id: bead.id.clone(), direction: DepDirection::Up }).await?;
+        edges_removed += bead.depends_on.len() + dependencies_of(dependents).len();
+        write_if(cli, Command::Delete { id: bead.id.clone() }, condition).await?;
+    }
+    if cli.json {
+        let value = match ids.as_slice() {
+            [id] => {
+                serde_json::json!({ "deleted": id.0, "dependencies_removed": edges_removed, "references_updated": 0, "schema_version": 1 })
+            }
+            _ => serde_json::json!({
+                "deleted": ids.iter().map(|id| id.0.clone()).collect::<Vec<_>>(),
+                "deleted_count": ids.len(),
+                "dependencies_removed": edges_removed,
+                "references_updated": 0,
+                "schema_version": 1,
+            }),
+        };
+        print_value(&value);
+    } else {
+        for id in &ids {
+            println!("deleted {id}");
+        }
     }
     Ok(true)
 }
 
-fn print_many(answer: Answer, json: bool) -> Outcome {
-    print_beads(&beads_of(answer), json);
+async fn run_show(cli: &Cli, args: &ShowArgs) -> Outcome {
+    let ids: Vec<BeadId> = args.ids.iter().chain(&args.more_ids).map(|id| BeadId::from(id.as_str())).collect();
+    if ids.is_empty() {
+        return Err(usage("at least one bead id is required (positional, or --id)".into()));
+    }
+    let client = cli.client()?;
+    let found = beads_of(client.query(Query::Lookup { ids: ids.clone() }).await?);
+    for id in ids.iter().filter(|id| !found.iter().any(|bead| &bead.id == *id)) {
+        eprintln!("error: bead {} not found", api::printable::printable(id.as_str()));
+    }
+    if found.is_empty() {
+        if cli.json {
+            print_value(&serde_json::json!({ "error": "no beads found matching the given ids", "schema_version": 1 }));
+        }
+        return Ok(false);
+    }
+    let targets: Vec<BeadId> = found.iter().flat_map(|bead| bead.depends_on.keys().cloned()).collect();
+    let targets =
+        if targets.is_empty() { Vec::new() } else { beads_of(client.query(Query::Lookup { ids: targets }).await?) };
+    if args.short {
+        print_beads(&found, false);
+    } else {
+        print_details(&found, &targets, cli.json);
+    }
     Ok(true)
+}
+
+async fn run_ready(cli: &Cli, args: &ReadyArgs) -> Outcome {
+    let client = cli.client()?;
+    let sort = ReadySort::parse(&args.sort)?;
+    if args.claim {
+        let filter = ready_filter(args, 1)?;
+        let beads = beads_of(client.execute(Command::ClaimNext { actor: Actor(cli.actor()), filter }).await?);
+        print_with_counts(&beads, cli.json);
+        return Ok(!beads.is_empty());
+    }
+    // Another order than the cluster's, a priority filter or an offset needs every ready bead.
+    let whole = sort != ReadySort::Priority || args.priority.is_some() || args.offset > 0;
+    let filter = ready_filter(args, if whole { 0 } else { args.limit })?;
+    let mut beads = beads_of(client.query(Query::Ready { filter, now: Timestamp(0) }).await?);
+    beads.retain(|bead| args.priority.is_none_or(|priority| bead.priority == Some(priority)));
+    sort.apply(&mut beads, now_ms());
+    print_with_counts(&window(beads, args.offset, args.limit), cli.json);
+    Ok(true)
+}
+
+fn dependencies_of(answer: Answer) -> Vec<api::model::Dependency> {
+    match answer {
+        Answer::Dependencies(rows) => rows,
+        _ => Vec::new(),
+    }
 }
 
 /// Runs a `dep` command.
 pub async fn run_dep(cli: &Cli, command: &DepCommand) -> Outcome {
     let client = cli.client()?;
     match command {
-        DepCommand::Add { issue, depends_on, dep_type } => {
+        DepCommand::Add { issue, depends_on, dep_type, blocked_by, .. } => {
+            let Some(target) = depends_on.as_ref().or(blocked_by.as_ref()) else {
+                return Err(usage("dep add needs the bead ISSUE waits for: a second id, or --blocked-by ID".into()));
+            };
             let command = Command::DepAdd {
                 issue_id: BeadId::from(issue.as_str()),
-                depends_on_id: BeadId::from(depends_on.as_str()),
+                depends_on_id: BeadId::from(target.as_str()),
                 dep_type: DepType(dep_type.clone()),
             };
             client.execute(command).await?;
-            if !cli.json {
-                println!("{issue} now depends on {depends_on} ({dep_type})");
+            if cli.json {
+                print_value(
+                    &serde_json::json!({ "status": "added", "issue_id": issue, "depends_on_id": target, "type": dep_type, "schema_version": 1 }),
+                );
+            } else {
+                println!("{issue} now depends on {target} ({dep_type})");
             }
             Ok(true)
         }
@@ -431,22 +912,40 @@ pub async fn run_dep(cli: &Cli, command: &DepCommand) -> Outcome {
                 depends_on_id: BeadId::from(depends_on.as_str()),
             };
             client.execute(command).await?;
-            if !cli.json {
+            if cli.json {
+                print_value(
+                    &serde_json::json!({ "status": "removed", "issue_id": issue, "depends_on_id": depends_on, "schema_version": 1 }),
+                );
+            } else {
                 println!("{issue} no longer depends on {depends_on}");
             }
             Ok(true)
         }
-        DepCommand::List { id, direction } => {
-            let direction = match direction.as_str() {
-                "down" => DepDirection::Down,
-                "up" => DepDirection::Up,
-                other => return Err(usage(format!("--direction {other:?} is unknown; use down or up"))),
+        DepCommand::List { ids, direction, dep_type } => {
+            // bd reads any direction but `up` as down.
+            let direction = if direction == "up" { DepDirection::Up } else { DepDirection::Down };
+            let mut rows = Vec::new();
+            for id in ids {
+                let answer = client.query(Query::DepList { id: BeadId::from(id.as_str()), direction }).await?;
+                rows.extend(dependencies_of(answer));
+            }
+            rows.retain(|row| dep_type.as_ref().is_none_or(|dep_type| &row.dep_type.0 == dep_type));
+            if ids.len() > 1 && direction == DepDirection::Down {
+                crate::output::print_dependencies(&rows, cli.json);
+                return Ok(true);
+            }
+            // One id, or up: the beads at the other end, each with its edge's type.
+            let other_end = |row: &api::model::Dependency| match direction {
+                DepDirection::Up => row.issue_id.clone(),
+                DepDirection::Down => row.depends_on_id.clone(),
             };
-            let rows = match client.query(Query::DepList { id: BeadId::from(id.as_str()), direction }).await? {
-                Answer::Dependencies(rows) => rows,
-                _ => Vec::new(),
+            let others: Vec<BeadId> = rows.iter().map(other_end).collect();
+            let beads = if others.is_empty() {
+                Vec::new()
+            } else {
+                beads_of(client.query(Query::Lookup { ids: others }).await?)
             };
-            print_dependencies(&rows, cli.json);
+            crate::output::print_edge_beads(&rows, &beads, direction == DepDirection::Up, cli.json);
             Ok(true)
         }
     }

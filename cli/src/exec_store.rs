@@ -492,6 +492,7 @@ fn create_command(input: CreateInput) -> Result<Command, Failure> {
     Ok(Command::Create(CreateBead {
         title: input.title.unwrap_or_default(),
         description: input.description.unwrap_or_default(),
+        notes: String::new(),
         bead_type: input.bead_type.unwrap_or_default(),
         priority: input.priority,
         assignee: input.assignee.unwrap_or_default(),
@@ -516,6 +517,8 @@ fn update_command(id: BeadId, input: UpdateInput) -> Result<Command, Failure> {
         id,
         title: input.title,
         description: input.description,
+        notes: None,
+        append_notes: None,
         status,
         bead_type: input.bead_type,
         priority: input.priority,

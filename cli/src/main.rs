@@ -11,6 +11,7 @@ mod cluster;
 mod convoy;
 mod events;
 mod exec_store;
+mod listing;
 mod mail;
 mod molecule;
 mod orchestration;
@@ -50,6 +51,32 @@ pub struct Cli {
     /// began; `serializable` answers from the contacted node's replica at once and MAY BE STALE.
     #[arg(long, global = true, value_enum, default_value_t = ConsistencyArg::Linearizable)]
     consistency: ConsistencyArg,
+    /// bd's global flags that have no meaning for a cluster, accepted so bd command lines work:
+    /// --sandbox, --no-daemon, -q/--quiet, -v/--verbose, --db, -C/--directory,
+    /// --dolt-auto-commit, --profile, --global, --ignore-schema-skew.
+    #[arg(long, global = true, hide = true)]
+    sandbox: bool,
+    #[arg(long = "no-daemon", global = true, hide = true)]
+    no_daemon: bool,
+    #[arg(long, short = 'q', global = true, hide = true)]
+    quiet: bool,
+    #[arg(long, short = 'v', global = true, hide = true)]
+    verbose: bool,
+    #[arg(long, global = true, hide = true)]
+    db: Option<String>,
+    #[arg(long, short = 'C', global = true, hide = true)]
+    directory: Option<String>,
+    #[arg(long = "dolt-auto-commit", global = true, hide = true)]
+    dolt_auto_commit: Option<String>,
+    #[arg(long, global = true, hide = true)]
+    profile: bool,
+    #[arg(long, global = true, hide = true)]
+    global: bool,
+    #[arg(long = "ignore-schema-skew", global = true, hide = true)]
+    ignore_schema_skew: bool,
+    /// `--format json` is bd's hidden spelling of --json.
+    #[arg(long, global = true, hide = true)]
+    format: Option<String>,
     /// How long to keep retrying while no node answers or no leader is elected.
     #[arg(long, global = true, env = "STRAND_TIMEOUT", default_value = "15s", value_parser = humantime::parse_duration)]
     timeout: Duration,
@@ -273,7 +300,12 @@ fn parse() -> Result<Cli, ExitCode> {
     let command = with_exit_codes(Cli::command());
     let parsed = command.try_get_matches().and_then(|matches| Cli::from_arg_matches(&matches));
     match parsed {
-        Ok(cli) => Ok(cli),
+        Ok(mut cli) => {
+            if cli.format.as_deref().is_some_and(|format| format.eq_ignore_ascii_case("json")) {
+                cli.json = true;
+            }
+            Ok(cli)
+        }
         Err(error) if !error.use_stderr() => {
             let _ = error.print();
             Err(ExitCode::SUCCESS)

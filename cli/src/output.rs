@@ -14,6 +14,7 @@ pub struct BeadJson<'a> {
     id: &'a str,
     title: &'a str,
     description: &'a str,
+    notes: &'a str,
     status: &'a str,
     #[serde(rename = "type")]
     bead_type: &'a str,
@@ -24,6 +25,8 @@ pub struct BeadJson<'a> {
     assignee: &'a str,
     from: &'a str,
     parent_id: String,
+    /// bd calls the parent `parent`; both are printed.
+    parent: String,
     #[serde(rename = "ref")]
     reference: &'a str,
     needs: Vec<String>,
@@ -32,6 +35,8 @@ pub struct BeadJson<'a> {
     ephemeral: bool,
     created_at: String,
     updated_at: String,
+    /// The Raft index of the bead's last change: what `--if-revision` compares.
+    revision: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     started_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -68,6 +73,7 @@ impl<'a> From<&'a Bead> for BeadJson<'a> {
             id: &bead.id.0,
             title: &bead.title,
             description: &bead.description,
+            notes: &bead.notes,
             status: bead.status.as_str(),
             bead_type: &bead.bead_type,
             issue_type: &bead.bead_type,
@@ -75,6 +81,7 @@ impl<'a> From<&'a Bead> for BeadJson<'a> {
             assignee: &bead.assignee,
             from: &bead.from,
             parent_id: bead.parent_id.as_ref().map(|id| id.0.clone()).unwrap_or_default(),
+            parent: bead.parent_id.as_ref().map(|id| id.0.clone()).unwrap_or_default(),
             reference: &bead.reference,
             needs: bead.needs().into_iter().map(|id| id.0).collect(),
             labels: bead.labels.iter().map(String::as_str).collect(),
@@ -82,6 +89,7 @@ impl<'a> From<&'a Bead> for BeadJson<'a> {
             ephemeral: bead.ephemeral,
             created_at: bead.created_at.to_rfc3339(),
             updated_at: bead.updated_at.to_rfc3339(),
+            revision: bead.revision,
             started_at: bead.started_at.map(|time| time.to_rfc3339()),
             closed_at: bead.closed_at.map(|time| time.to_rfc3339()),
             close_reason: bead.close_reason.as_deref(),
@@ -135,6 +143,108 @@ pub fn print_beads(beads: &[Bead], json: bool) {
     }
     for bead in beads {
         println!("{}", bead_line(bead));
+    }
+}
+
+/// bd's `schema_version` on single-object answers.
+const SCHEMA_VERSION: u64 = 1;
+
+/// A bead as a JSON object with extra keys.
+fn bead_value(bead: &Bead, extra: &[(&str, serde_json::Value)]) -> serde_json::Value {
+    let mut value = serde_json::to_value(BeadJson::from(bead)).expect("a bead serializes");
+    for (key, extra_value) in extra {
+        value[*key] = extra_value.clone();
+    }
+    value
+}
+
+/// Prints one bead as bd prints a single object: in JSON, an object with `schema_version: 1`.
+pub fn print_bead_object(bead: &Bead, json: bool) {
+    if json {
+        print_json(&bead_value(bead, &[("schema_version", SCHEMA_VERSION.into())]));
+    } else {
+        print_bead(bead, false);
+    }
+}
+
+/// How many `blocks` edges leave the bead (bd's `dependency_count`).
+fn blocks_count(bead: &Bead) -> usize {
+    bead.depends_on.values().filter(|dep_type| dep_type.0 == api::model::DepType::BLOCKS).count()
+}
+
+/// Prints beads as bd's `list` and `ready` do: in JSON an array, each with its `dependency_count`.
+pub fn print_with_counts(beads: &[Bead], json: bool) {
+    if !json {
+        print_beads(beads, false);
+        return;
+    }
+    let values: Vec<serde_json::Value> =
+        beads.iter().map(|bead| bead_value(bead, &[("dependency_count", blocks_count(bead).into())])).collect();
+    print_json(&values);
+}
+
+/// A bead at the other end of an edge, as bd prints it: the bead, with the edge's type, and
+/// also the edge's own keys so that either reader works.
+fn edge_bead(target: &Bead, row: &Dependency) -> serde_json::Value {
+    bead_value(
+        target,
+        &[
+            ("dependency_type", row.dep_type.0.clone().into()),
+            ("issue_id", row.issue_id.0.clone().into()),
+            ("depends_on_id", row.depends_on_id.0.clone().into()),
+            ("type", row.dep_type.0.clone().into()),
+        ],
+    )
+}
+
+/// Prints `show`: in JSON an array, each bead's `dependencies` being the beads it waits for
+/// (each with `dependency_type`); edges to ids that are not beads are left out there, as in bd.
+pub fn print_details(beads: &[Bead], targets: &[Bead], json: bool) {
+    if !json {
+        for bead in beads {
+            print_bead(bead, false);
+        }
+        return;
+    }
+    let values: Vec<serde_json::Value> = beads
+        .iter()
+        .map(|bead| {
+            let rows = bead.dependencies();
+            let dependencies: Vec<serde_json::Value> = rows
+                .iter()
+                .filter_map(|row| {
+                    targets.iter().find(|target| target.id == row.depends_on_id).map(|target| edge_bead(target, row))
+                })
+                .collect();
+            bead_value(bead, &[("dependencies", dependencies.into()), ("dependency_count", blocks_count(bead).into())])
+        })
+        .collect();
+    print_json(&values);
+}
+
+/// Prints `dep list` of one bead (or `--direction up`): the beads at the other end of each edge,
+/// with `dependency_type`; ids that are not beads are left out, as in bd.
+pub fn print_edge_beads(rows: &[Dependency], beads: &[Bead], up: bool, json: bool) {
+    let pairs: Vec<(&Dependency, &Bead)> = rows
+        .iter()
+        .filter_map(|row| {
+            let other = if up { &row.issue_id } else { &row.depends_on_id };
+            beads.iter().find(|bead| &bead.id == other).map(|bead| (row, bead))
+        })
+        .collect();
+    if json {
+        print_json(&pairs.iter().map(|(row, bead)| edge_bead(bead, row)).collect::<Vec<_>>());
+        return;
+    }
+    for (row, bead) in pairs {
+        println!(
+            "  {}: {} [P{}] ({}) via {}",
+            bead.id,
+            bead.title,
+            bead.priority.map_or("-".into(), |p| p.to_string()),
+            bead.status,
+            row.dep_type.0
+        );
     }
 }
 

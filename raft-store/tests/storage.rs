@@ -199,6 +199,10 @@ fn borrowed_records_encode_exactly_like_owned_ones() {
     let mut formula_put = proposal("unused", 11);
     formula_put.command = Command::FormulaPut { source: formula.into() };
     state.apply(2, &formula_put).unwrap();
+    let mut loose_edge = proposal("unused", 12);
+    loose_edge.command =
+        Command::DepAdd { issue_id: "a".into(), depends_on_id: "b".into(), dep_type: api::model::DepType::blocks() };
+    state.apply(3, &loose_edge).unwrap();
     let mut kinds = std::collections::BTreeSet::new();
     for (key, record) in state.records() {
         let borrowed = state.record(&key).expect("every listed record can be borrowed");
@@ -215,9 +219,10 @@ fn borrowed_records_encode_exactly_like_owned_ones() {
             RecordKey::Session(_) => "session",
             RecordKey::Event(..) => "event",
             RecordKey::Formula(..) => "formula",
+            RecordKey::LooseEdges(..) => "loose edges",
         });
     }
-    assert_eq!(kinds.len(), 6, "every kind of record was compared: {kinds:?}");
+    assert_eq!(kinds.len(), 7, "every kind of record was compared: {kinds:?}");
 }
 
 /// On a current-thread runtime an inline build would finish before any other task ran; on the

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::namespace::NamespaceState;
+use super::namespace::{LOOSE_EDGE_SOURCES_MAX, NamespaceState};
 use crate::command::{CreateBead, ReadyFilter, UpdateBead};
 use crate::limits::DEPENDENCIES_PER_BEAD_MAX;
 use crate::model::{Actor, Bead, BeadId, DEFAULT_TYPE, DepType, Status, Timestamp};
@@ -33,13 +33,10 @@ impl NamespaceState {
             None => None,
         };
         let mut depends_on = BTreeMap::new();
+        // A target need not be a bead: an edge to an id this namespace does not hold (another
+        // rig's, `external:<rig>:<id>`) never blocks, as in bd.
         for need in &create.needs {
             let (target, dep_type) = parse_need(need);
-            if !self.beads.contains_key(&target) {
-                return Err(Refusal::Invalid(format!(
-                    "needs names unknown bead {target}; create it first or fix the id"
-                )));
-            }
             depends_on.insert(target, dep_type);
         }
         let (bead_id, seq) = self.next_id(parent_prefix.as_deref());
@@ -49,6 +46,7 @@ impl NamespaceState {
             seq,
             title: create.title.clone(),
             description: create.description.clone(),
+            notes: create.notes.clone(),
             status: Status::Open,
             bead_type: bead_type.to_string(),
             priority: create.priority,
@@ -163,6 +161,15 @@ impl NamespaceState {
                 crate::limits::LABELS_MAX
             )));
         }
+        let notes_after = update.notes.as_ref().map_or(current.notes.len(), String::len)
+            + update.append_notes.as_ref().map_or(0, |appended| appended.len() + 1);
+        if notes_after > crate::limits::DESCRIPTION_BYTES_MAX {
+            return Err(Refusal::TooLarge {
+                what: format!("the notes of {}", current.id),
+                size: notes_after,
+                limit: crate::limits::DESCRIPTION_BYTES_MAX,
+            });
+        }
         let mut metadata_after = current.metadata.clone();
         merge_metadata_map(&mut metadata_after, &update.metadata);
         if metadata_after.len() > crate::limits::METADATA_KEYS_MAX {
@@ -229,17 +236,16 @@ impl NamespaceState {
     }
 
     /// Moves a closed bead back to `open`.
+    /// Reopens a bead, as bd does: any status goes back to `open` with no deferral (closed also
+    /// drops its close time and reason); an open bead stays as it is.
     pub(super) fn reopen(&mut self, bead_id: &BeadId, now: Timestamp) -> Result<Outcome, Refusal> {
-        let status = self.bead(bead_id)?.status;
-        if status != Status::Closed {
-            return Err(Refusal::Invalid(format!(
-                "bead {bead_id} is {status}, not closed; only closed beads can be reopened"
-            )));
-        }
         let bead = self.modify(bead_id, now, |bead| {
-            bead.status = Status::Open;
-            bead.closed_at = None;
-            bead.close_reason = None;
+            if bead.status != Status::Open {
+                bead.status = Status::Open;
+                bead.defer_until = None;
+                bead.closed_at = None;
+                bead.close_reason = None;
+            }
             bead.clone()
         })?;
         Ok(Outcome::Bead(Box::new(bead)))
@@ -260,8 +266,12 @@ impl NamespaceState {
         dep_type: &DepType,
         now: Timestamp,
     ) -> Result<Outcome, Refusal> {
-        let bead = self.bead(issue_id)?;
-        self.bead(depends_on_id)?;
+        if issue_id == depends_on_id {
+            return Err(Refusal::Invalid(format!("{issue_id} cannot depend on itself")));
+        }
+        let Some(bead) = self.beads.get(issue_id) else {
+            return self.loose_dep_add(issue_id, depends_on_id, dep_type);
+        };
         let is_new = !bead.depends_on.contains_key(depends_on_id);
         if is_new && bead.depends_on.len() >= DEPENDENCIES_PER_BEAD_MAX {
             return Err(Refusal::Invalid(format!(
@@ -292,6 +302,30 @@ impl NamespaceState {
                 bead.depends_on.remove(depends_on_id);
             })?;
         }
+        let has_loose_edge = self.loose_edges.get(issue_id).is_some_and(|edges| edges.contains_key(depends_on_id));
+        if has_loose_edge {
+            self.modify_loose(issue_id, |edges| {
+                edges.remove(depends_on_id);
+            });
+        }
+        Ok(Outcome::Done)
+    }
+
+    /// Adds or retypes an edge whose source is not a bead (Gas City keeps edges between any ids).
+    fn loose_dep_add(&mut self, source: &BeadId, target: &BeadId, dep_type: &DepType) -> Result<Outcome, Refusal> {
+        let edges = self.loose_edges.get(source);
+        if edges.is_none() && self.loose_edges.len() >= LOOSE_EDGE_SOURCES_MAX {
+            return Err(Refusal::Invalid(format!(
+                "{LOOSE_EDGE_SOURCES_MAX} ids that are not beads already hold edges; remove some, or add edges between beads"
+            )));
+        }
+        let is_new = edges.is_none_or(|edges| !edges.contains_key(target));
+        if is_new && edges.is_some_and(|edges| edges.len() >= DEPENDENCIES_PER_BEAD_MAX) {
+            return Err(Refusal::Invalid(format!("{source} already has {DEPENDENCIES_PER_BEAD_MAX} dependencies")));
+        }
+        self.modify_loose(source, |edges| {
+            edges.insert(target.clone(), dep_type.clone());
+        });
         Ok(Outcome::Done)
     }
 }
@@ -316,6 +350,15 @@ fn apply_fields(bead: &mut Bead, update: &UpdateBead, now: Timestamp) {
     }
     if let Some(description) = &update.description {
         bead.description = description.clone();
+    }
+    if let Some(notes) = &update.notes {
+        bead.notes = notes.clone();
+    }
+    if let Some(appended) = &update.append_notes {
+        if !bead.notes.is_empty() {
+            bead.notes.push('\n');
+        }
+        bead.notes.push_str(appended);
     }
     if let Some(status) = update.status
         && status != bead.status

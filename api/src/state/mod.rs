@@ -24,7 +24,7 @@ use std::hash::{Hash, Hasher};
 use serde::{Deserialize, Serialize};
 
 use crate::command::{Command, Proposal, Query};
-use crate::model::{Bead, BeadId, Event, Namespace, Timestamp};
+use crate::model::{Bead, BeadId, DepType, Event, Namespace, Timestamp};
 use crate::outcome::{Answer, NamespaceInfo, Outcome, Refusal};
 use crate::validate::{validate_command, validate_namespace, validate_prefix};
 pub use namespace::NamespaceMeta;
@@ -47,6 +47,8 @@ pub enum RecordKey {
     Event(Namespace, u64),
     /// A stored formula of a namespace.
     Formula(Namespace, String),
+    /// The dependency edges of an id that is not a bead.
+    LooseEdges(Namespace, BeadId),
 }
 
 /// One persisted record of the state.
@@ -64,6 +66,8 @@ pub enum Record {
     Event(Event),
     /// A formula's TOML source.
     Formula(String),
+    /// Dependency edges of an id that is not a bead: target to type.
+    LooseEdges(BTreeMap<BeadId, DepType>),
 }
 
 /// One record borrowed from the state. It serializes exactly as the [`Record`] it stands for
@@ -84,6 +88,8 @@ pub enum RecordRef<'a> {
     Event(&'a Event),
     /// A formula's TOML source.
     Formula(&'a str),
+    /// Dependency edges of an id that is not a bead.
+    LooseEdges(&'a BTreeMap<BeadId, DepType>),
 }
 
 impl RecordRef<'_> {
@@ -96,6 +102,7 @@ impl RecordRef<'_> {
             RecordRef::Session(session) => Record::Session(session.clone()),
             RecordRef::Event(event) => Record::Event(event.clone()),
             RecordRef::Formula(source) => Record::Formula(source.to_string()),
+            RecordRef::LooseEdges(edges) => Record::LooseEdges(edges.clone()),
         }
     }
 }
@@ -158,11 +165,15 @@ impl State {
         let mut beads = Vec::new();
         let mut events = Vec::new();
         let mut formulas = Vec::new();
+        let mut loose = Vec::new();
         for (key, record) in records {
             match (key, record) {
                 (RecordKey::Event(namespace, _), Record::Event(event)) => events.push((namespace, event)),
                 (RecordKey::Formula(namespace, name), Record::Formula(source)) => {
                     formulas.push((namespace, name, source))
+                }
+                (RecordKey::LooseEdges(namespace, source), Record::LooseEdges(edges)) => {
+                    loose.push((namespace, source, edges))
                 }
                 (RecordKey::Clock, Record::Clock(clock)) => state.clock = clock,
                 (RecordKey::Namespace(namespace), Record::Namespace(meta)) => {
@@ -192,6 +203,12 @@ impl State {
             };
             namespace_state.formulas.insert(name, namespace::StoredFormula::new(source));
         }
+        for (namespace, source, edges) in loose {
+            let Some(namespace_state) = state.namespaces.get_mut(&namespace) else {
+                return Err(LoadError { key: RecordKey::LooseEdges(namespace, source) });
+            };
+            namespace_state.loose_edges.insert(source, edges);
+        }
         for namespace_state in state.namespaces.values_mut() {
             namespace_state.refresh_all();
         }
@@ -204,6 +221,7 @@ impl State {
             namespace_state.dirty_beads.clear();
             namespace_state.dirty_events.clear();
             namespace_state.dirty_formulas.clear();
+            namespace_state.dirty_loose.clear();
             namespace_state.meta_dirty = false;
         }
         self.sessions.dirty.clear();
@@ -357,10 +375,13 @@ impl State {
         let bead_ids: BTreeSet<&BeadId> = namespace_state.beads.keys().chain(&namespace_state.dirty_beads).collect();
         let seqs: BTreeSet<u64> = namespace_state.events.keys().chain(&namespace_state.dirty_events).copied().collect();
         let names: BTreeSet<&String> = namespace_state.formulas.keys().chain(&namespace_state.dirty_formulas).collect();
+        let sources: BTreeSet<&BeadId> =
+            namespace_state.loose_edges.keys().chain(&namespace_state.dirty_loose).collect();
         let records = &mut self.removed_records;
         records.extend(bead_ids.into_iter().map(|bead_id| RecordKey::Bead(namespace.clone(), bead_id.clone())));
         records.extend(seqs.into_iter().map(|seq| RecordKey::Event(namespace.clone(), seq)));
         records.extend(names.into_iter().map(|name| RecordKey::Formula(namespace.clone(), name.clone())));
+        records.extend(sources.into_iter().map(|source| RecordKey::LooseEdges(namespace.clone(), source.clone())));
         self.removed_namespaces.insert(namespace.clone());
         Ok(Outcome::Namespaces(vec![info]))
     }
@@ -391,6 +412,7 @@ impl State {
         };
         match query {
             Query::Get { ids } => namespace_state.get(ids),
+            Query::Lookup { ids } => Ok(namespace_state.lookup(ids)),
             Query::List(filter) => namespace_state.list(filter),
             Query::Ready { filter, now } => namespace_state.ready(filter, *now),
             Query::Children { parent, include_closed } => namespace_state.children(parent, *include_closed),
@@ -430,6 +452,8 @@ impl State {
             keys.extend(events.into_iter().map(|seq| RecordKey::Event(namespace.clone(), seq)));
             let formulas = std::mem::take(&mut namespace_state.dirty_formulas);
             keys.extend(formulas.into_iter().map(|name| RecordKey::Formula(namespace.clone(), name)));
+            let sources = std::mem::take(&mut namespace_state.dirty_loose);
+            keys.extend(sources.into_iter().map(|source| RecordKey::LooseEdges(namespace.clone(), source)));
         }
         keys.extend(std::mem::take(&mut self.sessions.dirty).into_iter().map(RecordKey::Session));
         self.mark_clean();
@@ -466,6 +490,9 @@ impl State {
             RecordKey::Formula(namespace, name) => {
                 self.namespaces.get(namespace)?.formulas.get(name).map(|stored| RecordRef::Formula(&stored.source))
             }
+            RecordKey::LooseEdges(namespace, source) => {
+                self.namespaces.get(namespace)?.loose_edges.get(source).map(RecordRef::LooseEdges)
+            }
         }
     }
 
@@ -486,6 +513,12 @@ impl State {
             for (name, stored) in &namespace_state.formulas {
                 let record = Record::Formula(stored.source.clone());
                 records.push((RecordKey::Formula(namespace.clone(), name.clone()), record));
+            }
+            for (source, edges) in &namespace_state.loose_edges {
+                records.push((
+                    RecordKey::LooseEdges(namespace.clone(), source.clone()),
+                    Record::LooseEdges(edges.clone()),
+                ));
             }
         }
         for (client_id, session) in &self.sessions.by_client {

@@ -27,6 +27,8 @@ use crate::outcome::Refusal;
 
 /// How far up a parent chain or along dependency edges any walk goes before it stops.
 pub const GRAPH_WALK_MAX: usize = 100_000;
+/// Most ids that hold dependency edges without being beads, per namespace.
+pub const LOOSE_EDGE_SOURCES_MAX: usize = 10_000;
 
 /// The persisted settings and counters of a namespace.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,6 +103,11 @@ pub struct NamespaceState {
     pub(super) formulas: BTreeMap<String, StoredFormula>,
     /// Formulas stored or removed since the last persist.
     pub(super) dirty_formulas: BTreeSet<String>,
+    /// Dependency edges whose source is not a bead (yet): source id to target and type. Gas City
+    /// records edges between arbitrary ids; a bead created under such an id takes them over.
+    pub(super) loose_edges: BTreeMap<BeadId, BTreeMap<BeadId, DepType>>,
+    /// Loose-edge sources changed since the last persist.
+    pub(super) dirty_loose: BTreeSet<BeadId>,
     /// The Raft index of the command being applied: what a bead it changes gets as its revision.
     pub(super) revision: u64,
     /// While a transaction applies: how to undo it.
@@ -113,6 +120,7 @@ pub struct NamespaceState {
 pub(super) struct Journal {
     pub(super) meta: NamespaceMeta,
     pub(super) beads: BTreeMap<BeadId, Option<Bead>>,
+    pub(super) loose: BTreeMap<BeadId, Option<BTreeMap<BeadId, DepType>>>,
     pub(super) pending_events: usize,
 }
 
@@ -130,9 +138,38 @@ impl NamespaceState {
             pending_events: Vec::new(),
             formulas: BTreeMap::new(),
             dirty_formulas: BTreeSet::new(),
+            loose_edges: BTreeMap::new(),
+            dirty_loose: BTreeSet::new(),
             revision: 0,
             journal: None,
         }
+    }
+
+    /// Keeps a loose-edge source's edges from before their first change in the current
+    /// transaction, if one is applying.
+    fn journal_loose(&mut self, source: &BeadId) {
+        if let Some(journal) = self.journal.as_mut()
+            && !journal.loose.contains_key(source)
+        {
+            journal.loose.insert(source.clone(), self.loose_edges.get(source).cloned());
+        }
+    }
+
+    /// Changes the loose edges of `source` through `change` (an empty set is removed).
+    pub(super) fn modify_loose(&mut self, source: &BeadId, change: impl FnOnce(&mut BTreeMap<BeadId, DepType>)) {
+        self.journal_loose(source);
+        let mut edges = self.loose_edges.remove(source).unwrap_or_default();
+        change(&mut edges);
+        if !edges.is_empty() {
+            self.loose_edges.insert(source.clone(), edges);
+        }
+        self.dirty_loose.insert(source.clone());
+    }
+
+    /// Loose-edge sources with an edge to `target` (a bounded scan: see [`LOOSE_EDGE_SOURCES_MAX`]).
+    pub(super) fn loose_dependents_of(&self, target: &BeadId) -> Vec<BeadId> {
+        let pointing = self.loose_edges.iter().filter(|(_, edges)| edges.contains_key(target));
+        pointing.map(|(source, _)| source.clone()).collect()
     }
 
     /// Keeps a bead's value from before its first change in the current transaction, if one is
@@ -206,7 +243,14 @@ impl NamespaceState {
     }
 
     /// Adds a new bead (its dependencies already checked) and indexes it.
-    pub(super) fn insert(&mut self, bead: Bead) {
+    pub(super) fn insert(&mut self, mut bead: Bead) {
+        if self.loose_edges.contains_key(&bead.id) {
+            let mut taken = BTreeMap::new();
+            self.modify_loose(&bead.id.clone(), |edges| taken = std::mem::take(edges));
+            for (target, dep_type) in taken {
+                bead.depends_on.entry(target).or_insert(dep_type);
+            }
+        }
         self.emit(event_type::BEAD_CREATED, &bead.id, bead.title.clone());
         if bead.bead_type == CONVOY_TYPE {
             self.emit(event_type::CONVOY_CREATED, &bead.id, bead.title.clone());
@@ -352,6 +396,11 @@ impl NamespaceState {
         self.indexes.forget(bead_id);
         self.dirty_beads.insert(bead_id.clone());
         self.emit(event_type::BEAD_DELETED, bead_id, bead.title.clone());
+        for source in self.loose_dependents_of(bead_id) {
+            self.modify_loose(&source, |edges| {
+                edges.remove(bead_id);
+            });
+        }
         // Children of a deleted bead become roots rather than point at a missing parent.
         for child in self.children_of(bead_id) {
             self.modify(&child, now, |child_bead| child_bead.parent_id = None)?;

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use super::index::{CreatedKey, ReadyIndex, ReadyKey};
 use super::namespace::NamespaceState;
-use crate::command::{DepDirection, ListFilter, ListSort, ReadyFilter};
+use crate::command::{DepDirection, ListCursor, ListFilter, ListSort, ReadyFilter};
 use crate::limits::LIST_RESULTS_MAX;
 use crate::model::{Bead, BeadId, Dependency, Status, Timestamp};
 use crate::outcome::{Outcome, Refusal};
@@ -128,6 +128,7 @@ impl NamespaceState {
         }
         let empty = BTreeSet::new();
         let accept = |bead: &Bead| Self::matches_list(bead, filter);
+        let after = filter.after.as_ref().map(cursor_key);
         let sources = self.list_sources(filter);
         let smallest = sources.into_iter().min_by_key(|source| source.map_or(0, BTreeSet::len));
         if filter.statuses.len() > 1 {
@@ -140,13 +141,13 @@ impl NamespaceState {
                 distinct.iter().filter_map(|status| self.indexes.by_status.get(status)).collect();
             let total: usize = statuses.iter().map(|set| set.len()).sum();
             if smallest.is_none_or(|source| total < source.map_or(0, BTreeSet::len)) {
-                let beads = self.walk_keys(merged(statuses, filter.sort), filter.limit, accept)?;
+                let beads = self.walk_keys(merged(statuses, filter.sort, after.as_ref()), filter.limit, accept)?;
                 return Ok(Outcome::Beads(beads));
             }
         }
         // No index serves the filters (metadata only, or none with --all): walk every bead.
         let source = smallest.map_or(&self.indexes.all, |source| source.unwrap_or(&empty));
-        let beads = self.walk_created(source, filter.sort, filter.limit, accept)?;
+        let beads = self.walk_keys(in_order(source, filter.sort, after.as_ref()), filter.limit, accept)?;
         Ok(Outcome::Beads(beads))
     }
 
@@ -157,7 +158,7 @@ impl NamespaceState {
         limit: u32,
         accept: impl Fn(&Bead) -> bool,
     ) -> Result<Vec<Bead>, Refusal> {
-        self.walk_keys(in_order(source, sort), limit, accept)
+        self.walk_keys(in_order(source, sort, None), limit, accept)
     }
 
     /// The accepted beads of `keys`, in their order, up to `limit`.
@@ -191,17 +192,40 @@ impl NamespaceState {
 
     /// Edges of a bead; an unknown id has none.
     pub(super) fn dep_list(&self, bead_id: &BeadId, direction: DepDirection) -> Outcome {
+        let loose_rows = |source: &BeadId| -> Vec<Dependency> {
+            let edges = self.loose_edges.get(source).into_iter().flatten();
+            edges
+                .map(|(target, dep_type)| Dependency {
+                    issue_id: source.clone(),
+                    depends_on_id: target.clone(),
+                    dep_type: dep_type.clone(),
+                })
+                .collect()
+        };
         let rows: Vec<Dependency> = match direction {
-            DepDirection::Down => self.beads.get(bead_id).map(Bead::dependencies).unwrap_or_default(),
-            DepDirection::Up => self
-                .dependents_of(bead_id)
-                .iter()
-                .filter_map(|dependent| self.beads.get(dependent))
-                .flat_map(Bead::dependencies)
-                .filter(|row| &row.depends_on_id == bead_id)
-                .collect(),
+            DepDirection::Down => match self.beads.get(bead_id) {
+                Some(bead) => bead.dependencies(),
+                None => loose_rows(bead_id),
+            },
+            DepDirection::Up => {
+                let from_beads = self
+                    .dependents_of(bead_id)
+                    .iter()
+                    .filter_map(|dependent| self.beads.get(dependent))
+                    .flat_map(Bead::dependencies)
+                    .filter(|row| &row.depends_on_id == bead_id)
+                    .collect::<Vec<_>>();
+                let from_loose = self.loose_dependents_of(bead_id).iter().flat_map(loose_rows).collect::<Vec<_>>();
+                let from_loose = from_loose.into_iter().filter(|row| &row.depends_on_id == bead_id);
+                from_beads.into_iter().chain(from_loose).collect()
+            }
         };
         Outcome::Dependencies(rows)
+    }
+
+    /// The beads of these ids that exist, in the order asked.
+    pub(super) fn lookup(&self, ids: &[BeadId]) -> Outcome {
+        Outcome::Beads(ids.iter().filter_map(|bead_id| self.beads.get(bead_id).cloned()).collect())
     }
 
     /// Beads by id; every id must exist.
@@ -211,18 +235,34 @@ impl NamespaceState {
     }
 }
 
-/// A creation-ordered set's keys in `sort` order.
-fn in_order(set: &BTreeSet<CreatedKey>, sort: ListSort) -> Box<dyn Iterator<Item = &CreatedKey> + '_> {
-    match sort {
-        ListSort::CreatedAsc => Box::new(set.iter()),
-        ListSort::CreatedDesc => Box::new(set.iter().rev()),
+/// A creation-ordered set's keys in `sort` order, strictly after `after` when given.
+fn in_order<'a>(
+    set: &'a BTreeSet<CreatedKey>,
+    sort: ListSort,
+    after: Option<&CreatedKey>,
+) -> Box<dyn Iterator<Item = &'a CreatedKey> + 'a> {
+    use std::ops::Bound::{Excluded, Unbounded};
+    match (sort, after) {
+        (ListSort::CreatedAsc, None) => Box::new(set.iter()),
+        (ListSort::CreatedAsc, Some(key)) => Box::new(set.range((Excluded(key.clone()), Unbounded))),
+        (ListSort::CreatedDesc, None) => Box::new(set.iter().rev()),
+        (ListSort::CreatedDesc, Some(key)) => Box::new(set.range((Unbounded, Excluded(key.clone()))).rev()),
     }
+}
+
+/// The index key a cursor stands for.
+fn cursor_key(cursor: &ListCursor) -> CreatedKey {
+    CreatedKey { created_at: cursor.created_at, seq: cursor.seq, id: cursor.id.clone() }
 }
 
 /// The keys of disjoint creation-ordered sets (a bead has one status) as one sequence in `sort`
 /// order: each step takes the first of the sets' next keys.
-fn merged(sets: Vec<&BTreeSet<CreatedKey>>, sort: ListSort) -> impl Iterator<Item = &CreatedKey> {
-    let mut heads: Vec<_> = sets.into_iter().map(|set| in_order(set, sort).peekable()).collect();
+fn merged<'a>(
+    sets: Vec<&'a BTreeSet<CreatedKey>>,
+    sort: ListSort,
+    after: Option<&CreatedKey>,
+) -> impl Iterator<Item = &'a CreatedKey> {
+    let mut heads: Vec<_> = sets.into_iter().map(|set| in_order(set, sort, after).peekable()).collect();
     std::iter::from_fn(move || {
         let (first, _) =
             heads.iter_mut().enumerate().filter_map(|(index, head)| head.peek().map(|key| (index, *key))).min_by(

@@ -639,10 +639,6 @@ fn bad_input_is_refused_and_changes_nothing() {
             Command::Create(CreateBead { title: "t".into(), priority: Some(9), ..Default::default() }),
         ),
         (
-            "unknown need",
-            Command::Create(CreateBead { title: "t".into(), needs: vec!["st-404".into()], ..Default::default() }),
-        ),
-        (
             "unknown parent",
             Command::Create(CreateBead { title: "t".into(), parent_id: Some("st-404".into()), ..Default::default() }),
         ),
@@ -691,13 +687,69 @@ fn close_many_with_reason_all_or_nothing() {
 }
 
 #[test]
-fn reopen_only_from_closed() {
+fn reopen_moves_any_status_back_to_open_as_bd_does_and_leaves_an_open_bead_alone() {
     let mut harness = Harness::new();
     let bead_id = harness.create("a");
-    assert!(matches!(harness.apply(Command::Reopen { id: bead_id.clone() }), Err(Refusal::Invalid(_))));
+    let revision = harness.get(&bead_id).revision;
+    let bead = bead_of(harness.apply(Command::Reopen { id: bead_id.clone() }));
+    assert_eq!((bead.status, bead.revision), (Status::Open, revision), "an open bead is not changed");
+    harness.claim(&bead_id, "alice").unwrap();
+    let bead = bead_of(harness.apply(Command::Reopen { id: bead_id.clone() }));
+    assert_eq!(bead.status, Status::Open, "in_progress is reopened");
+    harness
+        .apply(Command::Update(UpdateBead { id: bead_id.clone(), assignee: Some(String::new()), ..Default::default() }))
+        .unwrap();
     harness.close(&bead_id).unwrap();
     let bead = bead_of(harness.apply(Command::Reopen { id: bead_id.clone() }));
-    assert_eq!((bead.status, bead.closed_at), (Status::Open, None));
+    assert_eq!((bead.status, bead.closed_at, bead.close_reason), (Status::Open, None, None));
+    assert!(matches!(harness.apply(Command::Reopen { id: "st-404".into() }), Err(Refusal::NotFound(_))));
+}
+
+/// Gas City's dependency conformance (`RunDepTests`): edges between ids that are not beads.
+#[test]
+fn edges_between_ids_that_are_not_beads_follow_gas_citys_dependency_conformance() {
+    let mut harness = Harness::new();
+    let dep_add = |harness: &mut Harness, from: &str, to: &str, dep_type: &str| {
+        harness
+            .apply(Command::DepAdd {
+                issue_id: from.into(),
+                depends_on_id: to.into(),
+                dep_type: DepType(dep_type.into()),
+            })
+            .unwrap();
+    };
+    let dep_list = |harness: &Harness, id: &str, direction: DepDirection| match harness
+        .query(Query::DepList { id: id.into(), direction })
+    {
+        Ok(Outcome::Dependencies(rows)) => rows,
+        other => panic!("expected rows, got {other:?}"),
+    };
+    dep_add(&mut harness, "a", "b", "blocks");
+    dep_add(&mut harness, "a", "b", "blocks");
+    assert_eq!(dep_list(&harness, "a", DepDirection::Down).len(), 1, "adding an edge again is idempotent");
+    dep_add(&mut harness, "a", "b", "tracks");
+    let rows = dep_list(&harness, "a", DepDirection::Down);
+    assert_eq!((rows.len(), rows[0].dep_type.0.as_str()), (1, "tracks"), "adding with a new type re-types the edge");
+    let up = dep_list(&harness, "b", DepDirection::Up);
+    assert_eq!((up.len(), up[0].issue_id.0.as_str()), (1, "a"), "up lists the source");
+    dep_add(&mut harness, "a", "c", "blocks");
+    harness.apply(Command::DepRemove { issue_id: "a".into(), depends_on_id: "b".into() }).unwrap();
+    let rows = dep_list(&harness, "a", DepDirection::Down);
+    assert_eq!((rows.len(), rows[0].depends_on_id.0.as_str()), (1, "c"), "remove takes one edge");
+    harness.apply(Command::DepRemove { issue_id: "x".into(), depends_on_id: "y".into() }).unwrap();
+    assert!(dep_list(&harness, "nonexistent", DepDirection::Down).is_empty());
+    // A bead with an edge to an id the namespace does not hold (another rig's) stays ready.
+    let bead_id = harness.create("cross-rig");
+    dep_add(&mut harness, &bead_id.0, "external:other-rig:or-7", "blocks");
+    dep_add(&mut harness, &bead_id.0, "zz-9", "blocks");
+    assert!(harness.ready_all().contains(&bead_id), "edges to ids that are not beads never block");
+    // A bead created under an id that held edges takes them over, and waits on them.
+    dep_add(&mut harness, "st-2", &bead_id.0, "blocks");
+    let taker = harness.create("takes over");
+    assert_eq!(taker.0, "st-2");
+    assert_eq!(harness.get(&taker).depends_on.get(&bead_id), Some(&DepType::blocks()));
+    assert!(!harness.ready_all().contains(&taker), "st-2 waits for st-1");
+    assert_eq!(dep_list(&harness, "st-2", DepDirection::Down).len(), 1);
 }
 
 #[test]

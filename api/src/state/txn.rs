@@ -84,6 +84,7 @@ impl NamespaceState {
         self.journal = Some(Journal {
             meta: self.meta.clone(),
             beads: Default::default(),
+            loose: Default::default(),
             pending_events: self.pending_events.len(),
         });
         let mut created: Vec<Option<BeadId>> = Vec::with_capacity(txn.writes.len());
@@ -136,6 +137,13 @@ impl NamespaceState {
         self.meta = journal.meta;
         self.meta_dirty = true;
         self.pending_events.truncate(journal.pending_events);
+        for (source, edges) in journal.loose {
+            match edges {
+                Some(edges) => self.loose_edges.insert(source.clone(), edges),
+                None => self.loose_edges.remove(&source),
+            };
+            self.dirty_loose.insert(source);
+        }
         let mut refresh = Vec::with_capacity(journal.beads.len());
         for (bead_id, before) in journal.beads {
             if let Some(current) = self.beads.remove(&bead_id) {
