@@ -33,8 +33,7 @@ struct Row {
     shape: Shape,
 }
 
-const ISSUE: &[&str] =
-    &["id", "title", "status", "issue_type", "priority", "labels", "metadata", "created_at", "updated_at"];
+const ISSUE: &[&str] = &["id", "title", "status", "issue_type", "labels", "metadata", "created_at", "updated_at"];
 
 const ROWS: &[Row] = &[
     Row {

@@ -360,7 +360,7 @@ async fn exec_store_protocol_op_by_op_against_a_live_cluster() {
     session.section("reopen; ready with and without wisps; lifecycle operations a cluster does not need");
     session.ok(&city, &["reopen", "gc-1"], None);
     assert_eq!(session.ok(&city, &["get", "gc-1"], None).json()["status"], "open");
-    session.fails(&city, &["reopen", "gc-2"], None, "only closed beads can be reopened");
+    session.ok(&city, &["reopen", "gc-2"], None);
     session.not_found(&city, &["reopen", "gc-999"], None);
     session.ok(&city, &["create"], Some(r#"{"title":"open wisp","ephemeral":true}"#));
     assert!(!titles(&session.ok(&city, &["ready"], None).json().as_array().unwrap().clone()).contains(&"open wisp"));
@@ -380,7 +380,7 @@ async fn exec_store_protocol_op_by_op_against_a_live_cluster() {
     session.fails(&city, &["create"], Some(r#"{"title":5}"#), "stdin is not the JSON object");
     session.fails(&city, &["create"], Some(""), "stdin is not the JSON object");
     session.fails(&city, &["create"], Some(r#"{"title":""}"#), "title must not be empty");
-    session.fails(&city, &["create"], Some(r#"{"title":"x","needs":["gc-999"]}"#), "gc-999");
+    session.ok(&city, &["create"], Some(r#"{"title":"x","needs":["gc-999"]}"#));
     session.fails(&city, &["update", "gc-2"], Some("[1]"), "stdin is not the JSON object");
     session.fails(&city, &["update", "gc-2"], Some(r#"{"priority":"high"}"#), "stdin is not the JSON object");
     session.fails(&city, &["purge"], Some("{"), "stdin is not the JSON object");
