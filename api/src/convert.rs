@@ -382,46 +382,20 @@ fn txn_write_of(write: pb::TxnWrite) -> Result<Command, Refusal> {
     Ok(request?.command)
 }
 
-/// The protobuf form of one write of a transaction; `None` for a command a transaction cannot hold.
+/// The protobuf form of one write of a transaction; `None` for a command a transaction cannot
+/// hold. The inner request keeps an empty header, which the server ignores.
 fn txn_write_to_proto(command: &Command) -> Option<pb::TxnWrite> {
     use pb::txn_write::Write;
     let write = match write_to_proto(pb::WriteHeader::default(), command) {
-        WriteProto::Create(mut request) => Write::Create({
-            request.header = None;
-            request
-        }),
-        WriteProto::Update(mut request) => Write::Update({
-            request.header = None;
-            request
-        }),
-        WriteProto::SetMetadata(mut request) => Write::SetMetadata({
-            request.header = None;
-            request
-        }),
-        WriteProto::Claim(mut request) => Write::Claim({
-            request.header = None;
-            request
-        }),
-        WriteProto::Close(mut request) => Write::Close({
-            request.header = None;
-            request
-        }),
-        WriteProto::Reopen(mut request) => Write::Reopen({
-            request.header = None;
-            request
-        }),
-        WriteProto::Delete(mut request) => Write::Delete({
-            request.header = None;
-            request
-        }),
-        WriteProto::DepAdd(mut request) => Write::DepAdd({
-            request.header = None;
-            request
-        }),
-        WriteProto::DepRemove(mut request) => Write::DepRemove({
-            request.header = None;
-            request
-        }),
+        WriteProto::Create(request) => Write::Create(request),
+        WriteProto::Update(request) => Write::Update(request),
+        WriteProto::SetMetadata(request) => Write::SetMetadata(request),
+        WriteProto::Claim(request) => Write::Claim(request),
+        WriteProto::Close(request) => Write::Close(request),
+        WriteProto::Reopen(request) => Write::Reopen(request),
+        WriteProto::Delete(request) => Write::Delete(request),
+        WriteProto::DepAdd(request) => Write::DepAdd(request),
+        WriteProto::DepRemove(request) => Write::DepRemove(request),
         _ => return None,
     };
     Some(pb::TxnWrite { write: Some(write) })

@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use api::client::Client;
 use api::command::{Command, CreateBead, DepDirection, ListFilter, Query, ReadyFilter, Txn, UpdateBead};
 use api::convert::{parse_key_value, parse_status};
 use api::model::{Actor, Bead, BeadId, DepType, Status, Timestamp};
@@ -219,6 +220,20 @@ pub struct UpdateArgs {
     claim: bool,
 }
 
+/// The label filters `list` and `ready` share.
+#[derive(Args, Clone, Debug)]
+pub struct LabelArgs {
+    /// Beads with every one of these labels (repeatable, comma-separated).
+    #[arg(long, short, value_delimiter = ',')]
+    label: Vec<String>,
+    /// Beads with any of these labels.
+    #[arg(long = "label-any", value_delimiter = ',')]
+    label_any: Vec<String>,
+    /// Beads without these labels (repeatable, comma-separated).
+    #[arg(long = "exclude-label", value_delimiter = ',')]
+    exclude_label: Vec<String>,
+}
+
 #[derive(Args, Debug)]
 pub struct ListArgs {
     /// Statuses, comma-separated, or `all` (default: every status but closed and pinned).
@@ -236,15 +251,8 @@ pub struct ListArgs {
     /// Not these types (repeatable, comma-separated).
     #[arg(long = "exclude-type", value_delimiter = ',')]
     exclude_type: Vec<String>,
-    /// Beads with every one of these labels (repeatable, comma-separated).
-    #[arg(long, short, value_delimiter = ',')]
-    label: Vec<String>,
-    /// Beads with any of these labels.
-    #[arg(long = "label-any", value_delimiter = ',')]
-    label_any: Vec<String>,
-    /// Beads without these labels.
-    #[arg(long = "exclude-label", value_delimiter = ',')]
-    exclude_label: Vec<String>,
+    #[command(flatten)]
+    labels: LabelArgs,
     /// Only beads without labels.
     #[arg(long = "no-labels")]
     no_labels: bool,
@@ -347,15 +355,8 @@ pub struct ReadyArgs {
     /// Only unassigned beads.
     #[arg(long, short)]
     unassigned: bool,
-    /// Beads with this label (repeatable: all of them).
-    #[arg(long, short, value_delimiter = ',')]
-    label: Vec<String>,
-    /// Beads with any of these labels.
-    #[arg(long = "label-any", value_delimiter = ',')]
-    label_any: Vec<String>,
-    /// Beads without this label (repeatable).
-    #[arg(long = "exclude-label", value_delimiter = ',')]
-    exclude_label: Vec<String>,
+    #[command(flatten)]
+    labels: LabelArgs,
     /// Metadata key=value (repeatable).
     #[arg(long = "metadata-field")]
     metadata_field: Vec<String>,
@@ -577,7 +578,7 @@ fn listing(args: &ListArgs) -> Result<Listing, Failure> {
     let filter = ListFilter {
         statuses,
         assignee: if unassigned { Some(String::new()) } else { args.assignee.clone() },
-        labels_all: args.label.clone(),
+        labels_all: args.labels.label.clone(),
         bead_type: args.bead_type.clone(),
         parent: args.parent.as_deref().map(BeadId::from),
         metadata_equals: key_values(&args.metadata_field, "--metadata-field")?,
@@ -589,8 +590,8 @@ fn listing(args: &ListArgs) -> Result<Listing, Failure> {
         description_contains: args.desc_contains.clone(),
         notes_contains: args.notes_contains.clone(),
         exclude_types,
-        exclude_labels: args.exclude_label.clone(),
-        labels_any: args.label_any.clone(),
+        exclude_labels: args.labels.exclude_label.clone(),
+        labels_any: args.labels.label_any.clone(),
         no_assignee: unassigned,
         no_labels: args.no_labels,
         no_parent: args.no_parent,
@@ -615,9 +616,9 @@ fn ready_filter(args: &ReadyArgs, limit: u32) -> Result<ReadyFilter, Failure> {
     Ok(ReadyFilter {
         assignee: args.assignee.clone().filter(|assignee| !assignee.is_empty()),
         unassigned,
-        labels_all: args.label.clone(),
-        labels_any: args.label_any.clone(),
-        exclude_labels: args.exclude_label.clone(),
+        labels_all: args.labels.label.clone(),
+        labels_any: args.labels.label_any.clone(),
+        exclude_labels: args.labels.exclude_label.clone(),
         metadata_equals: key_values(&args.metadata_field, "--metadata-field")?,
         metadata_has_keys: args.has_metadata_key.clone(),
         parent: args.parent.as_deref().map(BeadId::from),
@@ -629,8 +630,7 @@ fn ready_filter(args: &ReadyArgs, limit: u32) -> Result<ReadyFilter, Failure> {
 }
 
 /// Sends one write, conditional on a revision when given.
-async fn write_if(cli: &Cli, command: Command, condition: Option<(&str, u64)>) -> Result<Answer, Failure> {
-    let client = cli.client()?;
+async fn write_if(client: &Client, command: Command, condition: Option<(&str, u64)>) -> Result<Answer, Failure> {
     let Some((id, revision)) = condition else { return Ok(client.execute(command).await?) };
     match client.execute(Command::Txn(Txn::conditional(BeadId::from(id), revision, command))).await? {
         Answer::Txn(mut outcomes) if outcomes.len() == 1 => Ok(outcomes.remove(0)),
@@ -669,7 +669,7 @@ pub async fn run(cli: &Cli, command: &BeadCommand) -> Outcome {
         BeadCommand::Close(args) => {
             let condition = single_id(&args.ids, args.if_revision)?;
             let ids = args.ids.iter().map(|id| BeadId::from(id.as_str())).collect();
-            let answer = write_if(cli, Command::Close { ids, reason: args.reason.clone() }, condition).await?;
+            let answer = write_if(&client, Command::Close { ids, reason: args.reason.clone() }, condition).await?;
             print_beads(&beads_of(answer), json);
             Ok(true)
         }
@@ -700,9 +700,7 @@ impl ReadyArgs {
         ReadyArgs {
             assignee: args.assignee.clone(),
             unassigned: args.no_assignee,
-            label: args.label.clone(),
-            label_any: args.label_any.clone(),
-            exclude_label: args.exclude_label.clone(),
+            labels: args.labels.clone(),
             metadata_field: args.metadata_field.clone(),
             has_metadata_key: args.has_metadata_key.iter().cloned().collect(),
             parent: args.parent.clone(),
@@ -745,7 +743,7 @@ async fn run_update(cli: &Cli, args: &UpdateArgs) -> Outcome {
             println!("No updates specified");
             return Ok(true);
         }
-        match write_if(cli, Command::Update(update), condition).await {
+        match write_if(&client, Command::Update(update), condition).await {
             Ok(answer) => updated.extend(beads_of(answer)),
             Err(failure) if args.ids.len() > 1 => {
                 failures += 1;
@@ -806,7 +804,7 @@ async fn run_delete(cli: &Cli, args: &DeleteArgs) -> Outcome {
     for bead in &beads {
         let dependents = client.query(Query::DepList { id: bead.id.clone(), direction: DepDirection::Up }).await?;
         edges_removed += bead.depends_on.len() + dependencies_of(dependents).len();
-        write_if(cli, Command::Delete { id: bead.id.clone() }, condition).await?;
+        write_if(&client, Command::Delete { id: bead.id.clone() }, condition).await?;
     }
     if cli.json {
         let value = match ids.as_slice() {

@@ -4,9 +4,9 @@
 //! The filters an index serves (statuses, assignee, labels, type, parent, metadata) go to the
 //! cluster; the rest (title text, excluded types and labels, times, priorities) are applied here.
 //! A listing pages through the cluster with a keyset cursor on (created_at, seq, id), at most
-//! [`LIST_PAGE_BEADS`] beads a page, so `--limit 0` works at any size with bounded memory per
-//! page, and each page is consistent. Sorting by a field other than creation needs every matching
-//! bead first, as in bd.
+//! [`LIST_PAGE_BEADS`] beads a page, so no answer of the cluster exceeds a page and `--limit 0`
+//! works at any size; the CLI holds the matching beads it prints. In creation order a limit stops
+//! the paging early; sorting by another field needs every matching bead first, as in bd.
 
 use std::cmp::Ordering;
 

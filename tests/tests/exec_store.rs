@@ -380,7 +380,6 @@ async fn exec_store_protocol_op_by_op_against_a_live_cluster() {
     session.fails(&city, &["create"], Some(r#"{"title":5}"#), "stdin is not the JSON object");
     session.fails(&city, &["create"], Some(""), "stdin is not the JSON object");
     session.fails(&city, &["create"], Some(r#"{"title":""}"#), "title must not be empty");
-    session.ok(&city, &["create"], Some(r#"{"title":"x","needs":["gc-999"]}"#));
     session.fails(&city, &["update", "gc-2"], Some("[1]"), "stdin is not the JSON object");
     session.fails(&city, &["update", "gc-2"], Some(r#"{"priority":"high"}"#), "stdin is not the JSON object");
     session.fails(&city, &["purge"], Some("{"), "stdin is not the JSON object");
