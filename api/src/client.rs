@@ -467,6 +467,7 @@ async fn send_write(channel: Channel, request: WriteProto) -> Result<Answer, Grp
         ConvoyLand => ConvoysClient.land,
         ConvoyCheck => ConvoysClient.check,
         Txn => BeadsClient.txn,
+        Import => BeadsClient.import,
     }))
 }
 

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Actor, BeadId, DepType, Namespace, Status, Timestamp};
+use crate::model::{Actor, Bead, BeadId, DepType, Namespace, Status, Timestamp};
 
 /// Identifies a retried request: the client's id, its request number, and the lowest request
 /// number the client is still waiting on (everything below it the client has seen answered).
@@ -181,6 +181,13 @@ pub enum Command {
     },
     /// Bead writes applied all together or not at all, after every condition holds.
     Txn(Txn),
+    /// Beads from another store (`bd export`), ids, statuses and timestamps kept, added all
+    /// together or not at all. `seq` and `revision` are assigned here; no id may exist already;
+    /// a `created_at` of 0 means now.
+    Import {
+        /// At most [`crate::limits::IMPORT_BEADS_MAX`].
+        beads: Vec<Bead>,
+    },
 }
 
 impl Command {
@@ -316,6 +323,7 @@ impl Command {
             Command::ConvoyCheck => "convoy_check",
             Command::Purge { .. } => "purge",
             Command::Txn(_) => "txn",
+            Command::Import { .. } => "import",
         }
     }
 }
@@ -349,11 +357,59 @@ pub struct CreateBead {
     pub metadata: BTreeMap<String, String>,
     /// A wisp.
     pub ephemeral: bool,
+    /// bd's `no_history` (never together with `ephemeral`).
+    pub no_history: bool,
     /// Not ready before this time.
     pub defer_until: Option<Timestamp>,
     /// Ignored: a created bead is always `open` (store invariant 2). Kept so callers that send
     /// a status are accepted, as the existing stores accept them.
     pub requested_status: Option<Status>,
+}
+
+impl CreateBead {
+    /// The outgoing edges its `needs` name: each `ID` a `blocks` edge, each `TYPE:ID` a `TYPE` edge.
+    pub fn edges(&self) -> BTreeMap<BeadId, DepType> {
+        self.needs
+            .iter()
+            .map(|need| match need.split_once(':') {
+                Some((dep_type, bead_id)) if !dep_type.is_empty() && !bead_id.is_empty() => {
+                    (BeadId(bead_id.to_string()), DepType(dep_type.to_string()))
+                }
+                _ => (BeadId(need.to_string()), DepType::blocks()),
+            })
+            .collect()
+    }
+
+    /// The bead this create makes under a given id (`create --id`, sent as an import of one):
+    /// open, stamped by the cluster.
+    pub fn into_bead(self, id: BeadId) -> Bead {
+        Bead {
+            depends_on: self.edges(),
+            id,
+            seq: 0,
+            title: self.title,
+            description: self.description,
+            notes: self.notes,
+            status: Status::Open,
+            bead_type: self.bead_type,
+            priority: self.priority,
+            assignee: self.assignee,
+            from: self.from,
+            parent_id: self.parent_id,
+            reference: self.reference,
+            labels: self.labels,
+            metadata: self.metadata,
+            ephemeral: self.ephemeral,
+            no_history: self.no_history,
+            created_at: Timestamp(0),
+            updated_at: Timestamp(0),
+            revision: 0,
+            started_at: None,
+            closed_at: None,
+            close_reason: None,
+            defer_until: self.defer_until,
+        }
+    }
 }
 
 /// Changes to one bead. `None` leaves a field unchanged.

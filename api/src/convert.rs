@@ -229,6 +229,7 @@ write_request!(pb::CreateRequest, |request| {
         labels: request.labels.into_iter().collect(),
         metadata: request.metadata.into_iter().collect(),
         ephemeral: request.ephemeral,
+        no_history: request.no_history,
         defer_until: request.defer_until_ms.map(Timestamp),
         requested_status,
     }))
@@ -362,6 +363,11 @@ write_request!(pb::TxnRequest, |request| {
         })
         .collect::<Result<_, _>>()?;
     Ok(Command::Txn(Txn { conditions, writes }))
+});
+
+write_request!(pb::ImportRequest, |request| {
+    let beads = request.beads.into_iter().map(bead_from_proto).collect::<Result<_, _>>()?;
+    Ok(Command::Import { beads })
 });
 
 /// The command of one write of a transaction (its inner header is ignored).
@@ -583,6 +589,9 @@ pub fn write_to_proto(header: pb::WriteHeader, command: &Command) -> WriteProto 
             // A write a transaction cannot hold is sent empty, and the server refuses it.
             writes: txn.writes.iter().map(|write| txn_write_to_proto(write).unwrap_or_default()).collect(),
         }),
+        Command::Import { beads } => {
+            WriteProto::Import(pb::ImportRequest { header, beads: beads.iter().map(pb::Bead::from).collect() })
+        }
     }
 }
 
@@ -602,6 +611,7 @@ fn create_to_proto(header: Option<pb::WriteHeader>, create: CreateBead) -> pb::C
         labels: create.labels.into_iter().collect(),
         metadata: create.metadata.into_iter().collect(),
         ephemeral: create.ephemeral,
+        no_history: create.no_history,
         defer_until_ms: create.defer_until.map(|time| time.0),
         status: create.requested_status.map(|status| status.as_str().to_string()).unwrap_or_default(),
     }
@@ -714,6 +724,7 @@ request_enum!(
         ConvoyCheck(pb::ConvoyCheckRequest),
         Purge(pb::PurgeRequest),
         Txn(pb::TxnRequest),
+        Import(pb::ImportRequest),
     }
 );
 
@@ -825,6 +836,7 @@ impl From<&Bead> for pb::Bead {
             labels: bead.labels.iter().cloned().collect(),
             metadata: bead.metadata.clone().into_iter().collect(),
             ephemeral: bead.ephemeral,
+            no_history: bead.no_history,
             created_at_ms: bead.created_at.0,
             updated_at_ms: bead.updated_at.0,
             started_at_ms: bead.started_at.map(|time| time.0),
@@ -943,6 +955,7 @@ pub fn bead_from_proto(bead: pb::Bead) -> Result<Bead, Refusal> {
         labels: bead.labels.into_iter().collect(),
         metadata: bead.metadata.into_iter().collect(),
         ephemeral: bead.ephemeral,
+        no_history: bead.no_history,
         created_at: Timestamp(bead.created_at_ms),
         updated_at: Timestamp(bead.updated_at_ms),
         revision: bead.revision,

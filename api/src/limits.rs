@@ -56,6 +56,8 @@ pub const SESSION_RETRY_WINDOW_MS: i64 = 60 * 1000;
 pub const TXN_WRITES_MAX: usize = 1000;
 /// Most conditions one transaction may check.
 pub const TXN_CONDITIONS_MAX: usize = 1000;
+/// Beads one import command adds (a larger file is sent in several).
+pub const IMPORT_BEADS_MAX: usize = 1000;
 
 /// Largest formula source, in bytes.
 pub const FORMULA_BYTES_MAX: usize = 256 * 1024;

@@ -266,6 +266,9 @@ pub struct Bead {
     pub metadata: BTreeMap<String, String>,
     /// Wisps: left out of `ready` unless asked, eligible for garbage collection.
     pub ephemeral: bool,
+    /// bd's `no_history`: durable, kept apart from wisps. Strand keeps no per-bead history, so
+    /// the flag is stored, returned and queryable, and changes nothing else.
+    pub no_history: bool,
     /// When the store created the bead.
     pub created_at: Timestamp,
     /// When the bead last changed.

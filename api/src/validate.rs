@@ -6,7 +6,7 @@
 
 use crate::command::{Command, CreateBead, ReadyFilter, Txn, UpdateBead};
 use crate::limits::*;
-use crate::model::{Namespace, Status};
+use crate::model::{Bead, Namespace, Status};
 use crate::outcome::Refusal;
 
 fn check_size(what: &str, value: &str, limit: usize) -> Result<(), Refusal> {
@@ -93,6 +93,11 @@ pub fn validate_prefix(prefix: &str) -> Result<(), Refusal> {
 
 fn validate_create(create: &CreateBead) -> Result<(), Refusal> {
     check_title(&create.title)?;
+    if create.ephemeral && create.no_history {
+        return Err(Refusal::Invalid(
+            "a bead is either ephemeral (a wisp) or no_history, not both; drop one of them".into(),
+        ));
+    }
     check_size("description", &create.description, DESCRIPTION_BYTES_MAX)?;
     check_size("notes", &create.notes, DESCRIPTION_BYTES_MAX)?;
     check_priority(create.priority)?;
@@ -108,6 +113,55 @@ fn validate_create(create: &CreateBead) -> Result<(), Refusal> {
         return Err(Refusal::Invalid(format!("more than {DEPENDENCIES_PER_BEAD_MAX} needs")));
     }
     create.needs.iter().try_for_each(|need| check_size("need", need, NAME_BYTES_MAX))
+}
+
+/// Checks imported beads as creates are checked, plus what a create does not carry: the id, the
+/// close reason, and each id appearing once.
+fn validate_import(beads: &[Bead]) -> Result<(), Refusal> {
+    if beads.is_empty() || beads.len() > IMPORT_BEADS_MAX {
+        return Err(Refusal::Invalid(format!("an import holds 1 to {IMPORT_BEADS_MAX} beads; split it")));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for bead in beads {
+        let id = &bead.id.0;
+        let refused = |refusal: Refusal| Refusal::Invalid(format!("imported bead {id:?}: {refusal}"));
+        if id.is_empty() || id.len() > NAME_BYTES_MAX || id.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(refused(Refusal::Invalid(format!(
+                "an id is 1 to {NAME_BYTES_MAX} bytes without spaces or control characters"
+            ))));
+        }
+        if id.starts_with('$') {
+            return Err(refused(Refusal::Invalid("an id may not start with $ (a transaction reference)".into())));
+        }
+        if !seen.insert(id) {
+            return Err(refused(Refusal::Invalid("the id appears twice in the import".into())));
+        }
+        let as_create = CreateBead {
+            title: bead.title.clone(),
+            description: bead.description.clone(),
+            notes: bead.notes.clone(),
+            bead_type: bead.bead_type.clone(),
+            priority: bead.priority,
+            assignee: bead.assignee.clone(),
+            from: bead.from.clone(),
+            reference: bead.reference.clone(),
+            labels: bead.labels.clone(),
+            metadata: bead.metadata.clone(),
+            ephemeral: bead.ephemeral,
+            no_history: bead.no_history,
+            needs: bead.depends_on.keys().map(|target| target.0.clone()).collect(),
+            ..CreateBead::default()
+        };
+        validate_create(&as_create).map_err(refused)?;
+        if let Some(reason) = &bead.close_reason {
+            check_size("close reason", reason, REASON_BYTES_MAX).map_err(refused)?;
+        }
+        bead.depends_on
+            .values()
+            .try_for_each(|dep_type| check_size("dependency type", &dep_type.0, NAME_BYTES_MAX))
+            .map_err(refused)?;
+    }
+    Ok(())
 }
 
 fn validate_update(update: &UpdateBead) -> Result<(), Refusal> {
@@ -207,6 +261,7 @@ pub fn validate_command(command: &Command) -> Result<(), Refusal> {
             Ok(())
         }
         Command::Txn(txn) => validate_txn(txn),
+        Command::Import { beads } => validate_import(beads),
     }
 }
 

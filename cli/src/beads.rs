@@ -32,6 +32,17 @@ pub enum BeadCommand {
         /// The bead.
         id: String,
     },
+    /// Assign a bead to someone ("" unassigns): bd's shorthand for `update ID --assignee NAME`
+    /// (JSON: one object).
+    Assign {
+        /// The bead.
+        id: String,
+        /// The assignee.
+        name: String,
+        /// Only if the bead is still at this revision (exit 1 naming the current one otherwise).
+        #[arg(long, value_name = "N")]
+        if_revision: Option<u64>,
+    },
     /// Close beads (closing a closed bead succeeds; JSON: an array).
     #[command(visible_alias = "done")]
     Close(CloseArgs),
@@ -118,6 +129,9 @@ pub struct CreateArgs {
     /// Title.
     #[arg(long)]
     title: Option<String>,
+    /// Keep this id instead of taking the next `<prefix>-<n>` (it must be free).
+    #[arg(long)]
+    id: Option<String>,
     /// Type (task, bug, feature, epic, convoy, message, ...).
     #[arg(long = "type", short = 't', default_value = "")]
     bead_type: String,
@@ -158,8 +172,11 @@ pub struct CreateArgs {
     #[arg(long = "ref", default_value = "")]
     reference: String,
     /// Create a wisp (ephemeral).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "no_history")]
     ephemeral: bool,
+    /// bd's no-history bead: durable and not a wisp (Strand keeps no per-bead history anyway).
+    #[arg(long)]
+    no_history: bool,
 }
 
 #[derive(Args, Debug)]
@@ -514,6 +531,7 @@ fn create_command(args: &CreateArgs) -> Result<Command, Failure> {
         labels: args.labels.iter().filter(|label| !label.is_empty()).cloned().collect(),
         metadata,
         ephemeral: args.ephemeral,
+        no_history: args.no_history,
         defer_until,
         requested_status: None,
     }))
@@ -652,7 +670,13 @@ pub async fn run(cli: &Cli, command: &BeadCommand) -> Outcome {
     let json = cli.json;
     match command {
         BeadCommand::Create(args) => {
-            let bead = one(client.execute(create_command(args)?).await?)?;
+            let command = match (create_command(args)?, args.id.as_deref().filter(|id| !id.is_empty())) {
+                (Command::Create(create), Some(id)) => {
+                    Command::Import { beads: vec![create.into_bead(BeadId::from(id))] }
+                }
+                (command, _) => command,
+            };
+            let bead = one(client.execute(command).await?)?;
             if args.silent {
                 println!("{}", bead.id);
             } else {
@@ -661,6 +685,13 @@ pub async fn run(cli: &Cli, command: &BeadCommand) -> Outcome {
             Ok(true)
         }
         BeadCommand::Update(args) => run_update(cli, args).await,
+        BeadCommand::Assign { id, name, if_revision } => {
+            let update =
+                UpdateBead { id: BeadId::from(id.as_str()), assignee: Some(name.clone()), ..UpdateBead::default() };
+            let condition = if_revision.map(|revision| (id.as_str(), revision));
+            print_bead_object(&one(write_if(&client, Command::Update(update), condition).await?)?, json);
+            Ok(true)
+        }
         BeadCommand::Claim { id } => {
             let command = Command::Claim { id: BeadId::from(id.as_str()), actor: Actor(cli.actor()) };
             print_bead_object(&one(client.execute(command).await?)?, json);
@@ -757,10 +788,7 @@ async fn run_update(cli: &Cli, args: &UpdateArgs) -> Outcome {
 }
 
 fn report(failure: &Failure, id: &str) {
-    let message = match failure {
-        Failure::Refused(message) | Failure::Usage(message) | Failure::Unavailable(message) => message,
-    };
-    eprintln!("error: {id}: {}", api::printable::printable(message));
+    eprintln!("error: {id}: {}", api::printable::printable(failure.message()));
 }
 
 async fn run_reopen(cli: &Cli, ids: &[String]) -> Outcome {

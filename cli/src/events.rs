@@ -73,7 +73,7 @@ async fn watch_start(cli: &Cli, client: &api::client::Client, from: Option<u64>)
     }
     let answer = client.query(Query::Namespaces).await?;
     let Answer::Namespaces(namespaces) = answer else { return Err(unexpected(&answer)) };
-    let newest = namespaces.iter().find(|namespace| namespace.name == cli.namespace);
+    let newest = namespaces.iter().find(|namespace| namespace.name == cli.namespace());
     Ok(newest.map_or(0, |namespace| namespace.last_event_seq))
 }
 

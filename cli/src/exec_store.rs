@@ -17,12 +17,10 @@
 //!
 //! Malformed stdin is refused before anything is sent, so it changes nothing.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::io::Read;
 
-use api::command::{
-    Command, Cook, CreateBead, DepDirection, FormulaSource, ListFilter, ListSort, Query, ReadyFilter, UpdateBead,
-};
+use api::command::{Command, Cook, DepDirection, FormulaSource, ListFilter, Query, ReadyFilter};
 use api::convert::parse_status;
 use api::limits::REQUEST_BYTES_MAX;
 use api::model::{Bead, BeadId, DepType, Status, Timestamp};
@@ -31,9 +29,11 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::listing::{Listing, LocalFilter, SortOrder};
 use crate::molecule::formula_source;
 use crate::orchestration::{beads_of, one_bead, unexpected};
 use crate::output::DependencyJson;
+use crate::wire::{CreateInput, UpdateInput};
 use crate::{Cli, Failure, Outcome};
 
 /// `strand exec-store OP [ARGS...]`.
@@ -82,6 +82,20 @@ pub fn namespace_of_store(root: &str, scope: &str) -> String {
     format!("{NAMESPACE_PREFIX}:{scope}:{}:{hash}", readable(last))
 }
 
+/// The scope a bd store's namespace is named with: not `city` or `rig`, so that a scope moved
+/// from the bd path to the exec path (or back) never meets its other store by accident.
+const BEADS_DIR_SCOPE: &str = "bd";
+
+/// The namespace of bd's `BEADS_DIR` (`<scope root>/.beads`): the store of its scope root.
+pub fn namespace_of_beads_dir(dir: &str) -> String {
+    let dir = dir.trim_end_matches('/');
+    let root = match dir.rsplit_once('/') {
+        Some((root, ".beads")) if !root.is_empty() => root,
+        _ => dir,
+    };
+    namespace_of_store(root, BEADS_DIR_SCOPE)
+}
+
 /// A bead in the protocol's wire shape.
 #[derive(Serialize)]
 struct WireBead<'a> {
@@ -94,6 +108,7 @@ struct WireBead<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     priority: Option<u8>,
     created_at: String,
+    updated_at: String,
     assignee: &'a str,
     from: &'a str,
     parent_id: String,
@@ -107,6 +122,12 @@ struct WireBead<'a> {
     /// Only when true, as Gas City's own wire type has it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     ephemeral: bool,
+    /// Only when true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    no_history: bool,
+    /// RFC 3339; only when set (a future time too: the orchestrator filters it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    defer_until: Option<String>,
 }
 
 impl<'a> From<&'a Bead> for WireBead<'a> {
@@ -118,6 +139,7 @@ impl<'a> From<&'a Bead> for WireBead<'a> {
             bead_type: &bead.bead_type,
             priority: bead.priority,
             created_at: bead.created_at.to_rfc3339(),
+            updated_at: bead.updated_at.to_rfc3339(),
             assignee: &bead.assignee,
             from: &bead.from,
             parent_id: bead.parent_id.as_ref().map(|id| id.0.clone()).unwrap_or_default(),
@@ -127,45 +149,10 @@ impl<'a> From<&'a Bead> for WireBead<'a> {
             labels: bead.labels.iter().map(String::as_str).collect(),
             metadata: &bead.metadata,
             ephemeral: bead.ephemeral,
+            no_history: bead.no_history,
+            defer_until: bead.defer_until.map(|time| time.to_rfc3339()),
         }
     }
-}
-
-/// `create`'s stdin. Unknown fields are ignored (the orchestrator adds fields over time);
-/// a field of the wrong type makes the input malformed.
-#[derive(Deserialize)]
-struct CreateInput {
-    title: Option<String>,
-    #[serde(rename = "type")]
-    bead_type: Option<String>,
-    priority: Option<u8>,
-    labels: Option<Vec<String>>,
-    parent_id: Option<String>,
-    #[serde(rename = "ref")]
-    reference: Option<String>,
-    needs: Option<Vec<String>>,
-    description: Option<String>,
-    assignee: Option<String>,
-    from: Option<String>,
-    metadata: Option<BTreeMap<String, String>>,
-    ephemeral: Option<bool>,
-    defer_until: Option<String>,
-}
-
-/// `update`'s stdin: a missing or null field is unchanged; `labels` are added.
-#[derive(Deserialize)]
-struct UpdateInput {
-    title: Option<String>,
-    status: Option<String>,
-    #[serde(rename = "type")]
-    bead_type: Option<String>,
-    priority: Option<u8>,
-    description: Option<String>,
-    parent_id: Option<String>,
-    assignee: Option<String>,
-    labels: Option<Vec<String>>,
-    remove_labels: Option<Vec<String>>,
-    metadata: Option<BTreeMap<String, String>>,
 }
 
 /// `mol-cook`'s stdin.
@@ -326,7 +313,9 @@ pub async fn run(cli: &Cli, args: &ExecStoreArgs) -> Outcome {
         return Err(not_needed(op));
     }
     match dispatch(cli, operation, &words).await {
-        Err(Failure::Usage(message) | Failure::Unavailable(message)) => Err(Failure::Refused(message)),
+        Err(failure @ (Failure::Usage(_) | Failure::Unavailable(_) | Failure::Precondition { .. })) => {
+            Err(Failure::Refused(failure.message().to_string()))
+        }
         other => other,
     }
 }
@@ -337,7 +326,7 @@ async fn dispatch(cli: &Cli, operation: Operation, words: &Words<'_>) -> Outcome
     match operation {
         Operation::Create => {
             let input: CreateInput = read_json(op)?;
-            print_wire_bead(client.execute(create_command(input)?).await?)
+            print_wire_bead(client.execute(input.command(op)?).await?)
         }
         Operation::Get => {
             let id = words.one("ID")?;
@@ -346,7 +335,7 @@ async fn dispatch(cli: &Cli, operation: Operation, words: &Words<'_>) -> Outcome
         Operation::Update => {
             let id = words.one("ID")?;
             let input: UpdateInput = read_json(op)?;
-            client.execute(update_command(bead_id(id), input)?).await?;
+            client.execute(input.command(op, bead_id(id))?).await?;
             Ok(true)
         }
         Operation::Close => {
@@ -475,60 +464,9 @@ fn store_client(cli: &Cli) -> Result<api::client::Client, Failure> {
     let variable = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
     let namespace = match variable(STORE_ROOT_VARIABLE) {
         Some(root) => namespace_of_store(&root, &variable(STORE_SCOPE_VARIABLE).unwrap_or_default()),
-        None => cli.namespace.clone(),
+        None => cli.namespace(),
     };
     cli.client_with(&namespace, variable(PREFIX_VARIABLE))
-}
-
-fn create_command(input: CreateInput) -> Result<Command, Failure> {
-    let defer_until = input
-        .defer_until
-        .map(|text| {
-            Timestamp::parse_rfc3339(&text).ok_or_else(|| {
-                error(format!("create: defer_until {text:?} is not an RFC 3339 time; nothing was written"))
-            })
-        })
-        .transpose()?;
-    Ok(Command::Create(CreateBead {
-        title: input.title.unwrap_or_default(),
-        description: input.description.unwrap_or_default(),
-        notes: String::new(),
-        bead_type: input.bead_type.unwrap_or_default(),
-        priority: input.priority,
-        assignee: input.assignee.unwrap_or_default(),
-        from: input.from.unwrap_or_default(),
-        parent_id: input.parent_id.filter(|parent| !parent.is_empty()).map(BeadId),
-        reference: input.reference.unwrap_or_default(),
-        needs: input.needs.unwrap_or_default().into_iter().filter(|need| !need.is_empty()).collect(),
-        labels: input.labels.unwrap_or_default().into_iter().filter(|label| !label.is_empty()).collect(),
-        metadata: input.metadata.unwrap_or_default(),
-        ephemeral: input.ephemeral.unwrap_or(false),
-        defer_until,
-        requested_status: None,
-    }))
-}
-
-fn update_command(id: BeadId, input: UpdateInput) -> Result<Command, Failure> {
-    let status = input
-        .status
-        .map(|text| parse_status(&text).map_err(|refusal| error(format!("update: {refusal}; nothing was written"))))
-        .transpose()?;
-    Ok(Command::Update(UpdateBead {
-        id,
-        title: input.title,
-        description: input.description,
-        notes: None,
-        append_notes: None,
-        status,
-        bead_type: input.bead_type,
-        priority: input.priority,
-        assignee: input.assignee,
-        parent_id: input.parent_id.map(BeadId),
-        add_labels: input.labels.unwrap_or_default().into_iter().collect::<BTreeSet<_>>(),
-        remove_labels: input.remove_labels.unwrap_or_default().into_iter().collect(),
-        metadata: input.metadata.unwrap_or_default().into_iter().map(|(key, value)| (key, Some(value))).collect(),
-        claim_for: None,
-    }))
 }
 
 async fn cook(client: &api::client::Client, input: CookInput) -> Result<String, Failure> {
@@ -579,8 +517,8 @@ async fn list(client: &api::client::Client, words: &Words<'_>) -> Outcome {
 }
 
 /// Beads oldest first, closed included. A status is read as the protocol folds it: `open` means
-/// every status that folds to open; any other of bd's statuses matches itself. One query answers
-/// for all of the statuses, so the list is one consistent view of the store.
+/// every status that folds to open; any other of bd's statuses matches itself. Each page is one
+/// query for all of the statuses.
 async fn list_beads(
     client: &api::client::Client,
     status: Option<&str>,
@@ -604,9 +542,25 @@ async fn list_beads(
         assignee: assignee.cloned(),
         bead_type: bead_type.cloned(),
         all: true,
-        limit,
-        sort: ListSort::CreatedAsc,
         ..ListFilter::default()
     };
-    Ok(beads_of(client.query(Query::List(filter)).await?))
+    // Paged through the cluster, oldest first: a store of any size lists whole.
+    let oldest_first = SortOrder::parse("created", true)?;
+    Listing { filter, local: LocalFilter::default(), sort: oldest_first, offset: 0, limit }.run(client).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_beads_dir_names_the_store_of_its_scope_root_apart_from_the_exec_stores() {
+        let city = namespace_of_beads_dir("/srv/city/.beads");
+        assert_eq!(city, namespace_of_beads_dir("/srv/city/.beads/"));
+        assert_eq!(city, namespace_of_store("/srv/city", "bd"));
+        assert!(city.starts_with("gc:bd:city:"), "{city}");
+        assert_ne!(city, namespace_of_store("/srv/city", "city"), "the exec path's store is another");
+        assert_ne!(city, namespace_of_beads_dir("/srv/city/rigs/web/.beads"), "each rig is its own store");
+        assert_eq!(namespace_of_beads_dir("/srv/odd"), namespace_of_store("/srv/odd", "bd"));
+    }
 }

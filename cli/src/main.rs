@@ -11,13 +11,18 @@ mod cluster;
 mod convoy;
 mod events;
 mod exec_store;
+mod import;
 mod listing;
 mod mail;
 mod molecule;
+mod molecule_progress;
 mod orchestration;
 mod output;
+mod query;
 #[cfg(feature = "node")]
 mod run_node;
+mod tx;
+mod wire;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -25,6 +30,7 @@ use std::time::Duration;
 use api::client::{Client, ClientConfig, ClientError};
 use api::convert::Consistency;
 use api::model::Namespace;
+use api::outcome::Refusal;
 use api::printable::printable;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
@@ -38,9 +44,11 @@ pub struct Cli {
     /// of the TOML file named by $STRAND_CONFIG, else 127.0.0.1:7400.
     #[arg(long, global = true, env = "STRAND_ENDPOINTS", value_delimiter = ',')]
     endpoints: Option<Vec<String>>,
-    /// The bead store (namespace) to use.
-    #[arg(long, global = true, env = "STRAND_NAMESPACE", default_value = Namespace::DEFAULT)]
-    namespace: String,
+    /// The bead store (namespace) to use. Default: the store of $BEADS_DIR when set (as bd picks
+    /// its database, so each of a city's rigs is its own store; `strand namespace of-store`
+    /// names it), else `default`.
+    #[arg(long, global = true, env = "STRAND_NAMESPACE")]
+    namespace: Option<String>,
     /// Who acts (claims, closes). Default: $STRAND_ACTOR, $BEADS_ACTOR, $GC_SESSION_NAME, $GC_AGENT, then the OS user.
     #[arg(long, global = true)]
     actor: Option<String>,
@@ -135,6 +143,15 @@ enum Command {
     Watch(events::WatchArgs),
     /// Remove closed wisps (ephemeral beads).
     Purge(orchestration::PurgeArgs),
+    /// Beads matching an expression: `strand query "ephemeral=true AND status=open"` (bd's
+    /// query language: = != < <= > >=, AND, OR, NOT, parentheses; JSON: an array).
+    Query(query::QueryArgs),
+    /// Bead writes from a JSON document, applied all together or not at all
+    /// (JSON: {"results": [bead or null per write]}).
+    Tx(tx::TxArgs),
+    /// Beads from `bd export` JSONL, ids and timestamps kept; all or nothing per file
+    /// (JSON: {source, created, skipped, ids}).
+    Import(import::ImportArgs),
     /// Gas City's exec-store protocol (BEADS-SPEC §6): `strand exec-store OP [ARGS]`, JSON on
     /// stdin and stdout. The store is the namespace of $GC_STORE_ROOT and $GC_STORE_SCOPE (id
     /// prefix $GC_BEADS_PREFIX), else --namespace. Exit 0 ok, 1 error (including an unreachable
@@ -144,18 +161,44 @@ enum Command {
 }
 
 /// What a command's failure maps to.
+#[derive(Debug)]
 pub enum Failure {
     /// Refused or failed: exit 1.
     Refused(String),
+    /// A conditional write found the bead at another revision: exit 1, and with `--json` bd's
+    /// error object with `code: "precondition-failed"`, which Gas City's conditional writer reads.
+    Precondition {
+        /// What happened and what to do.
+        message: String,
+        /// The revision the write named.
+        expected: u64,
+        /// The bead's revision now.
+        current: u64,
+    },
     /// Usage error: exit 2.
     Usage(String),
     /// Cluster unavailable: exit 3.
     Unavailable(String),
 }
 
+impl Failure {
+    /// What went wrong, whatever the exit code.
+    pub fn message(&self) -> &str {
+        match self {
+            Failure::Refused(message)
+            | Failure::Usage(message)
+            | Failure::Unavailable(message)
+            | Failure::Precondition { message, .. } => message,
+        }
+    }
+}
+
 impl From<ClientError> for Failure {
     fn from(error: ClientError) -> Failure {
         match error {
+            ClientError::Refused(Refusal::RevisionMismatch { expected, current, .. }) => {
+                Failure::Precondition { message: format!("precondition failed: {error}"), expected, current }
+            }
             ClientError::Unavailable(_) => Failure::Unavailable(error.to_string()),
             ClientError::Refused(_) | ClientError::Failed(_) => Failure::Refused(error.to_string()),
         }
@@ -168,6 +211,8 @@ impl From<anyhow::Error> for Failure {
     }
 }
 
+/// bd's database directory: Gas City sets it to `<scope>/.beads` for every bd it runs.
+const BEADS_DIR_VARIABLE: &str = "BEADS_DIR";
 /// The endpoint used when no flag, variable or config file names one.
 const DEFAULT_ENDPOINT: &str = "127.0.0.1:7400";
 /// The variable naming a client config file (TOML with `endpoints = ["host:port", ...]`).
@@ -224,9 +269,20 @@ impl Cli {
         "unknown".into()
     }
 
+    /// The namespace the global flags name (see `--namespace`).
+    pub fn namespace(&self) -> String {
+        if let Some(namespace) = self.namespace.as_ref().filter(|namespace| !namespace.is_empty()) {
+            return namespace.clone();
+        }
+        match std::env::var(BEADS_DIR_VARIABLE).ok().filter(|dir| !dir.is_empty()) {
+            Some(dir) => exec_store::namespace_of_beads_dir(&dir),
+            None => Namespace::DEFAULT.to_string(),
+        }
+    }
+
     /// A client with the global flags.
     pub fn client(&self) -> Result<Client, Failure> {
-        self.client_in(&self.namespace)
+        self.client_in(&self.namespace())
     }
 
     /// A client with the global flags whose requests go to `namespace` instead of `--namespace`.
@@ -286,6 +342,9 @@ async fn dispatch(cli: &Cli) -> Outcome {
         Command::Events(args) => events::run_events(cli, args).await,
         Command::Watch(args) => events::run_watch(cli, args).await,
         Command::Purge(args) => orchestration::run_purge(cli, args).await,
+        Command::Query(args) => query::run(cli, args).await,
+        Command::Tx(args) => tx::run(cli, args).await,
+        Command::Import(args) => import::run(cli, args).await,
         Command::ExecStore(args) => exec_store::run(cli, args).await,
     }
 }
@@ -342,6 +401,18 @@ fn main() -> ExitCode {
         Ok(false) => ExitCode::from(1),
         Err(Failure::Refused(message)) => {
             eprintln!("error: {}", printable(&message));
+            ExitCode::from(1)
+        }
+        Err(Failure::Precondition { message, expected, current }) => {
+            if cli.json {
+                let error = serde_json::json!({
+                    "error": message, "code": "precondition-failed",
+                    "expected_revision": expected, "current_revision": current, "schema_version": 1,
+                });
+                eprintln!("{error}");
+            } else {
+                eprintln!("error: {}", printable(&message));
+            }
             ExitCode::from(1)
         }
         Err(Failure::Usage(message)) => {

@@ -2,7 +2,8 @@
 //! by [`Formula::parse`] (locally for `formula validate`, by the cluster for everything else).
 //! Cooking it makes a molecule: a root bead (`type=molecule`) and one child per step, created in
 //! one atomic command. `mol status` shows the current step (the first not-closed step whose
-//! needs are all closed) and closed/total.
+//! needs are all closed) and closed/total; `mol current` and `mol progress` are bd's views
+//! ([`crate::molecule_progress`]).
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -170,6 +171,12 @@ pub enum MolCommand {
         /// The molecule's root bead.
         root: String,
     },
+    /// bd's `mol current`: where the agent stands in its molecules, step by step
+    /// (JSON: an array of {molecule_id, molecule_title, current_step, next_step, steps, completed, total}).
+    Current(crate::molecule_progress::CurrentArgs),
+    /// bd's `mol progress`: closed/total of one molecule
+    /// (JSON: {molecule_id, molecule_title, total, completed, in_progress, current_step_id, percent}).
+    Progress(crate::molecule_progress::ProgressArgs),
 }
 
 #[derive(Args, Debug)]
@@ -191,6 +198,8 @@ pub struct CookArgs {
 pub async fn run(cli: &Cli, command: &MolCommand) -> Outcome {
     match command {
         MolCommand::Cook(args) => cook(cli, args).await,
+        MolCommand::Current(args) => crate::molecule_progress::run_current(cli, args).await,
+        MolCommand::Progress(args) => crate::molecule_progress::run_progress(cli, args).await,
         MolCommand::Status { root } => {
             let answer = cli.client()?.query(Query::MolStatus { root: BeadId::from(root.as_str()) }).await?;
             let Answer::Progress(progress) = answer else { return Err(unexpected(&answer)) };

@@ -35,6 +35,19 @@ pub enum NamespaceCommand {
         #[arg(long)]
         prefix: Option<String>,
     },
+    /// Print the namespace that holds a Gas City store: the exec store's for a store root and
+    /// scope (`GC_STORE_ROOT`, `GC_STORE_SCOPE`), or with `--beads-dir` the one `strand` in bd's
+    /// place uses for `BEADS_DIR`.
+    OfStore {
+        /// The store root (`GC_STORE_ROOT`), or with --beads-dir a `BEADS_DIR`.
+        root: String,
+        /// The exec store's scope: city or rig.
+        #[arg(long, default_value = "city")]
+        scope: String,
+        /// ROOT is a `BEADS_DIR` (`<scope root>/.beads`), as Gas City gives `bd`.
+        #[arg(long)]
+        beads_dir: bool,
+    },
     /// Delete namespace NAME; refused while it holds beads unless --force.
     Delete {
         /// The namespace (not --namespace).
@@ -117,6 +130,9 @@ pub struct PurgeArgs {
     /// Only count what would be removed.
     #[arg(long)]
     dry_run: bool,
+    /// bd's confirmation flag; Strand purges without it (`--dry-run` previews).
+    #[arg(long, short)]
+    force: bool,
     /// Only wisps closed at least this long ago (e.g. 7d, 12h).
     #[arg(long, value_parser = humantime::parse_duration, default_value = "0s")]
     older_than: Duration,
@@ -160,6 +176,19 @@ pub async fn run_namespace(cli: &Cli, command: &NamespaceCommand) -> Outcome {
             (cli.client_in(name)?, Command::NamespaceCreate { prefix })
         }
         NamespaceCommand::Delete { name, force } => (cli.client_in(name)?, Command::NamespaceDelete { force: *force }),
+        NamespaceCommand::OfStore { root, scope, beads_dir } => {
+            let name = if *beads_dir {
+                crate::exec_store::namespace_of_beads_dir(root)
+            } else {
+                crate::exec_store::namespace_of_store(root, scope)
+            };
+            if cli.json {
+                print_value(&serde_json::json!({ "namespace": name }));
+            } else {
+                println!("{name}");
+            }
+            return Ok(true);
+        }
     };
     let deleting = matches!(command, Command::NamespaceDelete { .. });
     let answer = client.execute(command).await?;
@@ -253,9 +282,7 @@ pub async fn run_hook(cli: &Cli, args: &HookArgs) -> Outcome {
         Ok(beads) if beads.is_empty() => {}
         Ok(beads) => println!("{}", inject_block(&beads)),
         // An injected hook must not break the agent's session: say why, exit 0.
-        Err(Failure::Refused(message) | Failure::Usage(message) | Failure::Unavailable(message)) => {
-            eprintln!("error: {}", api::printable::printable(&message));
-        }
+        Err(failure) => eprintln!("error: {}", api::printable::printable(failure.message())),
     }
     Ok(true)
 }

@@ -33,6 +33,7 @@ pub struct BeadJson<'a> {
     labels: Vec<&'a str>,
     metadata: &'a BTreeMap<String, String>,
     ephemeral: bool,
+    no_history: bool,
     created_at: String,
     updated_at: String,
     /// The Raft index of the bead's last change: what `--if-revision` compares.
@@ -87,6 +88,7 @@ impl<'a> From<&'a Bead> for BeadJson<'a> {
             labels: bead.labels.iter().map(String::as_str).collect(),
             metadata: &bead.metadata,
             ephemeral: bead.ephemeral,
+            no_history: bead.no_history,
             created_at: bead.created_at.to_rfc3339(),
             updated_at: bead.updated_at.to_rfc3339(),
             revision: bead.revision,
@@ -172,15 +174,18 @@ fn blocks_count(bead: &Bead) -> usize {
     bead.depends_on.values().filter(|dep_type| dep_type.0 == api::model::DepType::BLOCKS).count()
 }
 
+/// Beads as bd's `list` and `ready` print them: each with its `dependency_count`.
+pub fn with_counts(beads: &[Bead]) -> Vec<serde_json::Value> {
+    beads.iter().map(|bead| bead_value(bead, &[("dependency_count", blocks_count(bead).into())])).collect()
+}
+
 /// Prints beads as bd's `list` and `ready` do: in JSON an array, each with its `dependency_count`.
 pub fn print_with_counts(beads: &[Bead], json: bool) {
     if !json {
         print_beads(beads, false);
         return;
     }
-    let values: Vec<serde_json::Value> =
-        beads.iter().map(|bead| bead_value(bead, &[("dependency_count", blocks_count(bead).into())])).collect();
-    print_json(&values);
+    print_json(&with_counts(beads));
 }
 
 /// A bead at the other end of an edge, as bd prints it: the bead, with the edge's type, and

@@ -192,6 +192,9 @@ impl<D: Disk> Beads for BeadsService<D> {
     async fn txn(&self, request: Request<pb::TxnRequest>) -> Result<Response<pb::TxnResponse>, Status> {
         write(&self.core, request).await
     }
+    async fn import(&self, request: Request<pb::ImportRequest>) -> Result<Response<pb::BeadsResponse>, Status> {
+        write(&self.core, request).await
+    }
 }
 
 #[tonic::async_trait]

@@ -67,6 +67,29 @@ const ROWS: &[Row] = &[
         shape: Shape::Object(&["id", "title"]),
     },
     Row {
+        source: "internal/beads/bdstore.go:1095,1120 (Create of a wisp)",
+        args: &["create", "--json", "Patrol", "-t", "task", "--labels", "pool:workers", "--ephemeral"],
+        code: 0,
+        shape: Shape::Object(&["id", "ephemeral"]),
+    },
+    Row {
+        source: "internal/beads/bdstore.go:1095-1123 (Create with a stable id, no history, deferred)",
+        args: &[
+            "create",
+            "--json",
+            "Session",
+            "-t",
+            "session",
+            "--id",
+            "gc-session-1",
+            "--no-history",
+            "--defer",
+            "2099-01-01T00:00:00Z",
+        ],
+        code: 0,
+        shape: Shape::Object(&["id", "no_history", "defer_until"]),
+    },
+    Row {
         source: "internal/beads/bdstore.go:1191 (Get)",
         args: &["show", "--json", "st-1"],
         code: 0,
@@ -211,10 +234,65 @@ const ROWS: &[Row] = &[
         shape: Shape::EmptyArray,
     },
     Row {
+        source: "internal/beads/bdstore.go:2622-2640 (listEphemeral)",
+        args: &["query", "--json", "ephemeral=true AND label=pool:workers AND status=open", "--limit", "50"],
+        code: 0,
+        shape: Shape::Array(&["id", "ephemeral", "labels", "dependency_count"]),
+    },
+    Row {
+        source: "internal/beads/bdstore.go:2692-2694 (getEphemeralByID)",
+        args: &["query", "--json", "ephemeral=true AND id=st-4", "--all", "--limit", "1"],
+        code: 0,
+        shape: Shape::Array(&["id", "ephemeral"]),
+    },
+    Row {
+        source: "internal/config/workquery.go:204-210 (ephemeral in-progress probe)",
+        args: &["query", "--json", "ephemeral=true AND status=in_progress", "--limit=0"],
+        code: 0,
+        shape: Shape::EmptyArray,
+    },
+    Row {
+        source: "internal/bootstrap/packs/core/assets/prompts/pool-worker.md:51",
+        args: &["mol", "current", "st-1", "--json"],
+        code: 0,
+        shape: Shape::Array(&["molecule_id", "molecule_title", "steps", "completed", "total"]),
+    },
+    Row {
+        source: "internal/bootstrap/packs/core/assets/prompts/pool-worker.md:75",
+        args: &["mol", "progress", "st-1", "--json"],
+        code: 0,
+        shape: Shape::Object(&[
+            "molecule_id",
+            "molecule_title",
+            "total",
+            "completed",
+            "in_progress",
+            "current_step_id",
+        ]),
+    },
+    Row {
+        source: "bad input: mol current of an id that is not there",
+        args: &["mol", "current", "st-999"],
+        code: 1,
+        shape: Shape::Text,
+    },
+    Row {
+        source: "bad input: a query with an unknown field",
+        args: &["query", "colour=red"],
+        code: 2,
+        shape: Shape::Text,
+    },
+    Row {
         source: "internal/beads/bdstore.go:1538 (Claim)",
         args: &["update", "st-2", "--claim", "--json", "--actor", "worker-1"],
         code: 0,
         shape: Shape::Array(&["id", "assignee", "status"]),
+    },
+    Row {
+        source: "internal/beads/bdstore_conditional.go:67 (assign, a conditional-write verb)",
+        args: &["assign", "st-2", "worker-2", "--json"],
+        code: 0,
+        shape: Shape::Object(&["id", "assignee", "revision"]),
     },
     Row {
         source: "internal/beads/bdstore.go:2352 (Close, CloseAll)",
@@ -332,6 +410,9 @@ fn the_command_lines_gas_city_sends_work_with_bds_exit_codes_and_json_shapes() {
     assert_eq!(second["status"], "open", "reopened");
     assert_eq!(show("st-1")[0]["status"], "closed");
     assert_eq!(strand(&cluster, &["show", "st-3"]).status.code(), Some(1), "deleted");
+    let session = &show("gc-session-1")[0];
+    assert_eq!((session["no_history"].as_bool(), session["ephemeral"].as_bool()), (Some(true), Some(false)));
+    assert_eq!(session["defer_until"], "2099-01-01T00:00:00.000Z");
 }
 
 #[test]
@@ -354,4 +435,161 @@ fn of_concurrent_updates_conditional_on_one_revision_exactly_one_wins() {
     let stale = strand(&cluster, &["update", "st-1", "--title", "late", "--if-revision", &revision]);
     let stderr = String::from_utf8_lossy(&stale.stderr);
     assert!(stderr.contains("not ") && stderr.contains("revision"), "the refusal names the current revision: {stderr}");
+    assert!(stderr.contains("precondition failed"), "Gas City's classifier reads the text: {stderr}");
+    // Gas City's conditional writer (internal/beads/bdstore_conditional.go:129-301): probes each
+    // verb's help for --if-revision, then reads bd's JSON error object with its code.
+    for verb in ["update", "close", "assign", "delete"] {
+        let help = String::from_utf8_lossy(&strand(&cluster, &[verb, "--help"]).stdout).to_string();
+        assert!(help.contains("--if-revision"), "{verb} --help: {help}");
+    }
+    let stale = strand(&cluster, &["delete", "--force", "--json", "st-1", "--if-revision", &revision]);
+    assert_eq!(stale.status.code(), Some(1));
+    let error: Value = serde_json::from_slice(&stale.stderr).unwrap();
+    assert_eq!(
+        (error["code"].as_str(), error["expected_revision"].as_u64()),
+        (Some("precondition-failed"), revision.parse().ok())
+    );
+    assert!(error["current_revision"].as_u64() > error["expected_revision"].as_u64(), "{error}");
+}
+
+/// Runs strand with stdin, in a namespace.
+fn strand_in(cluster: &Cluster, namespace: &str, args: &[&str], stdin: Option<&str>) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(strand_binary())
+        .arg("--endpoints")
+        .arg(cluster.endpoints().join(","))
+        .args(["--namespace", namespace])
+        .args(args)
+        .env_remove("STRAND_ENDPOINTS")
+        .env_remove("STRAND_CONFIG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run strand");
+    child.stdin.take().unwrap().write_all(stdin.unwrap_or_default().as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn json_of(output: &Output) -> Value {
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+fn statuses(cluster: &Cluster, namespace: &str) -> Vec<(String, String)> {
+    let listed = json_of(&strand_in(cluster, namespace, &["list", "--json", "--all", "--limit", "0"], None));
+    let mut rows: Vec<(String, String)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|bead| (bead["id"].as_str().unwrap().to_string(), bead["status"].as_str().unwrap().to_string()))
+        .collect();
+    rows.sort();
+    rows
+}
+
+#[test]
+fn transactions_and_molecule_views_from_the_command_line() {
+    let cluster = Cluster::start(3, None);
+    let graph = r#"[{"op":"create","title":"release","type":"molecule"},
+        {"op":"create","title":"build","parent_id":"$0"},
+        {"op":"create","title":"publish","parent_id":"$0","needs":["$1"]}]"#;
+    let results = json_of(&strand_in(&cluster, "tx", &["tx", "--json"], Some(graph)));
+    let ids: Vec<&str> =
+        results["results"].as_array().unwrap().iter().map(|bead| bead["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["st-1", "st-2", "st-3"]);
+
+    let current = json_of(&strand_in(&cluster, "tx", &["mol", "current", "st-1", "--json"], None));
+    let molecule = &current[0];
+    assert_eq!((molecule["molecule_id"].as_str(), molecule["total"].as_u64()), (Some("st-1"), Some(2)));
+    let states: Vec<&str> =
+        molecule["steps"].as_array().unwrap().iter().map(|s| s["status"].as_str().unwrap()).collect();
+    assert_eq!(states, ["ready", "pending"], "publish waits for build");
+    assert_eq!(molecule["next_step"]["id"], "st-2");
+
+    json_of(&strand_in(&cluster, "tx", &["update", "st-2", "--claim", "--actor", "w1", "--json"], None));
+    let mine = json_of(&strand_in(&cluster, "tx", &["mol", "current", "--for", "w1", "--json"], None));
+    assert_eq!((mine[0]["molecule_id"].as_str(), mine[0]["current_step"]["id"].as_str()), (Some("st-1"), Some("st-2")));
+    let progress = json_of(&strand_in(&cluster, "tx", &["mol", "progress", "--actor", "w1", "--json"], None));
+    assert_eq!((progress["in_progress"].as_u64(), progress["current_step_id"].as_str()), (Some(1), Some("st-2")));
+    let none = strand_in(&cluster, "tx", &["mol", "current", "--for", "nobody", "--json"], None);
+    assert_eq!(String::from_utf8_lossy(&none.stdout).trim(), "[]");
+
+    let before = statuses(&cluster, "tx");
+    let stale = r#"{"conditions":[{"id":"st-2","revision":1}],"writes":[{"op":"close","id":"st-2"},{"op":"close","id":"st-3"}]}"#;
+    let refused = strand_in(&cluster, "tx", &["tx"], Some(stale));
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("revision"), "{refused:?}");
+    let half = r#"[{"op":"close","id":"st-3"},{"op":"update","id":"st-404","title":"x"}]"#;
+    let refused = strand_in(&cluster, "tx", &["tx"], Some(half));
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("write 2"), "{refused:?}");
+    let typo = strand_in(&cluster, "tx", &["tx"], Some(r#"[{"op":"close","id":"st-3","resaon":"x"}]"#));
+    assert!(String::from_utf8_lossy(&typo.stderr).contains("unknown field `resaon`"), "{typo:?}");
+    assert_eq!(statuses(&cluster, "tx"), before, "a refused transaction changes nothing");
+}
+
+/// One `bd export` line.
+fn export_line(id: &str, title: &str, extra: &str) -> String {
+    format!(
+        r#"{{"_type":"issue","id":"{id}","title":"{title}","status":"open","priority":2,"issue_type":"task","created_at":"2026-01-02T03:04:05Z","updated_at":"2026-01-03T00:00:00Z","dependency_count":0{extra}}}"#
+    )
+}
+
+#[test]
+fn a_bd_export_imports_whole_or_not_at_all() {
+    let cluster = Cluster::start(3, None);
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, lines: &[String]| -> String {
+        let path = dir.path().join(name);
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        path.display().to_string()
+    };
+    let export = file(
+        "export.jsonl",
+        &[
+            export_line("gc-a1b", "epic", r#","issue_type":"epic""#),
+            export_line(
+                "gc-c2d",
+                "child",
+                r#","dependencies":[{"issue_id":"gc-c2d","depends_on_id":"gc-a1b","type":"parent-child"},{"issue_id":"gc-c2d","depends_on_id":"gc-e3f","type":"blocks"}]"#,
+            ),
+            export_line("gc-e3f", "blocker", r#","labels":["x"],"metadata":{"gc.kind":"work"}"#),
+            r#"{"_type":"memory","key":"k","value":"v"}"#.to_string(),
+        ],
+    );
+    let imported = json_of(&strand_in(&cluster, "imp", &["import", &export, "--json"], None));
+    assert_eq!((imported["created"].as_u64(), imported["skipped"].as_u64()), (Some(3), Some(1)));
+    let child = &json_of(&strand_in(&cluster, "imp", &["show", "gc-c2d", "--json"], None))[0];
+    assert_eq!(
+        (child["parent"].as_str(), child["created_at"].as_str()),
+        (Some("gc-a1b"), Some("2026-01-02T03:04:05.000Z"))
+    );
+    let ready = json_of(&strand_in(&cluster, "imp", &["ready", "--json"], None));
+    let ready: Vec<&str> = ready.as_array().unwrap().iter().map(|bead| bead["id"].as_str().unwrap()).collect();
+    assert!(ready.contains(&"gc-e3f") && !ready.contains(&"gc-c2d"), "the imported edge blocks: {ready:?}");
+    let before = statuses(&cluster, "imp");
+
+    let again = strand_in(&cluster, "imp", &["import", &export], None);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"), "{again:?}");
+    let bad = file("bad.jsonl", &[export_line("gc-new1", "fine", ""), "{oops".to_string()]);
+    let refused = strand_in(&cluster, "imp", &["import", &bad], None);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("line 2 of"), "{refused:?}");
+    assert_eq!(statuses(&cluster, "imp"), before, "a refused import changes nothing");
+
+    // Larger than one batch: written in three, all there.
+    let many: Vec<String> = (0..2500).map(|n| export_line(&format!("bd-{n:04x}"), "bulk", "")).collect();
+    let imported = json_of(&strand_in(&cluster, "bulk", &["import", &file("many.jsonl", &many), "--json"], None));
+    assert_eq!(imported["created"], 2500);
+    assert_eq!(statuses(&cluster, "bulk").len(), 2500);
+    // A later batch refused by the cluster (a parent nowhere): the earlier batch is removed again.
+    let mut orphaned: Vec<String> = (0..1200).map(|n| export_line(&format!("or-{n:04x}"), "bulk", "")).collect();
+    orphaned.push(export_line("or-last", "orphan", r#","parent":"gc-nowhere""#));
+    let refused = strand_in(&cluster, "orphans", &["import", &file("orphans.jsonl", &orphaned)], None);
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("gc-nowhere") && stderr.contains("removed again"), "{stderr}");
+    assert!(statuses(&cluster, "orphans").is_empty(), "nothing of the refused import is left");
 }

@@ -254,9 +254,11 @@ async fn exec_store_protocol_op_by_op_against_a_live_cluster() {
     session.ok(&city, &["create"], Some(r#"{"title":"child-1","parent_id":"gc-1","ref":"step-a"}"#));
     session.ok(&city, &["create"], Some(r#"{"title":"child-2","parent_id":"gc-1","needs":["gc-2"]}"#));
     let got = session.ok(&city, &["get", "gc-2"], None).json();
-    for field in ["title", "type", "priority", "assignee", "from", "description", "labels", "metadata"] {
+    for field in ["title", "type", "priority", "assignee", "from", "description", "labels", "metadata", "no_history"] {
         assert_eq!(got[field], second[field], "{field} round-trips");
     }
+    assert_eq!(got["no_history"], true, "no_history is kept");
+    assert!(got["updated_at"].as_str().is_some_and(|time| time.ends_with('Z')), "updated_at is RFC 3339: {got}");
 
     session.section("children in creation order; a blocked bead is not ready");
     let children = session.array(&city, &["children", "gc-1"], 2);
@@ -404,7 +406,10 @@ async fn exec_store_protocol_op_by_op_against_a_live_cluster() {
     session.not_found(&rig, &["get", "gc-2"], None);
     assert_eq!(session.ok(&rig, &["create"], Some(r#"{"title":"rig work"}"#)).json()["id"], "gc-1");
     let deferred = r#"{"title":"later","defer_until":"2099-01-01T10:00:00+02:00"}"#;
-    assert_eq!(session.ok(&rig, &["create"], Some(deferred)).json()["id"], "gc-2", "an offset time is accepted");
+    let later = session.ok(&rig, &["create"], Some(deferred)).json();
+    assert_eq!(later["id"], "gc-2", "an offset time is accepted");
+    assert_eq!(later["defer_until"], "2099-01-01T08:00:00.000Z", "defer_until round-trips, in UTC");
+    assert_eq!(session.ok(&rig, &["get", "gc-2"], None).json()["defer_until"], "2099-01-01T08:00:00.000Z");
     assert_eq!(titles(&session.array(&rig, &["ready"], 1)), ["rig work"], "deferred work is not ready");
     assert_eq!(titles(&session.array(&city, &["list-by-label", "batch:1", "0"], 1)), ["a"], "b (gc-6) was deleted");
 

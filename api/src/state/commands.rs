@@ -10,16 +10,6 @@ use crate::model::{Actor, Bead, BeadId, DEFAULT_TYPE, DepType, Status, Timestamp
 use crate::outcome::{Outcome, Refusal};
 use crate::validate::invalid_transition;
 
-/// Parses one `needs` entry: `ID` (a `blocks` edge) or `TYPE:ID`.
-fn parse_need(need: &str) -> (BeadId, DepType) {
-    match need.split_once(':') {
-        Some((dep_type, bead_id)) if !dep_type.is_empty() && !bead_id.is_empty() => {
-            (BeadId(bead_id.to_string()), DepType(dep_type.to_string()))
-        }
-        _ => (BeadId(need.to_string()), DepType::blocks()),
-    }
-}
-
 impl NamespaceState {
     /// Creates a bead (store invariants 1-4).
     pub(super) fn create(&mut self, create: &CreateBead, now: Timestamp) -> Result<Outcome, Refusal> {
@@ -32,13 +22,9 @@ impl NamespaceState {
             Some(parent_id) => Some(self.bead(parent_id)?.id.prefix().to_string()),
             None => None,
         };
-        let mut depends_on = BTreeMap::new();
         // A target need not be a bead: an edge to an id this namespace does not hold (another
         // rig's, `external:<rig>:<id>`) never blocks, as in bd.
-        for need in &create.needs {
-            let (target, dep_type) = parse_need(need);
-            depends_on.insert(target, dep_type);
-        }
+        let depends_on = create.edges();
         let (bead_id, seq) = self.next_id(parent_prefix.as_deref());
         let bead_type = if create.bead_type.is_empty() { DEFAULT_TYPE } else { &create.bead_type };
         let bead = Bead {
@@ -57,6 +43,7 @@ impl NamespaceState {
             labels: create.labels.clone(),
             metadata: create.metadata.clone(),
             ephemeral: create.ephemeral,
+            no_history: create.no_history,
             created_at: now,
             updated_at: now,
             revision: self.revision,

@@ -11,6 +11,7 @@
 //! Invariant: a refused command changes nothing but the dedup table and the clock.
 
 mod commands;
+mod import;
 mod index;
 mod namespace;
 mod orchestration;
@@ -314,6 +315,7 @@ impl State {
             Command::Purge { older_than_ms } => namespace_state.purge(*older_than_ms, now),
             Command::ClaimNext { actor, filter } => namespace_state.claim_next(actor, filter, now),
             Command::Txn(txn) => namespace_state.txn(txn, now),
+            Command::Import { beads } => namespace_state.import(beads, now),
             write => namespace_state.bead_write(write, now),
         }
     }

@@ -230,16 +230,26 @@ impl NamespaceState {
 
     /// The id the next bead created with this prefix override will get.
     pub(super) fn peek_next_id(&self, prefix: Option<&str>) -> BeadId {
-        BeadId(format!("{}-{}", prefix.unwrap_or(&self.meta.prefix), self.meta.next_seq))
+        let prefix = prefix.unwrap_or(&self.meta.prefix);
+        (self.meta.next_seq..)
+            .map(|seq| BeadId(format!("{prefix}-{seq}")))
+            .find(|bead_id| !self.beads.contains_key(bead_id))
+            .expect("some sequence number is free")
     }
 
     /// Takes a new id, `<prefix>-<n>`; `prefix` overrides the namespace's (a child's parent prefix).
     pub(super) fn next_id(&mut self, prefix: Option<&str>) -> (BeadId, u64) {
-        let seq = self.meta.next_seq;
-        self.meta.next_seq += 1;
-        self.meta_dirty = true;
-        let prefix = prefix.unwrap_or(&self.meta.prefix);
-        (BeadId(format!("{prefix}-{seq}")), seq)
+        let prefix = prefix.unwrap_or(&self.meta.prefix).to_string();
+        loop {
+            let seq = self.meta.next_seq;
+            self.meta.next_seq += 1;
+            self.meta_dirty = true;
+            let bead_id = BeadId(format!("{prefix}-{seq}"));
+            // Only an imported bead can hold such an id already; the next number is free.
+            if !self.beads.contains_key(&bead_id) {
+                return (bead_id, seq);
+            }
+        }
     }
 
     /// Adds a new bead (its dependencies already checked) and indexes it.

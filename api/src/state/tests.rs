@@ -1013,5 +1013,6 @@ fn update_cannot_grow_labels_past_the_limit() {
     assert!(harness.apply(Command::Update(update)).unwrap_err().to_string().contains("more than"));
 }
 
+mod import;
 mod orchestration;
 mod txn;
