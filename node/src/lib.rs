@@ -412,6 +412,9 @@ mod tests {
         old.write(vec![op], Durability::Sync).expect("write");
         let error = check_identity(&old, &config()).expect_err("a format-1 directory is refused");
         assert!(matches!(error, NodeError::IncompatibleFormat { found: 1, .. }), "{error}");
-        assert!(error.to_string().contains("format 1, and this build reads format 4"), "{error}");
+        assert!(
+            error.to_string().contains(&format!("format 1, and this build reads format {STORAGE_FORMAT}")),
+            "{error}"
+        );
     }
 }
