@@ -468,6 +468,7 @@ async fn send_write(channel: Channel, request: WriteProto) -> Result<Answer, Grp
         ConvoyCheck => ConvoysClient.check,
         Txn => BeadsClient.txn,
         Import => BeadsClient.import,
+        ImportUndo => BeadsClient.import_undo,
     }))
 }
 

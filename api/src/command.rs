@@ -188,6 +188,24 @@ pub enum Command {
         /// At most [`crate::limits::IMPORT_BEADS_MAX`].
         beads: Vec<Bead>,
     },
+    /// Takes beads an import wrote out again, all together or not at all, each only while still
+    /// at the revision the import gave it (`strand import` when a later batch of a file is refused).
+    ImportUndo {
+        /// At most [`crate::limits::IMPORT_BEADS_MAX`].
+        beads: Vec<ImportedBead>,
+    },
+}
+
+/// A bead an import wrote, as [`Command::ImportUndo`] names it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportedBead {
+    /// Its id.
+    pub id: BeadId,
+    /// The revision the import gave it.
+    pub revision: u64,
+    /// The targets of the edges the import sent with it; any other edge it has was taken over
+    /// from a loose edge, and becomes loose again.
+    pub edges: Vec<BeadId>,
 }
 
 impl Command {
@@ -324,6 +342,7 @@ impl Command {
             Command::Purge { .. } => "purge",
             Command::Txn(_) => "txn",
             Command::Import { .. } => "import",
+            Command::ImportUndo { .. } => "import_undo",
         }
     }
 }

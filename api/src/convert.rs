@@ -370,6 +370,15 @@ write_request!(pb::ImportRequest, |request| {
     Ok(Command::Import { beads })
 });
 
+write_request!(pb::ImportUndoRequest, |request| {
+    let beads = request
+        .beads
+        .into_iter()
+        .map(|bead| ImportedBead { id: BeadId(bead.id), revision: bead.revision, edges: ids_of(bead.edges) })
+        .collect();
+    Ok(Command::ImportUndo { beads })
+});
+
 /// The command of one write of a transaction (its inner header is ignored).
 fn txn_write_of(write: pb::TxnWrite) -> Result<Command, Refusal> {
     use pb::txn_write::Write;
@@ -592,6 +601,17 @@ pub fn write_to_proto(header: pb::WriteHeader, command: &Command) -> WriteProto 
         Command::Import { beads } => {
             WriteProto::Import(pb::ImportRequest { header, beads: beads.iter().map(pb::Bead::from).collect() })
         }
+        Command::ImportUndo { beads } => WriteProto::ImportUndo(pb::ImportUndoRequest {
+            header,
+            beads: beads
+                .into_iter()
+                .map(|bead| pb::ImportedBead {
+                    id: bead.id.0,
+                    revision: bead.revision,
+                    edges: ids_to_proto(bead.edges),
+                })
+                .collect(),
+        }),
     }
 }
 
@@ -725,6 +745,7 @@ request_enum!(
         Purge(pb::PurgeRequest),
         Txn(pb::TxnRequest),
         Import(pb::ImportRequest),
+        ImportUndo(pb::ImportUndoRequest),
     }
 );
 

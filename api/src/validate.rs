@@ -156,10 +156,12 @@ fn validate_import(beads: &[Bead]) -> Result<(), Refusal> {
         if let Some(reason) = &bead.close_reason {
             check_size("close reason", reason, REASON_BYTES_MAX).map_err(refused)?;
         }
-        bead.depends_on
-            .values()
-            .try_for_each(|dep_type| check_size("dependency type", &dep_type.0, NAME_BYTES_MAX))
-            .map_err(refused)?;
+        for (target, dep_type) in &bead.depends_on {
+            if target.0.is_empty() || dep_type.0.is_empty() {
+                return Err(refused(Refusal::Invalid("a dependency needs a target id and a type".into())));
+            }
+            check_size("dependency type", &dep_type.0, NAME_BYTES_MAX).map_err(refused)?;
+        }
     }
     Ok(())
 }
@@ -262,10 +264,22 @@ pub fn validate_command(command: &Command) -> Result<(), Refusal> {
         }
         Command::Txn(txn) => validate_txn(txn),
         Command::Import { beads } => validate_import(beads),
+        Command::ImportUndo { beads } => {
+            if beads.is_empty() || beads.len() > IMPORT_BEADS_MAX {
+                return Err(Refusal::Invalid(format!("an import undo names 1 to {IMPORT_BEADS_MAX} beads; split it")));
+            }
+            if beads.iter().any(|bead| bead.edges.len() > DEPENDENCIES_PER_BEAD_MAX) {
+                return Err(Refusal::Invalid(format!(
+                    "an imported bead has at most {DEPENDENCIES_PER_BEAD_MAX} edges"
+                )));
+            }
+            Ok(())
+        }
     }
 }
 
-fn validate_txn(txn: &Txn) -> Result<(), Refusal> {
+/// Checks a transaction and each of its writes as the cluster does before applying it.
+pub fn validate_txn(txn: &Txn) -> Result<(), Refusal> {
     if txn.writes.is_empty() {
         return Err(Refusal::Invalid("a transaction needs at least one write".into()));
     }

@@ -86,9 +86,11 @@ pub fn namespace_of_store(root: &str, scope: &str) -> String {
 /// from the bd path to the exec path (or back) never meets its other store by accident.
 const BEADS_DIR_SCOPE: &str = "bd";
 
-/// The namespace of bd's `BEADS_DIR` (`<scope root>/.beads`): the store of its scope root.
+/// The namespace of bd's `BEADS_DIR` (`<scope root>/.beads`): the store of its scope root. An
+/// existing directory is named by its canonical path, so `./.beads` and a symlink to it agree.
 pub fn namespace_of_beads_dir(dir: &str) -> String {
-    let dir = dir.trim_end_matches('/');
+    let canonical = std::fs::canonicalize(dir).ok().and_then(|path| path.to_str().map(str::to_string));
+    let dir = canonical.as_deref().unwrap_or(dir).trim_end_matches('/');
     let root = match dir.rsplit_once('/') {
         Some((root, ".beads")) if !root.is_empty() => root,
         _ => dir,

@@ -3,11 +3,14 @@
 //!
 //! Every line is read and checked before anything is written; a bad line is reported by number
 //! and nothing is imported. No imported id may exist in the namespace already (an import adds,
-//! never overwrites). The beads go to the cluster in [`Command::Import`] batches of at most
-//! [`IMPORT_BEADS_MAX`] beads and half a request's bytes, parents before children; each batch
-//! is atomic. If a batch is refused, the batches already written are deleted again (each only
-//! if nobody changed it since), so a failed import leaves nothing behind; while a large file is
-//! being written, readers can see the batches written so far.
+//! never overwrites), and every parent must be in the file or the namespace. The beads go to the
+//! cluster in [`Command::Import`] batches of at most [`IMPORT_BEADS_MAX`] beads and half a
+//! request's bytes, parents before children; each batch is atomic. If a batch is refused (a
+//! cycle with the namespace's beads, or a change made meanwhile), the batches already written are
+//! taken out again by [`Command::ImportUndo`], last first, which leaves the namespace as the
+//! import found it; while a large file is being written, readers can see the batches written so
+//! far. A pair of non-blocking edges between two beads in both directions (bd keeps
+//! `relates-to` that way) is kept one way, since Strand's edges never form cycles.
 //!
 //! bd's `parent-child` dependency becomes the bead's parent; every other dependency an edge.
 //! bd's `sender` is Strand's `from`; `design` and `acceptance_criteria` are kept as metadata of
@@ -18,8 +21,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 
-use api::client::Client;
-use api::command::{Command, Condition, Query, Txn};
+use api::client::{Client, ClientError};
+use api::command::{Command, ImportedBead, Query};
 use api::convert::parse_status;
 use api::limits::{IDS_PER_REQUEST_MAX, IMPORT_BEADS_MAX, REQUEST_BYTES_MAX};
 use api::model::{Bead, BeadId, DepType, Status, Timestamp};
@@ -118,6 +121,8 @@ struct Parsed {
     skipped: usize,
     /// Comments left behind.
     comments: usize,
+    /// Reverse edges of two-way non-blocking pairs, left out.
+    folded: usize,
 }
 
 fn time(text: Option<&str>, field: &str) -> Result<Option<Timestamp>, String> {
@@ -256,10 +261,41 @@ fn parse(reader: impl BufRead, source: &str) -> Result<Parsed, Failure> {
         if let Some(first) = seen.insert(bead.id.0.clone(), number) {
             return Err(bad(format!("id {} appears again (first on line {first})", bead.id)));
         }
+        if text.len() > BATCH_BYTES_MAX {
+            return Err(bad(format!(
+                "the bead is {} bytes, over the {BATCH_BYTES_MAX} one import command carries; shorten its description, notes or metadata",
+                text.len()
+            )));
+        }
         validate_command(&Command::Import { beads: vec![bead.clone()] }).map_err(|refusal| bad(refusal.to_string()))?;
         parsed.beads.push((bead, text.len()));
     }
+    parsed.folded = fold_two_way_edges(&mut parsed.beads);
     Ok(parsed)
+}
+
+/// Keeps one direction of each pair of same-typed, non-blocking edges that two beads of the file
+/// hold to each other (the one from the lower id); answers how many were left out.
+fn fold_two_way_edges(beads: &mut [(Bead, usize)]) -> usize {
+    let edge = |from: &BeadId, to: &BeadId, beads: &[(Bead, usize)]| -> Option<DepType> {
+        beads.iter().find(|(bead, _)| &bead.id == from).and_then(|(bead, _)| bead.depends_on.get(to).cloned())
+    };
+    let index: BTreeMap<BeadId, usize> =
+        beads.iter().enumerate().map(|(position, (bead, _))| (bead.id.clone(), position)).collect();
+    let mut dropped: Vec<(usize, BeadId)> = Vec::new();
+    for (bead, _) in beads.iter() {
+        for (target, dep_type) in &bead.depends_on {
+            let non_blocking = !dep_type.blocks_until_closed() && !dep_type.inherits_blocked();
+            let reverse = index.get(target).and_then(|_| edge(target, &bead.id, beads));
+            if non_blocking && bead.id > *target && reverse.as_ref() == Some(dep_type) {
+                dropped.push((index[&bead.id], target.clone()));
+            }
+        }
+    }
+    for (position, target) in &dropped {
+        beads[*position].0.depends_on.remove(target);
+    }
+    dropped.len()
 }
 
 /// Puts parents before their children (a parent must exist when its child is written), keeping
@@ -309,12 +345,37 @@ async fn check_ids_free(client: &Client, beads: &[(Bead, usize)]) -> Result<(), 
     Ok(())
 }
 
-/// Deletes beads an import wrote, each only if still at the revision the import gave it.
-async fn undo(client: &Client, written: &[Bead]) -> Result<(), Failure> {
-    for chunk in written.chunks(IMPORT_BEADS_MAX) {
-        let conditions = chunk.iter().map(|bead| Condition { id: bead.id.clone(), revision: bead.revision }).collect();
-        let writes = chunk.iter().map(|bead| Command::Delete { id: bead.id.clone() }).collect();
-        client.execute(Command::Txn(Txn { conditions, writes })).await?;
+/// Refuses the import if a parent is neither in the file nor in the namespace.
+async fn check_parents(client: &Client, beads: &[(Bead, usize)]) -> Result<(), Failure> {
+    let in_file: BTreeSet<&BeadId> = beads.iter().map(|(bead, _)| &bead.id).collect();
+    let outside: BTreeSet<BeadId> = beads
+        .iter()
+        .filter_map(|(bead, _)| bead.parent_id.clone())
+        .filter(|parent| !in_file.contains(parent))
+        .collect();
+    let outside: Vec<BeadId> = outside.into_iter().collect();
+    for chunk in outside.chunks(IDS_PER_REQUEST_MAX) {
+        let found: BTreeSet<BeadId> = beads_of(client.query(Query::Lookup { ids: chunk.to_vec() }).await?)
+            .into_iter()
+            .map(|bead| bead.id)
+            .collect();
+        if let Some(missing) = chunk.iter().find(|parent| !found.contains(*parent)) {
+            let child =
+                beads.iter().find(|(bead, _)| bead.parent_id.as_ref() == Some(missing)).map(|(bead, _)| &bead.id);
+            return Err(Failure::Refused(format!(
+                "bead {} names parent {missing}, which is neither in the file nor in this namespace; nothing was imported",
+                child.map_or_else(String::new, ToString::to_string)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Takes out what an import wrote, the last batch first, so children go before their parents.
+async fn undo(client: &Client, written: &[ImportedBead]) -> Result<(), Failure> {
+    let last_first: Vec<ImportedBead> = written.iter().rev().cloned().collect();
+    for chunk in last_first.chunks(IMPORT_BEADS_MAX) {
+        client.execute(Command::ImportUndo { beads: chunk.to_vec() }).await?;
     }
     Ok(())
 }
@@ -336,18 +397,43 @@ pub async fn run(cli: &Cli, args: &ImportArgs) -> Outcome {
     let mut parsed = parse(reader, &source)?;
     let client = cli.client()?;
     check_ids_free(&client, &parsed.beads).await?;
+    check_parents(&client, &parsed.beads).await?;
     let ids: Vec<String> = parsed.beads.iter().map(|(bead, _)| bead.id.0.clone()).collect();
     let count = ids.len();
     if parsed.comments > 0 {
         eprintln!("note: {} comments were not imported: Strand keeps no comments", parsed.comments);
     }
+    if parsed.folded > 0 {
+        eprintln!(
+            "note: {} edges that two beads held to each other were kept one way (from the lower id): Strand's edges form no cycles",
+            parsed.folded
+        );
+    }
     if !args.dry_run && count > 0 {
         parents_first(&mut parsed.beads);
-        let mut written: Vec<Bead> = Vec::with_capacity(count);
+        let mut written: Vec<ImportedBead> = Vec::with_capacity(count);
         for batch in batches(std::mem::take(&mut parsed.beads)) {
+            let sent: BTreeMap<BeadId, Vec<BeadId>> =
+                batch.iter().map(|bead| (bead.id.clone(), bead.depends_on.keys().cloned().collect())).collect();
+            let imported =
+                |bead: Bead| ImportedBead { edges: sent[&bead.id].clone(), id: bead.id, revision: bead.revision };
             match client.execute(Command::Import { beads: batch }).await {
-                Ok(answer) => written.extend(beads_of(answer)),
-                Err(error) => return Err(undo_after(&client, &written, error.into()).await),
+                Ok(answer) => written.extend(beads_of(answer).into_iter().map(imported)),
+                Err(error @ ClientError::Refused(_)) => return Err(undo_after(&client, &written, error.into()).await),
+                Err(error) => {
+                    // The batch may have been applied before the answer was lost: find out.
+                    let ids: Vec<BeadId> = sent.keys().cloned().collect();
+                    match client.query(Query::Lookup { ids }).await {
+                        Ok(answer) => written.extend(beads_of(answer).into_iter().map(imported)),
+                        Err(_) => {
+                            return Err(Failure::Refused(format!(
+                                "{error}; whether the last batch was written is unknown, and {} beads were written before it; check with `strand list --all` and remove them with `strand delete --force`",
+                                written.len()
+                            )));
+                        }
+                    }
+                    return Err(undo_after(&client, &written, error.into()).await);
+                }
             }
         }
     }
@@ -370,14 +456,14 @@ pub async fn run(cli: &Cli, args: &ImportArgs) -> Outcome {
 }
 
 /// After a refused batch: removes what earlier batches wrote and says what happened.
-async fn undo_after(client: &Client, written: &[Bead], failure: Failure) -> Failure {
+async fn undo_after(client: &Client, written: &[ImportedBead], failure: Failure) -> Failure {
     let reason = failure.message().to_string();
     if written.is_empty() {
         return Failure::Refused(format!("{reason}; nothing was imported"));
     }
     match undo(client, written).await {
         Ok(()) => Failure::Refused(format!(
-            "{reason}; the {} beads written before were removed again, so nothing was imported",
+            "{reason}; the {} beads written before were taken out again, so nothing was imported",
             written.len()
         )),
         Err(undo_failure) => {

@@ -212,13 +212,14 @@ pub async fn run_current(cli: &Cli, args: &CurrentArgs) -> Outcome {
     let mut values = Vec::with_capacity(molecules.len());
     for molecule in &molecules {
         let states = molecule.states();
-        let current = states.iter().rev().find(|(_, state)| *state == "current").map(|(step, _)| *step);
+        // bd takes the last step in progress in creation order, before its sort.
+        let current = molecule.steps.iter().rev().find(|step| step.status == Status::InProgress);
         // bd takes the next step in creation order, before its sort.
         let ready: BTreeSet<&BeadId> =
             states.iter().filter(|(_, state)| *state == "ready").map(|(step, _)| &step.id).collect();
         let next = molecule.steps.iter().find(|step| ready.contains(&step.id));
         let window: Vec<&(&Bead, &str)> = match range {
-            Some((start, end)) => states.iter().skip(start - 1).take(end + 1 - start).collect(),
+            Some((start, end)) => states.iter().skip(start - 1).take((end - start).saturating_add(1)).collect(),
             None if args.limit > 0 => states.iter().take(args.limit).collect(),
             None => states.iter().collect(),
         };

@@ -7,7 +7,8 @@
 //! assignee, from, metadata, ephemeral, no_history, defer_until), `update` (id and the fields to
 //! change), `set-metadata` (id, metadata; null removes a key), `claim` (id, assignee), `close`
 //! (id, reason), `reopen` (id), `delete` (id), `dep-add` (issue, depends_on, type) and
-//! `dep-remove` (issue, depends_on). Any write may carry `if_revision`, a condition on its bead.
+//! `dep-remove` (issue, depends_on). Any write but a create may carry `if_revision`, a condition
+//! on its bead.
 //! An id `$N` names the bead that write N (from 0) created. The document is checked whole before
 //! anything is sent: an unknown op or field is refused, naming the write.
 
@@ -233,7 +234,10 @@ fn transaction(cli: &Cli, text: &str) -> Result<Txn, Failure> {
         }
         writes.push(command);
     }
-    Ok(Txn { conditions, writes })
+    let txn = Txn { conditions, writes };
+    // What the cluster checks first, checked here too, so a dry run refuses what a run would.
+    api::validate::validate_txn(&txn).map_err(|refusal| Failure::Refused(format!("{refusal}; nothing was sent")))?;
+    Ok(txn)
 }
 
 /// Runs `strand tx`: prints each write's outcome (JSON: `{"results": [bead or null, ...]}`).
@@ -326,6 +330,7 @@ mod tests {
             (r#"[{"op":"update","id":"st-1","if_revision":"3"}]"#, "not a whole number"),
             (r#"[{"op":"create","title":"x","defer_until":"soon"}]"#, "not an RFC 3339 time"),
             (r#"[{"op":"update","id":"st-1","status":"shipped"}]"#, "invalid status"),
+            (r#"[{"op":"create","title":""}]"#, "title"),
         ] {
             let message = refusal(text);
             assert!(message.contains(expected), "{text}: {message}");

@@ -195,6 +195,9 @@ impl<D: Disk> Beads for BeadsService<D> {
     async fn import(&self, request: Request<pb::ImportRequest>) -> Result<Response<pb::BeadsResponse>, Status> {
         write(&self.core, request).await
     }
+    async fn import_undo(&self, request: Request<pb::ImportUndoRequest>) -> Result<Response<pb::Empty>, Status> {
+        write(&self.core, request).await
+    }
 }
 
 #[tonic::async_trait]

@@ -622,12 +622,26 @@ fn a_bd_export_imports_whole_or_not_at_all() {
     let imported = json_of(&strand_in(&cluster, "bulk", &["import", &file("many.jsonl", &many), "--json"], None));
     assert_eq!(imported["created"], 2500);
     assert_eq!(statuses(&cluster, "bulk").len(), 2500);
-    // A later batch refused by the cluster (a parent nowhere): the earlier batch is removed again.
-    let mut orphaned: Vec<String> = (0..1200).map(|n| export_line(&format!("or-{n:04x}"), "bulk", "")).collect();
-    orphaned.push(export_line("or-last", "orphan", r#","parent":"gc-nowhere""#));
-    let refused = strand_in(&cluster, "orphans", &["import", &file("orphans.jsonl", &orphaned)], None);
+    // A parent nowhere is found before anything is written.
+    let orphan = file("orphan.jsonl", &[export_line("or-1", "orphan", r#","parent":"gc-nowhere""#)]);
+    let refused = strand_in(&cluster, "cycle", &["import", &orphan, "--dry-run"], None);
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("gc-nowhere"), "{refused:?}");
+    // A later batch refused by the cluster (it closes a cycle with a bead already there): the
+    // earlier batches are taken out again, and the bead already there is exactly as it was.
+    json_of(&strand_in(&cluster, "cycle", &["create", "--json", "waits for the import"], None));
+    json_of(&strand_in(&cluster, "cycle", &["dep", "add", "st-1", "cy-last", "--json"], None));
+    let before = json_of(&strand_in(&cluster, "cycle", &["show", "st-1", "--json"], None));
+    let mut cyclic: Vec<String> = (0..1200).map(|n| export_line(&format!("cy-{n:04x}"), "bulk", "")).collect();
+    cyclic.push(export_line(
+        "cy-last",
+        "closes a cycle",
+        r#","dependencies":[{"issue_id":"cy-last","depends_on_id":"st-1","type":"blocks"}]"#,
+    ));
+    let refused = strand_in(&cluster, "cycle", &["import", &file("cyclic.jsonl", &cyclic)], None);
     assert_eq!(refused.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert!(stderr.contains("gc-nowhere") && stderr.contains("removed again"), "{stderr}");
-    assert!(statuses(&cluster, "orphans").is_empty(), "nothing of the refused import is left");
+    assert!(stderr.contains("cycle") && stderr.contains("taken out again"), "{stderr}");
+    assert_eq!(statuses(&cluster, "cycle").len(), 1, "nothing of the refused import is left");
+    let after = json_of(&strand_in(&cluster, "cycle", &["show", "st-1", "--json"], None));
+    assert_eq!((&after[0]["revision"], &after[0]["needs"]), (&before[0]["revision"], &before[0]["needs"]));
 }

@@ -1,24 +1,27 @@
 //! [`Command::Import`](crate::command::Command::Import): beads from another store (`bd export`),
-//! with their ids, statuses and timestamps, added all together or not at all.
+//! with their ids, statuses and timestamps, added all together or not at all; and
+//! [`Command::ImportUndo`](crate::command::Command::ImportUndo), which takes them out again.
 //!
-//! Everything is checked before anything changes: no imported id may exist already (an import
-//! adds, never overwrites), and a parent must be in the import or in the namespace. Each bead
-//! gets the next sequence number in the order given, and the namespace's counter moves past any
-//! imported `<prefix>-<n>`, so an id the namespace assigns later never meets an imported one.
-//! Edges may point at beads later in the import or at ids that are not beads, as anywhere else.
-//! A bead without a creation time (0) is stamped with the command's time: `create --id` is an
-//! import of one bead.
+//! An import checks before it changes anything that no imported id exists already (an import
+//! adds, never overwrites) and that a parent is in the import or in the namespace. It then adds
+//! the beads under a journal and refuses, undoing them, if they close a dependency or parent
+//! cycle, with each other or with the namespace's beads. Each bead gets the next sequence
+//! number, in the order given; an id the namespace assigns later skips any imported one
+//! ([`NamespaceState::next_id`]). Edges may point at beads later in the import or at ids that
+//! are not beads, as anywhere else. A bead without a creation time (0) is stamped with the
+//! command's time: `create --id` is an import of one bead.
+//!
+//! An undo removes beads an import wrote, each only while still at the revision the import gave
+//! it, and leaves the namespace as the import found it: edges other beads have to them stay (to
+//! an id that is not a bead, as before), and edges the beads took over from loose edges become
+//! loose again. A bead that another bead became a child of since is not undone.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use super::namespace::NamespaceState;
-use crate::model::{Bead, BeadId, DEFAULT_TYPE, Status, Timestamp};
+use super::namespace::{GRAPH_WALK_MAX, NamespaceState};
+use crate::command::ImportedBead;
+use crate::model::{Bead, BeadId, DEFAULT_TYPE, DepType, Status, Timestamp, event_type};
 use crate::outcome::{Outcome, Refusal};
-
-/// The number an id ends in (`st-12` → 12), if it ends in one.
-fn id_number(bead_id: &BeadId) -> Option<u64> {
-    bead_id.0.rsplit_once('-').and_then(|(_, number)| number.parse().ok())
-}
 
 impl NamespaceState {
     /// Imports beads (see the module header).
@@ -40,12 +43,7 @@ impl NamespaceState {
                 })?;
             }
         }
-        if let Some(highest) = beads.iter().filter_map(|bead| id_number(&bead.id)).max()
-            && highest >= self.meta.next_seq
-        {
-            self.meta.next_seq = highest.saturating_add(1);
-            self.meta_dirty = true;
-        }
+        self.begin_journal();
         for bead in beads {
             let mut bead = bead.clone();
             bead.seq = self.meta.next_seq;
@@ -71,7 +69,96 @@ impl NamespaceState {
             }
             self.insert(bead);
         }
+        if let Some((from, to)) = self.cycle_through(&incoming) {
+            self.roll_back();
+            return Err(Refusal::Invalid(format!(
+                "the import would close a cycle: {from} depends on (or is a child of) {to}, which leads back to {from}; remove one of those edges from the file"
+            )));
+        }
+        self.journal = None;
         let imported = beads.iter().map(|bead| self.beads[&bead.id].clone()).collect();
         Ok(Outcome::Beads(imported))
+    }
+
+    /// An edge (dependency or parent) of one of `start` that closes a cycle, if one does: a
+    /// depth-first walk over what the beads point at, linear in what it reaches (at most
+    /// [`GRAPH_WALK_MAX`] beads, the bound every graph walk of a namespace has).
+    fn cycle_through(&self, start: &BTreeSet<&BeadId>) -> Option<(BeadId, BeadId)> {
+        let targets = |bead_id: &BeadId| -> Vec<BeadId> {
+            self.beads.get(bead_id).map_or_else(Vec::new, |bead| {
+                bead.depends_on
+                    .keys()
+                    .chain(bead.parent_id.iter())
+                    .filter(|target| self.beads.contains_key(*target))
+                    .cloned()
+                    .collect()
+            })
+        };
+        let mut done: BTreeSet<BeadId> = BTreeSet::new();
+        for root in start {
+            if done.contains(*root) {
+                continue;
+            }
+            // The path from `root`, each bead with the targets it has left to visit.
+            let mut path: Vec<(BeadId, Vec<BeadId>)> = vec![((*root).clone(), targets(root))];
+            let mut on_path: BTreeSet<BeadId> = BTreeSet::from([(*root).clone()]);
+            while let Some((current, pending)) = path.last_mut() {
+                let Some(next) = pending.pop() else {
+                    on_path.remove(current);
+                    done.insert(current.clone());
+                    path.pop();
+                    continue;
+                };
+                if on_path.contains(&next) {
+                    return Some((current.clone(), next));
+                }
+                if done.contains(&next) || done.len() >= GRAPH_WALK_MAX {
+                    continue;
+                }
+                let next_targets = targets(&next);
+                on_path.insert(next.clone());
+                path.push((next, next_targets));
+            }
+        }
+        None
+    }
+
+    /// Takes beads an import wrote out again (see the module header).
+    pub(super) fn import_undo(&mut self, beads: &[ImportedBead]) -> Result<Outcome, Refusal> {
+        let undone: BTreeSet<&BeadId> = beads.iter().map(|bead| &bead.id).collect();
+        for imported in beads {
+            let current = self.bead(&imported.id)?.revision;
+            if current != imported.revision {
+                return Err(Refusal::RevisionMismatch {
+                    id: imported.id.clone(),
+                    expected: imported.revision,
+                    current,
+                });
+            }
+            if let Some(child) = self.children_of(&imported.id).into_iter().find(|child| !undone.contains(child)) {
+                return Err(Refusal::Invalid(format!(
+                    "bead {child} became a child of {} after the import; move or delete it first",
+                    imported.id
+                )));
+            }
+        }
+        let mut refresh = Vec::new();
+        for imported in beads {
+            let bead = self.beads.remove(&imported.id).expect("checked above");
+            self.indexes.remove(&bead);
+            self.indexes.forget(&imported.id);
+            self.dirty_beads.insert(imported.id.clone());
+            self.emit(event_type::BEAD_DELETED, &imported.id, bead.title.clone());
+            let sent: BTreeSet<&BeadId> = imported.edges.iter().collect();
+            let taken: BTreeMap<BeadId, DepType> =
+                bead.depends_on.into_iter().filter(|(target, _)| !sent.contains(target)).collect();
+            if !taken.is_empty() {
+                self.modify_loose(&imported.id, |edges| edges.extend(taken));
+            }
+            refresh.extend(self.dependents_of(&imported.id));
+        }
+        refresh.retain(|bead_id| self.beads.contains_key(bead_id));
+        self.refresh_blocked(refresh);
+        Ok(Outcome::Done)
     }
 }

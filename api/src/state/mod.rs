@@ -316,6 +316,7 @@ impl State {
             Command::ClaimNext { actor, filter } => namespace_state.claim_next(actor, filter, now),
             Command::Txn(txn) => namespace_state.txn(txn, now),
             Command::Import { beads } => namespace_state.import(beads, now),
+            Command::ImportUndo { beads } => namespace_state.import_undo(beads),
             write => namespace_state.bead_write(write, now),
         }
     }

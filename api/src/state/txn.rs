@@ -80,13 +80,7 @@ impl NamespaceState {
                 return Err(Refusal::RevisionMismatch { id: id.clone(), expected: *revision, current });
             }
         }
-        assert!(self.journal.is_none(), "transactions do not nest");
-        self.journal = Some(Journal {
-            meta: self.meta.clone(),
-            beads: Default::default(),
-            loose: Default::default(),
-            pending_events: self.pending_events.len(),
-        });
+        self.begin_journal();
         let mut created: Vec<Option<BeadId>> = Vec::with_capacity(txn.writes.len());
         let mut outcomes = Vec::with_capacity(txn.writes.len());
         for (index, write) in txn.writes.iter().enumerate() {
@@ -131,8 +125,19 @@ impl NamespaceState {
         }
     }
 
+    /// Starts keeping what the command being applied changes, so [`Self::roll_back`] can undo it.
+    pub(super) fn begin_journal(&mut self) {
+        assert!(self.journal.is_none(), "transactions do not nest");
+        self.journal = Some(Journal {
+            meta: self.meta.clone(),
+            beads: Default::default(),
+            loose: Default::default(),
+            pending_events: self.pending_events.len(),
+        });
+    }
+
     /// Undoes what the current transaction changed.
-    fn roll_back(&mut self) {
+    pub(super) fn roll_back(&mut self) {
         let journal = self.journal.take().expect("a transaction is applying");
         self.meta = journal.meta;
         self.meta_dirty = true;

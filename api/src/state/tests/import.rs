@@ -1,6 +1,7 @@
 //! Imports: beads from another store keep their ids, statuses and timestamps, edges among them
-//! and to existing beads block as usual, the id counter moves past imported numbers, and a
-//! refused import (an id that exists, a missing parent) changes nothing.
+//! and to existing beads block as usual, assigned ids skip imported ones, and a refused import
+//! (an id that exists, a missing parent, a cycle) changes nothing; an undo leaves the namespace
+//! as the import found it.
 
 use super::*;
 
@@ -37,7 +38,7 @@ fn imported(id: &str, title: &str) -> Bead {
 fn imported_beads_keep_ids_statuses_and_times_and_their_edges_block() {
     let mut harness = Harness::new();
     let existing = harness.create("existing");
-    let mut waiting = imported("st-40", "waits for a later line and an existing bead");
+    let mut waiting = imported("st-5", "waits for a later line and an existing bead");
     waiting.depends_on.insert(BeadId::from("gc-b"), DepType::blocks());
     waiting.depends_on.insert(existing.clone(), DepType::blocks());
     let mut done = imported("gc-b", "done");
@@ -47,7 +48,7 @@ fn imported_beads_keep_ids_statuses_and_times_and_their_edges_block() {
     child.no_history = true;
     let answer = beads_of(harness.apply(Command::Import { beads: vec![waiting, done, child] }));
     assert_eq!(answer.len(), 3);
-    let got = harness.get(&BeadId::from("st-40"));
+    let got = harness.get(&BeadId::from("st-5"));
     assert_eq!((got.created_at, got.updated_at, got.bead_type.as_str()), (Timestamp(10), Timestamp(20), "task"));
     assert_eq!(got.revision, harness.now as u64, "the import's log index is the revision");
     let closed = harness.get(&BeadId::from("gc-b"));
@@ -57,12 +58,11 @@ fn imported_beads_keep_ids_statuses_and_times_and_their_edges_block() {
         "closed_at defaults to updated_at"
     );
     assert!(harness.get(&BeadId::from("gc-c")).no_history);
-    assert!(!harness.ready_all().contains(&BeadId::from("st-40")), "the open existing blocker blocks it");
+    assert!(!harness.ready_all().contains(&BeadId::from("st-5")), "the open existing blocker blocks it");
     harness.close(&existing).unwrap();
-    assert!(harness.ready_all().contains(&BeadId::from("st-40")), "a closed import and a closed blocker do not");
+    assert!(harness.ready_all().contains(&BeadId::from("st-5")), "a closed import and a closed blocker do not");
     let next = harness.create("after the import");
-    let number: u64 = next.0.strip_prefix("st-").and_then(|n| n.parse().ok()).expect("an assigned id");
-    assert!(number > 40, "the counter moves past the imported st-40: {next}");
+    assert_eq!(next.0, "st-6", "an assigned id skips the imported st-5");
     harness.check_persistence();
 }
 
@@ -89,4 +89,79 @@ fn a_refused_import_changes_nothing() {
         assert!(refusal.contains(expected), "{refusal} should say {expected}");
         assert_eq!(content(&harness.state), before, "a refused import ({expected}) changes nothing");
     }
+}
+
+#[test]
+fn an_import_that_closes_a_cycle_is_refused_and_leaves_nothing() {
+    let mut harness = Harness::new();
+    let existing = harness.create("waits for gc-b");
+    harness
+        .apply(Command::DepAdd {
+            issue_id: existing.clone(),
+            depends_on_id: BeadId::from("gc-b"),
+            dep_type: DepType::blocks(),
+        })
+        .unwrap();
+    let before = content(&harness.state);
+    let mut closing = imported("gc-b", "closes the cycle");
+    closing.depends_on.insert(existing.clone(), DepType::blocks());
+    let mut own_parent = imported("gc-p", "its own grandparent");
+    own_parent.parent_id = Some(BeadId::from("gc-q"));
+    let mut other = imported("gc-q", "parent");
+    other.parent_id = Some(BeadId::from("gc-p"));
+    let mut itself = imported("gc-s", "needs itself");
+    itself.depends_on.insert(BeadId::from("gc-s"), DepType("related".into()));
+    for beads in [vec![imported("gc-a", "fine"), closing], vec![own_parent, other], vec![itself]] {
+        let refusal = harness.apply(Command::Import { beads }).expect_err("a cycle is refused");
+        assert!(refusal.to_string().contains("cycle"), "{refusal}");
+        assert_eq!(content(&harness.state), before, "a refused import leaves nothing");
+    }
+}
+
+#[test]
+fn an_undo_leaves_the_namespace_as_the_import_found_it() {
+    let mut harness = Harness::new();
+    let existing = harness.create("waits for gc-b");
+    let edge = |issue: &str, target: &str| Command::DepAdd {
+        issue_id: BeadId::from(issue),
+        depends_on_id: BeadId::from(target),
+        dep_type: DepType::blocks(),
+    };
+    harness.apply(edge(&existing.0, "gc-b")).unwrap();
+    harness.apply(edge("gc-b", "external:rig:x")).unwrap();
+    let ready_before = harness.ready_all();
+    let parent = imported("gc-a", "parent");
+    let mut child = imported("gc-b", "child");
+    child.parent_id = Some(BeadId::from("gc-a"));
+    child.depends_on.insert(BeadId::from("gc-a"), DepType("related".into()));
+    let written = beads_of(harness.apply(Command::Import { beads: vec![parent, child] }));
+    let taken = harness.get(&BeadId::from("gc-b"));
+    assert!(taken.depends_on.contains_key(&BeadId::from("external:rig:x")), "the loose edge was taken over");
+    assert!(!harness.ready_all().contains(&existing), "the imported open gc-b blocks the bead waiting for it");
+    let undo = |beads: &[Bead]| Command::ImportUndo {
+        beads: beads
+            .iter()
+            .map(|bead| ImportedBead {
+                id: bead.id.clone(),
+                revision: bead.revision,
+                edges: if bead.id.0 == "gc-b" { vec![BeadId::from("gc-a")] } else { Vec::new() },
+            })
+            .collect(),
+    };
+    let stale = undo(&written);
+    harness
+        .apply(Command::Update(UpdateBead {
+            id: BeadId::from("gc-a"),
+            title: Some("changed".into()),
+            ..Default::default()
+        }))
+        .unwrap();
+    assert!(matches!(harness.apply(stale), Err(Refusal::RevisionMismatch { .. })), "a changed bead is not undone");
+    let current: Vec<Bead> = written.iter().map(|bead| harness.get(&bead.id)).collect();
+    harness.apply(undo(&current)).unwrap();
+    assert!(harness.get(&existing).depends_on.contains_key(&BeadId::from("gc-b")), "the edge to gc-b stays");
+    assert_eq!(harness.ready_all(), ready_before, "gc-b is no bead again, so it blocks nothing");
+    let loose = harness.query(Query::DepList { id: BeadId::from("gc-b"), direction: DepDirection::Down });
+    assert!(format!("{loose:?}").contains("external:rig:x"), "the taken-over edge is loose again: {loose:?}");
+    harness.check_persistence();
 }
