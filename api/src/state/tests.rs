@@ -1014,5 +1014,6 @@ fn update_cannot_grow_labels_past_the_limit() {
 }
 
 mod import;
+mod metadata;
 mod orchestration;
 mod txn;
