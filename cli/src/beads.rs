@@ -119,6 +119,9 @@ pub struct DeleteArgs {
     /// Apply only if the bead (one id) is still at this revision.
     #[arg(long = "if-revision")]
     if_revision: Option<u64>,
+    /// Also delete every bead that depends on these, and on those, all in one transaction.
+    #[arg(long)]
+    cascade: bool,
 }
 
 #[derive(Args, Debug)]
@@ -132,6 +135,10 @@ pub struct CreateArgs {
     /// Keep this id instead of taking the next `<prefix>-<n>` (it must be free).
     #[arg(long)]
     id: Option<String>,
+    /// Create a whole graph plan from this JSON file in one transaction (Gas City's
+    /// `ApplyGraphPlan`; JSON: {"ids": {key: id}}).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["positional_title", "title", "id"])]
+    graph: Option<std::path::PathBuf>,
     /// Type (task, bug, feature, epic, convoy, message, ...).
     #[arg(long = "type", short = 't', default_value = "")]
     bead_type: String,
@@ -177,6 +184,12 @@ pub struct CreateArgs {
     /// bd's no-history bead: durable and not a wisp (Strand keeps no per-bead history anyway).
     #[arg(long)]
     no_history: bool,
+    /// bd's design notes, kept as metadata `design`.
+    #[arg(long)]
+    design: Option<String>,
+    /// bd's acceptance criteria, kept as metadata `acceptance_criteria`.
+    #[arg(long = "acceptance", alias = "acceptance-criteria")]
+    acceptance: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -235,6 +248,15 @@ pub struct UpdateArgs {
     /// Claim the bead for the actor, atomically with the other changes.
     #[arg(long)]
     claim: bool,
+    /// Metadata as a JSON object (or @FILE), merged key by key into the bead's.
+    #[arg(long, conflicts_with_all = ["set_metadata", "unset_metadata"])]
+    metadata: Option<String>,
+    /// Apply only if the bead is assigned to this agent now ("" for unassigned); exit 13 if not.
+    #[arg(long = "if-assignee", value_name = "AGENT")]
+    if_assignee: Option<String>,
+    /// Apply only if the bead is in this status now; exit 13 if not.
+    #[arg(long = "if-status", value_name = "STATUS")]
+    if_status: Option<String>,
 }
 
 /// The label filters `list` and `ready` share.
@@ -347,6 +369,9 @@ pub struct ListArgs {
     /// Accepted for bd compatibility: Strand has no templates to hide.
     #[arg(long = "include-templates")]
     include_templates: bool,
+    /// Include wisps (ephemeral beads), which `list` leaves out as bd does; `query` finds them too.
+    #[arg(long = "include-ephemeral")]
+    include_ephemeral: bool,
     /// Ready beads only (as `ready`).
     #[arg(long)]
     ready: bool,
@@ -412,6 +437,23 @@ pub struct ReadyArgs {
     pretty: bool,
     #[arg(long, hide = true)]
     plain: bool,
+}
+
+/// `dep`: a subcommand, or bd's shorthand `dep ID --blocks OTHER` (OTHER waits for ID).
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct DepArgs {
+    #[command(subcommand)]
+    command: Option<DepCommand>,
+    /// The bead that blocks (shorthand form).
+    #[arg(value_name = "ID", requires = "blocks")]
+    id: Option<String>,
+    /// The bead that waits for ID (shorthand form).
+    #[arg(long, short = 'b', value_name = "OTHER", requires = "id")]
+    blocks: Option<String>,
+    /// Accepted for bd compatibility: a cycle is always refused.
+    #[arg(long = "no-cycle-check", hide = true)]
+    no_cycle_check: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -497,10 +539,24 @@ fn key_values(pairs: &[String], flag: &str) -> Result<Vec<(String, String)>, Fai
         .collect()
 }
 
+/// `--metadata`: a JSON object, or `@FILE` holding one, as bd takes it. A value that is not a
+/// string is kept as its JSON text (`3`, `true`), as Gas City reads metadata.
 fn parse_metadata_json(text: &str) -> Result<BTreeMap<String, String>, Failure> {
-    serde_json::from_str(text).map_err(|error| {
-        usage(format!("--metadata is not a JSON object of strings ({error}); write it like '{{\"key\":\"value\"}}'"))
-    })
+    let text = match text.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|error| Failure::Refused(format!("cannot read --metadata file {path}: {error}")))?,
+        None => text.to_string(),
+    };
+    let object: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text).map_err(|error| {
+        usage(format!("--metadata is not a JSON object ({error}); write it like '{{\"key\":\"value\"}}'"))
+    })?;
+    Ok(object
+        .into_iter()
+        .map(|(key, value)| match value {
+            serde_json::Value::String(text) => (key, text),
+            other => (key, other.to_string()),
+        })
+        .collect())
 }
 
 fn status_arg(text: &str) -> Result<Status, Failure> {
@@ -515,7 +571,12 @@ fn create_command(args: &CreateArgs) -> Result<Command, Failure> {
         (Some(title), _) | (None, Some(title)) => title.clone(),
         (None, None) => return Err(usage("title required: strand create \"TITLE\" or --title \"TITLE\"".into())),
     };
-    let metadata = args.metadata.as_deref().map(parse_metadata_json).transpose()?.unwrap_or_default();
+    let mut metadata = args.metadata.as_deref().map(parse_metadata_json).transpose()?.unwrap_or_default();
+    for (key, text) in [("design", &args.design), ("acceptance_criteria", &args.acceptance)] {
+        if let Some(text) = text.as_ref().filter(|text| !text.is_empty()) {
+            metadata.insert(key.to_string(), text.clone());
+        }
+    }
     let defer_until = args.defer.as_deref().map(parse_time).transpose().map_err(usage)?.map(Timestamp);
     Ok(Command::Create(CreateBead {
         title,
@@ -547,6 +608,9 @@ fn update_command(
     let mut metadata: BTreeMap<String, Option<String>> =
         key_values(&args.set_metadata, "--set-metadata")?.into_iter().map(|(key, value)| (key, Some(value))).collect();
     metadata.extend(args.unset_metadata.iter().map(|key| (key.clone(), None)));
+    if let Some(text) = &args.metadata {
+        metadata.extend(parse_metadata_json(text)?.into_iter().map(|(key, value)| (key, Some(value))));
+    }
     let mut add_labels: BTreeSet<String> = args.add_label.iter().filter(|label| !label.is_empty()).cloned().collect();
     let mut remove_labels: BTreeSet<String> = args.remove_label.iter().cloned().collect();
     if let Some(set) = &args.set_labels {
@@ -625,6 +689,7 @@ fn listing(args: &ListArgs) -> Result<Listing, Failure> {
         closed_after: args.closed_after,
         closed_before: args.closed_before,
         deferred: args.deferred,
+        hide_ephemeral: !args.include_ephemeral,
     };
     Ok(Listing { filter, local, sort: SortOrder::parse(&args.sort, args.reverse)?, offset: args.offset, limit })
 }
@@ -669,6 +734,10 @@ pub async fn run(cli: &Cli, command: &BeadCommand) -> Outcome {
     let client = cli.client()?;
     let json = cli.json;
     match command {
+        BeadCommand::Create(args) if args.graph.is_some() => {
+            let path = args.graph.as_deref().expect("matched above");
+            crate::graph::apply(cli, path, args.ephemeral, args.no_history).await
+        }
         BeadCommand::Create(args) => {
             let command = match (create_command(args)?, args.id.as_deref().filter(|id| !id.is_empty())) {
                 (Command::Create(create), Some(id)) => {
@@ -753,7 +822,40 @@ fn one(answer: Answer) -> Result<Bead, Failure> {
     beads_of(answer).into_iter().next().ok_or_else(|| Failure::Refused("the cluster answered with no bead".into()))
 }
 
+/// How often `--if-assignee`/`--if-status` read and try again when the bead moved in between.
+const GUARD_ATTEMPTS: usize = 16;
+
+/// A write applied only while the bead's assignee and status are what `--if-assignee` and
+/// `--if-status` say: read, compare, then write conditional on the revision read, again if it
+/// moved. Exit 13 (bd's) when the bead is not as required; nothing is written then.
+async fn guarded_write(client: &Client, args: &UpdateArgs, id: &str, command: Command) -> Result<Answer, Failure> {
+    let wanted_status = args.if_status.as_deref().map(status_arg).transpose()?;
+    for _ in 0..GUARD_ATTEMPTS {
+        let bead = one(client.query(Query::Get { ids: vec![BeadId::from(id)] }).await?)?;
+        if let Some(wanted) = args.if_assignee.as_ref().filter(|wanted| **wanted != bead.assignee) {
+            return Err(Failure::Unmet(format!(
+                "precondition not met: {id} is assigned to {:?}, not {wanted:?}; nothing was written",
+                bead.assignee
+            )));
+        }
+        if let Some(wanted) = wanted_status.filter(|wanted| *wanted != bead.status) {
+            return Err(Failure::Unmet(format!(
+                "precondition not met: {id} is {}, not {wanted}; nothing was written",
+                bead.status
+            )));
+        }
+        match write_if(client, command.clone(), Some((id, bead.revision))).await {
+            Err(Failure::Precondition { .. }) => continue,
+            other => return other,
+        }
+    }
+    Err(Failure::Refused(format!("{id} kept changing while it was checked; try again")))
+}
+
 async fn run_update(cli: &Cli, args: &UpdateArgs) -> Outcome {
+    if args.if_revision.is_some() && (args.if_assignee.is_some() || args.if_status.is_some()) {
+        return Err(usage("--if-revision cannot be combined with --if-assignee or --if-status; use one kind".into()));
+    }
     let condition = single_id(&args.ids, args.if_revision)?;
     let client = cli.client()?;
     let mut updated = Vec::with_capacity(args.ids.len());
@@ -774,7 +876,12 @@ async fn run_update(cli: &Cli, args: &UpdateArgs) -> Outcome {
             println!("No updates specified");
             return Ok(true);
         }
-        match write_if(&client, Command::Update(update), condition).await {
+        let written = if args.if_assignee.is_some() || args.if_status.is_some() {
+            guarded_write(&client, args, id, Command::Update(update)).await
+        } else {
+            write_if(&client, Command::Update(update), condition).await
+        };
+        match written {
             Ok(answer) => updated.extend(beads_of(answer)),
             Err(failure) if args.ids.len() > 1 => {
                 failures += 1;
@@ -818,7 +925,10 @@ async fn run_reopen(cli: &Cli, ids: &[String]) -> Outcome {
 async fn run_delete(cli: &Cli, args: &DeleteArgs) -> Outcome {
     let condition = single_id(&args.ids, args.if_revision)?;
     let client = cli.client()?;
-    let ids: Vec<BeadId> = args.ids.iter().map(|id| BeadId::from(id.as_str())).collect();
+    let mut ids: Vec<BeadId> = args.ids.iter().map(|id| BeadId::from(id.as_str())).collect();
+    if args.cascade {
+        ids = with_dependents(&client, ids).await?;
+    }
     let beads = beads_of(client.query(Query::Get { ids: ids.clone() }).await?);
     if !args.force || args.dry_run {
         println!("DELETE PREVIEW: {} bead(s) and their dependency edges", beads.len());
@@ -832,7 +942,18 @@ async fn run_delete(cli: &Cli, args: &DeleteArgs) -> Outcome {
     for bead in &beads {
         let dependents = client.query(Query::DepList { id: bead.id.clone(), direction: DepDirection::Up }).await?;
         edges_removed += bead.depends_on.len() + dependencies_of(dependents).len();
-        write_if(&client, Command::Delete { id: bead.id.clone() }, condition).await?;
+    }
+    if args.cascade {
+        // Every bead of the cascade goes in one transaction: all of them, or none.
+        let writes = beads.iter().map(|bead| Command::Delete { id: bead.id.clone() }).collect();
+        let conditions = condition
+            .map(|(id, revision)| vec![api::command::Condition { id: BeadId::from(id), revision }])
+            .unwrap_or_default();
+        client.execute(Command::Txn(Txn { conditions, writes })).await?;
+    } else {
+        for bead in &beads {
+            write_if(&client, Command::Delete { id: bead.id.clone() }, condition).await?;
+        }
     }
     if cli.json {
         let value = match ids.as_slice() {
@@ -854,6 +975,28 @@ async fn run_delete(cli: &Cli, args: &DeleteArgs) -> Outcome {
         }
     }
     Ok(true)
+}
+
+/// The beads and, transitively, every bead that depends on them (bd's `--cascade`), at most a
+/// transaction's worth.
+async fn with_dependents(client: &Client, ids: Vec<BeadId>) -> Result<Vec<BeadId>, Failure> {
+    let mut found: Vec<BeadId> = Vec::new();
+    let mut queue: std::collections::VecDeque<BeadId> = ids.into_iter().collect();
+    while let Some(id) = queue.pop_front() {
+        if found.contains(&id) {
+            continue;
+        }
+        let rows = dependencies_of(client.query(Query::DepList { id: id.clone(), direction: DepDirection::Up }).await?);
+        queue.extend(rows.into_iter().map(|row| row.issue_id));
+        found.push(id);
+        if found.len() > api::limits::TXN_WRITES_MAX {
+            return Err(Failure::Refused(format!(
+                "--cascade reaches more than {} beads; delete some of their dependents first",
+                api::limits::TXN_WRITES_MAX
+            )));
+        }
+    }
+    Ok(found)
 }
 
 async fn run_show(cli: &Cli, args: &ShowArgs) -> Outcome {
@@ -910,7 +1053,26 @@ fn dependencies_of(answer: Answer) -> Vec<api::model::Dependency> {
 }
 
 /// Runs a `dep` command.
-pub async fn run_dep(cli: &Cli, command: &DepCommand) -> Outcome {
+pub async fn run_dep(cli: &Cli, args: &DepArgs) -> Outcome {
+    let shorthand;
+    let command = match (&args.command, &args.id, &args.blocks) {
+        (Some(command), _, _) => command,
+        (None, Some(id), Some(other)) => {
+            shorthand = DepCommand::Add {
+                issue: other.clone(),
+                depends_on: Some(id.clone()),
+                dep_type: DepType::BLOCKS.to_string(),
+                blocked_by: None,
+                no_cycle_check: args.no_cycle_check,
+            };
+            &shorthand
+        }
+        _ => return Err(usage("dep needs add, remove or list, or the shorthand `dep ID --blocks OTHER`".into())),
+    };
+    run_dep_command(cli, command).await
+}
+
+async fn run_dep_command(cli: &Cli, command: &DepCommand) -> Outcome {
     let client = cli.client()?;
     match command {
         DepCommand::Add { issue, depends_on, dep_type, blocked_by, .. } => {

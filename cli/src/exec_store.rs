@@ -315,9 +315,9 @@ pub async fn run(cli: &Cli, args: &ExecStoreArgs) -> Outcome {
         return Err(not_needed(op));
     }
     match dispatch(cli, operation, &words).await {
-        Err(failure @ (Failure::Usage(_) | Failure::Unavailable(_) | Failure::Precondition { .. })) => {
-            Err(Failure::Refused(failure.message().to_string()))
-        }
+        Err(
+            failure @ (Failure::Usage(_) | Failure::Unavailable(_) | Failure::Precondition { .. } | Failure::Unmet(_)),
+        ) => Err(Failure::Refused(failure.message().to_string())),
         other => other,
     }
 }

@@ -39,8 +39,8 @@ use crate::{Cli, Failure, Outcome};
 pub struct ImportArgs {
     /// The JSONL file (`bd export` output); `-` reads stdin.
     file: Option<PathBuf>,
-    /// The file, as bd's `-i` names it.
-    #[arg(long = "input", short = 'i', conflicts_with = "file")]
+    /// The file, as bd's `-i` names it (also `--from-file`).
+    #[arg(long = "input", short = 'i', alias = "from-file", conflicts_with = "file")]
     input: Option<PathBuf>,
     /// Check every line and the namespace, and write nothing.
     #[arg(long)]

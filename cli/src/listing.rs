@@ -73,6 +73,8 @@ pub struct LocalFilter {
     pub closed_before: Option<i64>,
     /// Only deferred beads (a deferral time, or status deferred).
     pub deferred: bool,
+    /// Leave wisps (ephemeral beads) out.
+    pub hide_ephemeral: bool,
 }
 
 fn contains(haystack: &str, needle: &Option<String>) -> bool {
@@ -112,6 +114,7 @@ impl LocalFilter {
             && after(bead.closed_at.map(|time| time.0), self.closed_after)
             && before(bead.closed_at.map(|time| time.0), self.closed_before)
             && (!self.deferred || bead.defer_until.is_some() || bead.status == Status::Deferred)
+            && !(self.hide_ephemeral && bead.ephemeral)
     }
 }
 

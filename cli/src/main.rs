@@ -4,6 +4,7 @@
 //! with `strand` in its place. This crate is a thin layer over `api`'s client; `strand node` and
 //! `strand dev` call the `node` crate (feature `node`, on by default).
 
+mod annotate;
 mod beads;
 mod bench;
 mod bench_scenarios;
@@ -11,6 +12,7 @@ mod cluster;
 mod convoy;
 mod events;
 mod exec_store;
+mod graph;
 mod import;
 mod listing;
 mod mail;
@@ -34,7 +36,7 @@ use api::outcome::Refusal;
 use api::printable::printable;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
-const EXIT_CODES: &str = "Exit codes: 0 ok; 1 operation refused or failed (lost claim, not found, invalid transition); 2 usage error; 3 cluster unavailable.";
+const EXIT_CODES: &str = "Exit codes: 0 ok; 1 operation refused or failed (lost claim, not found, invalid transition); 2 usage error; 3 cluster unavailable; 13 an --if-assignee or --if-status precondition did not hold.";
 
 /// Strand: a replicated bead store for fleets of AI coding agents.
 #[derive(Parser, Debug)]
@@ -102,9 +104,21 @@ enum ConsistencyArg {
 enum Command {
     #[command(flatten)]
     Bead(beads::BeadCommand),
-    /// Dependencies between beads.
+    /// Dependencies between beads (also bd's shorthand `dep ID --blocks OTHER`).
+    Dep(beads::DepArgs),
+    /// Labels of beads.
     #[command(subcommand)]
-    Dep(beads::DepCommand),
+    Label(annotate::LabelCommand),
+    /// Add a comment to a bead: Strand keeps no comments, so it is appended to the notes as
+    /// `<actor>: TEXT` (JSON: bd's comment object).
+    #[command(visible_alias = "comments")]
+    Comment {
+        /// The bead.
+        id: String,
+        /// The text (several words are joined by spaces).
+        #[arg(required = true)]
+        text: Vec<String>,
+    },
     /// Cluster administration.
     #[command(subcommand)]
     Cluster(cluster::ClusterCommand),
@@ -152,6 +166,9 @@ enum Command {
     /// Beads from `bd export` JSONL, ids and timestamps kept; all or nothing per file
     /// (JSON: {source, created, skipped, ids}).
     Import(import::ImportArgs),
+    /// This build's version, and the bd command line it stands in for. Run as `bd`, the first
+    /// line is bd's own form (`bd version 1.0.4 (strand X)`), which Gas City parses.
+    Version,
     /// Gas City's exec-store protocol (BEADS-SPEC §6): `strand exec-store OP [ARGS]`, JSON on
     /// stdin and stdout. The store is the namespace of $GC_STORE_ROOT and $GC_STORE_SCOPE (id
     /// prefix $GC_BEADS_PREFIX), else --namespace. Exit 0 ok, 1 error (including an unreachable
@@ -175,6 +192,8 @@ pub enum Failure {
         /// The bead's revision now.
         current: u64,
     },
+    /// An `--if-assignee`/`--if-status` precondition did not hold: exit 13, bd's code for it.
+    Unmet(String),
     /// Usage error: exit 2.
     Usage(String),
     /// Cluster unavailable: exit 3.
@@ -188,6 +207,7 @@ impl Failure {
             Failure::Refused(message)
             | Failure::Usage(message)
             | Failure::Unavailable(message)
+            | Failure::Unmet(message)
             | Failure::Precondition { message, .. } => message,
         }
     }
@@ -211,6 +231,32 @@ impl From<anyhow::Error> for Failure {
     }
 }
 
+/// The bd release whose command line Strand stands in for. Not 1.0.5: Gas City turns on its
+/// `bd sql` ready projection for 1.0.5, and Strand has no SQL.
+const BD_COMPATIBLE_VERSION: &str = "1.0.4";
+
+/// `strand version`: as `bd version` prints it when run under the name `bd`.
+fn print_version(json: bool) {
+    let own = env!("CARGO_PKG_VERSION");
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({ "version": own, "bd_compatible": BD_COMPATIBLE_VERSION, "schema_version": 1 })
+        );
+        return;
+    }
+    let invoked = std::env::args_os().next().unwrap_or_default();
+    let name =
+        std::path::Path::new(&invoked).file_stem().and_then(|stem| stem.to_str()).unwrap_or_default().to_string();
+    if name == "bd" {
+        println!("bd version {BD_COMPATIBLE_VERSION} (strand {own})");
+    } else {
+        println!("strand {own} (the bd {BD_COMPATIBLE_VERSION} command line)");
+    }
+}
+
+/// bd's exit code for an `--if-assignee`/`--if-status` precondition that did not hold.
+const UNMET_EXIT_CODE: u8 = 13;
 /// bd's database directory: Gas City sets it to `<scope>/.beads` for every bd it runs.
 const BEADS_DIR_VARIABLE: &str = "BEADS_DIR";
 /// The endpoint used when no flag, variable or config file names one.
@@ -325,7 +371,9 @@ impl Cli {
 async fn dispatch(cli: &Cli) -> Outcome {
     match &cli.command {
         Command::Bead(command) => beads::run(cli, command).await,
-        Command::Dep(command) => beads::run_dep(cli, command).await,
+        Command::Dep(args) => beads::run_dep(cli, args).await,
+        Command::Label(command) => annotate::run_label(cli, command).await,
+        Command::Comment { id, text } => annotate::run_comment(cli, id, text).await,
         Command::Cluster(command) => cluster::run(cli, command).await,
         #[cfg(feature = "node")]
         Command::Node(args) => run_node::run_node(args).await,
@@ -345,6 +393,10 @@ async fn dispatch(cli: &Cli) -> Outcome {
         Command::Query(args) => query::run(cli, args).await,
         Command::Tx(args) => tx::run(cli, args).await,
         Command::Import(args) => import::run(cli, args).await,
+        Command::Version => {
+            print_version(cli.json);
+            Ok(true)
+        }
         Command::ExecStore(args) => exec_store::run(cli, args).await,
     }
 }
@@ -402,6 +454,10 @@ fn main() -> ExitCode {
         Err(Failure::Refused(message)) => {
             eprintln!("error: {}", printable(&message));
             ExitCode::from(1)
+        }
+        Err(Failure::Unmet(message)) => {
+            eprintln!("error: {}", printable(&message));
+            ExitCode::from(UNMET_EXIT_CODE)
         }
         Err(Failure::Precondition { message, expected, current }) => {
             if cli.json {

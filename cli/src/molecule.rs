@@ -174,6 +174,15 @@ pub enum MolCommand {
     /// bd's `mol current`: where the agent stands in its molecules, step by step
     /// (JSON: an array of {molecule_id, molecule_title, current_step, next_step, steps, completed, total}).
     Current(crate::molecule_progress::CurrentArgs),
+    /// Delete a molecule (a wisp, say): its root and every step, in one transaction (without
+    /// --force, print what would go).
+    Burn {
+        /// The molecule's root bead.
+        root: String,
+        /// Really delete.
+        #[arg(long, short)]
+        force: bool,
+    },
     /// bd's `mol progress`: closed/total of one molecule
     /// (JSON: {molecule_id, molecule_title, total, completed, in_progress, current_step_id, percent}).
     Progress(crate::molecule_progress::ProgressArgs),
@@ -199,6 +208,7 @@ pub async fn run(cli: &Cli, command: &MolCommand) -> Outcome {
     match command {
         MolCommand::Cook(args) => cook(cli, args).await,
         MolCommand::Current(args) => crate::molecule_progress::run_current(cli, args).await,
+        MolCommand::Burn { root, force } => burn(cli, root, *force).await,
         MolCommand::Progress(args) => crate::molecule_progress::run_progress(cli, args).await,
         MolCommand::Status { root } => {
             let answer = cli.client()?.query(Query::MolStatus { root: BeadId::from(root.as_str()) }).await?;
@@ -207,6 +217,34 @@ pub async fn run(cli: &Cli, command: &MolCommand) -> Outcome {
             Ok(true)
         }
     }
+}
+
+/// Deletes a molecule's steps and root in one transaction.
+async fn burn(cli: &Cli, root: &str, force: bool) -> Outcome {
+    let client = cli.client()?;
+    let root = BeadId::from(root);
+    let steps = beads_of(client.query(Query::Children { parent: root.clone(), include_closed: true }).await?);
+    let mut ids: Vec<BeadId> = steps.into_iter().map(|step| step.id).collect();
+    ids.push(root.clone());
+    if ids.len() > api::limits::TXN_WRITES_MAX {
+        return Err(Failure::Refused(format!(
+            "molecule {root} has {} beads, more than one transaction deletes ({}); delete some steps first",
+            ids.len(),
+            api::limits::TXN_WRITES_MAX
+        )));
+    }
+    if !force {
+        println!("would delete molecule {root} and its {} steps; run again with --force", ids.len() - 1);
+        return Ok(true);
+    }
+    let writes = ids.iter().map(|id| Command::Delete { id: id.clone() }).collect();
+    client.execute(Command::Txn(api::command::Txn { conditions: Vec::new(), writes })).await?;
+    if cli.json {
+        print_value(&serde_json::json!({ "burned": root.0, "deleted_count": ids.len(), "schema_version": 1 }));
+    } else {
+        println!("burned molecule {root}: {} beads deleted", ids.len());
+    }
+    Ok(true)
 }
 
 async fn cook(cli: &Cli, args: &CookArgs) -> Outcome {

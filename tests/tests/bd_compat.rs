@@ -363,6 +363,100 @@ const ROWS: &[Row] = &[
         shape: Shape::Object(&["deleted", "dependencies_removed"]),
     },
     Row {
+        source: "docs/tutorials/06-beads.md:204",
+        args: &["label", "add", "st-2", "st-4", "priority:high", "--json"],
+        code: 0,
+        shape: Shape::Array(&["issue_id", "label", "status"]),
+    },
+    Row {
+        source: "bd label list (the labels of one bead)",
+        args: &["label", "list", "st-2", "--json"],
+        code: 0,
+        shape: Shape::Array(&[]),
+    },
+    Row {
+        source: "internal/bootstrap/packs/core/assets/scripts/cascade-nudge-on-blocker-close.sh:4",
+        args: &["dep", "st-2", "--blocks", "st-4"],
+        code: 0,
+        shape: Shape::Text,
+    },
+    Row {
+        source: "internal/bootstrap/packs/core/assets/scripts/wisp-compact.sh:84",
+        args: &["comment", "st-2", "looked into it"],
+        code: 0,
+        shape: Shape::Text,
+    },
+    Row {
+        source: "contrib/beads-scripts/gc-beads-k8s:370",
+        args: &["update", "--json", "st-2", "--metadata", r#"{"gc.pod":"pod-1","gc.restarts":3}"#],
+        code: 0,
+        shape: Shape::Array(ISSUE),
+    },
+    Row {
+        source: "internal/bootstrap/packs/core/formulas/mol-polecat-base.toml:262",
+        args: &["create", "--title", "Found: race", "--type", "bug", "--priority", "1", "--design", "lock the map"],
+        code: 0,
+        shape: Shape::Text,
+    },
+    Row {
+        source: "examples/gastown gastown_test.go:239",
+        args: &["list", "--include-ephemeral", "--status", "open", "--json"],
+        code: 0,
+        shape: Shape::Array(&["id", "ephemeral"]),
+    },
+    Row {
+        source: "internal/beads/bdstore.go:1538 (Claim, before a guarded release)",
+        args: &["update", "st-2", "--claim", "--actor", "w9", "--json"],
+        code: 0,
+        shape: Shape::Array(&["id", "assignee"]),
+    },
+    Row {
+        source: "internal/beads/bdstore_conditional_release.go:83 (release-if-current)",
+        args: &[
+            "update",
+            "st-2",
+            "--if-assignee",
+            "w9",
+            "--if-status",
+            "in_progress",
+            "--status",
+            "open",
+            "--assignee",
+            "",
+        ],
+        code: 0,
+        shape: Shape::Text,
+    },
+    Row {
+        source: "internal/beads/bdstore_conditional_release.go:93 (release of a bead no longer held: exit 13)",
+        args: &[
+            "update",
+            "st-2",
+            "--if-assignee",
+            "w9",
+            "--if-status",
+            "in_progress",
+            "--status",
+            "open",
+            "--assignee",
+            "",
+        ],
+        code: 13,
+        shape: Shape::Text,
+    },
+    Row {
+        source: "cmd/gc/cmd_convoy_dispatch.go:1150",
+        args: &["delete", "st-4", "st-6", "--cascade", "--force", "--json"],
+        code: 0,
+        shape: Shape::Object(&["deleted", "deleted_count"]),
+    },
+    Row {
+        source: "internal/beads/binary_versions.go:54 (ProbeBDVersion)",
+        args: &["version"],
+        code: 0,
+        shape: Shape::Text,
+    },
+    Row {
         source: "bad input: a sort field bd does not have",
         args: &["list", "--sort", "size"],
         code: 2,
@@ -443,9 +537,15 @@ fn the_command_lines_gas_city_sends_work_with_bds_exit_codes_and_json_shapes() {
     let show =
         |id: &str| -> Value { serde_json::from_slice(&strand(&cluster, &["show", "--json", id]).stdout).unwrap() };
     let second = &show("st-2")[0];
-    assert_eq!(second["notes"], "root cause: a race\nfixed in abc123");
+    let notes = second["notes"].as_str().unwrap();
+    assert!(
+        notes.starts_with("root cause: a race\nfixed in abc123\n") && notes.ends_with(": looked into it"),
+        "{notes}"
+    );
+    assert_eq!(second["metadata"]["gc.restarts"], "3", "a JSON number is kept as its text");
+    assert!(second["labels"].as_array().unwrap().contains(&"priority:high".into()));
+    assert_eq!((second["assignee"].as_str(), second["status"].as_str()), (Some(""), Some("open")), "released");
     assert!(second["labels"].as_array().unwrap().contains(&"pool:workers".into()));
-    assert_eq!(second["status"], "open", "reopened");
     assert_eq!(show("st-1")[0]["status"], "closed");
     assert_eq!(strand(&cluster, &["show", "st-3"]).status.code(), Some(1), "deleted");
     let session = &show("gc-session-1")[0];
@@ -565,6 +665,43 @@ fn transactions_and_molecule_views_from_the_command_line() {
     let typo = strand_in(&cluster, "tx", &["tx"], Some(r#"[{"op":"close","id":"st-3","resaon":"x"}]"#));
     assert!(String::from_utf8_lossy(&typo.stderr).contains("unknown field `resaon`"), "{typo:?}");
     assert_eq!(statuses(&cluster, "tx"), before, "a refused transaction changes nothing");
+
+    // Gas City's ApplyGraphPlan through its bd store (internal/beads/bdstore_graph_apply.go:53-58).
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.json");
+    std::fs::write(
+        &plan,
+        r#"{"commit_message":"cook","nodes":[
+            {"key":"step","title":"Step","parent_key":"root","metadata_refs":{"gc.root_bead_id":"root"}},
+            {"key":"root","title":"Root","type":"molecule","labels":["gc:wisp"]}],
+          "edges":[{"from_key":"step","to_key":"root","type":"parent-child"},{"from_key":"step","to_id":"st-1"}]}"#,
+    )
+    .unwrap();
+    let plan = plan.display().to_string();
+    let applied = json_of(&strand_in(&cluster, "tx", &["create", "--graph", &plan, "--json", "--ephemeral"], None));
+    let (root, step) = (applied["ids"]["root"].as_str().unwrap(), applied["ids"]["step"].as_str().unwrap());
+    let step_bead = &json_of(&strand_in(&cluster, "tx", &["show", step, "--json"], None))[0];
+    assert_eq!(
+        (step_bead["parent"].as_str(), step_bead["metadata"]["gc.root_bead_id"].as_str()),
+        (Some(root), Some(root))
+    );
+    assert_eq!((step_bead["ephemeral"].as_bool(), step_bead["needs"][0].as_str()), (Some(true), Some("st-1")));
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"nodes":[{"key":"a","title":"x","parent_key":"nowhere"}]}"#).unwrap();
+    let refused = strand_in(&cluster, "tx", &["create", "--graph", &bad.display().to_string()], None);
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("no node has"), "{refused:?}");
+
+    // gastown's `bd mol burn ID --force` (examples/gastown gastown_test.go:83).
+    let burned = json_of(&strand_in(&cluster, "tx", &["mol", "burn", root, "--force", "--json"], None));
+    assert_eq!(burned["deleted_count"], 2);
+    assert_eq!(strand_in(&cluster, "tx", &["show", step], None).status.code(), Some(1));
+
+    // `bd version`, as Gas City's ProbeBDVersion parses it (internal/beads/binary_versions.go:64-85).
+    let bd = dir.path().join("bd");
+    std::os::unix::fs::symlink(strand_binary(), &bd).unwrap();
+    let version = Command::new(&bd).arg("version").output().unwrap();
+    let line = String::from_utf8_lossy(&version.stdout).to_string();
+    assert!(line.starts_with("bd version 1.0.4 (strand "), "{line}");
 }
 
 /// One `bd export` line.

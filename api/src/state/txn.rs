@@ -34,12 +34,27 @@ fn resolve_need(need: &str, created: &[Option<BeadId>], index: usize) -> Result<
     }
 }
 
-/// The write with every `$N` reference replaced by the id it names.
+/// A metadata value that is exactly `$N` (a reference to the bead write N created, as Gas City's
+/// graph plans point one node's metadata at another node) with the id resolved; any other value
+/// as it is.
+fn resolve_value(value: &mut String, created: &[Option<BeadId>], index: usize) -> Result<(), Refusal> {
+    let is_reference = value.strip_prefix('$').is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+    if is_reference {
+        *value = resolve(&BeadId(value.clone()), created, index)?.0;
+    }
+    Ok(())
+}
+
+/// The write with every `$N` reference replaced by the id it names: in ids, parents, needs, edge
+/// ends, and metadata values that are exactly `$N`.
 fn resolved(write: &Command, created: &[Option<BeadId>], index: usize) -> Result<Command, Refusal> {
     let id = |bead_id: &BeadId| resolve(bead_id, created, index);
     let mut write = write.clone();
     match &mut write {
         Command::Create(create) => {
+            for value in create.metadata.values_mut() {
+                resolve_value(value, created, index)?;
+            }
             if let Some(parent_id) = &mut create.parent_id {
                 *parent_id = id(parent_id)?;
             }
@@ -49,14 +64,22 @@ fn resolved(write: &Command, created: &[Option<BeadId>], index: usize) -> Result
         }
         Command::Update(update) => {
             update.id = id(&update.id)?;
+            for value in update.metadata.values_mut().flatten() {
+                resolve_value(value, created, index)?;
+            }
             if let Some(parent_id) = update.parent_id.as_mut().filter(|parent_id| !parent_id.0.is_empty()) {
                 *parent_id = id(parent_id)?;
             }
         }
-        Command::SetMetadata { id: bead_id, .. }
-        | Command::Claim { id: bead_id, .. }
-        | Command::Reopen { id: bead_id }
-        | Command::Delete { id: bead_id } => *bead_id = id(bead_id)?,
+        Command::SetMetadata { id: bead_id, entries } => {
+            *bead_id = id(bead_id)?;
+            for value in entries.values_mut().flatten() {
+                resolve_value(value, created, index)?;
+            }
+        }
+        Command::Claim { id: bead_id, .. } | Command::Reopen { id: bead_id } | Command::Delete { id: bead_id } => {
+            *bead_id = id(bead_id)?
+        }
         Command::Close { ids, .. } => {
             for bead_id in ids {
                 *bead_id = id(bead_id)?;

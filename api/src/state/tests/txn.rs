@@ -121,3 +121,24 @@ fn a_transaction_holds_bead_writes_only_and_at_least_one() {
     let reference = Txn { conditions: Vec::new(), writes: vec![update_title(&BeadId::from("$0"), "x")] };
     assert!(matches!(harness.apply(Command::Txn(reference)), Err(Refusal::Invalid(_))), "$0 names no earlier create");
 }
+
+#[test]
+fn a_metadata_value_that_is_exactly_a_dollar_reference_names_the_created_bead() {
+    let mut harness = Harness::new();
+    let refers = |value: &str| {
+        Command::Create(CreateBead {
+            title: "step".into(),
+            metadata: [("gc.root".to_string(), value.to_string())].into(),
+            ..Default::default()
+        })
+    };
+    let writes =
+        vec![Command::Create(CreateBead { title: "root".into(), ..Default::default() }), refers("$0"), refers("$x")];
+    let outcomes = outcomes(harness.apply(Command::Txn(Txn { conditions: Vec::new(), writes })));
+    let created: Vec<Bead> = outcomes.into_iter().map(|outcome| bead_of(Ok(outcome))).collect();
+    assert_eq!(created[1].metadata["gc.root"], created[0].id.0, "$0 is the root's id");
+    assert_eq!(created[2].metadata["gc.root"], "$x", "anything else is kept as written");
+    let dangling = vec![refers("$5")];
+    let refusal = harness.apply(Command::Txn(Txn { conditions: Vec::new(), writes: dangling })).expect_err("refused");
+    assert!(refusal.to_string().contains("names no bead"), "{refusal}");
+}

@@ -1,0 +1,272 @@
+//! `strand create --graph FILE`: Gas City's graph plan (`ApplyGraphPlan`, which its bd store
+//! sends as `bd create --graph FILE --json [--ephemeral|--no-history]`), applied as one
+//! transaction: every node created, parents and metadata references filled in with the ids of
+//! other nodes, every edge added, or nothing at all. It prints `{"ids": {key: id}}`.
+//!
+//! A plan is `{commit_message?, nodes: [{key, title, type?, priority?, description?, assignee?,
+//! assign_after_create?, from?, labels?, metadata?, metadata_refs?, parent_key?, parent_id?}],
+//! edges?: [{from_key|from_id, to_key|to_id, type?, metadata?}]}`; an edge means "from depends on
+//! to", `blocks` unless typed. A node's parent is also its `parent-child` edge, so an edge that
+//! repeats it is skipped.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use api::command::{Command, CreateBead, Txn};
+use api::limits::REQUEST_BYTES_MAX;
+use api::model::{BeadId, DepType};
+use api::outcome::Outcome as Answer;
+use serde::Deserialize;
+
+use crate::Failure;
+
+/// A node of a plan.
+#[derive(Deserialize)]
+struct Node {
+    key: String,
+    title: String,
+    #[serde(rename = "type", default)]
+    bead_type: String,
+    priority: Option<u8>,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    assignee: String,
+    /// Gas City assigns after creating; in one transaction that is the same.
+    #[serde(default)]
+    #[allow(dead_code)]
+    assign_after_create: bool,
+    #[serde(default)]
+    from: String,
+    #[serde(default)]
+    labels: Vec<String>,
+    #[serde(default)]
+    metadata: BTreeMap<String, String>,
+    #[serde(default)]
+    metadata_refs: BTreeMap<String, String>,
+    #[serde(default)]
+    parent_key: String,
+    #[serde(default)]
+    parent_id: String,
+}
+
+/// An edge of a plan.
+#[derive(Deserialize)]
+struct Edge {
+    #[serde(default)]
+    from_key: String,
+    #[serde(default)]
+    from_id: String,
+    #[serde(default)]
+    to_key: String,
+    #[serde(default)]
+    to_id: String,
+    #[serde(rename = "type", default)]
+    dep_type: String,
+    /// Edge metadata; Strand's edges carry none.
+    #[serde(default)]
+    #[allow(dead_code)]
+    metadata: String,
+}
+
+/// A graph plan.
+#[derive(Deserialize)]
+struct Plan {
+    #[serde(default)]
+    #[allow(dead_code)]
+    commit_message: String,
+    nodes: Vec<Node>,
+    #[serde(default)]
+    edges: Vec<Edge>,
+}
+
+/// bd's default priority for a node that names none.
+const NODE_PRIORITY_DEFAULT: u8 = 2;
+/// The edge type a parent is also recorded as.
+const PARENT_CHILD: &str = "parent-child";
+
+fn refused(reason: impl std::fmt::Display) -> Failure {
+    Failure::Refused(format!("graph plan: {reason}; nothing was created"))
+}
+
+/// The plan's nodes in an order where a parent comes before its children.
+fn parents_first(nodes: &[Node]) -> Result<Vec<usize>, Failure> {
+    let position: BTreeMap<&str, usize> =
+        nodes.iter().enumerate().map(|(index, node)| (node.key.as_str(), index)).collect();
+    let mut order = Vec::with_capacity(nodes.len());
+    let mut placed = BTreeSet::new();
+    while order.len() < nodes.len() {
+        let before = order.len();
+        for (index, node) in nodes.iter().enumerate() {
+            let parent = (!node.parent_key.is_empty()).then(|| position[node.parent_key.as_str()]);
+            if !placed.contains(&index) && parent.is_none_or(|parent| placed.contains(&parent)) {
+                placed.insert(index);
+                order.push(index);
+            }
+        }
+        if order.len() == before {
+            return Err(refused("parent_key links form a cycle"));
+        }
+    }
+    Ok(order)
+}
+
+/// The transaction a plan makes, and each key's write position.
+fn transaction(plan: Plan, ephemeral: bool, no_history: bool) -> Result<(Txn, BTreeMap<String, usize>), Failure> {
+    if plan.nodes.is_empty() {
+        return Err(refused("it has no nodes"));
+    }
+    let mut keys = BTreeSet::new();
+    for node in &plan.nodes {
+        if node.key.is_empty() || node.title.trim().is_empty() {
+            return Err(refused("every node needs a key and a title"));
+        }
+        if !keys.insert(node.key.as_str()) {
+            return Err(refused(format!("key {:?} appears twice", node.key)));
+        }
+    }
+    let known = |key: &str, what: &str| -> Result<(), Failure> {
+        if keys.contains(key) { Ok(()) } else { Err(refused(format!("{what} names key {key:?}, which no node has"))) }
+    };
+    for node in &plan.nodes {
+        if !node.parent_key.is_empty() {
+            known(&node.parent_key, "a parent_key")?;
+        }
+        node.metadata_refs.values().try_for_each(|key| known(key, "a metadata_refs value"))?;
+    }
+    for edge in &plan.edges {
+        for (key, id) in [(&edge.from_key, &edge.from_id), (&edge.to_key, &edge.to_id)] {
+            match (key.is_empty(), id.is_empty()) {
+                (true, true) => return Err(refused("an edge needs from_key or from_id, and to_key or to_id")),
+                (false, true) => known(key, "an edge")?,
+                _ => {}
+            }
+        }
+    }
+    let order = parents_first(&plan.nodes)?;
+    let mut slot: BTreeMap<String, usize> = BTreeMap::new();
+    for (write, node) in order.iter().enumerate() {
+        slot.insert(plan.nodes[*node].key.clone(), write);
+    }
+    let reference = |key: &str| format!("${}", slot[key]);
+    let mut parents: BTreeMap<String, String> = BTreeMap::new();
+    let mut writes = Vec::with_capacity(plan.nodes.len() + plan.edges.len());
+    let mut nodes: Vec<Option<Node>> = plan.nodes.into_iter().map(Some).collect();
+    for index in order {
+        let node = nodes[index].take().expect("each node is placed once");
+        let parent = if !node.parent_key.is_empty() { reference(&node.parent_key) } else { node.parent_id.clone() };
+        let mut metadata = node.metadata;
+        for (meta_key, node_key) in &node.metadata_refs {
+            metadata.insert(meta_key.clone(), reference(node_key));
+        }
+        parents.insert(reference(&node.key), parent.clone());
+        writes.push(Command::Create(CreateBead {
+            title: node.title,
+            description: node.description,
+            bead_type: node.bead_type,
+            priority: Some(node.priority.unwrap_or(NODE_PRIORITY_DEFAULT)),
+            assignee: node.assignee,
+            from: node.from,
+            parent_id: (!parent.is_empty()).then_some(BeadId(parent)),
+            labels: node.labels.into_iter().filter(|label| !label.is_empty()).collect(),
+            metadata,
+            ephemeral,
+            no_history,
+            ..CreateBead::default()
+        }));
+    }
+    for edge in plan.edges {
+        let end = |key: &str, id: &str| if id.is_empty() { reference(key) } else { id.to_string() };
+        let (from, to) = (end(&edge.from_key, &edge.from_id), end(&edge.to_key, &edge.to_id));
+        let dep_type = if edge.dep_type.is_empty() { DepType::BLOCKS.to_string() } else { edge.dep_type };
+        if dep_type == PARENT_CHILD && parents.get(&from) == Some(&to) {
+            continue;
+        }
+        writes.push(Command::DepAdd { issue_id: BeadId(from), depends_on_id: BeadId(to), dep_type: DepType(dep_type) });
+    }
+    let txn = Txn { conditions: Vec::new(), writes };
+    api::validate::validate_txn(&txn).map_err(refused)?;
+    Ok((txn, slot))
+}
+
+/// Reads a plan file, checks it and applies it; prints `{"ids": {key: id}}`.
+pub async fn apply(cli: &crate::Cli, path: &Path, ephemeral: bool, no_history: bool) -> crate::Outcome {
+    let text =
+        std::fs::read_to_string(path).map_err(|error| refused(format!("cannot read {}: {error}", path.display())))?;
+    if text.len() > REQUEST_BYTES_MAX {
+        return Err(refused(format!("{} is over the request limit of {REQUEST_BYTES_MAX} bytes", path.display())));
+    }
+    let plan: Plan = serde_json::from_str(&text)
+        .map_err(|error| refused(format!("{} is not a graph plan: {error}", path.display())))?;
+    let (txn, slot) = transaction(plan, ephemeral, no_history)?;
+    let answer = cli.client()?.execute(Command::Txn(txn)).await?;
+    let Answer::Txn(outcomes) = answer else {
+        return Err(Failure::Refused(format!("the cluster answered a graph plan with {answer:?}")));
+    };
+    let created: Vec<Option<String>> = outcomes
+        .into_iter()
+        .map(|outcome| crate::orchestration::beads_of(outcome).into_iter().next().map(|bead| bead.id.0))
+        .collect();
+    let ids: BTreeMap<String, String> =
+        slot.into_iter().filter_map(|(key, write)| created.get(write).cloned().flatten().map(|id| (key, id))).collect();
+    if cli.json {
+        crate::output::print_value(&serde_json::json!({ "ids": ids, "schema_version": 1 }));
+    } else {
+        for (key, id) in &ids {
+            println!("{key}: {id}");
+        }
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(text: &str) -> Plan {
+        serde_json::from_str(text).expect("a plan")
+    }
+
+    #[test]
+    fn a_plan_becomes_one_transaction_with_parents_first_and_references() {
+        let (txn, slot) = transaction(
+            plan(
+                r#"{"nodes":[{"key":"step","title":"Step","parent_key":"root","metadata_refs":{"gc.root":"root"}},
+                             {"key":"root","title":"Root","type":"molecule"}],
+                    "edges":[{"from_key":"step","to_key":"root","type":"parent-child"},
+                             {"from_key":"step","to_id":"external:rig:x"}]}"#,
+            ),
+            true,
+            false,
+        )
+        .unwrap_or_else(|_| panic!("accepted"));
+        assert_eq!((slot["root"], slot["step"]), (0, 1), "the parent is created first");
+        let Command::Create(step) = &txn.writes[1] else { panic!("a create") };
+        assert_eq!(
+            (step.parent_id.as_ref().map(|id| id.0.as_str()), step.metadata["gc.root"].as_str()),
+            (Some("$0"), "$0")
+        );
+        assert!(step.ephemeral && step.priority == Some(2));
+        assert_eq!(txn.writes.len(), 3, "the parent-child edge repeating the parent is skipped");
+        let Command::DepAdd { dep_type, .. } = &txn.writes[2] else { panic!("an edge") };
+        assert_eq!(dep_type.0, "blocks");
+    }
+
+    #[test]
+    fn a_bad_plan_is_refused_naming_what_is_wrong() {
+        for (text, expected) in [
+            (r#"{"nodes":[]}"#, "no nodes"),
+            (r#"{"nodes":[{"key":"a","title":""}]}"#, "key and a title"),
+            (r#"{"nodes":[{"key":"a","title":"x"},{"key":"a","title":"y"}]}"#, "appears twice"),
+            (r#"{"nodes":[{"key":"a","title":"x","parent_key":"b"}]}"#, "no node has"),
+            (
+                r#"{"nodes":[{"key":"a","title":"x","parent_key":"b"},{"key":"b","title":"y","parent_key":"a"}]}"#,
+                "cycle",
+            ),
+            (r#"{"nodes":[{"key":"a","title":"x"}],"edges":[{"to_key":"a"}]}"#, "from_key or from_id"),
+        ] {
+            let Err(Failure::Refused(message)) = transaction(plan(text), false, false) else { panic!("{text}") };
+            assert!(message.contains(expected) && message.contains("nothing was created"), "{text}: {message}");
+        }
+    }
+}
