@@ -462,6 +462,10 @@ pub struct UpdateBead {
     pub metadata: BTreeMap<String, Option<String>>,
     /// Claim the bead for this actor first, atomically with the other changes.
     pub claim_for: Option<Actor>,
+    /// Make the bead a wisp (`true`) or persistent (`false`).
+    pub ephemeral: Option<bool>,
+    /// Set or clear bd's `no_history`.
+    pub no_history: Option<bool>,
 }
 
 impl UpdateBead {
@@ -479,6 +483,8 @@ impl UpdateBead {
             && self.add_labels.is_empty()
             && self.remove_labels.is_empty()
             && self.metadata.is_empty()
+            && self.ephemeral.is_none()
+            && self.no_history.is_none()
             && self.claim_for.is_none()
     }
 }

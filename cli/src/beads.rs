@@ -257,6 +257,18 @@ pub struct UpdateArgs {
     /// Apply only if the bead is in this status now; exit 13 if not.
     #[arg(long = "if-status", value_name = "STATUS")]
     if_status: Option<String>,
+    /// Make the bead a wisp (and not no-history).
+    #[arg(long, conflicts_with_all = ["persistent", "no_history"])]
+    ephemeral: bool,
+    /// Make a wisp persistent.
+    #[arg(long)]
+    persistent: bool,
+    /// Mark the bead no-history (and not a wisp).
+    #[arg(long = "no-history", conflicts_with = "history")]
+    no_history: bool,
+    /// Clear no-history.
+    #[arg(long)]
+    history: bool,
 }
 
 /// The label filters `list` and `ready` share.
@@ -632,7 +644,18 @@ fn update_command(
         remove_labels,
         metadata,
         claim_for: args.claim.then(|| Actor(cli.actor())),
+        ephemeral: flag(args.ephemeral, args.persistent || args.no_history),
+        no_history: flag(args.no_history, args.history || args.ephemeral),
     })
+}
+
+/// A flag pair as an update: `Some(true)` when set, `Some(false)` when cleared, else unchanged.
+fn flag(set: bool, cleared: bool) -> Option<bool> {
+    match (set, cleared) {
+        (true, _) => Some(true),
+        (false, true) => Some(false),
+        (false, false) => None,
+    }
 }
 
 /// `--status`: comma-separated statuses, or `all`; `None` when not given.

@@ -35,7 +35,8 @@ pub enum FormulaCommand {
     },
     /// List the stored formulas.
     List,
-    /// Print a stored formula's TOML source (JSON: name, description, steps, source).
+    /// Print a stored formula's TOML source (JSON: name, description, steps [{id, title,
+    /// description, needs}], step_count, source).
     Show {
         /// Its name.
         name: String,
@@ -139,6 +140,18 @@ pub async fn run_formula(cli: &Cli, command: &FormulaCommand) -> Outcome {
 fn print_formulas(command: &FormulaCommand, formulas: &[FormulaInfo], json: bool) {
     match command {
         FormulaCommand::List if json => print_value(&formulas),
+        // As bd shows a formula: its steps themselves, which agents read the descriptions of.
+        FormulaCommand::Show { .. } if json => {
+            let Some(formula) = formulas.first() else { return print_value(&serde_json::Value::Null) };
+            let steps = Formula::parse(&formula.source).map(|parsed| parsed.steps).unwrap_or_default();
+            print_value(&serde_json::json!({
+                "name": formula.name,
+                "description": formula.description,
+                "steps": steps,
+                "step_count": formula.steps,
+                "source": formula.source,
+            }));
+        }
         FormulaCommand::List => {
             for formula in formulas {
                 println!("{}  {} steps  {}", formula.name, formula.steps, formula.description);

@@ -31,7 +31,8 @@ pub const META_INSTALLING: &[u8] = b"installing";
 pub const META_IDENTITY: &[u8] = b"identity";
 /// Key of the storage format version a data directory was written with.
 pub const META_FORMAT: &[u8] = b"format";
-/// The storage format this build writes and reads. 5: beads carry `no_history`. 4: beads carry
+/// The storage format this build writes and reads. 5: beads carry `no_history`, commands include
+/// imports, and an update may change `ephemeral` and `no_history`. 4: beads carry
 /// their revision, and commands include transactions. 3: every stored value carries a CRC-32.
 /// 2: standard Raft leader ids (one leader per term) in votes and log ids. Directories without
 /// the key were written in format 1.

@@ -405,6 +405,12 @@ const ROWS: &[Row] = &[
         shape: Shape::Array(&["id", "ephemeral"]),
     },
     Row {
+        source: "internal/bootstrap/packs/core/assets/scripts/wisp-compact.sh:83",
+        args: &["update", "st-4", "--persistent", "--json"],
+        code: 0,
+        shape: Shape::Array(&["id", "ephemeral"]),
+    },
+    Row {
         source: "internal/beads/bdstore.go:1538 (Claim, before a guarded release)",
         args: &["update", "st-2", "--claim", "--actor", "w9", "--json"],
         code: 0,

@@ -167,6 +167,9 @@ async fn molecules_close_in_order_and_convoys_close_with_their_children() {
         [&json!("release")]
     );
     assert_eq!(strand.exits(0, "tester", &["formula", "show", "release"]), RELEASE_FORMULA);
+    // As bd prints it (dolt/agents/dog/prompt.template.md:21 reads the steps): the steps themselves.
+    let shown = strand.json("tester", &["formula", "show", "release"]);
+    assert_eq!((shown["steps"][2]["id"].as_str(), shown["step_count"].as_u64()), (Some("publish"), Some(3)));
     let named = strand.exits(0, "tester", &["mol", "cook", "release", "--var", "version=2", "--title", "R2"]);
     assert_eq!(strand.json("tester", &["show", named.trim()])[0]["title"], "R2");
     strand.fails(1, &["mol", "cook", "release"], "needs variable \"version\"");

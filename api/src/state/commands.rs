@@ -118,6 +118,12 @@ impl NamespaceState {
             Self::check_claim(&current, actor)?;
         }
         let status_after_claim = if update.claim_for.is_some() { Status::InProgress } else { current.status };
+        if update.ephemeral.unwrap_or(current.ephemeral) && update.no_history.unwrap_or(current.no_history) {
+            return Err(Refusal::Invalid(format!(
+                "bead {} would be both ephemeral (a wisp) and no_history; a bead is one or the other",
+                current.id
+            )));
+        }
         if let Some(next) = update.status
             && !status_after_claim.can_become(next)
         {
@@ -346,6 +352,12 @@ fn apply_fields(bead: &mut Bead, update: &UpdateBead, now: Timestamp) {
             bead.notes.push('\n');
         }
         bead.notes.push_str(appended);
+    }
+    if let Some(ephemeral) = update.ephemeral {
+        bead.ephemeral = ephemeral;
+    }
+    if let Some(no_history) = update.no_history {
+        bead.no_history = no_history;
     }
     if let Some(status) = update.status
         && status != bead.status

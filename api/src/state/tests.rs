@@ -1017,3 +1017,18 @@ mod import;
 mod metadata;
 mod orchestration;
 mod txn;
+
+#[test]
+fn an_update_turns_a_wisp_persistent_and_moves_it_between_ready_sets() {
+    let mut harness = Harness::new();
+    let wisp = harness.create_with(CreateBead { title: "wisp".into(), ephemeral: true, ..Default::default() });
+    assert!(!harness.ready_all().contains(&wisp), "a wisp is not ready unless asked");
+    let persist = UpdateBead { id: wisp.clone(), ephemeral: Some(false), ..Default::default() };
+    harness.apply(Command::Update(persist)).unwrap();
+    assert!(!harness.get(&wisp).ephemeral);
+    assert!(harness.ready_all().contains(&wisp), "now it is ordinary ready work");
+    let both = UpdateBead { id: wisp.clone(), ephemeral: Some(true), no_history: Some(true), ..Default::default() };
+    let refusal = harness.apply(Command::Update(both)).expect_err("both is refused");
+    assert!(refusal.to_string().contains("one or the other"), "{refusal}");
+    harness.check_persistence();
+}
