@@ -20,6 +20,7 @@ mod molecule;
 mod molecule_progress;
 mod orchestration;
 mod output;
+mod prune;
 mod query;
 #[cfg(feature = "node")]
 mod run_node;
@@ -157,6 +158,9 @@ enum Command {
     Watch(events::WatchArgs),
     /// Remove closed wisps (ephemeral beads).
     Purge(orchestration::PurgeArgs),
+    /// Remove closed persistent beads by age or id pattern (bd's prune; without --force, a
+    /// preview and exit 1).
+    Prune(prune::PruneArgs),
     /// Beads matching an expression: `strand query "ephemeral=true AND status=open"` (bd's
     /// query language: = != < <= > >=, AND, OR, NOT, parentheses; JSON: an array).
     Query(query::QueryArgs),
@@ -391,6 +395,7 @@ async fn dispatch(cli: &Cli) -> Outcome {
         Command::Watch(args) => events::run_watch(cli, args).await,
         Command::Purge(args) => orchestration::run_purge(cli, args).await,
         Command::Query(args) => query::run(cli, args).await,
+        Command::Prune(args) => prune::run(cli, args).await,
         Command::Tx(args) => tx::run(cli, args).await,
         Command::Import(args) => import::run(cli, args).await,
         Command::Version => {

@@ -187,6 +187,21 @@ pub enum MolCommand {
     /// bd's `mol current`: where the agent stands in its molecules, step by step
     /// (JSON: an array of {molecule_id, molecule_title, current_step, next_step, steps, completed, total}).
     Current(crate::molecule_progress::CurrentArgs),
+    /// bd's `mol wisp`: cook a formula as a wisp; `--root-only` makes the root alone
+    /// (JSON: {new_epic_id, steps}).
+    Wisp {
+        /// A formula file, or the name of a stored formula.
+        formula: String,
+        /// Create only the root bead.
+        #[arg(long)]
+        root_only: bool,
+        /// The root's title; default: the formula's name.
+        #[arg(long)]
+        title: Option<String>,
+        /// A formula variable, key=value (repeatable).
+        #[arg(long = "var", value_name = "KEY=VALUE")]
+        vars: Vec<String>,
+    },
     /// Delete a molecule (a wisp, say): its root and every step, in one transaction (without
     /// --force, print what would go).
     Burn {
@@ -222,6 +237,9 @@ pub async fn run(cli: &Cli, command: &MolCommand) -> Outcome {
         MolCommand::Cook(args) => cook(cli, args).await,
         MolCommand::Current(args) => crate::molecule_progress::run_current(cli, args).await,
         MolCommand::Burn { root, force } => burn(cli, root, *force).await,
+        MolCommand::Wisp { formula, root_only, title, vars: pairs } => {
+            wisp(cli, formula, *root_only, title.clone(), pairs).await
+        }
         MolCommand::Progress(args) => crate::molecule_progress::run_progress(cli, args).await,
         MolCommand::Status { root } => {
             let answer = cli.client()?.query(Query::MolStatus { root: BeadId::from(root.as_str()) }).await?;
@@ -230,6 +248,42 @@ pub async fn run(cli: &Cli, command: &MolCommand) -> Outcome {
             Ok(true)
         }
     }
+}
+
+/// `mol wisp`: a wisp cooked whole, or its root alone (the formula is parsed first, so a
+/// malformed one is refused either way).
+async fn wisp(cli: &Cli, formula: &str, root_only: bool, title: Option<String>, pairs: &[String]) -> Outcome {
+    let client = cli.client()?;
+    let source = formula_source(formula)?;
+    let root = if root_only {
+        let text = match &source {
+            FormulaSource::Inline(text) => text.clone(),
+            FormulaSource::Named(name) => {
+                let answer = client.query(Query::FormulaGet { name: name.clone() }).await?;
+                let Answer::Formulas(mut found) = answer else { return Err(unexpected(&answer)) };
+                found.pop().map(|info| info.source).unwrap_or_default()
+            }
+        };
+        let parsed = Formula::parse(&text).map_err(|refusal| Failure::Refused(format!("{formula}: {refusal}")))?;
+        let create = api::command::CreateBead {
+            title: title.unwrap_or_else(|| parsed.formula.clone()),
+            description: parsed.description.clone(),
+            bead_type: api::model::MOLECULE_TYPE.to_string(),
+            reference: parsed.formula.clone(),
+            ephemeral: true,
+            ..api::command::CreateBead::default()
+        };
+        crate::orchestration::one_bead(client.execute(Command::Create(create)).await?, "molecule root")?
+    } else {
+        let cook = Cook { formula: source, title, vars: vars(pairs)?, ephemeral: true };
+        crate::orchestration::one_bead(client.execute(Command::MolCook(cook)).await?, "molecule root")?
+    };
+    if cli.json {
+        print_value(&serde_json::json!({ "new_epic_id": root.id.0, "root_only": root_only, "schema_version": 1 }));
+    } else {
+        println!("{}", root.id);
+    }
+    Ok(true)
 }
 
 /// Deletes a molecule's steps and root in one transaction.

@@ -457,6 +457,18 @@ const ROWS: &[Row] = &[
         shape: Shape::Object(&["deleted", "deleted_count"]),
     },
     Row {
+        source: "internal/bootstrap/packs/core/assets/scripts/reaper.sh:1213-1217 (nothing matches)",
+        args: &["prune", "--pattern", "gm-*", "--older-than", "720h", "--force", "--json"],
+        code: 0,
+        shape: Shape::Object(&["pruned_count"]),
+    },
+    Row {
+        source: "bd prune without --force: a preview, exit 1 (st-1 is closed)",
+        args: &["prune", "--pattern", "st-1"],
+        code: 1,
+        shape: Shape::Text,
+    },
+    Row {
         source: "internal/beads/binary_versions.go:54 (ProbeBDVersion)",
         args: &["version"],
         code: 0,
@@ -701,6 +713,28 @@ fn transactions_and_molecule_views_from_the_command_line() {
     let burned = json_of(&strand_in(&cluster, "tx", &["mol", "burn", root, "--force", "--json"], None));
     assert_eq!(burned["deleted_count"], 2);
     assert_eq!(strand_in(&cluster, "tx", &["show", step], None).status.code(), Some(1));
+
+    // The gastown pack's `bd mol wisp F --root-only --var k=v --json` (gastown_test.go:1077),
+    // which reads `.new_epic_id`, and the whole wisp without --root-only.
+    let formula = dir.path().join("patrol.toml");
+    std::fs::write(&formula, "formula = \"patrol\"\n[vars]\nrig = { required = true }\n[[steps]]\nid = \"look\"\ntitle = \"Look at {{rig}}\"\n").unwrap();
+    let formula = formula.display().to_string();
+    let root_only = json_of(&strand_in(
+        &cluster,
+        "tx",
+        &["mol", "wisp", &formula, "--root-only", "--var", "rig=web", "--json"],
+        None,
+    ));
+    let root =
+        &json_of(&strand_in(&cluster, "tx", &["show", root_only["new_epic_id"].as_str().unwrap(), "--json"], None))[0];
+    assert_eq!(
+        (root["type"].as_str(), root["ephemeral"].as_bool(), root["ref"].as_str()),
+        (Some("molecule"), Some(true), Some("patrol"))
+    );
+    let whole = json_of(&strand_in(&cluster, "tx", &["mol", "wisp", &formula, "--var", "rig=web", "--json"], None));
+    let id = whole["new_epic_id"].as_str().unwrap();
+    let steps = json_of(&strand_in(&cluster, "tx", &["children", id, "--json"], None));
+    assert_eq!(steps[0]["title"], "Look at web");
 
     // `bd version`, as Gas City's ProbeBDVersion parses it (internal/beads/binary_versions.go:64-85).
     let bd = dir.path().join("bd");
