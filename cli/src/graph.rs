@@ -151,13 +151,16 @@ fn transaction(plan: Plan, ephemeral: bool, no_history: bool) -> Result<(Txn, BT
     let reference = |key: &str| format!("${}", slot[key]);
     let mut parents: BTreeMap<String, String> = BTreeMap::new();
     let mut writes = Vec::with_capacity(plan.nodes.len() + plan.edges.len());
+    // Metadata references are set after every create, so they may name any node, before or after.
+    let mut references = Vec::new();
     let mut nodes: Vec<Option<Node>> = plan.nodes.into_iter().map(Some).collect();
     for index in order {
         let node = nodes[index].take().expect("each node is placed once");
         let parent = if !node.parent_key.is_empty() { reference(&node.parent_key) } else { node.parent_id.clone() };
-        let mut metadata = node.metadata;
-        for (meta_key, node_key) in &node.metadata_refs {
-            metadata.insert(meta_key.clone(), reference(node_key));
+        if !node.metadata_refs.is_empty() {
+            let entries =
+                node.metadata_refs.iter().map(|(meta_key, node_key)| (meta_key.clone(), Some(reference(node_key))));
+            references.push(Command::SetMetadata { id: BeadId(reference(&node.key)), entries: entries.collect() });
         }
         parents.insert(reference(&node.key), parent.clone());
         writes.push(Command::Create(CreateBead {
@@ -169,12 +172,13 @@ fn transaction(plan: Plan, ephemeral: bool, no_history: bool) -> Result<(Txn, BT
             from: node.from,
             parent_id: (!parent.is_empty()).then_some(BeadId(parent)),
             labels: node.labels.into_iter().filter(|label| !label.is_empty()).collect(),
-            metadata,
+            metadata: node.metadata,
             ephemeral,
             no_history,
             ..CreateBead::default()
         }));
     }
+    writes.append(&mut references);
     for edge in plan.edges {
         let end = |key: &str, id: &str| if id.is_empty() { reference(key) } else { id.to_string() };
         let (from, to) = (end(&edge.from_key, &edge.from_id), end(&edge.to_key, &edge.to_id));
@@ -232,7 +236,7 @@ mod tests {
         let (txn, slot) = transaction(
             plan(
                 r#"{"nodes":[{"key":"step","title":"Step","parent_key":"root","metadata_refs":{"gc.root":"root"}},
-                             {"key":"root","title":"Root","type":"molecule"}],
+                             {"key":"root","title":"Root","type":"molecule","metadata_refs":{"gc.first":"step"}}],
                     "edges":[{"from_key":"step","to_key":"root","type":"parent-child"},
                              {"from_key":"step","to_id":"external:rig:x"}]}"#,
             ),
@@ -242,13 +246,15 @@ mod tests {
         .unwrap_or_else(|_| panic!("accepted"));
         assert_eq!((slot["root"], slot["step"]), (0, 1), "the parent is created first");
         let Command::Create(step) = &txn.writes[1] else { panic!("a create") };
-        assert_eq!(
-            (step.parent_id.as_ref().map(|id| id.0.as_str()), step.metadata["gc.root"].as_str()),
-            (Some("$0"), "$0")
-        );
+        assert_eq!(step.parent_id.as_ref().map(|id| id.0.as_str()), Some("$0"));
         assert!(step.ephemeral && step.priority == Some(2));
-        assert_eq!(txn.writes.len(), 3, "the parent-child edge repeating the parent is skipped");
-        let Command::DepAdd { dep_type, .. } = &txn.writes[2] else { panic!("an edge") };
+        // References are set after every create, so the root may name its later step.
+        let Command::SetMetadata { id, entries } = &txn.writes[2] else { panic!("the root's references") };
+        assert_eq!((id.0.as_str(), entries["gc.first"].as_deref()), ("$0", Some("$1")));
+        let Command::SetMetadata { id, entries } = &txn.writes[3] else { panic!("the step's references") };
+        assert_eq!((id.0.as_str(), entries["gc.root"].as_deref()), ("$1", Some("$0")));
+        assert_eq!(txn.writes.len(), 5, "the parent-child edge repeating the parent is skipped");
+        let Command::DepAdd { dep_type, .. } = &txn.writes[4] else { panic!("an edge") };
         assert_eq!(dep_type.0, "blocks");
     }
 
