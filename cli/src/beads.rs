@@ -257,13 +257,13 @@ pub struct UpdateArgs {
     /// Apply only if the bead is in this status now; exit 13 if not.
     #[arg(long = "if-status", value_name = "STATUS")]
     if_status: Option<String>,
-    /// Make the bead a wisp (and not no-history).
+    /// Make the bead a wisp (refused on a no-history bead: clear that with --history).
     #[arg(long, conflicts_with_all = ["persistent", "no_history"])]
     ephemeral: bool,
     /// Make a wisp persistent.
     #[arg(long)]
     persistent: bool,
-    /// Mark the bead no-history (and not a wisp).
+    /// Mark the bead no-history (refused on a wisp: make it --persistent).
     #[arg(long = "no-history", conflicts_with = "history")]
     no_history: bool,
     /// Clear no-history.
@@ -644,8 +644,8 @@ fn update_command(
         remove_labels,
         metadata,
         claim_for: args.claim.then(|| Actor(cli.actor())),
-        ephemeral: flag(args.ephemeral, args.persistent || args.no_history),
-        no_history: flag(args.no_history, args.history || args.ephemeral),
+        ephemeral: flag(args.ephemeral, args.persistent),
+        no_history: flag(args.no_history, args.history),
     })
 }
 
@@ -854,7 +854,13 @@ const GUARD_ATTEMPTS: usize = 16;
 async fn guarded_write(client: &Client, args: &UpdateArgs, id: &str, command: Command) -> Result<Answer, Failure> {
     let wanted_status = args.if_status.as_deref().map(status_arg).transpose()?;
     for _ in 0..GUARD_ATTEMPTS {
-        let bead = one(client.query(Query::Get { ids: vec![BeadId::from(id)] }).await?)?;
+        // bd's words for a bead that is not there, which Gas City's release reads as "not held".
+        let found = beads_of(client.query(Query::Lookup { ids: vec![BeadId::from(id)] }).await?);
+        let bead = found.into_iter().next().ok_or_else(|| {
+            Failure::Refused(format!(
+                "no issue found matching {id}; nothing was written (check the id with `strand list`)"
+            ))
+        })?;
         if let Some(wanted) = args.if_assignee.as_ref().filter(|wanted| **wanted != bead.assignee) {
             return Err(Failure::Unmet(format!(
                 "precondition not met: {id} is assigned to {:?}, not {wanted:?}; nothing was written",
@@ -948,17 +954,16 @@ async fn run_reopen(cli: &Cli, ids: &[String]) -> Outcome {
 async fn run_delete(cli: &Cli, args: &DeleteArgs) -> Outcome {
     let condition = single_id(&args.ids, args.if_revision)?;
     let client = cli.client()?;
-    let mut ids: Vec<BeadId> = args.ids.iter().map(|id| BeadId::from(id.as_str())).collect();
-    if args.cascade {
-        ids = with_dependents(&client, ids).await?;
-    }
+    let ids: Vec<BeadId> = args.ids.iter().map(|id| BeadId::from(id.as_str())).collect();
     let beads = beads_of(client.query(Query::Get { ids: ids.clone() }).await?);
+    let beads = if args.cascade { with_dependents(&client, beads).await? } else { beads };
     if !args.force || args.dry_run {
         println!("DELETE PREVIEW: {} bead(s) and their dependency edges", beads.len());
         for bead in &beads {
             println!("  {}", crate::output::bead_line(bead));
         }
-        println!("To proceed, run: strand delete {} --force", args.ids.join(" "));
+        let cascade = if args.cascade { " --cascade" } else { "" };
+        println!("To proceed, run: strand delete {}{cascade} --force", args.ids.join(" "));
         return Ok(true);
     }
     let mut edges_removed = 0;
@@ -980,12 +985,12 @@ async fn run_delete(cli: &Cli, args: &DeleteArgs) -> Outcome {
     }
     if cli.json {
         let value = match ids.as_slice() {
-            [id] => {
+            [id] if !args.cascade => {
                 serde_json::json!({ "deleted": id.0, "dependencies_removed": edges_removed, "references_updated": 0, "schema_version": 1 })
             }
             _ => serde_json::json!({
                 "deleted": ids.iter().map(|id| id.0.clone()).collect::<Vec<_>>(),
-                "deleted_count": ids.len(),
+                "deleted_count": beads.len(),
                 "dependencies_removed": edges_removed,
                 "references_updated": 0,
                 "schema_version": 1,
@@ -993,25 +998,32 @@ async fn run_delete(cli: &Cli, args: &DeleteArgs) -> Outcome {
         };
         print_value(&value);
     } else {
-        for id in &ids {
-            println!("deleted {id}");
+        for bead in &beads {
+            println!("deleted {}", bead.id);
         }
     }
     Ok(true)
 }
 
-/// The beads and, transitively, every bead that depends on them (bd's `--cascade`), at most a
-/// transaction's worth.
-async fn with_dependents(client: &Client, ids: Vec<BeadId>) -> Result<Vec<BeadId>, Failure> {
-    let mut found: Vec<BeadId> = Vec::new();
-    let mut queue: std::collections::VecDeque<BeadId> = ids.into_iter().collect();
-    while let Some(id) = queue.pop_front() {
-        if found.contains(&id) {
+/// The beads and, transitively, every bead that depends on them or is their child (bd's
+/// `--cascade` follows its dependency rows, `parent-child` among them), at most a transaction's
+/// worth. Edges from ids that are not beads lead nowhere.
+async fn with_dependents(client: &Client, beads: Vec<Bead>) -> Result<Vec<Bead>, Failure> {
+    let mut found: Vec<Bead> = Vec::new();
+    let mut seen: BTreeSet<BeadId> = BTreeSet::new();
+    let mut queue: std::collections::VecDeque<Bead> = beads.into_iter().collect();
+    while let Some(bead) = queue.pop_front() {
+        if !seen.insert(bead.id.clone()) {
             continue;
         }
-        let rows = dependencies_of(client.query(Query::DepList { id: id.clone(), direction: DepDirection::Up }).await?);
-        queue.extend(rows.into_iter().map(|row| row.issue_id));
-        found.push(id);
+        let rows =
+            dependencies_of(client.query(Query::DepList { id: bead.id.clone(), direction: DepDirection::Up }).await?);
+        let sources: Vec<BeadId> = rows.into_iter().map(|row| row.issue_id).filter(|id| !seen.contains(id)).collect();
+        if !sources.is_empty() {
+            queue.extend(beads_of(client.query(Query::Lookup { ids: sources }).await?));
+        }
+        queue.extend(beads_of(client.query(Query::Children { parent: bead.id.clone(), include_closed: true }).await?));
+        found.push(bead);
         if found.len() > api::limits::TXN_WRITES_MAX {
             return Err(Failure::Refused(format!(
                 "--cascade reaches more than {} beads; delete some of their dependents first",

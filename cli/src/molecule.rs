@@ -188,7 +188,7 @@ pub enum MolCommand {
     /// (JSON: an array of {molecule_id, molecule_title, current_step, next_step, steps, completed, total}).
     Current(crate::molecule_progress::CurrentArgs),
     /// bd's `mol wisp`: cook a formula as a wisp; `--root-only` makes the root alone
-    /// (JSON: {new_epic_id, steps}).
+    /// (JSON: {new_epic_id, root_only}).
     Wisp {
         /// A formula file, or the name of a stored formula.
         formula: String,
@@ -250,8 +250,8 @@ pub async fn run(cli: &Cli, command: &MolCommand) -> Outcome {
     }
 }
 
-/// `mol wisp`: a wisp cooked whole, or its root alone (the formula is parsed first, so a
-/// malformed one is refused either way).
+/// `mol wisp`: a wisp cooked whole, or its root alone (the formula and its variables are checked
+/// either way).
 async fn wisp(cli: &Cli, formula: &str, root_only: bool, title: Option<String>, pairs: &[String]) -> Outcome {
     let client = cli.client()?;
     let source = formula_source(formula)?;
@@ -265,6 +265,8 @@ async fn wisp(cli: &Cli, formula: &str, root_only: bool, title: Option<String>, 
             }
         };
         let parsed = Formula::parse(&text).map_err(|refusal| Failure::Refused(format!("{formula}: {refusal}")))?;
+        // The variables are checked as a cook checks them (a missing required one is refused).
+        parsed.render(&vars(pairs)?).map_err(|refusal| Failure::Refused(format!("{formula}: {refusal}")))?;
         let create = api::command::CreateBead {
             title: title.unwrap_or_else(|| parsed.formula.clone()),
             description: parsed.description.clone(),
@@ -290,9 +292,16 @@ async fn wisp(cli: &Cli, formula: &str, root_only: bool, title: Option<String>, 
 async fn burn(cli: &Cli, root: &str, force: bool) -> Outcome {
     let client = cli.client()?;
     let root = BeadId::from(root);
-    let steps = beads_of(client.query(Query::Children { parent: root.clone(), include_closed: true }).await?);
-    let mut ids: Vec<BeadId> = steps.into_iter().map(|step| step.id).collect();
-    ids.push(root.clone());
+    // Every descendant, deepest last; deleted deepest first.
+    let mut ids: Vec<BeadId> = vec![root.clone()];
+    let mut next = 0;
+    while next < ids.len() && ids.len() <= api::limits::TXN_WRITES_MAX {
+        let parent = ids[next].clone();
+        next += 1;
+        let children = beads_of(client.query(Query::Children { parent, include_closed: true }).await?);
+        ids.extend(children.into_iter().map(|child| child.id));
+    }
+    ids.reverse();
     if ids.len() > api::limits::TXN_WRITES_MAX {
         return Err(Failure::Refused(format!(
             "molecule {root} has {} beads, more than one transaction deletes ({}); delete some steps first",

@@ -17,7 +17,8 @@ use crate::{Cli, Failure, Outcome};
 /// `strand prune`.
 #[derive(Args, Debug)]
 pub struct PruneArgs {
-    /// Only beads closed at least this long ago: 7d, 24h, 2w, or a number of days.
+    /// Only beads closed at least this long ago, in whole days: 7d, 2w, 24h (hours round down
+    /// to days, at least one), or a number of days.
     #[arg(long, value_name = "AGE")]
     older_than: Option<String>,
     /// Only ids matching this glob (`*` any run of characters, `?` one).
@@ -63,14 +64,27 @@ fn glob_matches(pattern: &str, text: &str) -> bool {
     reachable[pattern.len()]
 }
 
-/// An age as bd takes it, in milliseconds.
+/// Milliseconds in a day.
+const DAY_MS: i64 = 86_400_000;
+
+/// An age as bd takes it, in whole days (at least one), in milliseconds: `N` or `Nd` days, `Nw`
+/// weeks, `Nh` hours rounded down to days (at least one day).
 fn parse_age(text: &str) -> Result<i64, Failure> {
-    let bad = || Failure::Usage(format!("--older-than {text:?} is not an age; write 7d, 24h, 2w or a number of days"));
-    if let Ok(days) = text.parse::<i64>() {
-        return days.checked_mul(86_400_000).filter(|ms| *ms >= 0).ok_or_else(bad);
-    }
-    let duration = humantime::parse_duration(text).map_err(|_| bad())?;
-    i64::try_from(duration.as_millis()).map_err(|_| bad())
+    let bad = || {
+        Failure::Usage(format!("--older-than {text:?} is not an age; write 7d, 24h, 2w or a number of days above 0"))
+    };
+    let (number, unit) = match text.char_indices().last() {
+        Some((at, unit)) if unit.is_ascii_alphabetic() => (&text[..at], Some(unit)),
+        _ => (text, None),
+    };
+    let count: i64 = number.parse().ok().filter(|count| *count > 0).ok_or_else(bad)?;
+    let days = match unit {
+        None | Some('d') => count,
+        Some('w') => count.checked_mul(7).ok_or_else(bad)?,
+        Some('h') => (count / 24).max(1),
+        Some(_) => return Err(bad()),
+    };
+    days.checked_mul(DAY_MS).ok_or_else(bad)
 }
 
 /// The wall clock, in milliseconds.
@@ -155,9 +169,12 @@ mod tests {
         ] {
             assert_eq!(glob_matches(pattern, text), expected, "{pattern} ~ {text}");
         }
-        assert_eq!(parse_age("7").ok(), Some(7 * 86_400_000));
-        assert_eq!(parse_age("720h").ok(), Some(720 * 3_600_000));
-        assert_eq!(parse_age("2w").ok(), Some(14 * 86_400_000));
-        assert!(matches!(parse_age("soon"), Err(Failure::Usage(_))));
+        assert_eq!(parse_age("7").ok(), Some(7 * DAY_MS));
+        assert_eq!(parse_age("720h").ok(), Some(30 * DAY_MS));
+        assert_eq!(parse_age("1h").ok(), Some(DAY_MS), "hours round down to days, at least one");
+        assert_eq!(parse_age("2w").ok(), Some(14 * DAY_MS));
+        for bad in ["soon", "0", "0d", "30m", "-3", ""] {
+            assert!(matches!(parse_age(bad), Err(Failure::Usage(_))), "{bad}");
+        }
     }
 }

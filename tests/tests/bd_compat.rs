@@ -736,6 +736,16 @@ fn transactions_and_molecule_views_from_the_command_line() {
     let steps = json_of(&strand_in(&cluster, "tx", &["children", id, "--json"], None));
     assert_eq!(steps[0]["title"], "Look at web");
 
+    // `delete --cascade` (cmd/gc/cmd_convoy_dispatch.go:1150) takes dependents and children, and
+    // an edge from an id that is no bead leads nowhere.
+    let family = r#"[{"op":"create","title":"convoy"},{"op":"create","title":"child","parent_id":"$0"},
+        {"op":"create","title":"waits","needs":["$0"]},{"op":"dep-add","issue":"ghost-1","depends_on":"$0"}]"#;
+    let made = json_of(&strand_in(&cluster, "cascade", &["tx", "--json"], Some(family)));
+    let top = made["results"][0]["id"].as_str().unwrap().to_string();
+    let deleted = json_of(&strand_in(&cluster, "cascade", &["delete", &top, "--cascade", "--force", "--json"], None));
+    assert_eq!((deleted["deleted"][0].as_str(), deleted["deleted_count"].as_u64()), (Some(top.as_str()), Some(3)));
+    assert!(statuses(&cluster, "cascade").is_empty(), "the convoy, its child and its dependent are gone");
+
     // `bd version`, as Gas City's ProbeBDVersion parses it (internal/beads/binary_versions.go:64-85).
     let bd = dir.path().join("bd");
     std::os::unix::fs::symlink(strand_binary(), &bd).unwrap();

@@ -46,15 +46,13 @@ fn resolve_value(value: &mut String, created: &[Option<BeadId>], index: usize) -
 }
 
 /// The write with every `$N` reference replaced by the id it names: in ids, parents, needs, edge
-/// ends, and metadata values that are exactly `$N`.
+/// ends, and the values of a `set_metadata` that are exactly `$N` (elsewhere a metadata value is
+/// kept as written).
 fn resolved(write: &Command, created: &[Option<BeadId>], index: usize) -> Result<Command, Refusal> {
     let id = |bead_id: &BeadId| resolve(bead_id, created, index);
     let mut write = write.clone();
     match &mut write {
         Command::Create(create) => {
-            for value in create.metadata.values_mut() {
-                resolve_value(value, created, index)?;
-            }
             if let Some(parent_id) = &mut create.parent_id {
                 *parent_id = id(parent_id)?;
             }
@@ -64,9 +62,6 @@ fn resolved(write: &Command, created: &[Option<BeadId>], index: usize) -> Result
         }
         Command::Update(update) => {
             update.id = id(&update.id)?;
-            for value in update.metadata.values_mut().flatten() {
-                resolve_value(value, created, index)?;
-            }
             if let Some(parent_id) = update.parent_id.as_mut().filter(|parent_id| !parent_id.0.is_empty()) {
                 *parent_id = id(parent_id)?;
             }

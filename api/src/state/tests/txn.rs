@@ -123,22 +123,26 @@ fn a_transaction_holds_bead_writes_only_and_at_least_one() {
 }
 
 #[test]
-fn a_metadata_value_that_is_exactly_a_dollar_reference_names_the_created_bead() {
+fn a_set_metadata_value_that_is_exactly_a_dollar_reference_names_the_created_bead() {
     let mut harness = Harness::new();
-    let refers = |value: &str| {
+    let refers = |value: &str| Command::SetMetadata {
+        id: BeadId::from("$1"),
+        entries: [("gc.root".to_string(), Some(value.to_string()))].into(),
+    };
+    let create = |title: &str, value: &str| {
         Command::Create(CreateBead {
-            title: "step".into(),
-            metadata: [("gc.root".to_string(), value.to_string())].into(),
+            title: title.into(),
+            metadata: [("kept".to_string(), value.to_string())].into(),
             ..Default::default()
         })
     };
-    let writes =
-        vec![Command::Create(CreateBead { title: "root".into(), ..Default::default() }), refers("$0"), refers("$x")];
+    let writes = vec![create("root", ""), create("step", "$0"), refers("$0")];
     let outcomes = outcomes(harness.apply(Command::Txn(Txn { conditions: Vec::new(), writes })));
-    let created: Vec<Bead> = outcomes.into_iter().map(|outcome| bead_of(Ok(outcome))).collect();
-    assert_eq!(created[1].metadata["gc.root"], created[0].id.0, "$0 is the root's id");
-    assert_eq!(created[2].metadata["gc.root"], "$x", "anything else is kept as written");
-    let dangling = vec![refers("$5")];
+    let root = bead_of(Ok(outcomes[0].clone()));
+    let step = harness.get(&bead_of(Ok(outcomes[1].clone())).id);
+    assert_eq!(step.metadata["gc.root"], root.id.0, "$0 in a set_metadata is the root's id");
+    assert_eq!(step.metadata["kept"], "$0", "a create's metadata is kept as written");
+    let dangling = vec![create("root", ""), create("step", ""), refers("$5")];
     let refusal = harness.apply(Command::Txn(Txn { conditions: Vec::new(), writes: dangling })).expect_err("refused");
     assert!(refusal.to_string().contains("names no bead"), "{refusal}");
 }
