@@ -539,7 +539,7 @@ pub fn parse_time(text: &str) -> Result<i64, String> {
 
 /// The wall clock, in milliseconds (for relative times and `ready --sort hybrid`).
 #[allow(clippy::disallowed_methods)]
-fn now_ms() -> i64 {
+pub fn now_ms() -> i64 {
     let elapsed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX)
 }

@@ -18,11 +18,9 @@
 //! Malformed stdin is refused before anything is sent, so it changes nothing.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 
 use api::command::{Command, Cook, DepDirection, FormulaSource, ListFilter, Query, ReadyFilter};
 use api::convert::parse_status;
-use api::limits::REQUEST_BYTES_MAX;
 use api::model::{Bead, BeadId, DepType, Status, Timestamp};
 use api::outcome::Outcome as Answer;
 use clap::Args;
@@ -180,15 +178,7 @@ fn error(message: impl Into<String>) -> Failure {
 
 /// Reads stdin whole, refusing more than a request may carry.
 fn read_stdin() -> Result<String, Failure> {
-    let mut text = String::new();
-    std::io::stdin()
-        .take(REQUEST_BYTES_MAX as u64 + 1)
-        .read_to_string(&mut text)
-        .map_err(|io_error| error(format!("cannot read stdin as UTF-8 text: {io_error}")))?;
-    if text.len() > REQUEST_BYTES_MAX {
-        return Err(error(format!("stdin is over the request limit of {REQUEST_BYTES_MAX} bytes; send less")));
-    }
-    Ok(text)
+    crate::wire::read_request(std::io::stdin(), "stdin")
 }
 
 /// Parses stdin as the JSON object an operation takes. Only an object is accepted: serde would

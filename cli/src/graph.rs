@@ -13,7 +13,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use api::command::{Command, CreateBead, Txn};
-use api::limits::REQUEST_BYTES_MAX;
 use api::model::{BeadId, DepType};
 use api::outcome::Outcome as Answer;
 use serde::Deserialize;
@@ -90,25 +89,40 @@ fn refused(reason: impl std::fmt::Display) -> Failure {
 }
 
 /// The plan's nodes in an order where a parent comes before its children.
-fn parents_first(nodes: &[Node]) -> Result<Vec<usize>, Failure> {
+fn nodes_parents_first(nodes: &[Node]) -> Result<Vec<usize>, Failure> {
     let position: BTreeMap<&str, usize> =
         nodes.iter().enumerate().map(|(index, node)| (node.key.as_str(), index)).collect();
-    let mut order = Vec::with_capacity(nodes.len());
-    let mut placed = BTreeSet::new();
-    while order.len() < nodes.len() {
-        let before = order.len();
-        for (index, node) in nodes.iter().enumerate() {
-            let parent = (!node.parent_key.is_empty()).then(|| position[node.parent_key.as_str()]);
-            if !placed.contains(&index) && parent.is_none_or(|parent| placed.contains(&parent)) {
-                placed.insert(index);
-                order.push(index);
+    let parents: Vec<Option<usize>> =
+        nodes.iter().map(|node| position.get(node.parent_key.as_str()).copied()).collect();
+    parents_first(&parents).ok_or_else(|| refused("parent_key links form a cycle"))
+}
+
+/// Positions of items in an order where each comes after its parent (`parents[i]`: where item
+/// i's parent stands in the same list, if it is there), the given order kept otherwise; `None`
+/// when parents form a cycle. Linear: each item's depth is found once.
+pub fn parents_first(parents: &[Option<usize>]) -> Option<Vec<usize>> {
+    let mut depth: Vec<Option<usize>> = vec![None; parents.len()];
+    let mut on_path = vec![false; parents.len()];
+    for start in 0..parents.len() {
+        let mut path = Vec::new();
+        let mut current = Some(start);
+        while let Some(item) = current.filter(|item| depth[*item].is_none()) {
+            if on_path[item] {
+                return None;
             }
+            on_path[item] = true;
+            path.push(item);
+            current = parents[item];
         }
-        if order.len() == before {
-            return Err(refused("parent_key links form a cycle"));
+        let first = current.and_then(|item| depth[item]).map_or(0, |above| above + 1);
+        for (below, item) in (first..).zip(path.into_iter().rev()) {
+            on_path[item] = false;
+            depth[item] = Some(below);
         }
     }
-    Ok(order)
+    let mut order: Vec<usize> = (0..parents.len()).collect();
+    order.sort_by_key(|item| depth[*item]);
+    Some(order)
 }
 
 /// The transaction a plan makes, and each key's write position.
@@ -143,7 +157,7 @@ fn transaction(plan: Plan, ephemeral: bool, no_history: bool) -> Result<(Txn, BT
             }
         }
     }
-    let order = parents_first(&plan.nodes)?;
+    let order = nodes_parents_first(&plan.nodes)?;
     let mut slot: BTreeMap<String, usize> = BTreeMap::new();
     for (write, node) in order.iter().enumerate() {
         slot.insert(plan.nodes[*node].key.clone(), write);
@@ -195,11 +209,7 @@ fn transaction(plan: Plan, ephemeral: bool, no_history: bool) -> Result<(Txn, BT
 
 /// Reads a plan file, checks it and applies it; prints `{"ids": {key: id}}`.
 pub async fn apply(cli: &crate::Cli, path: &Path, ephemeral: bool, no_history: bool) -> crate::Outcome {
-    let text =
-        std::fs::read_to_string(path).map_err(|error| refused(format!("cannot read {}: {error}", path.display())))?;
-    if text.len() > REQUEST_BYTES_MAX {
-        return Err(refused(format!("{} is over the request limit of {REQUEST_BYTES_MAX} bytes", path.display())));
-    }
+    let text = crate::wire::read_request_file(Some(path)).map_err(|failure| refused(failure.message()))?;
     let plan: Plan = serde_json::from_str(&text)
         .map_err(|error| refused(format!("{} is not a graph plan: {error}", path.display())))?;
     let (txn, slot) = transaction(plan, ephemeral, no_history)?;
@@ -256,6 +266,16 @@ mod tests {
         assert_eq!(txn.writes.len(), 5, "the parent-child edge repeating the parent is skipped");
         let Command::DepAdd { dep_type, .. } = &txn.writes[4] else { panic!("an edge") };
         assert_eq!(dep_type.0, "blocks");
+    }
+
+    #[test]
+    fn parents_come_first_in_linear_time_and_a_cycle_is_none() {
+        assert_eq!(parents_first(&[Some(2), None, Some(1)]), Some(vec![1, 2, 0]));
+        assert_eq!(parents_first(&[None, None]), Some(vec![0, 1]), "the given order is kept");
+        assert_eq!(parents_first(&[Some(1), Some(0)]), None);
+        assert_eq!(parents_first(&[Some(0)]), None, "its own parent");
+        let chain: Vec<Option<usize>> = (0..100_000).map(|item| (item + 1 < 100_000).then_some(item + 1)).collect();
+        assert_eq!(parents_first(&chain).map(|order| order[0]), Some(99_999), "a long chain, from its root");
     }
 
     #[test]

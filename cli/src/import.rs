@@ -18,7 +18,7 @@
 //! reported, not imported.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 
 use api::client::{Client, ClientError};
@@ -212,27 +212,33 @@ impl IssueLine {
     }
 }
 
-/// The wall clock, for lines without `created_at` (as bd stamps them).
-#[allow(clippy::disallowed_methods)]
-fn now() -> Timestamp {
-    let elapsed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    Timestamp(i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
-}
-
 /// Reads and checks every line; the first bad one is refused by number.
-fn parse(reader: impl BufRead, source: &str) -> Result<Parsed, Failure> {
+fn parse(mut reader: impl BufRead, source: &str) -> Result<Parsed, Failure> {
     let mut parsed = Parsed::default();
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    let now = now();
-    for (index, line) in reader.split(b'\n').enumerate() {
-        let number = index + 1;
+    // Lines without `created_at` are stamped with the reader's clock, as bd stamps them.
+    let now = Timestamp(crate::beads::now_ms());
+    let mut line = Vec::new();
+    let mut number = 0;
+    loop {
+        line.clear();
+        // Never more of a line than its limit and one byte: an endless line is refused, not held.
+        let read = (&mut reader)
+            .take(LINE_BYTES_MAX as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .map_err(|error| Failure::Refused(format!("cannot read {source}: {error}")))?;
+        if read == 0 {
+            break;
+        }
+        number += 1;
         let bad = |reason: String| {
             Failure::Refused(format!(
                 "line {number} of {source}: {reason}; nothing was imported, fix the line and run the import again"
             ))
         };
-        let line = line.map_err(|error| Failure::Refused(format!("cannot read {source}: {error}")))?;
-        if line.len() > LINE_BYTES_MAX {
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        } else if line.len() > LINE_BYTES_MAX {
             return Err(bad(format!("the line is over {LINE_BYTES_MAX} bytes")));
         }
         let text = std::str::from_utf8(&line).map_err(|_| bad("the line is not UTF-8".into()))?.trim();
@@ -271,6 +277,7 @@ fn parse(reader: impl BufRead, source: &str) -> Result<Parsed, Failure> {
         parsed.beads.push((bead, text.len()));
     }
     parsed.folded = fold_two_way_edges(&mut parsed.beads);
+    parsed.beads = parents_first(parsed.beads)?;
     Ok(parsed)
 }
 
@@ -299,20 +306,18 @@ fn fold_two_way_edges(beads: &mut [(Bead, usize)]) -> usize {
 }
 
 /// Puts parents before their children (a parent must exist when its child is written), keeping
-/// the file's order otherwise.
-fn parents_first(beads: &mut [(Bead, usize)]) {
-    let parents: BTreeMap<BeadId, Option<BeadId>> =
-        beads.iter().map(|(bead, _)| (bead.id.clone(), bead.parent_id.clone())).collect();
-    let depth = |bead: &Bead| {
-        let mut depth = 0usize;
-        let mut current = bead.parent_id.clone();
-        while let Some(parent) = current.filter(|_| depth < parents.len()) {
-            depth += 1;
-            current = parents.get(&parent).cloned().flatten();
-        }
-        depth
-    };
-    beads.sort_by_cached_key(|(bead, _)| depth(bead));
+/// the file's order otherwise; refuses parents that form a cycle.
+fn parents_first(beads: Vec<(Bead, usize)>) -> Result<Vec<(Bead, usize)>, Failure> {
+    let position: BTreeMap<&BeadId, usize> =
+        beads.iter().enumerate().map(|(index, (bead, _))| (&bead.id, index)).collect();
+    let parents: Vec<Option<usize>> = beads
+        .iter()
+        .map(|(bead, _)| bead.parent_id.as_ref().and_then(|parent| position.get(parent).copied()))
+        .collect();
+    let order = crate::graph::parents_first(&parents)
+        .ok_or_else(|| Failure::Refused("the parents in the file form a cycle; nothing was imported".into()))?;
+    let mut slots: Vec<Option<(Bead, usize)>> = beads.into_iter().map(Some).collect();
+    Ok(order.into_iter().filter_map(|index| slots[index].take()).collect())
 }
 
 /// Batches of at most [`IMPORT_BEADS_MAX`] beads and [`BATCH_BYTES_MAX`] source bytes.
@@ -410,13 +415,15 @@ pub async fn run(cli: &Cli, args: &ImportArgs) -> Outcome {
         );
     }
     if !args.dry_run && count > 0 {
-        parents_first(&mut parsed.beads);
         let mut written: Vec<ImportedBead> = Vec::with_capacity(count);
         for batch in batches(std::mem::take(&mut parsed.beads)) {
             let sent: BTreeMap<BeadId, Vec<BeadId>> =
                 batch.iter().map(|bead| (bead.id.clone(), bead.depends_on.keys().cloned().collect())).collect();
-            let imported =
-                |bead: Bead| ImportedBead { edges: sent[&bead.id].clone(), id: bead.id, revision: bead.revision };
+            let imported = |bead: Bead| ImportedBead {
+                edges: sent.get(&bead.id).cloned().unwrap_or_default(),
+                id: bead.id,
+                revision: bead.revision,
+            };
             match client.execute(Command::Import { beads: batch }).await {
                 Ok(answer) => written.extend(beads_of(answer).into_iter().map(imported)),
                 Err(error @ ClientError::Refused(_)) => return Err(undo_after(&client, &written, error.into()).await),
@@ -531,8 +538,7 @@ mod tests {
     #[test]
     fn parents_come_first_and_batches_stay_within_their_bounds() {
         let parsed = parse(EXPORT.as_bytes(), "f").unwrap_or_else(|_| panic!("parses"));
-        let mut beads: Vec<(Bead, usize)> = parsed.beads.into_iter().rev().collect();
-        parents_first(&mut beads);
+        let beads = parents_first(parsed.beads.into_iter().rev().collect()).unwrap_or_else(|_| panic!("no cycle"));
         assert_eq!(beads[0].0.id.0, "gc-a1");
         let many: Vec<(Bead, usize)> = (0..2500).map(|_| (beads[0].0.clone(), 10)).collect();
         let sizes: Vec<usize> = batches(many).iter().map(Vec::len).collect();

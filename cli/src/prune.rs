@@ -10,6 +10,7 @@ use api::limits::TXN_WRITES_MAX;
 use api::model::{Bead, Status};
 use clap::Args;
 
+use crate::beads::now_ms;
 use crate::listing::{Listing, LocalFilter, SortOrder};
 use crate::output::print_value;
 use crate::{Cli, Failure, Outcome};
@@ -85,13 +86,6 @@ fn parse_age(text: &str) -> Result<i64, Failure> {
         Some(_) => return Err(bad()),
     };
     days.checked_mul(DAY_MS).ok_or_else(bad)
-}
-
-/// The wall clock, in milliseconds.
-#[allow(clippy::disallowed_methods)]
-fn now_ms() -> i64 {
-    let elapsed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// Runs `strand prune`.

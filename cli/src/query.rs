@@ -227,22 +227,27 @@ impl Parser {
         token
     }
 
-    fn or(&mut self) -> Result<Expr, String> {
-        let mut parts = vec![self.and()?];
-        while self.peek() == Some(&Token::Or) {
+    /// Operands joined by `joiner`: one operand as itself, several as `combine` of them.
+    fn joined(
+        &mut self,
+        joiner: Token,
+        operand: fn(&mut Parser) -> Result<Expr, String>,
+        combine: fn(Vec<Expr>) -> Expr,
+    ) -> Result<Expr, String> {
+        let mut parts = vec![operand(self)?];
+        while self.peek() == Some(&joiner) {
             self.next();
-            parts.push(self.and()?);
+            parts.push(operand(self)?);
         }
-        Ok(if parts.len() == 1 { parts.remove(0) } else { Expr::Or(parts) })
+        Ok(if parts.len() == 1 { parts.remove(0) } else { combine(parts) })
+    }
+
+    fn or(&mut self) -> Result<Expr, String> {
+        self.joined(Token::Or, Parser::and, Expr::Or)
     }
 
     fn and(&mut self) -> Result<Expr, String> {
-        let mut parts = vec![self.not()?];
-        while self.peek() == Some(&Token::And) {
-            self.next();
-            parts.push(self.not()?);
-        }
-        Ok(if parts.len() == 1 { parts.remove(0) } else { Expr::And(parts) })
+        self.joined(Token::And, Parser::not, Expr::And)
     }
 
     fn not(&mut self) -> Result<Expr, String> {

@@ -13,11 +13,10 @@
 //! anything is sent: an unknown op or field is refused, naming the write.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::PathBuf;
 
 use api::command::{Command, Condition, Txn};
-use api::limits::{REQUEST_BYTES_MAX, TXN_WRITES_MAX};
+use api::limits::TXN_WRITES_MAX;
 use api::model::{Actor, BeadId, DepType};
 use api::outcome::Outcome as Answer;
 use clap::Args;
@@ -181,23 +180,6 @@ fn subject(command: &Command) -> Option<&BeadId> {
     }
 }
 
-fn read_document(file: Option<&PathBuf>) -> Result<String, Failure> {
-    let mut text = String::new();
-    let limit = REQUEST_BYTES_MAX as u64 + 1;
-    let outcome = match file.filter(|path| path.as_os_str() != "-") {
-        Some(path) => std::fs::File::open(path).and_then(|file| file.take(limit).read_to_string(&mut text)),
-        None => std::io::stdin().take(limit).read_to_string(&mut text),
-    };
-    let source = file.map_or("stdin".to_string(), |path| path.display().to_string());
-    outcome.map_err(|error| Failure::Refused(format!("cannot read {source}: {error}")))?;
-    if text.len() > REQUEST_BYTES_MAX {
-        return Err(Failure::Refused(format!(
-            "{source} is over the request limit of {REQUEST_BYTES_MAX} bytes; split it into several transactions"
-        )));
-    }
-    Ok(text)
-}
-
 /// Parses and checks a document into the transaction it asks for.
 fn transaction(cli: &Cli, text: &str) -> Result<Txn, Failure> {
     let malformed =
@@ -242,7 +224,7 @@ fn transaction(cli: &Cli, text: &str) -> Result<Txn, Failure> {
 
 /// Runs `strand tx`: prints each write's outcome (JSON: `{"results": [bead or null, ...]}`).
 pub async fn run(cli: &Cli, args: &TxArgs) -> Outcome {
-    let txn = transaction(cli, &read_document(args.file.as_ref())?)?;
+    let txn = transaction(cli, &crate::wire::read_request_file(args.file.as_deref())?)?;
     if args.dry_run {
         if cli.json {
             let ops: Vec<&str> = txn.writes.iter().map(Command::name).collect();

@@ -1,14 +1,18 @@
 //! The bead fields of Gas City's exec-store wire (`type`, `parent_id`, `ref`, `needs`, ...) as
-//! JSON input, shared by `exec-store create|update` and the writes of `strand tx`.
+//! JSON input, shared by `exec-store create|update` and the writes of `strand tx`; and the bounded
+//! reading of such input ([`read_request`]), shared by `exec-store`, `tx` and `create --graph`.
 //!
 //! Fields the input does not know are collected in `unknown`: the exec store ignores them (the
 //! orchestrator adds fields over time), `strand tx` refuses them (a misspelt field must not be
 //! dropped from a transaction). A field of the wrong type makes the input malformed either way.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
+use std::path::Path;
 
 use api::command::{Command, CreateBead, UpdateBead};
 use api::convert::parse_status;
+use api::limits::REQUEST_BYTES_MAX;
 use api::model::{BeadId, Timestamp};
 use serde::Deserialize;
 
@@ -16,6 +20,33 @@ use crate::Failure;
 
 fn error(message: String) -> Failure {
     Failure::Refused(message)
+}
+
+/// Reads a request's input whole, never more than a request may carry plus one byte, and
+/// refuses it when it is over: `source` names it in the errors.
+pub fn read_request(reader: impl Read, source: &str) -> Result<String, Failure> {
+    let mut text = String::new();
+    reader
+        .take(REQUEST_BYTES_MAX as u64 + 1)
+        .read_to_string(&mut text)
+        .map_err(|io_error| error(format!("cannot read {source} as UTF-8 text: {io_error}")))?;
+    if text.len() > REQUEST_BYTES_MAX {
+        return Err(error(format!("{source} is over the request limit of {REQUEST_BYTES_MAX} bytes; send less")));
+    }
+    Ok(text)
+}
+
+/// [`read_request`] of a file, or of stdin when there is none or it is `-`.
+pub fn read_request_file(file: Option<&Path>) -> Result<String, Failure> {
+    match file.filter(|path| path.as_os_str() != "-") {
+        Some(path) => {
+            let source = path.display().to_string();
+            let opened =
+                std::fs::File::open(path).map_err(|io_error| error(format!("cannot open {source}: {io_error}")))?;
+            read_request(opened, &source)
+        }
+        None => read_request(std::io::stdin(), "stdin"),
+    }
 }
 
 /// A create: every field optional but `title`, which the cluster checks.

@@ -22,37 +22,17 @@ impl NamespaceState {
             Some(parent_id) => Some(self.bead(parent_id)?.id.prefix().to_string()),
             None => None,
         };
-        // A target need not be a bead: an edge to an id this namespace does not hold (another
-        // rig's, `external:<rig>:<id>`) never blocks, as in bd.
-        let depends_on = create.edges();
         let (bead_id, seq) = self.next_id(parent_prefix.as_deref());
-        let bead_type = if create.bead_type.is_empty() { DEFAULT_TYPE } else { &create.bead_type };
-        let bead = Bead {
-            id: bead_id,
-            seq,
-            title: create.title.clone(),
-            description: create.description.clone(),
-            notes: create.notes.clone(),
-            status: Status::Open,
-            bead_type: bead_type.to_string(),
-            priority: create.priority,
-            assignee: create.assignee.clone(),
-            from: create.from.clone(),
-            parent_id: create.parent_id.clone(),
-            reference: create.reference.clone(),
-            labels: create.labels.clone(),
-            metadata: create.metadata.clone(),
-            ephemeral: create.ephemeral,
-            no_history: create.no_history,
-            created_at: now,
-            updated_at: now,
-            revision: self.revision,
-            started_at: None,
-            closed_at: None,
-            close_reason: None,
-            defer_until: create.defer_until,
-            depends_on,
-        };
+        // Its edges may name ids this namespace does not hold (another rig's,
+        // `external:<rig>:<id>`): such an edge never blocks, as in bd.
+        let mut bead = create.clone().into_bead(bead_id);
+        bead.seq = seq;
+        if bead.bead_type.is_empty() {
+            bead.bead_type = DEFAULT_TYPE.to_string();
+        }
+        bead.created_at = now;
+        bead.updated_at = now;
+        bead.revision = self.revision;
         self.insert(bead.clone());
         Ok(bead)
     }
