@@ -58,11 +58,10 @@ impl NamespaceState {
         if already_held {
             return Ok(Outcome::Bead(Box::new(self.bead(bead_id)?.clone())));
         }
-        let bead = self.modify(bead_id, now, |bead| {
+        let bead = self.modify_and_read(bead_id, now, |bead| {
             bead.status = Status::InProgress;
             bead.assignee = actor.0.clone();
             bead.started_at = Some(now);
-            bead.clone()
         })?;
         Ok(Outcome::Bead(Box::new(bead)))
     }
@@ -155,7 +154,7 @@ impl NamespaceState {
         if update.is_empty() {
             return Ok(Outcome::Bead(Box::new(current)));
         }
-        let bead = self.modify(&update.id, now, |bead| {
+        let bead = self.modify_and_read(&update.id, now, |bead| {
             if let Some(actor) = &update.claim_for
                 && !(bead.status == Status::InProgress && bead.assignee == actor.0)
             {
@@ -164,7 +163,6 @@ impl NamespaceState {
                 bead.started_at = Some(now);
             }
             apply_fields(bead, update, now);
-            bead.clone()
         })?;
         Ok(Outcome::Bead(Box::new(bead)))
     }
@@ -184,9 +182,8 @@ impl NamespaceState {
                 crate::limits::METADATA_KEYS_MAX
             )));
         }
-        let bead = self.modify(bead_id, now, |bead| {
+        let bead = self.modify_and_read(bead_id, now, |bead| {
             merge_metadata(bead, entries);
-            bead.clone()
         })?;
         Ok(Outcome::Bead(Box::new(bead)))
     }
@@ -212,14 +209,13 @@ impl NamespaceState {
     /// Reopens a bead, as bd does: any status goes back to `open` with no deferral (closed also
     /// drops its close time and reason); an open bead stays as it is.
     pub(super) fn reopen(&mut self, bead_id: &BeadId, now: Timestamp) -> Result<Outcome, Refusal> {
-        let bead = self.modify(bead_id, now, |bead| {
+        let bead = self.modify_and_read(bead_id, now, |bead| {
             if bead.status != Status::Open {
                 bead.status = Status::Open;
                 bead.defer_until = None;
                 bead.closed_at = None;
                 bead.close_reason = None;
             }
-            bead.clone()
         })?;
         Ok(Outcome::Bead(Box::new(bead)))
     }

@@ -291,6 +291,18 @@ impl NamespaceState {
         self.refresh_blocked(all);
     }
 
+    /// [`NamespaceState::modify`], answering the bead as the change left it: stamped with its new
+    /// revision and update time (the closure sees it before they are set).
+    pub(super) fn modify_and_read(
+        &mut self,
+        bead_id: &BeadId,
+        now: Timestamp,
+        change: impl FnOnce(&mut Bead),
+    ) -> Result<Bead, Refusal> {
+        self.modify(bead_id, now, change)?;
+        self.bead(bead_id).cloned()
+    }
+
     /// Changes one bead through `change`, keeping indexes, persistence and blocked states current.
     pub(super) fn modify<T>(
         &mut self,
@@ -382,13 +394,12 @@ impl NamespaceState {
         reason: Option<String>,
         now: Timestamp,
     ) -> Result<Bead, Refusal> {
-        self.modify(bead_id, now, |bead| {
+        self.modify_and_read(bead_id, now, |bead| {
             if bead.status != Status::Closed {
                 bead.status = Status::Closed;
                 bead.closed_at = Some(now);
                 bead.close_reason = reason;
             }
-            bead.clone()
         })
     }
 

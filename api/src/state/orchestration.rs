@@ -223,7 +223,7 @@ impl NamespaceState {
     }
 
     fn route(&mut self, bead_id: &BeadId, sling: &Sling, now: Timestamp) -> Result<Bead, Refusal> {
-        self.modify(bead_id, now, |bead| {
+        self.modify_and_read(bead_id, now, |bead| {
             if sling.pool {
                 // A bead is routed to one pool: re-slinging moves it.
                 bead.labels.retain(|label| !label.starts_with(POOL_LABEL_PREFIX));
@@ -235,7 +235,6 @@ impl NamespaceState {
             if let Some(merge) = &sling.merge {
                 bead.metadata.insert(MERGE_KEY.into(), merge.clone());
             }
-            bead.clone()
         })
     }
 
@@ -290,9 +289,8 @@ impl NamespaceState {
                 ..Default::default()
             };
             let convoy = self.create_bead(&convoy, now)?;
-            let routed = self.modify(&work_id, now, |bead| {
+            let routed = self.modify_and_read(&work_id, now, |bead| {
                 bead.parent_id = Some(convoy.id.clone());
-                bead.clone()
             })?;
             answer = vec![routed, self.beads[&convoy.id].clone()];
         }
@@ -454,13 +452,12 @@ impl NamespaceState {
     /// Marks a message read or unread.
     pub(super) fn mail_mark(&mut self, bead_id: &BeadId, read: bool, now: Timestamp) -> Result<Outcome, Refusal> {
         let was_read = self.message(bead_id)?.labels.contains(LABEL_READ);
-        let bead = self.modify(bead_id, now, |bead| {
+        let bead = self.modify_and_read(bead_id, now, |bead| {
             if read {
                 bead.labels.insert(LABEL_READ.into());
             } else {
                 bead.labels.remove(LABEL_READ);
             }
-            bead.clone()
         })?;
         if read && !was_read {
             self.emit(event_type::MAIL_READ, bead_id, bead.title.clone());

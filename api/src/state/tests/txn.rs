@@ -31,6 +31,39 @@ fn a_change_moves_the_revision_to_its_log_index_and_a_no_op_keeps_it() {
 }
 
 #[test]
+fn every_write_answers_the_bead_with_its_new_revision_and_update_time() {
+    let mut harness = Harness::new();
+    let bead_id = harness.create("first");
+    let id = || bead_id.clone();
+    let writes = [
+        update_title(&bead_id, "second"),
+        Command::SetMetadata { id: id(), entries: [("k".to_string(), Some("v".to_string()))].into() },
+        Command::Claim { id: id(), actor: Actor("agent".into()) },
+        Command::Close { ids: vec![id()], reason: None },
+        Command::Reopen { id: id() },
+        Command::Txn(Txn::conditional(id(), 0, update_title(&bead_id, "third"))),
+    ];
+    for mut write in writes {
+        if let Command::Txn(txn) = &mut write {
+            txn.conditions[0].revision = harness.get(&bead_id).revision;
+        }
+        let answer = harness.apply(write.clone());
+        let answered = match answer {
+            Ok(Outcome::Bead(bead)) => *bead,
+            Ok(Outcome::Beads(mut beads)) => beads.remove(0),
+            Ok(Outcome::Txn(mut outcomes)) => match outcomes.remove(0) {
+                Outcome::Bead(bead) => *bead,
+                other => panic!("{write:?} answered {other:?}"),
+            },
+            other => panic!("{write:?} answered {other:?}"),
+        };
+        let stored = harness.get(&bead_id);
+        assert_eq!(answered.revision, harness.now as u64, "{write:?}: the answer carries the write's log index");
+        assert_eq!(answered, stored, "{write:?}: the answer is the bead as stored");
+    }
+}
+
+#[test]
 fn a_condition_on_the_current_revision_applies_and_a_stale_one_is_refused_with_the_current() {
     let mut harness = Harness::new();
     let bead_id = harness.create("first");
