@@ -11,7 +11,7 @@ use clap::{Args, ValueEnum};
 use node::clock::SystemClock;
 use node::config::{NodeConfig, parse_peers};
 use node::connections::{DESCRIPTORS_RESERVED, OPEN_FILES_RECOMMENDED_MIN, fit_to_open_files};
-use node::network::TcpConnector;
+use node::peer::network::TcpConnector;
 use node::{NodeParams, run};
 use raft_store::{FlushMode, RocksDisk};
 

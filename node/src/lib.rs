@@ -1,8 +1,12 @@
 //! Strand's `node` crate: one member of a Strand cluster. It wires openraft, the storage of
-//! `raft-store` and the gRPC services of `api` together.
+//! `raft-store` and the gRPC services of `api` together, in three planes over the shared
+//! [`core::NodeCore`]: the [`leader`] plane (stamp, propose, forward to the leader, read index),
+//! the [`peer`] plane (Raft traffic between nodes) and the [`client`] plane (the services
+//! clients call). Imports go client → leader → peer → core; the peer plane hands forwarded
+//! requests to the leader plane through the [`peer::LeaderPlane`] trait.
 //!
 //! [`run`] is the entry point `strand node` calls, and the simulation seam: it receives its
-//! listener (a stream of accepted connections), its outbound [`network::Connector`], its
+//! listener (a stream of accepted connections), its outbound [`peer::network::Connector`], its
 //! storage, its [`clock::Clock`], its RNG seed and its shutdown signal as parameters. It never
 //! binds a port or reads argv or the environment, so the simulator runs this very code over a
 //! simulated network. The accepted connections pass through [`connections::limit`] before the
@@ -15,14 +19,15 @@
 //! Invariant: a log that fails verification (a missing or corrupt entry) stops the node before it
 //! serves anything.
 
+pub mod client;
 pub mod clock;
 pub mod config;
 pub mod connections;
 pub mod core;
+pub mod leader;
 pub mod metrics;
-pub mod network;
+pub mod peer;
 pub mod rejoin;
-pub mod services;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -47,14 +52,16 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tonic::transport::server::Connected;
 
+use crate::client::{
+    BeadsService, ClusterService, ConvoysService, EventsService, FormulasService, MailService, MoleculesService,
+    NamespacesService, WorkService,
+};
 use crate::clock::Clock;
 use crate::config::NodeConfig;
 use crate::core::{NodeCore, StrandRaft};
-use crate::network::{Connector, Network, PEER_MESSAGE_BYTES_MAX, PeerIdentity, Peers};
-use crate::services::{
-    BeadsService, ClusterService, ConvoysService, EventsService, FormulasService, MailService, MoleculesService,
-    NamespacesService, RaftPeerService, WorkService,
-};
+use crate::leader::Leader;
+use crate::peer::RaftPeerService;
+use crate::peer::network::{Connector, Network, PEER_MESSAGE_BYTES_MAX, PeerIdentity, Peers};
 
 /// Why a node could not start or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -230,9 +237,11 @@ where
     let dir = config.data_dir.display().to_string();
     let rejoin = rejoin::Rejoin::open(disk.clone(), config.rejoin && fresh)
         .map_err(|error| NodeError::Corrupt { dir, detail: error.to_string() })?;
-    let start = start_raft(config, cluster_id, connector, disk, flush_mode, clock, seed, rejoin);
-    let core = Runtime::scope(seed, start).await?;
+    let start = start_raft(config, cluster_id, connector, disk, flush_mode, clock, rejoin);
+    let (core, peers) = Runtime::scope(seed, start).await?;
     let core = Arc::new(core);
+    let client_id = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let leader = Arc::new(Leader::new(core.clone(), peers.clone(), client_id));
     let watcher = tokio::spawn(watch_metrics(core.clone(), observer));
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     let services = [
@@ -262,17 +271,17 @@ where
         .accept_http1(true)
         .add_routes(tonic::service::Routes::from(metrics_route(core.clone())))
         .add_service(health_service)
-        .add_service(limited!(BeadsServer::new(BeadsService::new(core.clone()))))
-        .add_service(limited!(NamespacesServer::new(NamespacesService::new(core.clone()))))
-        .add_service(limited!(FormulasServer::new(FormulasService::new(core.clone()))))
-        .add_service(limited!(MoleculesServer::new(MoleculesService::new(core.clone()))))
-        .add_service(limited!(WorkServer::new(WorkService::new(core.clone()))))
-        .add_service(limited!(MailServer::new(MailService::new(core.clone()))))
-        .add_service(limited!(ConvoysServer::new(ConvoysService::new(core.clone()))))
-        .add_service(limited!(EventsServer::new(EventsService::new(core.clone()))))
-        .add_service(ClusterServer::new(ClusterService::new(core.clone())))
+        .add_service(limited!(BeadsServer::new(BeadsService::new(leader.clone()))))
+        .add_service(limited!(NamespacesServer::new(NamespacesService::new(leader.clone()))))
+        .add_service(limited!(FormulasServer::new(FormulasService::new(leader.clone()))))
+        .add_service(limited!(MoleculesServer::new(MoleculesService::new(leader.clone()))))
+        .add_service(limited!(WorkServer::new(WorkService::new(leader.clone()))))
+        .add_service(limited!(MailServer::new(MailService::new(leader.clone()))))
+        .add_service(limited!(ConvoysServer::new(ConvoysService::new(leader.clone()))))
+        .add_service(limited!(EventsServer::new(EventsService::new(leader.clone()))))
+        .add_service(ClusterServer::new(ClusterService::new(core.clone(), peers.clone())))
         .add_service(
-            RaftServer::new(RaftPeerService::new(core.clone()))
+            RaftServer::new(RaftPeerService::new(core.clone(), leader.clone()))
                 .max_decoding_message_size(PEER_MESSAGE_BYTES_MAX)
                 .max_encoding_message_size(PEER_MESSAGE_BYTES_MAX),
         )
@@ -295,7 +304,6 @@ fn metrics_route<D: Disk>(core: Arc<NodeCore<D>>) -> axum::Router {
     axum::Router::new().route("/metrics", axum::routing::get(page))
 }
 
-#[allow(clippy::too_many_arguments)] // Each is one of `run`'s parameters, handed on once.
 async fn start_raft<D: Disk>(
     config: NodeConfig,
     cluster_id: u64,
@@ -303,9 +311,8 @@ async fn start_raft<D: Disk>(
     disk: Arc<D>,
     flush_mode: FlushMode,
     clock: Arc<dyn Clock>,
-    seed: u64,
     rejoin: rejoin::Rejoin<D>,
-) -> Result<NodeCore<D>, NodeError> {
+) -> Result<(NodeCore<D>, Arc<Peers>), NodeError> {
     let dir = config.data_dir.display().to_string();
     let corrupt = |error: std::io::Error| NodeError::Corrupt { dir: dir.clone(), detail: error.to_string() };
     let log_store = LogStore::open(disk.clone(), flush_mode).map_err(corrupt)?;
@@ -321,10 +328,9 @@ async fn start_raft<D: Disk>(
         .await
         .map_err(|fatal| NodeError::Raft(fatal.to_string()))?;
     initialize_if_first(&raft, &config).await?;
-    let client_id = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    let mut core = NodeCore::new(raft, state_machine, peers, clock, config, cluster_id, client_id);
+    let mut core = NodeCore::new(raft, state_machine, clock, config, cluster_id);
     core.rejoin = Some(rejoin);
-    Ok(core)
+    Ok((core, peers))
 }
 
 /// Deletes snapshots that were still arriving when the node last stopped: an abandoned transfer
@@ -332,7 +338,7 @@ async fn start_raft<D: Disk>(
 fn remove_incoming_snapshots(snapshot_dir: &std::path::Path) {
     let Ok(entries) = std::fs::read_dir(snapshot_dir) else { return };
     for entry in entries.flatten() {
-        if entry.file_name().to_string_lossy().starts_with(services::INCOMING_SNAPSHOT_PREFIX) {
+        if entry.file_name().to_string_lossy().starts_with(peer::INCOMING_SNAPSHOT_PREFIX) {
             match std::fs::remove_file(entry.path()) {
                 Ok(()) => tracing::info!(path = %entry.path().display(), "removed an incomplete incoming snapshot"),
                 Err(error) => {

@@ -1,5 +1,5 @@
 //! The node's network seams over turmoil: a stream of accepted simulated TCP connections for
-//! `node::run`'s listener, and a [`node::network::Connector`] that dials simulated hosts.
+//! `node::run`'s listener, and a [`node::peer::network::Connector`] that dials simulated hosts.
 //!
 //! turmoil's TCP does not retransmit, so a partition can swallow a request or a reply on an open
 //! connection: every RPC of the node and of the agents carries a timeout, and channels send
@@ -88,7 +88,7 @@ pub fn channel(address: &str) -> Result<Channel, String> {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TurmoilConnector;
 
-impl node::network::Connector for TurmoilConnector {
+impl node::peer::network::Connector for TurmoilConnector {
     fn channel(&self, address: &str) -> Result<Channel, String> {
         channel(address)
     }

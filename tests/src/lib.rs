@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use api::client::{Client, ClientConfig};
 use api::proto::raft_client::RaftClient;
-use node::network::{PeerIdentity, PeerRpc};
+use node::peer::network::{PeerIdentity, PeerRpc};
 
 /// How long a test waits for a condition before failing.
 pub const WAIT_MAX: Duration = Duration::from_secs(60);

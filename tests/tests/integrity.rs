@@ -20,8 +20,8 @@ use api::model::BeadId;
 use api::outcome::Outcome;
 use api::proto::raft_client::RaftClient;
 use api::proto::{RaftPayload, SnapshotChunk};
-use node::core::ForwardedWrite;
-use node::network::{PeerIdentity, SnapshotMeta, TypeConfig, Vote};
+use node::leader::{BeadWrite, LeaderRequest};
+use node::peer::network::{PeerIdentity, SnapshotMeta, TypeConfig, Vote};
 use tests::{Cluster, wait_for};
 
 /// Creates `count` beads titled `{title} N` through the cluster; answers their ids.
@@ -195,14 +195,14 @@ async fn a_follower_down_during_250_large_creates_catches_up() {
 
 /// A forwarded write of a bead whose title has `title_bytes` bytes.
 fn forwarded_create(title_bytes: usize) -> RaftPayload {
-    let forwarded = ForwardedWrite {
+    let forwarded = LeaderRequest::Write(BeadWrite {
         namespace: api::model::Namespace("default".into()),
         request_id: RequestId { client_id: 77, request_seq: 1, lowest_unacked: 1 },
         actor: api::model::Actor("forger".into()),
         prefix: None,
         command: Command::Create(CreateBead { title: "x".repeat(title_bytes), ..Default::default() }),
-    };
-    node::network::encode(&forwarded)
+    });
+    node::peer::network::encode(&forwarded)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -307,7 +307,7 @@ async fn raft_messages_from_another_cluster_or_a_stranger_are_refused() {
     let leader = cluster.wait_for_leader().await;
     let follower = (1..=3).find(|id| *id != leader).unwrap();
     let vote = openraft::raft::VoteRequest::<TypeConfig>::new(Vote::new(1_000, leader), None);
-    let payload = node::network::encode(&vote);
+    let payload = node::peer::network::encode(&vote);
     let cluster_id = cluster.cluster_id();
     for (identity, why) in [
         (PeerIdentity { cluster_id: cluster_id ^ 1, member_id: leader }, "another cluster"),
@@ -343,7 +343,7 @@ async fn vote_requests_claiming_an_unannounced_leadership_transfer_disturb_nothi
         let mut vote =
             openraft::raft::VoteRequest::<TypeConfig>::new(Vote::new(term + 1 + round, candidate), Some(last_log_id));
         vote.leadership_transfer = true;
-        let _ = raft.vote(node::network::encode(&vote)).await;
+        let _ = raft.vote(node::peer::network::encode(&vote)).await;
         create_beads(&cluster, "during forged transfers", 1).await;
     }
     let status = cluster.client().status(false).await.unwrap();
@@ -368,7 +368,7 @@ async fn a_rejoining_node_does_not_vote_until_it_has_caught_up() {
         let address = format!("http://{}", cluster.nodes[1].address);
         let channel = tonic::transport::Endpoint::from_shared(address).ok()?.connect().await.ok()?;
         let mut raft = RaftClient::with_interceptor(channel, identity);
-        raft.vote(node::network::encode(&vote)).await.err()
+        raft.vote(node::peer::network::encode(&vote)).await.err()
     })
     .await;
     assert_eq!(refused.code(), tonic::Code::Unavailable, "{refused:?}");
@@ -381,7 +381,7 @@ async fn a_rejoining_node_does_not_vote_until_it_has_caught_up() {
     })
     .await;
     let mut raft = cluster.peer_client(2, identity).await;
-    raft.vote(node::network::encode(&vote)).await.expect("a caught-up node answers votes");
+    raft.vote(node::peer::network::encode(&vote)).await.expect("a caught-up node answers votes");
     let held = ids_on(&cluster, 2).await;
     assert!(acknowledged.iter().all(|bead_id| held.contains(bead_id)), "the rejoined node caught up");
 }

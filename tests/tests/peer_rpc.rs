@@ -8,7 +8,7 @@ use std::time::Duration;
 use api::command::{Command, CreateBead};
 use api::proto::RaftPayload;
 use futures::StreamExt;
-use node::network::PeerIdentity;
+use node::peer::network::PeerIdentity;
 use tests::{Cluster, wait_for};
 
 /// Writes one bead through the cluster and waits until all three nodes applied it alike.

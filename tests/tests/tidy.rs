@@ -74,3 +74,39 @@ fn api_knows_nothing_of_rocksdb_or_openraft() {
     let store = std::fs::read_to_string(root.join("node/Cargo.toml")).expect("node manifest");
     assert!(!store.contains("rocksdb"), "only raft-store may know RocksDB");
 }
+
+/// The source files of a node module: `node/src/<name>.rs`, or every file under `node/src/<name>/`.
+fn node_module_sources(root: &Path, name: &str) -> Vec<(String, String)> {
+    let file = root.join("node/src").join(format!("{name}.rs"));
+    let dir = root.join("node/src").join(name);
+    let paths: Vec<_> = if file.exists() {
+        vec![file]
+    } else {
+        std::fs::read_dir(&dir)
+            .unwrap_or_else(|error| panic!("{}: {error}", dir.display()))
+            .map(|entry| entry.unwrap().path())
+            .collect()
+    };
+    paths.into_iter().map(|path| (path.display().to_string(), std::fs::read_to_string(&path).unwrap())).collect()
+}
+
+/// The node's planes import one way (ARCHITECTURE.md): client → leader → peer → core; the peer
+/// plane reaches the leader plane only through its `LeaderPlane` trait, and the leader plane
+/// makes no gRPC status.
+#[test]
+fn node_planes_import_only_downward() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
+    let forbidden: [(&str, &[&str]); 4] = [
+        ("core", &["crate::client", "crate::leader", "crate::peer"]),
+        ("peer", &["crate::client", "crate::leader"]),
+        ("leader", &["crate::client", "Status::", "tonic::Status", "use tonic::{"]),
+        ("client", &["crate::peer::service", "crate::peer::snapshot"]),
+    ];
+    for (module, imports) in forbidden {
+        for (path, text) in node_module_sources(root, module) {
+            for import in imports {
+                assert!(!text.contains(import), "{path} uses {import}; see the planes in ARCHITECTURE.md");
+            }
+        }
+    }
+}

@@ -6,7 +6,7 @@
 //! Payloads are postcard-encoded openraft messages (the `strand.v1.Raft` service).
 //!
 //! Every call carries the sender's [`PeerIdentity`] (cluster id and member id) as gRPC metadata,
-//! which the receiving node checks before it reads the message (see `services.rs`).
+//! which the receiving node checks before it reads the message (see `peer/service.rs`).
 //!
 //! Replication runs as one bidirectional gRPC stream per openraft replication session
 //! ([`AppendSession`]): the leader sends each AppendEntries request as openraft makes it, up to

@@ -1,0 +1,297 @@
+//! The leader plane: what must go through the Raft leader. A write is stamped and proposed here
+//! when this node leads, and forwarded to the leader as a [`LeaderRequest`] when it does not; a
+//! linearizable read waits for the leader's read index.
+//!
+//! Invariant: only the leader stamps a proposal (time, default prefix, event retention), so the
+//! state machine never reads a clock or the node's configuration.
+//! Invariant: a write is retried here only with a request id, so a retry after an unknown outcome
+//! is answered from the dedup table instead of applied twice. Requests that arrive without one
+//! get an id from the node's own numbering.
+//! Invariant: this plane speaks no gRPC status: its failure is [`Unavailable`], which the client
+//! plane maps to its protocol.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use api::command::{Proposal, RequestId};
+use api::convert::{Consistency, ReadRequest, WriteRequest};
+use api::outcome::Answer;
+use api::request_ids::RequestIds;
+use openraft::ReadPolicy;
+use openraft::async_runtime::WatchReceiver;
+use openraft::errors::{ClientWriteError, RaftError};
+use openraft::raft::linearizable_read::Linearizer;
+use raft_store::{Disk, NodeId};
+use serde::{Deserialize, Serialize};
+
+use crate::core::NodeCore;
+use crate::metrics::RequestOutcome;
+use crate::peer::network::{PeerRpc, Peers, decode, encode};
+use crate::peer::{LeaderPlane, ReadIndex};
+
+/// How long a write or a linearizable read may wait for a leader before failing.
+pub const LEADER_WAIT_MS_MAX: u64 = 10_000;
+/// Longest pause between attempts while no leader is known.
+const RETRY_PAUSE_MS_MAX: u64 = 200;
+
+/// What a follower forwards to the leader: one type for every request the leader must serve.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum LeaderRequest {
+    /// A write to the replicated state (bead and orchestration commands).
+    Write(BeadWrite),
+}
+
+/// A write as the leader proposes it, before its stamp.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BeadWrite {
+    /// The namespace.
+    pub namespace: api::model::Namespace,
+    /// The request's identity (always set once a write reaches this plane).
+    pub request_id: RequestId,
+    /// Who acts, recorded in the events of the write.
+    pub actor: api::model::Actor,
+    /// The id prefix the namespace gets if this write creates it; `None`: the leader's default.
+    pub prefix: Option<String>,
+    /// The command.
+    pub command: api::command::Command,
+}
+
+/// No leader could serve the request in time, or Raft stopped on this node; why, and what to do.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unavailable(pub String);
+
+/// How a request's answer is counted.
+fn outcome_of(result: &Result<Answer, Unavailable>) -> RequestOutcome {
+    match result {
+        Ok(Ok(_)) => RequestOutcome::Ok,
+        Ok(Err(_)) => RequestOutcome::Refused,
+        Err(_) => RequestOutcome::Failed,
+    }
+}
+
+/// One attempt's result inside [`Leader::retry_until_deadline`].
+pub enum Attempt<T> {
+    /// Finished with this value.
+    Done(T),
+    /// Try again; why.
+    Retry(String),
+}
+
+/// The leader plane of one node.
+pub struct Leader<D: Disk> {
+    core: Arc<NodeCore<D>>,
+    /// Channels to the other nodes, for forwarding to the leader.
+    peers: Arc<Peers>,
+    request_ids: RequestIds,
+}
+
+impl<D: Disk> Leader<D> {
+    /// The plane over a node's shared parts; `client_id` numbers requests that arrive without an id.
+    pub fn new(core: Arc<NodeCore<D>>, peers: Arc<Peers>, client_id: u64) -> Leader<D> {
+        Leader { core, peers, request_ids: RequestIds::new(client_id) }
+    }
+
+    /// The node's shared parts.
+    pub fn core(&self) -> &Arc<NodeCore<D>> {
+        &self.core
+    }
+
+    /// The Raft-service client of the leader, through the reused peer channel.
+    fn leader_client(&self, leader: NodeId) -> Result<PeerRpc, String> {
+        let metrics = self.core.raft.metrics();
+        let address =
+            metrics.borrow_watched().membership_config.membership().get_node(&leader).map(|node| node.addr.clone());
+        let address = address.ok_or_else(|| format!("leader {leader} has no known address"))?;
+        self.peers.client(&address)
+    }
+
+    fn rpc_timeout(&self) -> Duration {
+        Duration::from_millis(self.core.config.raft.rpc_timeout_ms)
+    }
+
+    /// Applies a write through Raft and answers it, waiting up to [`LEADER_WAIT_MS_MAX`] for a leader.
+    pub async fn write(&self, request: WriteRequest) -> Result<Answer, Unavailable> {
+        let started = std::time::Instant::now();
+        let result = self.write_counted(request).await;
+        self.core.metrics.observe_write(outcome_of(&result), started.elapsed().as_secs_f64());
+        result
+    }
+
+    async fn write_counted(&self, request: WriteRequest) -> Result<Answer, Unavailable> {
+        let own_id = request.request_id.is_none().then(|| self.request_ids.begin());
+        let request_id = request.request_id.or(own_id).expect("a request id is set");
+        let write = LeaderRequest::Write(BeadWrite {
+            namespace: request.namespace,
+            request_id,
+            actor: request.actor,
+            prefix: request.prefix,
+            command: request.command,
+        });
+        let result = self.retry_until_deadline(|| self.attempt(&write)).await;
+        if let Some(own_id) = own_id {
+            self.request_ids.finish(&own_id);
+            if let Ok(Err(api::outcome::Refusal::SessionExpired { .. })) = &result {
+                // The node's own session was evicted: number later requests under a new id.
+                self.request_ids.renew(&own_id, own_id.client_id.wrapping_add(0x9e37_79b9_7f4a_7c16) | 1);
+            }
+        }
+        result
+    }
+
+    async fn retry_until_deadline<F, Fut, T>(&self, mut attempt: F) -> Result<T, Unavailable>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<Attempt<T>, Unavailable>>,
+    {
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(LEADER_WAIT_MS_MAX);
+        let mut pause = Duration::from_millis(10);
+        loop {
+            let reason = match attempt().await? {
+                Attempt::Done(value) => return Ok(value),
+                Attempt::Retry(reason) => reason,
+            };
+            if tokio::time::Instant::now() + pause > deadline {
+                return Err(Unavailable(format!(
+                    "no leader could serve the request within {LEADER_WAIT_MS_MAX} ms ({reason}); check `strand cluster status` and that a majority of nodes is up"
+                )));
+            }
+            tracing::debug!(%reason, "retrying");
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(RETRY_PAUSE_MS_MAX));
+        }
+    }
+
+    async fn attempt(&self, request: &LeaderRequest) -> Result<Attempt<Answer>, Unavailable> {
+        match self.core.leader() {
+            None => Ok(Attempt::Retry("no leader is elected".into())),
+            Some(leader) if leader == self.core.id => Ok(self.serve(request).await),
+            Some(leader) => Ok(self.forward(leader, request).await),
+        }
+    }
+
+    /// Serves a request on this node, which believes it is leader.
+    async fn serve(&self, request: &LeaderRequest) -> Attempt<Answer> {
+        match request {
+            LeaderRequest::Write(write) => self.propose_local(write).await,
+        }
+    }
+
+    /// Proposes on this node, which believes it is leader; stamps the time, the default prefix
+    /// (the client's, else the configured one) and the event retention.
+    async fn propose_local(&self, write: &BeadWrite) -> Attempt<Answer> {
+        let config = &self.core.config;
+        let proposal = Proposal {
+            request_id: Some(write.request_id),
+            timestamp: self.core.clock.now(),
+            default_prefix: write.prefix.clone().unwrap_or_else(|| config.id_prefix.clone()),
+            namespace: write.namespace.clone(),
+            actor: write.actor.clone(),
+            event_retention: config.event_retention,
+            command: write.command.clone(),
+        };
+        let commit_wait = Duration::from_millis(LEADER_WAIT_MS_MAX);
+        let written = tokio::time::timeout(commit_wait, self.core.raft.client_write(Arc::new(proposal))).await;
+        let Ok(written) = written else {
+            // The entry may still commit later; a retry with the same request id is answered
+            // from the dedup table, so the outcome is unknown, never doubled.
+            return Attempt::Retry(format!("the write was not committed within {commit_wait:?} (is a majority up?)"));
+        };
+        match written {
+            Ok(response) => Attempt::Done(response.data),
+            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward))) => {
+                Attempt::Retry(format!("this node is no longer leader (leader hint {:?})", forward.leader_id))
+            }
+            Err(RaftError::APIError(ClientWriteError::LogEntryDiscarded(_))) => {
+                Attempt::Retry("the entry was discarded by a leader change".into())
+            }
+            Err(RaftError::APIError(other)) => Attempt::Retry(other.to_string()),
+            Err(RaftError::Fatal(fatal)) => Attempt::Retry(format!("raft stopped: {fatal}")),
+        }
+    }
+
+    async fn forward(&self, leader: NodeId, request: &LeaderRequest) -> Attempt<Answer> {
+        self.core.metrics.observe_forward();
+        let mut client = match self.leader_client(leader) {
+            Ok(client) => client,
+            Err(error) => return Attempt::Retry(error),
+        };
+        let timeout = self.rpc_timeout() * 4;
+        match tokio::time::timeout(timeout, client.propose(encode(request))).await {
+            Err(_) => Attempt::Retry(format!("leader {leader} did not answer within {timeout:?}")),
+            Ok(Err(status)) => Attempt::Retry(format!("leader {leader}: {}", status.message())),
+            Ok(Ok(response)) => match decode::<Result<Answer, String>>(&response.into_inner()) {
+                Ok(Ok(answer)) => Attempt::Done(answer),
+                Ok(Err(reason)) => Attempt::Retry(format!("leader {leader}: {reason}")),
+                Err(error) => Attempt::Retry(error),
+            },
+        }
+    }
+
+    /// Answers a read with the requested consistency.
+    pub async fn read(&self, request: ReadRequest) -> Result<Answer, Unavailable> {
+        let result = self.read_counted(request).await;
+        self.core.metrics.observe_read(outcome_of(&result));
+        result
+    }
+
+    async fn read_counted(&self, request: ReadRequest) -> Result<Answer, Unavailable> {
+        if request.consistency == Consistency::Linearizable {
+            self.retry_until_deadline(|| self.linearize_attempt()).await?;
+        }
+        Ok(self.core.read_local(&request.namespace, &request.query))
+    }
+
+    /// The leader side of a linearizable read: confirm leadership with a quorum, answer the
+    /// index every read must wait for.
+    async fn local_read_index(&self) -> Result<ReadIndex, String> {
+        let linearizer =
+            self.core.raft.get_read_linearizer(ReadPolicy::ReadIndex).await.map_err(|error| error.to_string())?;
+        Ok((*linearizer.node_id(), *linearizer.read_log_id(), linearizer.applied().cloned()))
+    }
+
+    async fn linearize_attempt(&self) -> Result<Attempt<()>, Unavailable> {
+        let Some(leader) = self.core.leader() else {
+            return Ok(Attempt::Retry("no leader is elected".into()));
+        };
+        let read_index =
+            if leader == self.core.id { self.local_read_index().await } else { self.remote_read_index(leader).await };
+        let (leader_id, read_log_id, applied) = match read_index {
+            Ok(read_index) => read_index,
+            Err(reason) => return Ok(Attempt::Retry(reason)),
+        };
+        let linearizer = Linearizer::new(leader_id, read_log_id, applied);
+        let wait = Some(Duration::from_millis(LEADER_WAIT_MS_MAX));
+        match linearizer.try_await_ready(&self.core.raft, wait).await {
+            Ok(Ok(_)) => Ok(Attempt::Done(())),
+            Ok(Err(_)) => Ok(Attempt::Retry("this node did not catch up to the read index in time".into())),
+            Err(fatal) => Err(Unavailable(format!("raft stopped on this node: {fatal}; use another endpoint"))),
+        }
+    }
+
+    async fn remote_read_index(&self, leader: NodeId) -> Result<ReadIndex, String> {
+        let mut client = self.leader_client(leader)?;
+        let response = tokio::time::timeout(self.rpc_timeout(), client.read_index(encode(&())))
+            .await
+            .map_err(|_| format!("leader {leader} did not answer the read index in time"))?
+            .map_err(|status| status.message().to_string())?;
+        decode::<Result<ReadIndex, String>>(&response.into_inner())?
+    }
+}
+
+/// What followers hand to this plane through the peer plane's `Propose` and `ReadIndex`.
+#[tonic::async_trait]
+impl<D: Disk> LeaderPlane for Leader<D> {
+    type Request = LeaderRequest;
+
+    async fn propose(&self, request: LeaderRequest) -> Result<Answer, String> {
+        match self.serve(&request).await {
+            Attempt::Done(answer) => Ok(answer),
+            Attempt::Retry(reason) => Err(reason),
+        }
+    }
+
+    async fn read_index(&self) -> Result<ReadIndex, String> {
+        self.local_read_index().await
+    }
+}
