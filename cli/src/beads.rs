@@ -659,7 +659,7 @@ fn flag(set: bool, cleared: bool) -> Option<bool> {
 }
 
 /// `--status`: comma-separated statuses, or `all`; `None` when not given.
-fn statuses_arg(text: &str) -> Result<Vec<Status>, Failure> {
+pub fn statuses_arg(text: &str) -> Result<Vec<Status>, Failure> {
     if text == "all" {
         return Ok(Status::ALL.to_vec());
     }

@@ -14,12 +14,14 @@
 //!
 //! bd's `parent-child` dependency becomes the bead's parent; every other dependency an edge.
 //! bd's `sender` is Strand's `from`; `design` and `acceptance_criteria` are kept as metadata of
-//! those names. Comments and memory lines have no place in Strand: they are counted and
+//! those names, as are a gate's `await_type`, `await_id`, `timeout` and `waiters` (see
+//! `gate_fields`). Comments and memory lines have no place in Strand: they are counted and
 //! reported, not imported.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
+use std::time::Duration;
 
 use api::client::{Client, ClientError};
 use api::command::{Command, ImportedBead, Query};
@@ -30,6 +32,7 @@ use api::validate::validate_command;
 use clap::Args;
 use serde::Deserialize;
 
+use crate::gate_fields::{AWAIT_ID_KEY, AWAIT_TYPE_KEY, REF_KEY, TIMEOUT_KEY, WAITERS_KEY, format_go_duration};
 use crate::orchestration::beads_of;
 use crate::output::print_value;
 use crate::{Cli, Failure, Outcome};
@@ -110,6 +113,16 @@ struct IssueLine {
     wisp: bool,
     #[serde(default)]
     no_history: bool,
+    /// A gate's columns, kept in metadata (see `gate_fields`).
+    #[serde(default)]
+    await_type: String,
+    #[serde(default)]
+    await_id: String,
+    /// Go's `time.Duration`: nanoseconds (0 or less: none).
+    #[serde(default)]
+    timeout: i64,
+    #[serde(default)]
+    waiters: Vec<String>,
 }
 
 /// What reading a file found.
@@ -161,7 +174,20 @@ impl IssueLine {
             Some(serde_json::Value::String(text)) if text.is_empty() || text == "{}" => BTreeMap::new(),
             Some(other) => return Err(format!("metadata is {other}, not a JSON object")),
         };
-        for (key, text) in [("design", self.design), ("acceptance_criteria", self.acceptance_criteria)] {
+        let timeout = u64::try_from(self.timeout).ok().filter(|nanos| *nanos > 0);
+        let timeout = timeout.map(|nanos| format_go_duration(Duration::from_nanos(nanos)));
+        // Gas City's gate-sweep reads a GitHub gate's run or PR from `metadata.ref`.
+        let reference = if self.await_type.starts_with("gh:") { self.await_id.clone() } else { String::new() };
+        let waiters = (!self.waiters.is_empty()).then(|| serde_json::Value::from(self.waiters).to_string());
+        for (key, text) in [
+            ("design", self.design),
+            ("acceptance_criteria", self.acceptance_criteria),
+            (AWAIT_TYPE_KEY, self.await_type),
+            (AWAIT_ID_KEY, self.await_id),
+            (TIMEOUT_KEY, timeout.unwrap_or_default()),
+            (WAITERS_KEY, waiters.unwrap_or_default()),
+            (REF_KEY, reference),
+        ] {
             if !text.is_empty() {
                 metadata.entry(key.to_string()).or_insert(text);
             }

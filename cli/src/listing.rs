@@ -15,6 +15,7 @@ use api::command::{ListCursor, ListFilter, ListSort, Query};
 use api::model::{Bead, Status, Timestamp};
 
 use crate::Failure;
+use crate::gate_fields::GATE_TYPE;
 use crate::orchestration::beads_of;
 
 /// Beads one page of a listing asks the cluster for.
@@ -23,8 +24,6 @@ pub const LIST_PAGE_BEADS: u32 = 1000;
 pub const LIST_LIMIT_DEFAULT: u32 = 50;
 /// Types `list` hides unless `--include-infra` or `--type` names them (bd's infra types).
 pub const LIST_INFRA_TYPES: [&str; 4] = ["agent", "rig", "role", "message"];
-/// The gate type, hidden unless `--include-gates` or `--type gate`.
-pub const GATE_TYPE: &str = "gate";
 /// What `--sort` accepts, as bd names them.
 pub const SORT_FIELDS: [&str; 9] =
     ["priority", "created", "updated", "closed", "status", "id", "title", "type", "assignee"];
@@ -125,6 +124,7 @@ pub fn hidden_types(include_infra: bool, include_gates: bool, bead_type: Option<
     if !include_infra {
         hidden.extend(LIST_INFRA_TYPES.iter().filter(|infra| !named(infra)).map(|infra| infra.to_string()));
     }
+    // The gate type is hidden unless `--include-gates` or `--type gate`.
     if !include_gates && !named(GATE_TYPE) {
         hidden.push(GATE_TYPE.to_string());
     }

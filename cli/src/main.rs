@@ -12,6 +12,8 @@ mod cluster;
 mod convoy;
 mod events;
 mod exec_store;
+mod gate;
+mod gate_fields;
 mod graph;
 mod import;
 mod listing;
@@ -88,9 +90,15 @@ pub struct Cli {
     /// `--format json` is bd's hidden spelling of --json.
     #[arg(long, global = true, hide = true)]
     format: Option<String>,
-    /// How long to keep retrying while no node answers or no leader is elected.
-    #[arg(long, global = true, env = "STRAND_TIMEOUT", default_value = "15s", value_parser = humantime::parse_duration)]
-    timeout: Duration,
+    /// How long to keep retrying while no node answers or no leader is elected (15s, 2m). On a
+    /// `gate create` command line (before or after the subcommand), `--timeout` is the gate's
+    /// own, as in bd; $STRAND_TIMEOUT still sets this one then.
+    #[arg(long, global = true, env = TIMEOUT_VARIABLE, default_value = TIMEOUT_DEFAULT)]
+    timeout: String,
+    /// Whether `--timeout` was written on the command line (not taken from the environment or
+    /// the default).
+    #[arg(skip)]
+    timeout_given: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -120,6 +128,10 @@ enum Command {
         #[arg(required = true)]
         text: Vec<String>,
     },
+    /// Gates: beads that block a step until a person, a timer, a GitHub run or pull request,
+    /// or another bead lets it go (bd's `gate`).
+    #[command(subcommand)]
+    Gate(gate::GateCommand),
     /// Cluster administration.
     #[command(subcommand)]
     Cluster(cluster::ClusterCommand),
@@ -259,6 +271,11 @@ fn print_version(json: bool) {
     }
 }
 
+/// The variable that sets `--timeout`.
+const TIMEOUT_VARIABLE: &str = "STRAND_TIMEOUT";
+/// How long a command retries by default.
+const TIMEOUT_DEFAULT: &str = "15s";
+
 /// bd's exit code for an `--if-assignee`/`--if-status` precondition that did not hold.
 const UNMET_EXIT_CODE: u8 = 13;
 /// bd's database directory: Gas City sets it to `<scope>/.beads` for every bd it runs.
@@ -304,6 +321,27 @@ fn client_config_endpoints(path: &std::path::Path) -> Result<Vec<String>, Failur
 pub type Outcome = Result<bool, Failure>;
 
 impl Cli {
+    /// The gate timeout of `gate create --timeout T` (bd's flag), which is then not the client's.
+    pub fn gate_timeout(&self) -> Option<&str> {
+        let creating_gate = matches!(&self.command, Command::Gate(gate::GateCommand::Create(_)));
+        (creating_gate && self.timeout_given).then_some(self.timeout.as_str())
+    }
+
+    /// How long to keep retrying: `--timeout`, else $STRAND_TIMEOUT, else 15 s.
+    fn retry_timeout(&self) -> Result<Duration, Failure> {
+        let from_environment = std::env::var(TIMEOUT_VARIABLE).ok();
+        let (text, named) = match (self.gate_timeout(), self.timeout_given) {
+            (None, true) => (self.timeout.clone(), "--timeout".to_string()),
+            _ => match from_environment {
+                Some(text) => (text, format!("${TIMEOUT_VARIABLE}")),
+                None => (TIMEOUT_DEFAULT.to_string(), "the default timeout".to_string()),
+            },
+        };
+        humantime::parse_duration(&text).map_err(|error| {
+            Failure::Usage(format!("{named} {text:?} is not a duration ({error}); write e.g. 15s or 2m"))
+        })
+    }
+
     /// The actor, resolved through the chain of BEADS-SPEC §3.
     pub fn actor(&self) -> String {
         if let Some(actor) = &self.actor {
@@ -365,9 +403,10 @@ impl Cli {
             ConsistencyArg::Linearizable => Consistency::Linearizable,
             ConsistencyArg::Serializable => Consistency::Serializable,
         };
-        config.deadline = self.timeout;
-        config.attempt_timeout = self.timeout.min(Duration::from_secs(5));
-        config.failover_timeout = config.failover_timeout.min(self.timeout);
+        let timeout = self.retry_timeout()?;
+        config.deadline = timeout;
+        config.attempt_timeout = timeout.min(Duration::from_secs(5));
+        config.failover_timeout = config.failover_timeout.min(timeout);
         Client::new(config).map_err(|error| Failure::Usage(error.to_string()))
     }
 }
@@ -378,6 +417,7 @@ async fn dispatch(cli: &Cli) -> Outcome {
         Command::Dep(args) => beads::run_dep(cli, args).await,
         Command::Label(command) => annotate::run_label(cli, command).await,
         Command::Comment { id, text } => annotate::run_comment(cli, id, text).await,
+        Command::Gate(command) => gate::run(cli, command).await,
         Command::Cluster(command) => cluster::run(cli, command).await,
         #[cfg(feature = "node")]
         Command::Node(args) => run_node::run_node(args).await,
@@ -414,7 +454,11 @@ fn with_exit_codes(command: clap::Command) -> clap::Command {
 /// Parses the command line; a usage error becomes one line on stderr and exit code 2.
 fn parse() -> Result<Cli, ExitCode> {
     let command = with_exit_codes(Cli::command());
-    let parsed = command.try_get_matches().and_then(|matches| Cli::from_arg_matches(&matches));
+    let parsed = command.try_get_matches().and_then(|matches| {
+        let mut cli = Cli::from_arg_matches(&matches)?;
+        cli.timeout_given = matches.value_source("timeout") == Some(clap::parser::ValueSource::CommandLine);
+        Ok(cli)
+    });
     match parsed {
         Ok(mut cli) => {
             if cli.format.as_deref().is_some_and(|format| format.eq_ignore_ascii_case("json")) {

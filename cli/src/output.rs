@@ -8,6 +8,8 @@ use api::model::{Bead, BeadId, Dependency, Event, Status};
 use api::outcome::Progress;
 use serde::Serialize;
 
+use crate::gate_fields::GateFields;
+
 /// A bead as printed with `--json`.
 #[derive(Serialize)]
 pub struct BeadJson<'a> {
@@ -47,6 +49,36 @@ pub struct BeadJson<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     defer_until: Option<String>,
     dependencies: Vec<DependencyJson>,
+    /// A gate's await fields, at the top level as bd prints them (see `gate_fields`).
+    #[serde(skip_serializing_if = "Option::is_none", flatten)]
+    gate: Option<GateJson>,
+}
+
+/// A gate's await fields as bd prints them: `timeout` in nanoseconds, each left out when unset.
+#[derive(Serialize)]
+struct GateJson {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    await_type: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    await_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timeout: Option<u64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    waiters: Vec<String>,
+}
+
+impl From<GateFields> for GateJson {
+    fn from(fields: GateFields) -> Self {
+        GateJson {
+            await_type: fields.await_type,
+            await_id: fields.await_id,
+            timeout: fields
+                .timeout
+                .filter(|timeout| !timeout.is_zero())
+                .map(|timeout| u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX)),
+            waiters: fields.waiters,
+        }
+    }
 }
 
 /// A dependency row `{issue_id, depends_on_id, type}`.
@@ -97,6 +129,7 @@ impl<'a> From<&'a Bead> for BeadJson<'a> {
             close_reason: bead.close_reason.as_deref(),
             defer_until: bead.defer_until.map(|time| time.to_rfc3339()),
             dependencies: bead.dependencies().iter().map(DependencyJson::from).collect(),
+            gate: GateFields::of(bead).map(GateJson::from),
         }
     }
 }

@@ -475,6 +475,24 @@ const ROWS: &[Row] = &[
         shape: Shape::Text,
     },
     Row {
+        source: "A:examples/gastown/packs/maintenance/assets/scripts/gate-sweep.sh:16",
+        args: &["gate", "check", "--type=timer", "--escalate"],
+        code: 0,
+        shape: Shape::Text,
+    },
+    Row {
+        source: "A:examples/gastown/packs/maintenance/assets/scripts/gate-sweep.sh:20",
+        args: &["gate", "list", "--type=condition", "--status=open", "--json"],
+        code: 0,
+        shape: Shape::EmptyArray,
+    },
+    Row {
+        source: "A:examples/gastown/packs/gastown/agents/deacon/prompt.template.md:162",
+        args: &["gate", "list", "--json"],
+        code: 0,
+        shape: Shape::EmptyArray,
+    },
+    Row {
         source: "bad input: a sort field bd does not have",
         args: &["list", "--sort", "size"],
         code: 2,
@@ -831,4 +849,137 @@ fn a_bd_export_imports_whole_or_not_at_all() {
     assert_eq!(statuses(&cluster, "cycle").len(), 1, "nothing of the refused import is left");
     let after = json_of(&strand_in(&cluster, "cycle", &["show", "st-1", "--json"], None));
     assert_eq!((&after[0]["revision"], &after[0]["needs"]), (&before[0]["revision"], &before[0]["needs"]));
+}
+
+/// Runs strand in a namespace with `dir` first on `PATH` (where a stand-in `gh` lives).
+fn strand_with_path(cluster: &Cluster, namespace: &str, dir: &std::path::Path, args: &[&str]) -> Output {
+    let path = format!("{}:{}", dir.display(), std::env::var("PATH").unwrap_or_default());
+    Command::new(strand_binary())
+        .arg("--endpoints")
+        .arg(cluster.endpoints().join(","))
+        .args(["--namespace", namespace])
+        .args(args)
+        .env_remove("STRAND_ENDPOINTS")
+        .env_remove("STRAND_CONFIG")
+        .env("PATH", path)
+        .output()
+        .expect("run strand")
+}
+
+/// bd's gates (cmd/bd/gate.go) as Gas City's gate-sweep order (examples/gastown/packs/maintenance/
+/// assets/scripts/gate-sweep.sh) and the deacon's prompt run them: a gate blocks its step until
+/// a check or a person resolves it.
+#[test]
+fn gates_block_their_step_until_checked_or_resolved() {
+    let cluster = Cluster::start(3, None);
+    let run = |args: &[&str]| strand_in(&cluster, "gates", args, None);
+    let ids_of = |value: &Value| -> Vec<String> {
+        value.as_array().unwrap().iter().map(|bead| bead["id"].as_str().unwrap().to_string()).collect()
+    };
+    let ready = || ids_of(&json_of(&run(&["ready", "--json"])));
+    assert_eq!(json_of(&run(&["create", "--json", "deploy"]))["id"], "st-1");
+    assert_eq!(json_of(&run(&["create", "--json", "announce"]))["id"], "st-2");
+
+    // Bad input: refused with a reason, and nothing is written.
+    for (args, code, says) in [
+        (&["gate", "create", "--blocks", "st-99"][..], 1, "issue not found: st-99"),
+        (&["gate", "create", "--blocks", "st-1", "--type", "timer"][..], 2, "needs --timeout"),
+        (&["gate", "create", "--blocks", "st-1", "--type", "timer", "--timeout", "5d"][..], 2, "not a duration"),
+        (&["gate", "resolve", "st-1"][..], 1, "st-1 is not a gate issue (type=task)"),
+        (&["gate", "show", "st-99"][..], 1, "gate not found: st-99"),
+    ] {
+        let output = run(args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    let everything = json_of(&run(&["list", "--all", "--include-gates", "--json"]));
+    assert_eq!(ids_of(&everything), ["st-2", "st-1"], "a refused gate create writes nothing");
+
+    // A human gate: blocks st-1 until resolved; its fields print at the top level, as bd's do.
+    let human = json_of(&run(&["gate", "create", "--blocks", "st-1", "--reason", "design review", "--json"]));
+    assert_eq!((human["id"].as_str(), human["await_type"].as_str()), (Some("st-3"), Some("human")));
+    assert_eq!((human["issue_type"].as_str(), human["schema_version"].as_u64()), (Some("gate"), Some(1)));
+    assert_eq!(ready(), ["st-2"], "the gate blocks st-1, and a gate itself is never ready work");
+    for _ in 0..2 {
+        assert_eq!(run(&["gate", "add-waiter", "st-3", "gastown/polecats/nux"]).status.code(), Some(0));
+    }
+    let shown = json_of(&run(&["gate", "show", "st-3", "--json"]));
+    assert_eq!(shown["waiters"], serde_json::json!(["gastown/polecats/nux"]), "a waiter is registered once");
+
+    // A timer gate past its timeout, and one that is not: `check --type=timer` closes the first.
+    let expired =
+        json_of(&run(&["gate", "create", "--blocks", "st-1", "--type", "timer", "--timeout", "1ms", "--json"]));
+    assert_eq!((expired["id"].as_str(), expired["timeout"].as_u64()), (Some("st-4"), Some(1_000_000)));
+    let later = json_of(&run(&["gate", "create", "--blocks", "st-2", "--type=timer", "--timeout=1h", "--json"]));
+    assert_eq!(later["metadata"]["timeout"], "1h0m0s");
+    let checked = json_of(&run(&["gate", "check", "--type=timer", "--escalate", "--json"]));
+    assert_eq!(
+        checked,
+        serde_json::json!({"checked": 2, "resolved": 1, "escalated": 0, "errors": 0, "dry_run": false})
+    );
+    let open_gates = json_of(&run(&["gate", "list", "--json"]));
+    assert_eq!(ids_of(&open_gates), ["st-5", "st-3"], "the expired timer closed, newest first: {open_gates}");
+    assert_eq!(ids_of(&json_of(&run(&["gate", "list", "--all", "--json"]))).len(), 3);
+
+    // GitHub gates, asked of `gh` as bd asks it (a stand-in `gh` answers here).
+    let bin = tempfile::tempdir().unwrap();
+    let gh = bin.path().join("gh");
+    std::fs::write(
+        &gh,
+        "#!/bin/sh\ncase \"$1 $2 $3 $4\" in\n\
+         'pr view 42 --json') echo '{\"state\":\"MERGED\",\"title\":\"Fix\"}' ;;\n\
+         'run view 7 --json') echo '{\"status\":\"completed\",\"conclusion\":\"failure\",\"name\":\"ci\"}' ;;\n\
+         'run list --workflow ci.yml') echo '[{\"databaseId\":9}]' ;;\n\
+         'run view 9 --json') echo '{\"status\":\"completed\",\"conclusion\":\"success\",\"name\":\"ci\"}' ;;\n\
+         *) echo \"no such thing: $*\" >&2; exit 1 ;;\nesac\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&gh, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let create = |kind: &str, await_id: &str| -> String {
+        let args = ["gate", "create", "--blocks", "st-2", "--type", kind, "--await-id", await_id, "--json"];
+        json_of(&run(&args))["id"].as_str().unwrap().to_string()
+    };
+    assert_eq!([create("gh:pr", "42"), create("gh:run", "7"), create("gh:run", "ci.yml")], ["st-6", "st-7", "st-8"]);
+    let listed = json_of(&run(&["gate", "list", "--type=gh", "--status=open", "--json"]));
+    assert_eq!(ids_of(&listed), ["st-8", "st-7", "st-6"]);
+    assert_eq!(listed[1]["metadata"]["ref"], "7", "gate-sweep reads the run from metadata.ref");
+    let gh_check = |extra: &[&str]| {
+        let args = [&["gate", "check", "--type=gh", "--json"][..], extra].concat();
+        json_of(&strand_with_path(&cluster, "gates", bin.path(), &args))
+    };
+    let dry = gh_check(&["--dry-run"]);
+    assert_eq!((dry["resolved"].as_u64(), dry["escalated"].as_u64()), (Some(2), Some(1)), "{dry}");
+    assert_eq!(ids_of(&json_of(&run(&["gate", "list", "-t", "gh", "--json"]))).len(), 3, "a dry run closes nothing");
+    assert_eq!(json_of(&run(&["gate", "show", "st-8", "--json"]))["await_id"], "ci.yml", "nor keeps a run");
+    let checked = gh_check(&[]);
+    assert_eq!(
+        checked,
+        serde_json::json!({"checked": 3, "resolved": 2, "escalated": 1, "errors": 0, "dry_run": false})
+    );
+    assert_eq!(
+        ids_of(&json_of(&run(&["gate", "list", "--type=gh", "--json"]))),
+        ["st-7"],
+        "the failed run's gate stays"
+    );
+    let discovered = json_of(&run(&["gate", "show", "st-8", "--json"]));
+    assert_eq!((discovered["await_id"].as_str(), discovered["metadata"]["ref"].as_str()), (Some("9"), Some("9")));
+    assert_eq!(discovered["status"], "closed", "the workflow's newest run succeeded: {discovered}");
+
+    // Resolving by hand (`gate close`, as gate-sweep spells it) unblocks the step.
+    let closed = run(&["gate", "close", "st-3", "--reason", "approved"]);
+    assert_eq!(closed.status.code(), Some(0), "{}", String::from_utf8_lossy(&closed.stderr));
+    assert_eq!(json_of(&run(&["show", "st-3", "--json"]))[0]["close_reason"], "approved");
+    assert_eq!(ready(), ["st-1"], "st-1's gates are closed; st-2 still waits on two");
+
+    // Bead gates: one on a bead of this store resolves when it closes; one naming another rig
+    // cannot be checked here (ids are unique only within a store) and stays pending.
+    assert_eq!([create("bead", "gates:st-1"), create("bead", "otherrig:st-1")], ["st-9", "st-10"]);
+    assert_eq!(run(&["close", "st-1"]).status.code(), Some(0));
+    let checked = json_of(&run(&["gate", "check", "--type", "bead", "--json"]));
+    assert_eq!(
+        checked,
+        serde_json::json!({"checked": 2, "resolved": 1, "escalated": 0, "errors": 0, "dry_run": false})
+    );
+    assert_eq!(ids_of(&json_of(&run(&["gate", "list", "--type=bead", "--json"]))), ["st-10"]);
 }
