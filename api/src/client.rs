@@ -247,7 +247,13 @@ impl Client {
             actor: self.config.actor.clone(),
             prefix: self.config.prefix.clone().unwrap_or_default(),
         };
-        let request = convert::write_to_proto(header, &command);
+        let Some(request) = convert::write_to_proto(header, &command) else {
+            self.request_ids.finish(&request_id);
+            return Err(ClientError::Failed(format!(
+                "{} is a controller action, which only the cluster's leader proposes",
+                command.name()
+            )));
+        };
         let size = request.encoded_len();
         if size > crate::limits::REQUEST_BYTES_MAX {
             self.request_ids.finish(&request_id);
@@ -445,6 +451,8 @@ async fn send_write(channel: Channel, request: WriteProto) -> Result<Answer, Grp
         Update => BeadsClient.update,
         SetMetadata => BeadsClient.set_metadata,
         Claim => BeadsClient.claim,
+        LeaseRenew => BeadsClient.lease_renew,
+        LeaseRelease => BeadsClient.lease_release,
         ClaimNext => BeadsClient.claim_next,
         Close => BeadsClient.close,
         Reopen => BeadsClient.reopen,

@@ -56,12 +56,37 @@ pub enum Command {
         /// Key to new value; `None` removes the key.
         entries: BTreeMap<String, Option<String>>,
     },
-    /// Claim one bead for an actor (BEADS-SPEC §3).
+    /// Claim one bead for an actor (BEADS-SPEC §3), with a lease when `lease_ms` is set.
     Claim {
         /// The bead.
         id: BeadId,
         /// Who claims it.
         actor: Actor,
+        /// The lease, in milliseconds ([`crate::limits::LEASE_MS_MIN`] to
+        /// [`crate::limits::LEASE_MS_MAX`]); `None`: a claim without a lease, as before leases.
+        lease_ms: Option<u64>,
+    },
+    /// Renew the proposal's actor's lease on a bead, for its lease's length again.
+    LeaseRenew {
+        /// The bead.
+        id: BeadId,
+        /// The lease it must still be (`None`: whichever lease the actor holds).
+        lease_id: Option<u64>,
+    },
+    /// Give up the proposal's actor's leased claim: the bead goes back to `open`, unassigned.
+    LeaseRelease {
+        /// The bead.
+        id: BeadId,
+        /// The lease it must still be (`None`: whichever lease the actor holds).
+        lease_id: Option<u64>,
+    },
+    /// An action of the leader's controller, fenced by the term it was decided in: refused when
+    /// a controller of a higher term has acted.
+    Controller {
+        /// The Raft term of the leader that decided the action.
+        term: u64,
+        /// What to do.
+        action: ControllerAction,
     },
     /// Find the first ready bead matching the filter and claim it in the same step.
     ClaimNext {
@@ -196,6 +221,24 @@ pub enum Command {
     },
 }
 
+/// What a leader's controller does, each conditional on the state it judged, so that applying it
+/// twice is harmless.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ControllerAction {
+    /// Take up the controller's duties for this term: from now on, actions of lower terms are
+    /// refused. A new leader proposes it before anything else.
+    Begin,
+    /// Expire a lease that is still the bead's current one, as last renewed at `renewed_at`.
+    ExpireLease {
+        /// The bead.
+        id: BeadId,
+        /// The lease ([`crate::model::Lease::id`]).
+        lease_id: u64,
+        /// The lease's renewal the leader judged past due ([`crate::model::Lease::renewed_at`]).
+        renewed_at: u64,
+    },
+}
+
 /// A bead an import wrote, as [`Command::ImportUndo`] names it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImportedBead {
@@ -226,8 +269,8 @@ impl Command {
     }
 }
 
-/// A transaction (etcd's `Txn`, without an else branch): if every condition holds, apply every
-/// write in order; if a condition fails or a write is refused, apply none of them.
+/// A transaction (etcd's `Txn`, without an else branch): if every condition and every lease
+/// fence holds, apply every write in order; if one fails or a write is refused, apply none.
 ///
 /// A later write may name a bead an earlier `Create` of the same transaction made, as `$N`
 /// (N counts writes from 0), so a whole graph of new beads and their edges is one step.
@@ -235,8 +278,19 @@ impl Command {
 pub struct Txn {
     /// Revisions beads must still be at.
     pub conditions: Vec<Condition>,
+    /// Leases beads must still be held under (a holder's writes carry its lease id).
+    pub fences: Vec<Fence>,
     /// The writes, at most [`crate::limits::TXN_WRITES_MAX`]; each [`Command::is_bead_write`].
     pub writes: Vec<Command>,
+}
+
+/// A lease fence of a [`Txn`]: the bead is still held under this lease (a fencing token).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fence {
+    /// The bead.
+    pub id: BeadId,
+    /// The lease id the writer holds ([`crate::model::Lease::id`]).
+    pub lease_id: u64,
 }
 
 /// A condition of a [`Txn`]: the bead exists and is still at this revision.
@@ -251,7 +305,7 @@ pub struct Condition {
 impl Txn {
     /// One write, applied only if `id` is still at `revision` (`--if-revision`).
     pub fn conditional(id: BeadId, revision: u64, write: Command) -> Txn {
-        Txn { conditions: vec![Condition { id, revision }], writes: vec![write] }
+        Txn { conditions: vec![Condition { id, revision }], fences: Vec::new(), writes: vec![write] }
     }
 }
 
@@ -319,6 +373,9 @@ impl Command {
             Command::Update(_) => "update",
             Command::SetMetadata { .. } => "set_metadata",
             Command::Claim { .. } => "claim",
+            Command::LeaseRenew { .. } => "lease_renew",
+            Command::LeaseRelease { .. } => "lease_release",
+            Command::Controller { .. } => "controller",
             Command::ClaimNext { .. } => "claim_next",
             Command::Close { .. } => "close",
             Command::Reopen { .. } => "reopen",
@@ -427,6 +484,8 @@ impl CreateBead {
             closed_at: None,
             close_reason: None,
             defer_until: self.defer_until,
+            lease: None,
+            delivery_count: 0,
         }
     }
 }

@@ -261,7 +261,15 @@ write_request!(pb::SetMetadataRequest, |request| {
 });
 
 write_request!(pb::ClaimRequest, |request| {
-    Ok(Command::Claim { id: BeadId(request.id), actor: Actor(request.actor) })
+    Ok(Command::Claim { id: BeadId(request.id), actor: Actor(request.actor), lease_ms: request.lease_ms })
+});
+
+write_request!(pb::LeaseRenewRequest, |request| {
+    Ok(Command::LeaseRenew { id: BeadId(request.id), lease_id: request.lease_id })
+});
+
+write_request!(pb::LeaseReleaseRequest, |request| {
+    Ok(Command::LeaseRelease { id: BeadId(request.id), lease_id: request.lease_id })
 });
 
 write_request!(pb::ClaimNextRequest, |request| {
@@ -364,7 +372,9 @@ write_request!(pb::TxnRequest, |request| {
             txn_write_of(write).map_err(|refusal| Refusal::TxnWriteRefused { index, refusal: Box::new(refusal) })
         })
         .collect::<Result<_, _>>()?;
-    Ok(Command::Txn(Txn { conditions, writes }))
+    let fences =
+        request.fences.into_iter().map(|fence| Fence { id: BeadId(fence.id), lease_id: fence.lease_id }).collect();
+    Ok(Command::Txn(Txn { conditions, fences, writes }))
 });
 
 write_request!(pb::ImportRequest, |request| {
@@ -403,7 +413,7 @@ fn txn_write_of(write: pb::TxnWrite) -> Result<Command, Refusal> {
 /// hold. The inner request keeps an empty header, which the server ignores.
 fn txn_write_to_proto(command: &Command) -> Option<pb::TxnWrite> {
     use pb::txn_write::Write;
-    let write = match write_to_proto(pb::WriteHeader::default(), command) {
+    let write = match write_to_proto(pb::WriteHeader::default(), command)? {
         WriteProto::Create(request) => Write::Create(request),
         WriteProto::Update(request) => Write::Update(request),
         WriteProto::SetMetadata(request) => Write::SetMetadata(request),
@@ -530,16 +540,26 @@ read_request!(pb::WatchRequest, |request, _now| {
     })
 });
 
-/// Builds the protobuf request of a command, for clients.
-pub fn write_to_proto(header: pb::WriteHeader, command: &Command) -> WriteProto {
+/// Builds the protobuf request of a command, for clients; `None` for a controller action, which
+/// only a leader proposes and no client can send.
+pub fn write_to_proto(header: pb::WriteHeader, command: &Command) -> Option<WriteProto> {
     let header = Some(header);
-    match command.clone() {
+    Some(match command.clone() {
         Command::Create(create) => WriteProto::Create(create_to_proto(header, create)),
         Command::Update(update) => WriteProto::Update(update_to_proto(header, update)),
         Command::SetMetadata { id, entries } => {
             WriteProto::SetMetadata(pb::SetMetadataRequest { header, id: id.0, entries: metadata_to_proto(entries) })
         }
-        Command::Claim { id, actor } => WriteProto::Claim(pb::ClaimRequest { header, id: id.0, actor: actor.0 }),
+        Command::Claim { id, actor, lease_ms } => {
+            WriteProto::Claim(pb::ClaimRequest { header, id: id.0, actor: actor.0, lease_ms })
+        }
+        Command::LeaseRenew { id, lease_id } => {
+            WriteProto::LeaseRenew(pb::LeaseRenewRequest { header, id: id.0, lease_id })
+        }
+        Command::LeaseRelease { id, lease_id } => {
+            WriteProto::LeaseRelease(pb::LeaseReleaseRequest { header, id: id.0, lease_id })
+        }
+        Command::Controller { .. } => return None,
         Command::ClaimNext { actor, filter } => WriteProto::ClaimNext(pb::ClaimNextRequest {
             header,
             actor: actor.0,
@@ -599,6 +619,11 @@ pub fn write_to_proto(header: pb::WriteHeader, command: &Command) -> WriteProto 
                 .collect(),
             // A write a transaction cannot hold is sent empty, and the server refuses it.
             writes: txn.writes.iter().map(|write| txn_write_to_proto(write).unwrap_or_default()).collect(),
+            fences: txn
+                .fences
+                .into_iter()
+                .map(|fence| pb::TxnFence { id: fence.id.0, lease_id: fence.lease_id })
+                .collect(),
         }),
         Command::Import { beads } => {
             WriteProto::Import(pb::ImportRequest { header, beads: beads.iter().map(pb::Bead::from).collect() })
@@ -614,7 +639,7 @@ pub fn write_to_proto(header: pb::WriteHeader, command: &Command) -> WriteProto 
                 })
                 .collect(),
         }),
-    }
+    })
 }
 
 fn create_to_proto(header: Option<pb::WriteHeader>, create: CreateBead) -> pb::CreateRequest {
@@ -726,6 +751,8 @@ request_enum!(
         Update(pb::UpdateRequest),
         SetMetadata(pb::SetMetadataRequest),
         Claim(pb::ClaimRequest),
+        LeaseRenew(pb::LeaseRenewRequest),
+        LeaseRelease(pb::LeaseReleaseRequest),
         ClaimNext(pb::ClaimNextRequest),
         Close(pb::CloseRequest),
         Reopen(pb::ReopenRequest),
@@ -871,6 +898,14 @@ impl From<&Bead> for pb::Bead {
             dependencies: bead.dependencies().iter().map(pb::Dependency::from).collect(),
             revision: bead.revision,
             seq: bead.seq,
+            lease: bead.lease.as_ref().map(|lease| pb::Lease {
+                id: lease.id,
+                holder: lease.holder.clone(),
+                ttl_ms: lease.ttl_ms,
+                renewed_at: lease.renewed_at,
+                expires_at_ms: lease.expires_at.0,
+            }),
+            delivery_count: bead.delivery_count,
         }
     }
 }
@@ -988,6 +1023,14 @@ pub fn bead_from_proto(bead: pb::Bead) -> Result<Bead, Refusal> {
         closed_at: bead.closed_at_ms.map(Timestamp),
         close_reason: bead.close_reason,
         defer_until: bead.defer_until_ms.map(Timestamp),
+        lease: bead.lease.map(|lease| Lease {
+            id: lease.id,
+            holder: lease.holder,
+            ttl_ms: lease.ttl_ms,
+            renewed_at: lease.renewed_at,
+            expires_at: Timestamp(lease.expires_at_ms),
+        }),
+        delivery_count: bead.delivery_count,
     })
 }
 
@@ -1126,7 +1169,10 @@ fn refusal_code(refusal: &Refusal) -> Code {
         Refusal::AlreadyClaimed { .. }
         | Refusal::NotClaimable { .. }
         | Refusal::InvalidTransition { .. }
-        | Refusal::RevisionMismatch { .. } => Code::FailedPrecondition,
+        | Refusal::RevisionMismatch { .. }
+        | Refusal::LeaseLost { .. }
+        | Refusal::NotLeaseHolder { .. }
+        | Refusal::StaleControllerTerm { .. } => Code::FailedPrecondition,
         Refusal::Invalid(_) | Refusal::TooLarge { .. } | Refusal::UnfilteredList | Refusal::TooManyResults { .. } => {
             Code::InvalidArgument
         }

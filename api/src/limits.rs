@@ -92,3 +92,13 @@ const _: () = assert!(DESCRIPTION_BYTES_MAX < REQUEST_BYTES_MAX);
 const _: () = assert!(METADATA_VALUE_BYTES_MAX < REQUEST_BYTES_MAX);
 const _: () = assert!(REQUEST_BYTES_MAX < RESPONSE_BYTES_MAX);
 const _: () = assert!(READY_LIMIT_DEFAULT as usize <= LIST_RESULTS_MAX);
+
+/// The shortest lease a claim may take, in milliseconds: shorter ones would expire between an
+/// agent's renewals.
+pub const LEASE_MS_MIN: u64 = 1000;
+/// The longest lease a claim may take, in milliseconds (7 days).
+pub const LEASE_MS_MAX: u64 = 7 * 24 * 60 * 60 * 1000;
+/// How many times a bead's leases may expire before the bead is dead-lettered.
+pub const MAX_DELIVERIES_DEFAULT: u32 = 5;
+/// The lease fences one transaction may carry.
+pub const TXN_FENCES_MAX: usize = 1000;

@@ -286,6 +286,30 @@ pub struct Bead {
     pub defer_until: Option<Timestamp>,
     /// Outgoing dependency edges (what this bead waits for), keyed by target.
     pub depends_on: BTreeMap<BeadId, DepType>,
+    /// The lease of a leased claim: held only while the bead is `in_progress` with the lease's
+    /// holder as its assignee.
+    pub lease: Option<Lease>,
+    /// How many leases of this bead expired (Kafka's and JetStream's delivery count).
+    pub delivery_count: u32,
+}
+
+/// A leased claim. Its id is the fencing token a holder's writes carry: the log index of the claim
+/// that granted it, so unique, and higher for every later grant. Expiry is judged by the leader's
+/// monotonic clock from the last grant or renewal; `expires_at` is the leader's wall-clock view of
+/// it, for people to read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    /// The fencing token.
+    pub id: u64,
+    /// Who holds it (the bead's assignee).
+    pub holder: String,
+    /// How long it lasts after each grant or renewal, in milliseconds.
+    pub ttl_ms: u64,
+    /// The log index of its grant or latest renewal: a controller's expiry names it, so a lease
+    /// renewed after the leader judged it is not expired.
+    pub renewed_at: u64,
+    /// When it lapses by the wall clock of the leader that granted or renewed it.
+    pub expires_at: Timestamp,
 }
 
 impl Bead {
@@ -317,6 +341,8 @@ pub const LABEL_OWNED: &str = "owned";
 pub const LABEL_MESSAGE: &str = "gc:message";
 /// Label a message gets once read.
 pub const LABEL_READ: &str = "read";
+/// Label of a bead whose leases expired `max_deliveries` times (it is `blocked` then).
+pub const LABEL_DEAD_LETTER: &str = "dead-letter";
 /// Prefix of a message's thread label, `thread:<id>`.
 pub const THREAD_LABEL_PREFIX: &str = "thread:";
 /// Prefix of a reply's label naming the message it answers, `reply-to:<id>`.
@@ -365,8 +391,14 @@ pub mod event_type {
     pub const MAIL_READ: &str = "mail.read";
     /// A message was archived.
     pub const MAIL_ARCHIVED: &str = "mail.archived";
+    /// A leased claim's holder released it.
+    pub const LEASE_RELEASED: &str = "lease.released";
+    /// A lease expired and its bead went back to `open`; the message names the old holder.
+    pub const LEASE_EXPIRED: &str = "lease.expired";
+    /// A bead whose leases expired `max_deliveries` times was blocked with the `dead-letter` label.
+    pub const BEAD_DEAD_LETTERED: &str = "bead.dead_lettered";
     /// Every type, for validating `--type` filters.
-    pub const ALL: [&str; 10] = [
+    pub const ALL: [&str; 13] = [
         BEAD_CREATED,
         BEAD_UPDATED,
         BEAD_CLAIMED,
@@ -377,6 +409,9 @@ pub mod event_type {
         MAIL_SENT,
         MAIL_READ,
         MAIL_ARCHIVED,
+        LEASE_RELEASED,
+        LEASE_EXPIRED,
+        BEAD_DEAD_LETTERED,
     ];
 }
 

@@ -179,6 +179,44 @@ pub enum Refusal {
         /// The bead's revision now.
         current: u64,
     },
+    /// A write fenced by a lease (`--lease-id`) found another lease, or none, on the bead: the
+    /// writer's claim was lost (its lease expired, was released, or the bead moved on).
+    #[error(
+        "claim lost: lease {lease_id} on bead {} is no longer current (it expired or was released); bead now held by {}; stop work on it",
+        printable(id.as_str()),
+        if holder.is_empty() { "nobody".to_string() } else { printable(holder).to_string() }
+    )]
+    LeaseLost {
+        /// The bead.
+        id: BeadId,
+        /// The lease the write carried.
+        lease_id: u64,
+        /// Who holds the bead now (empty: nobody).
+        holder: String,
+    },
+    /// A lease renewal or release by someone who does not hold the bead's lease.
+    #[error(
+        "bead {} {}; only the lease's holder renews or releases it",
+        printable(id.as_str()),
+        if holder.is_empty() { "has no lease".to_string() } else { format!("is leased to {}", printable(holder)) }
+    )]
+    NotLeaseHolder {
+        /// The bead.
+        id: BeadId,
+        /// The lease's holder (empty: the bead has no lease).
+        holder: String,
+    },
+    /// A controller action decided under a lower term than one already applied: a deposed
+    /// leader's late action.
+    #[error(
+        "a controller action of term {term} came after one of term {current}; a deposed leader's action is not applied"
+    )]
+    StaleControllerTerm {
+        /// The action's term.
+        term: u64,
+        /// The highest controller term applied.
+        current: u64,
+    },
     /// One write of a transaction was refused, so none of its writes was applied.
     #[error("write {} of the transaction was refused, so nothing was applied: {refusal}", index + 1)]
     TxnWriteRefused {

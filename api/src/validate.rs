@@ -213,9 +213,11 @@ pub fn validate_command(command: &Command) -> Result<(), Refusal> {
             check_names(&[("actor", &actor.0)])?;
             match command {
                 Command::ClaimNext { filter, .. } => validate_ready_filter(filter),
+                Command::Claim { lease_ms: Some(lease_ms), .. } => validate_lease(*lease_ms),
                 _ => Ok(()),
             }
         }
+        Command::LeaseRenew { .. } | Command::LeaseRelease { .. } | Command::Controller { .. } => Ok(()),
         Command::Close { ids, reason } => {
             if ids.is_empty() {
                 return Err(Refusal::Invalid("close needs at least one id".into()));
@@ -278,6 +280,18 @@ pub fn validate_command(command: &Command) -> Result<(), Refusal> {
     }
 }
 
+/// Checks a lease's length: [`LEASE_MS_MIN`] to [`LEASE_MS_MAX`] milliseconds.
+pub fn validate_lease(lease_ms: u64) -> Result<(), Refusal> {
+    if !(LEASE_MS_MIN..=LEASE_MS_MAX).contains(&lease_ms) {
+        return Err(Refusal::Invalid(format!(
+            "a lease of {lease_ms} ms is out of range: a lease lasts {} s to {} days",
+            LEASE_MS_MIN / 1000,
+            LEASE_MS_MAX / 86_400_000
+        )));
+    }
+    Ok(())
+}
+
 /// Checks a transaction and each of its writes as the cluster does before applying it.
 pub fn validate_txn(txn: &Txn) -> Result<(), Refusal> {
     if txn.writes.is_empty() {
@@ -288,6 +302,12 @@ pub fn validate_txn(txn: &Txn) -> Result<(), Refusal> {
     }
     if txn.conditions.len() > TXN_CONDITIONS_MAX {
         return Err(Refusal::Invalid(format!("a transaction checks at most {TXN_CONDITIONS_MAX} conditions")));
+    }
+    if txn.fences.len() > crate::limits::TXN_FENCES_MAX {
+        return Err(Refusal::Invalid(format!(
+            "a transaction carries at most {} lease fences",
+            crate::limits::TXN_FENCES_MAX
+        )));
     }
     for (index, write) in txn.writes.iter().enumerate() {
         if !write.is_bead_write() {

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use api::client::Client;
-use api::command::{Command, CreateBead, DepDirection, ListFilter, Query, ReadyFilter, Txn, UpdateBead};
+use api::command::{Command, CreateBead, DepDirection, Fence, ListFilter, Query, ReadyFilter, Txn, UpdateBead};
 use api::convert::{parse_key_value, parse_status};
 use api::model::{Actor, Bead, BeadId, DepType, Status, Timestamp};
 use api::outcome::Outcome as Answer;
@@ -27,10 +27,15 @@ pub enum BeadCommand {
     Show(ShowArgs),
     /// Change fields of beads; unset flags leave fields unchanged (JSON: an array).
     Update(Box<UpdateArgs>),
-    /// Claim a bead for the actor: exit 1 if someone else holds it.
+    /// Claim a bead for the actor: exit 1 if someone else holds it. With `--lease`, the claim
+    /// lapses unless renewed (`strand lease renew|keepalive`); its JSON carries the lease id, the
+    /// fencing token for `--lease-id`.
     Claim {
         /// The bead.
         id: String,
+        /// A lease: the claim lapses this long after its grant or last renewal (1s to 7d; 10m, 1h).
+        #[arg(long, value_name = "DURATION", value_parser = parse_lease)]
+        lease: Option<u64>,
     },
     /// Assign a bead to someone ("" unassigns): bd's shorthand for `update ID --assignee NAME`
     /// (JSON: one object).
@@ -537,6 +542,15 @@ pub fn parse_time(text: &str) -> Result<i64, String> {
     Ok(now_ms() + sign * count * unit_ms)
 }
 
+/// A lease's length (`10m`, `1h`, `90s`) in milliseconds, within what a cluster grants.
+pub fn parse_lease(text: &str) -> Result<u64, String> {
+    let duration = humantime::parse_duration(text)
+        .map_err(|error| format!("{text:?} is not a duration ({error}); write e.g. 10m"))?;
+    let lease_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+    api::validate::validate_lease(lease_ms).map_err(|refusal| refusal.to_string())?;
+    Ok(lease_ms)
+}
+
 /// The wall clock, in milliseconds (for relative times and `ready --sort hybrid`).
 #[allow(clippy::disallowed_methods)]
 pub fn now_ms() -> i64 {
@@ -735,20 +749,56 @@ fn ready_filter(args: &ReadyArgs, limit: u32) -> Result<ReadyFilter, Failure> {
     })
 }
 
-/// Sends one write, conditional on a revision when given.
-async fn write_if(client: &Client, command: Command, condition: Option<(&str, u64)>) -> Result<Answer, Failure> {
-    let Some((id, revision)) = condition else { return Ok(client.execute(command).await?) };
-    match client.execute(Command::Txn(Txn::conditional(BeadId::from(id), revision, command))).await? {
+/// What a single-bead write must still find: the bead at a revision (`--if-revision`) and held
+/// under a lease (`--lease-id`, `$STRAND_LEASE_ID`). An empty guard sends the write as it is.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Guard<'a> {
+    /// The bead the guard is about.
+    id: &'a str,
+    /// The revision it must be at.
+    revision: Option<u64>,
+    /// The lease it must still be held under.
+    lease_id: Option<u64>,
+}
+
+impl Guard<'_> {
+    /// The same guard, at another revision.
+    fn at(self, revision: u64) -> Self {
+        Guard { revision: Some(revision), ..self }
+    }
+
+    /// The transaction's conditions and fences (both empty for an empty guard).
+    fn parts(&self) -> (Vec<api::command::Condition>, Vec<Fence>) {
+        let id = BeadId::from(self.id);
+        let conditions = self.revision.map(|revision| api::command::Condition { id: id.clone(), revision });
+        let fences = self.lease_id.map(|lease_id| Fence { id, lease_id });
+        (conditions.into_iter().collect(), fences.into_iter().collect())
+    }
+}
+
+/// Sends one write, as its guard says.
+async fn write_if(client: &Client, command: Command, guard: Guard<'_>) -> Result<Answer, Failure> {
+    let (conditions, fences) = guard.parts();
+    if conditions.is_empty() && fences.is_empty() {
+        return Ok(client.execute(command).await?);
+    }
+    match client.execute(Command::Txn(Txn { conditions, fences, writes: vec![command] })).await? {
         Answer::Txn(mut outcomes) if outcomes.len() == 1 => Ok(outcomes.remove(0)),
         other => Err(Failure::Refused(format!("the cluster answered a conditional write with {other:?}"))),
     }
 }
 
-fn single_id(ids: &[String], if_revision: Option<u64>) -> Result<Option<(&str, u64)>, Failure> {
-    match (if_revision, ids) {
-        (None, _) => Ok(None),
-        (Some(revision), [id]) => Ok(Some((id.as_str(), revision))),
-        (Some(_), _) => Err(usage("--if-revision applies to one bead; name exactly one id".into())),
+/// The guard of a write to `ids`: `--if-revision` and the lease id apply to one bead only.
+fn single_id<'a>(cli: &Cli, ids: &'a [String], if_revision: Option<u64>) -> Result<Guard<'a>, Failure> {
+    let lease_id = cli.lease_id();
+    match (if_revision, lease_id, ids) {
+        (None, None, _) => Ok(Guard::default()),
+        (revision, lease_id, [id]) => Ok(Guard { id, revision, lease_id }),
+        (Some(_), _, _) => Err(usage("--if-revision applies to one bead; name exactly one id".into())),
+        (None, Some(_), _) => Err(usage(
+            "--lease-id (or $STRAND_LEASE_ID) fences a write to the one bead its lease holds; name exactly one id"
+                .into(),
+        )),
     }
 }
 
@@ -780,19 +830,19 @@ pub async fn run(cli: &Cli, command: &BeadCommand) -> Outcome {
         BeadCommand::Assign { id, name, if_revision } => {
             let update =
                 UpdateBead { id: BeadId::from(id.as_str()), assignee: Some(name.clone()), ..UpdateBead::default() };
-            let condition = if_revision.map(|revision| (id.as_str(), revision));
-            print_bead_object(&one(write_if(&client, Command::Update(update), condition).await?)?, json);
+            let guard = single_id(cli, std::slice::from_ref(id), *if_revision)?;
+            print_bead_object(&one(write_if(&client, Command::Update(update), guard).await?)?, json);
             Ok(true)
         }
-        BeadCommand::Claim { id } => {
-            let command = Command::Claim { id: BeadId::from(id.as_str()), actor: Actor(cli.actor()) };
+        BeadCommand::Claim { id, lease } => {
+            let command = Command::Claim { id: BeadId::from(id.as_str()), actor: Actor(cli.actor()), lease_ms: *lease };
             print_bead_object(&one(client.execute(command).await?)?, json);
             Ok(true)
         }
         BeadCommand::Close(args) => {
-            let condition = single_id(&args.ids, args.if_revision)?;
+            let guard = single_id(cli, &args.ids, args.if_revision)?;
             let ids = args.ids.iter().map(|id| BeadId::from(id.as_str())).collect();
-            let answer = write_if(&client, Command::Close { ids, reason: args.reason.clone() }, condition).await?;
+            let answer = write_if(&client, Command::Close { ids, reason: args.reason.clone() }, guard).await?;
             print_beads(&beads_of(answer), json);
             Ok(true)
         }
@@ -851,7 +901,13 @@ const GUARD_ATTEMPTS: usize = 16;
 /// A write applied only while the bead's assignee and status are what `--if-assignee` and
 /// `--if-status` say: read, compare, then write conditional on the revision read, again if it
 /// moved. Exit 13 (bd's) when the bead is not as required; nothing is written then.
-async fn guarded_write(client: &Client, args: &UpdateArgs, id: &str, command: Command) -> Result<Answer, Failure> {
+async fn guarded_write(
+    client: &Client,
+    args: &UpdateArgs,
+    guard: Guard<'_>,
+    command: Command,
+) -> Result<Answer, Failure> {
+    let id = guard.id;
     let wanted_status = args.if_status.as_deref().map(status_arg).transpose()?;
     for _ in 0..GUARD_ATTEMPTS {
         // bd's words for a bead that is not there, which Gas City's release reads as "not held".
@@ -873,7 +929,7 @@ async fn guarded_write(client: &Client, args: &UpdateArgs, id: &str, command: Co
                 bead.status
             )));
         }
-        match write_if(client, command.clone(), Some((id, bead.revision))).await {
+        match write_if(client, command.clone(), guard.at(bead.revision)).await {
             Err(Failure::Precondition { .. }) => continue,
             other => return other,
         }
@@ -885,7 +941,7 @@ async fn run_update(cli: &Cli, args: &UpdateArgs) -> Outcome {
     if args.if_revision.is_some() && (args.if_assignee.is_some() || args.if_status.is_some()) {
         return Err(usage("--if-revision cannot be combined with --if-assignee or --if-status; use one kind".into()));
     }
-    let condition = single_id(&args.ids, args.if_revision)?;
+    let guard = single_id(cli, &args.ids, args.if_revision)?;
     let client = cli.client()?;
     let mut updated = Vec::with_capacity(args.ids.len());
     let mut failures = 0;
@@ -906,9 +962,9 @@ async fn run_update(cli: &Cli, args: &UpdateArgs) -> Outcome {
             return Ok(true);
         }
         let written = if args.if_assignee.is_some() || args.if_status.is_some() {
-            guarded_write(&client, args, id, Command::Update(update)).await
+            guarded_write(&client, args, Guard { id, ..guard }, Command::Update(update)).await
         } else {
-            write_if(&client, Command::Update(update), condition).await
+            write_if(&client, Command::Update(update), guard).await
         };
         match written {
             Ok(answer) => updated.extend(beads_of(answer)),
@@ -952,7 +1008,7 @@ async fn run_reopen(cli: &Cli, ids: &[String]) -> Outcome {
 }
 
 async fn run_delete(cli: &Cli, args: &DeleteArgs) -> Outcome {
-    let condition = single_id(&args.ids, args.if_revision)?;
+    let guard = single_id(cli, &args.ids, args.if_revision)?;
     let client = cli.client()?;
     let ids: Vec<BeadId> = args.ids.iter().map(|id| BeadId::from(id.as_str())).collect();
     let beads = beads_of(client.query(Query::Get { ids: ids.clone() }).await?);
@@ -974,13 +1030,11 @@ async fn run_delete(cli: &Cli, args: &DeleteArgs) -> Outcome {
     if args.cascade {
         // Every bead of the cascade goes in one transaction: all of them, or none.
         let writes = beads.iter().map(|bead| Command::Delete { id: bead.id.clone() }).collect();
-        let conditions = condition
-            .map(|(id, revision)| vec![api::command::Condition { id: BeadId::from(id), revision }])
-            .unwrap_or_default();
-        client.execute(Command::Txn(Txn { conditions, writes })).await?;
+        let (conditions, fences) = guard.parts();
+        client.execute(Command::Txn(Txn { conditions, fences, writes })).await?;
     } else {
         for bead in &beads {
-            write_if(&client, Command::Delete { id: bead.id.clone() }, condition).await?;
+            write_if(&client, Command::Delete { id: bead.id.clone() }, guard).await?;
         }
     }
     if cli.json {

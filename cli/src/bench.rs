@@ -133,7 +133,7 @@ async fn run_phase(
                 let command = if name == "claim" {
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     let Some(bead_id) = work.get(index) else { break };
-                    Command::Claim { id: bead_id.clone(), actor: actor.clone() }
+                    Command::Claim { id: bead_id.clone(), actor: actor.clone(), lease_ms: None }
                 } else {
                     let filter = ReadyFilter {
                         labels_all: vec![label.clone()],

@@ -264,7 +264,7 @@ async fn create(cli: &Cli, client: &Client, args: &GateCreateArgs) -> Outcome {
         depends_on_id: BeadId::from("$0"),
         dep_type: DepType::blocks(),
     };
-    let txn = Txn { conditions: Vec::new(), writes: vec![Command::Create(gate), edge] };
+    let txn = Txn { conditions: Vec::new(), fences: Vec::new(), writes: vec![Command::Create(gate), edge] };
     let answer = client.execute(Command::Txn(txn)).await?;
     let api::outcome::Outcome::Txn(mut outcomes) = answer else {
         return Err(crate::orchestration::unexpected(&answer));

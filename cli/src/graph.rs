@@ -202,7 +202,7 @@ fn transaction(plan: Plan, ephemeral: bool, no_history: bool) -> Result<(Txn, BT
         }
         writes.push(Command::DepAdd { issue_id: BeadId(from), depends_on_id: BeadId(to), dep_type: DepType(dep_type) });
     }
-    let txn = Txn { conditions: Vec::new(), writes };
+    let txn = Txn { conditions: Vec::new(), fences: Vec::new(), writes };
     api::validate::validate_txn(&txn).map_err(refused)?;
     Ok((txn, slot))
 }

@@ -234,6 +234,8 @@ impl IssueLine {
             close_reason: self.close_reason.filter(|reason| !reason.is_empty()),
             defer_until: time(self.defer_until.as_deref(), "defer_until")?,
             depends_on,
+            lease: None,
+            delivery_count: 0,
         })
     }
 }

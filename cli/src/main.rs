@@ -16,6 +16,7 @@ mod gate;
 mod gate_fields;
 mod graph;
 mod import;
+mod lease;
 mod listing;
 mod mail;
 mod molecule;
@@ -60,6 +61,10 @@ pub struct Cli {
     /// Print JSON instead of text.
     #[arg(long, global = true)]
     json: bool,
+    /// A lease id (the fencing token a leased claim answered): a write to its bead is refused,
+    /// "claim lost", once that lease is no longer the bead's current one.
+    #[arg(long = "lease-id", global = true, env = "STRAND_LEASE_ID", value_name = "LEASE")]
+    lease_id: Option<u64>,
     /// Read consistency. `linearizable` (default) sees every write acknowledged before the read
     /// began; `serializable` answers from the contacted node's replica at once and MAY BE STALE.
     #[arg(long, global = true, value_enum, default_value_t = ConsistencyArg::Linearizable)]
@@ -132,6 +137,9 @@ enum Command {
     /// or another bead lets it go (bd's `gate`).
     #[command(subcommand)]
     Gate(gate::GateCommand),
+    /// Leased claims: renew, release, or keep a lease alive (`claim --lease` grants one).
+    #[command(subcommand)]
+    Lease(lease::LeaseCommand),
     /// Cluster administration.
     #[command(subcommand)]
     Cluster(cluster::ClusterCommand),
@@ -342,6 +350,11 @@ impl Cli {
         })
     }
 
+    /// The lease id writes carry (`--lease-id`, `$STRAND_LEASE_ID`).
+    pub fn lease_id(&self) -> Option<u64> {
+        self.lease_id
+    }
+
     /// The actor, resolved through the chain of BEADS-SPEC §3.
     pub fn actor(&self) -> String {
         if let Some(actor) = &self.actor {
@@ -418,6 +431,7 @@ async fn dispatch(cli: &Cli) -> Outcome {
         Command::Label(command) => annotate::run_label(cli, command).await,
         Command::Comment { id, text } => annotate::run_comment(cli, id, text).await,
         Command::Gate(command) => gate::run(cli, command).await,
+        Command::Lease(command) => lease::run(cli, command).await,
         Command::Cluster(command) => cluster::run(cli, command).await,
         #[cfg(feature = "node")]
         Command::Node(args) => run_node::run_node(args).await,

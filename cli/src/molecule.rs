@@ -314,7 +314,7 @@ async fn burn(cli: &Cli, root: &str, force: bool) -> Outcome {
         return Ok(true);
     }
     let writes = ids.iter().map(|id| Command::Delete { id: id.clone() }).collect();
-    client.execute(Command::Txn(api::command::Txn { conditions: Vec::new(), writes })).await?;
+    client.execute(Command::Txn(api::command::Txn { conditions: Vec::new(), fences: Vec::new(), writes })).await?;
     if cli.json {
         print_value(&serde_json::json!({ "burned": root.0, "deleted_count": ids.len(), "schema_version": 1 }));
     } else {

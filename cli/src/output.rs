@@ -49,9 +49,30 @@ pub struct BeadJson<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     defer_until: Option<String>,
     dependencies: Vec<DependencyJson>,
+    /// A leased claim's lease: its id (the fencing token for `--lease-id`), holder, length and
+    /// expiry; absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lease: Option<LeaseJson>,
+    /// How many leases of the bead expired; absent while none did.
+    #[serde(skip_serializing_if = "is_zero")]
+    delivery_count: u32,
     /// A gate's await fields, at the top level as bd prints them (see `gate_fields`).
     #[serde(skip_serializing_if = "Option::is_none", flatten)]
     gate: Option<GateJson>,
+}
+
+/// A lease as printed with `--json`.
+#[derive(Serialize)]
+struct LeaseJson {
+    id: u64,
+    holder: String,
+    ttl_ms: u64,
+    expires_at: String,
+    renewed_at: u64,
+}
+
+fn is_zero(count: &u32) -> bool {
+    *count == 0
 }
 
 /// A gate's await fields as bd prints them: `timeout` in nanoseconds, each left out when unset.
@@ -129,6 +150,14 @@ impl<'a> From<&'a Bead> for BeadJson<'a> {
             close_reason: bead.close_reason.as_deref(),
             defer_until: bead.defer_until.map(|time| time.to_rfc3339()),
             dependencies: bead.dependencies().iter().map(DependencyJson::from).collect(),
+            lease: bead.lease.as_ref().map(|lease| LeaseJson {
+                id: lease.id,
+                holder: lease.holder.clone(),
+                ttl_ms: lease.ttl_ms,
+                expires_at: lease.expires_at.to_rfc3339(),
+                renewed_at: lease.renewed_at,
+            }),
+            delivery_count: bead.delivery_count,
             gate: GateFields::of(bead).map(GateJson::from),
         }
     }
@@ -158,6 +187,22 @@ pub fn print_bead(bead: &Bead, json: bool) {
         ("labels", bead.labels.iter().cloned().collect::<Vec<_>>().join(", ")),
         ("needs", bead.needs().iter().map(|id| id.0.clone()).collect::<Vec<_>>().join(", ")),
         ("created", bead.created_at.to_rfc3339()),
+        (
+            "lease",
+            bead.lease
+                .as_ref()
+                .map(|lease| {
+                    let ttl = humantime::format_duration(std::time::Duration::from_millis(lease.ttl_ms));
+                    format!(
+                        "{} held by {} for {ttl}, until about {}",
+                        lease.id,
+                        lease.holder,
+                        lease.expires_at.to_rfc3339()
+                    )
+                })
+                .unwrap_or_default(),
+        ),
+        ("deliveries", if bead.delivery_count == 0 { String::new() } else { bead.delivery_count.to_string() }),
         ("description", bead.description.clone()),
     ];
     for (name, value) in fields {
@@ -357,6 +402,19 @@ pub fn write_event_line(event: &Event, json: bool) -> std::io::Result<()> {
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{line}")?;
     stdout.flush()
+}
+
+/// Writes one bead as one line (compact JSON, or the text line) and flushes it, for streams.
+pub fn write_bead_line(bead: &Bead, json: bool) {
+    let line = if json {
+        serde_json::to_string(&BeadJson::from(bead)).expect("JSON output serializes")
+    } else {
+        let lease =
+            bead.lease.as_ref().map(|lease| format!(" lease {} until {}", lease.id, lease.expires_at.to_rfc3339()));
+        format!("{}{}", bead_line(bead), lease.unwrap_or_default())
+    };
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{line}").and_then(|()| stdout.flush());
 }
 
 /// Width of the progress bar, in cells.

@@ -135,7 +135,7 @@ pub async fn run(cli: &Cli, args: &PruneArgs) -> Outcome {
     }
     for chunk in doomed.chunks(TXN_WRITES_MAX) {
         let writes = chunk.iter().map(|bead| Command::Delete { id: bead.id.clone() }).collect();
-        client.execute(Command::Txn(Txn { conditions: Vec::new(), writes })).await?;
+        client.execute(Command::Txn(Txn { conditions: Vec::new(), fences: Vec::new(), writes })).await?;
     }
     if cli.json {
         print_value(&serde_json::json!({ "pruned_count": doomed.len(), "schema_version": 1 }));

@@ -674,6 +674,8 @@ mod tests {
             close_reason: None,
             defer_until: None,
             depends_on: BTreeMap::new(),
+            lease: None,
+            delivery_count: 0,
         }
     }
 

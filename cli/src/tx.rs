@@ -141,7 +141,11 @@ fn write_of(cli: &Cli, index: usize, value: serde_json::Value) -> Result<(Comman
         }
         "claim" => {
             let input: ClaimInput = fields(index, object)?;
-            Command::Claim { id: id(&input.id), actor: Actor(input.assignee.unwrap_or_else(|| cli.actor())) }
+            Command::Claim {
+                id: id(&input.id),
+                actor: Actor(input.assignee.unwrap_or_else(|| cli.actor())),
+                lease_ms: None,
+            }
         }
         "close" => {
             let input: CloseInput = fields(index, object)?;
@@ -216,7 +220,7 @@ fn transaction(cli: &Cli, text: &str) -> Result<Txn, Failure> {
         }
         writes.push(command);
     }
-    let txn = Txn { conditions, writes };
+    let txn = Txn { conditions, fences: Vec::new(), writes };
     // What the cluster checks first, checked here too, so a dry run refuses what a run would.
     api::validate::validate_txn(&txn).map_err(|refusal| Failure::Refused(format!("{refusal}; nothing was sent")))?;
     Ok(txn)

@@ -198,6 +198,40 @@ impl ConnectionLimits {
     }
 }
 
+/// The leader's controller (the `[controller]` table).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ControllerSettings {
+    /// How often the leader looks for expired leases; a lease is expired within one interval of
+    /// its due time.
+    pub lease_sweep_interval_ms: u64,
+}
+
+/// The range `lease_sweep_interval_ms` takes.
+pub const LEASE_SWEEP_INTERVAL_MS: std::ops::RangeInclusive<u64> = 100..=60_000;
+
+impl Default for ControllerSettings {
+    fn default() -> Self {
+        ControllerSettings { lease_sweep_interval_ms: 1000 }
+    }
+}
+
+impl ControllerSettings {
+    /// Checks the settings.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !LEASE_SWEEP_INTERVAL_MS.contains(&self.lease_sweep_interval_ms) {
+            return Err(ConfigError::Invalid(format!(
+                "controller.lease_sweep_interval_ms = {} is out of range; use {} to {} (default {})",
+                self.lease_sweep_interval_ms,
+                LEASE_SWEEP_INTERVAL_MS.start(),
+                LEASE_SWEEP_INTERVAL_MS.end(),
+                ControllerSettings::default().lease_sweep_interval_ms
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// A node's configuration.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -224,6 +258,8 @@ pub struct NodeConfig {
     pub connections: ConnectionLimits,
     /// Raft timing and snapshot policy.
     pub raft: RaftSettings,
+    /// What the leader's controller does, and how often.
+    pub controller: ControllerSettings,
     /// Start as a member rejoining after its data was lost: on an empty data directory, the node
     /// does not vote until it has caught up with the leader (see `node::rejoin`). No effect on a
     /// directory that holds data.
@@ -242,6 +278,7 @@ impl Default for NodeConfig {
             id_prefix: "st".into(),
             event_retention: api::limits::EVENT_RETENTION_DEFAULT,
             connections: ConnectionLimits::default(),
+            controller: ControllerSettings::default(),
             raft: RaftSettings::default(),
             rejoin: false,
         }
@@ -284,6 +321,7 @@ impl NodeConfig {
             )));
         }
         self.connections.validate()?;
+        self.controller.validate()?;
         self.raft.to_openraft(&self.cluster_name)?;
         Ok(())
     }

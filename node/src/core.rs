@@ -77,7 +77,9 @@ impl<D: Disk> NodeCore<D> {
     pub fn raft_view(&self) -> RaftView {
         let watched = self.raft.metrics();
         let mut view = raft_view_of(self.id, &watched.borrow_watched());
-        view.beads = self.state_machine.read(|state| state.bead_count()) as u64;
+        (view.beads, view.leases, view.controller_term) = self
+            .state_machine
+            .read(|state| (state.bead_count() as u64, state.lease_count() as u64, state.controller_term()));
         view.watch_streams = (WATCH_STREAMS_MAX - self.watch_streams.available_permits()) as u64;
         view
     }

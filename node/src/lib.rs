@@ -243,6 +243,7 @@ where
     let client_id = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     let leader = Arc::new(Leader::new(core.clone(), peers.clone(), client_id));
     let watcher = tokio::spawn(watch_metrics(core.clone(), observer));
+    let controller = tokio::spawn(leader::controller::run(core.clone()));
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     let services = [
         "strand.v1.Beads",
@@ -290,6 +291,7 @@ where
         .await;
     tracing::info!(node = core.id, "shutting down");
     watcher.abort();
+    controller.abort();
     let stopped = core.raft.shutdown().await;
     served?;
     stopped.map_err(|error| NodeError::Raft(error.to_string()))

@@ -75,6 +75,10 @@ pub struct RaftView {
     pub beads: u64,
     /// Open watch streams.
     pub watch_streams: u64,
+    /// Leased claims held, across namespaces.
+    pub leases: u64,
+    /// The highest term of a controller action applied.
+    pub controller_term: u64,
 }
 
 /// Why the connection limiter closed a connection, as the `reason` label says it. A variant's
@@ -168,13 +172,14 @@ pub struct Metrics {
     requests: [[Counter; 3]; 2],
     write_seconds: Histogram,
     forwarded: Counter,
+    leases_expired: Counter,
     gauges: [(ReadGauge, Gauge); GAUGES.len()],
     connections: ConnectionMetrics,
 }
 
 /// Scrape-time gauges: name, help (prometheus-client ends it with a period), and how each is
 /// read off a [`RaftView`].
-const GAUGES: [(&str, &str, ReadGauge); 9] = [
+const GAUGES: [(&str, &str, ReadGauge); 11] = [
     ("raft_term", "The node's current Raft term", |view| view.term as i64),
     ("raft_is_leader", "1 when this node is the Raft leader, else 0", |view| i64::from(view.is_leader)),
     ("raft_leader_id", "The id of the leader this node knows of; 0 when none", |view| view.leader as i64),
@@ -188,6 +193,10 @@ const GAUGES: [(&str, &str, ReadGauge); 9] = [
     }),
     ("beads", "Beads stored on this replica, across namespaces", |view| view.beads as i64),
     ("watch_streams", "Open watch streams served by this node", |view| view.watch_streams as i64),
+    ("leases", "Leased claims held on this replica, across namespaces", |view| view.leases as i64),
+    ("controller_term", "The term of the latest controller to act (the leader's, once its controller began)", |view| {
+        view.controller_term as i64
+    }),
 ];
 
 impl Default for Metrics {
@@ -215,6 +224,12 @@ impl Metrics {
             "Attempts to forward a write to the leader; a write retried after a leader change counts once per attempt",
             forwarded.clone(),
         );
+        let leases_expired = Counter::default();
+        registry.register(
+            "controller_leases_expired",
+            "Leases this node's controller expired while it led (their beads went back to open, or were dead-lettered)",
+            leases_expired.clone(),
+        );
         let gauges = GAUGES.map(|(name, help, read)| {
             let gauge = Gauge::default();
             registry.register(name, help, gauge.clone());
@@ -225,7 +240,7 @@ impl Metrics {
                 .map(|outcome| requests.get_or_create(&vec![("kind", kind), ("outcome", outcome.label())]).clone())
         });
         let connections = ConnectionMetrics::register(&mut registry);
-        Metrics { registry, requests, write_seconds, forwarded, gauges, connections }
+        Metrics { registry, requests, write_seconds, forwarded, leases_expired, gauges, connections }
     }
 
     /// The inbound-connection metrics, for the connection limiter.
@@ -242,6 +257,11 @@ impl Metrics {
     /// Counts a read.
     pub fn observe_read(&self, outcome: RequestOutcome) {
         self.requests[READ][outcome as usize].inc();
+    }
+
+    /// Counts a lease the controller expired.
+    pub fn observe_lease_expired(&self) {
+        self.leases_expired.inc();
     }
 
     /// Counts one attempt to forward a write to the leader.

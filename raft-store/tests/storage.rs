@@ -214,6 +214,7 @@ fn borrowed_records_encode_exactly_like_owned_ones() {
         assert_eq!(borrowed.to_record(), record);
         kinds.insert(match key {
             RecordKey::Clock => "clock",
+            RecordKey::ControllerTerm => "controller term",
             RecordKey::Namespace(_) => "namespace",
             RecordKey::Bead(..) => "bead",
             RecordKey::Session(_) => "session",
@@ -222,7 +223,7 @@ fn borrowed_records_encode_exactly_like_owned_ones() {
             RecordKey::LooseEdges(..) => "loose edges",
         });
     }
-    assert_eq!(kinds.len(), 7, "every kind of record was compared: {kinds:?}");
+    assert_eq!(kinds.len(), 8, "every kind of record was compared: {kinds:?}");
 }
 
 /// On a current-thread runtime an inline build would finish before any other task ran; on the

@@ -225,6 +225,7 @@ fn node_config(setup: &ClusterSetup, id: u64, data_dir: PathBuf) -> NodeConfig {
         // The real limits: simulated clients and peers send their handshake at once and ping
         // while idle, so only a connection whose bytes a partition swallowed is ever closed.
         connections: node::config::ConnectionLimits::default(),
+        controller: node::config::ControllerSettings::default(),
         raft: raft_settings(),
         rejoin: false,
     }

@@ -142,7 +142,7 @@ fn call(op: &Op) -> Call {
             labels: [LABEL.to_string()].into(),
             ..Default::default()
         })),
-        Op::Claim { id, actor } => Call::Write(Command::Claim { id, actor }),
+        Op::Claim { id, actor } => Call::Write(Command::Claim { id, actor, lease_ms: None }),
         Op::ClaimNext { actor } => Call::Write(Command::ClaimNext { actor, filter: ready_filter() }),
         Op::Update { id, priority } => {
             Call::Write(Command::Update(UpdateBead { id, priority: Some(priority), ..Default::default() }))

@@ -8,6 +8,7 @@ use std::time::Duration;
 use api::client::{Client, ClientConfig};
 use api::proto::raft_client::RaftClient;
 use node::peer::network::{PeerIdentity, PeerRpc};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// How long a test waits for a condition before failing.
 pub const WAIT_MAX: Duration = Duration::from_secs(60);
@@ -208,6 +209,27 @@ impl Cluster {
         .await
     }
 
+    /// Waits until the leader's controller has begun (some node applied its `Begin`), so that the
+    /// log indexes later writes get do not depend on when it did.
+    pub async fn wait_for_controller(&self) {
+        wait_for("the leader's controller to begin", || async {
+            for node in &self.nodes {
+                if node.child.is_none() {
+                    continue;
+                }
+                let (_, _, page) = http_get(&node.address, "/metrics").await;
+                let term = page
+                    .lines()
+                    .find_map(|line| line.strip_prefix("strand_controller_term ")?.trim().parse::<u64>().ok());
+                if term.is_some_and(|term| term > 0) {
+                    return Some(());
+                }
+            }
+            None
+        })
+        .await
+    }
+
     /// Waits until every live node has the same applied index and state digest; answers it.
     pub async fn wait_for_convergence(&self, expected_nodes: usize) -> (u64, u64) {
         let client = self.client();
@@ -237,6 +259,19 @@ impl Drop for Cluster {
             }
         }
     }
+}
+
+/// Sends one HTTP/1.1 GET and answers the status line, the headers and the body.
+pub async fn http_get(address: &str, path: &str) -> (String, String, String) {
+    let mut stream = tokio::net::TcpStream::connect(address).await.expect("connect to the node");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("send the request");
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.expect("read the response");
+    let response = String::from_utf8(response).expect("a text response");
+    let (head, body) = response.split_once("\r\n\r\n").expect("headers, then a body");
+    let (status, headers) = head.split_once("\r\n").unwrap_or((head, ""));
+    (status.to_string(), headers.to_ascii_lowercase(), body.to_string())
 }
 
 /// Polls `check` (with a short pause between polls) until it answers `Some`, or fails the test

@@ -55,6 +55,7 @@ fn run(endpoint: &str, args: &[&str], expect: Expect) {
 async fn json_output_and_exit_codes() {
     let cluster = Cluster::start(1, None);
     cluster.wait_for_leader().await;
+    cluster.wait_for_controller().await;
     let endpoint = cluster.endpoints()[0].clone();
     let down = format!("127.0.0.1:{}", free_port());
     let long_description = "d".repeat(api::limits::DESCRIPTION_BYTES_MAX + 1);

@@ -5,21 +5,7 @@
 
 use api::command::{Command, CreateBead, Query};
 use api::model::{Actor, BeadId};
-use tests::{Cluster, wait_for};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-/// Sends one HTTP/1.1 GET and answers the status line, the headers and the body.
-async fn http_get(address: &str, path: &str) -> (String, String, String) {
-    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).await.unwrap();
-    let response = String::from_utf8(response).unwrap();
-    let (head, body) = response.split_once("\r\n\r\n").unwrap();
-    let (status, headers) = head.split_once("\r\n").unwrap_or((head, ""));
-    (status.to_string(), headers.to_ascii_lowercase(), body.to_string())
-}
+use tests::{Cluster, http_get, wait_for};
 
 /// The value of an unlabelled or fully labelled sample line `name value`, if present.
 fn sample(page: &str, name: &str) -> Option<f64> {
@@ -37,7 +23,7 @@ async fn every_node_serves_raft_state_and_request_counters() {
     let through_follower = cluster.client_of(vec![follower.address.clone()]);
     let create = CreateBead { title: "scraped".into(), ..Default::default() };
     through_follower.execute(Command::Create(create)).await.unwrap();
-    let missing = Command::Claim { id: BeadId("st-999999".into()), actor: Actor("agent".into()) };
+    let missing = Command::Claim { id: BeadId("st-999999".into()), actor: Actor("agent".into()), lease_ms: None };
     assert!(through_follower.execute(missing).await.is_err(), "claiming a missing bead is refused");
     through_follower.query(Query::Get { ids: vec![BeadId("st-1".into())] }).await.unwrap();
 

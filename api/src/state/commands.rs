@@ -5,8 +5,10 @@ use std::collections::BTreeMap;
 
 use super::namespace::{LOOSE_EDGE_SOURCES_MAX, NamespaceState};
 use crate::command::{CreateBead, ReadyFilter, UpdateBead};
-use crate::limits::DEPENDENCIES_PER_BEAD_MAX;
-use crate::model::{Actor, Bead, BeadId, DEFAULT_TYPE, DepType, Status, Timestamp};
+use crate::limits::{DEPENDENCIES_PER_BEAD_MAX, MAX_DELIVERIES_DEFAULT};
+use crate::model::{
+    Actor, Bead, BeadId, DEFAULT_TYPE, DepType, LABEL_DEAD_LETTER, Lease, Status, Timestamp, event_type,
+};
 use crate::outcome::{Outcome, Refusal};
 use crate::validate::invalid_transition;
 
@@ -53,22 +55,126 @@ impl NamespaceState {
         Ok(false)
     }
 
-    pub(super) fn take_claim(&mut self, bead_id: &BeadId, actor: &Actor, now: Timestamp) -> Result<Outcome, Refusal> {
+    /// Claims a bead for `actor`, with a lease of `lease_ms` when given. A holder that claims
+    /// again keeps its claim; with a lease it renews the lease it holds, or takes a new one.
+    pub(super) fn take_claim(
+        &mut self,
+        bead_id: &BeadId,
+        actor: &Actor,
+        lease_ms: Option<u64>,
+        now: Timestamp,
+    ) -> Result<Outcome, Refusal> {
         let already_held = Self::check_claim(self.bead(bead_id)?, actor)?;
-        if already_held {
+        if already_held && lease_ms.is_none() {
             return Ok(Outcome::Bead(Box::new(self.bead(bead_id)?.clone())));
         }
+        let revision = self.revision;
         let bead = self.modify_and_read(bead_id, now, |bead| {
-            bead.status = Status::InProgress;
-            bead.assignee = actor.0.clone();
-            bead.started_at = Some(now);
+            if !already_held {
+                bead.status = Status::InProgress;
+                bead.assignee = actor.0.clone();
+                bead.started_at = Some(now);
+            }
+            if let Some(ttl_ms) = lease_ms {
+                let id = bead.lease.as_ref().map_or(revision, |lease| lease.id);
+                bead.lease = Some(lease(id, &actor.0, ttl_ms, revision, now));
+            }
         })?;
         Ok(Outcome::Bead(Box::new(bead)))
     }
 
     /// Claims one bead (BEADS-SPEC §3).
-    pub(super) fn claim(&mut self, bead_id: &BeadId, actor: &Actor, now: Timestamp) -> Result<Outcome, Refusal> {
-        self.take_claim(bead_id, actor, now)
+    pub(super) fn claim(
+        &mut self,
+        bead_id: &BeadId,
+        actor: &Actor,
+        lease_ms: Option<u64>,
+        now: Timestamp,
+    ) -> Result<Outcome, Refusal> {
+        self.take_claim(bead_id, actor, lease_ms, now)
+    }
+
+    /// The lease `actor` holds on a bead, checked against the lease id a request names.
+    fn held_lease(&self, bead_id: &BeadId, actor: &Actor, lease_id: Option<u64>) -> Result<Lease, Refusal> {
+        let bead = self.bead(bead_id)?;
+        let Some(lease) = bead.lease.as_ref().filter(|lease| lease.holder == actor.0) else {
+            let holder = bead.lease.as_ref().map(|lease| lease.holder.clone()).unwrap_or_default();
+            return Err(Refusal::NotLeaseHolder { id: bead_id.clone(), holder });
+        };
+        if let Some(lease_id) = lease_id.filter(|lease_id| *lease_id != lease.id) {
+            return Err(Refusal::LeaseLost { id: bead_id.clone(), lease_id, holder: bead.assignee.clone() });
+        }
+        Ok(lease.clone())
+    }
+
+    /// Renews `actor`'s lease on a bead for its length again.
+    pub(super) fn lease_renew(
+        &mut self,
+        bead_id: &BeadId,
+        actor: &Actor,
+        lease_id: Option<u64>,
+        now: Timestamp,
+    ) -> Result<Outcome, Refusal> {
+        let held = self.held_lease(bead_id, actor, lease_id)?;
+        let revision = self.revision;
+        let bead = self.modify_and_read(bead_id, now, |bead| {
+            bead.lease = Some(lease(held.id, &held.holder, held.ttl_ms, revision, now));
+        })?;
+        Ok(Outcome::Bead(Box::new(bead)))
+    }
+
+    /// Gives up `actor`'s leased claim: the bead goes back to `open`, unassigned.
+    pub(super) fn lease_release(
+        &mut self,
+        bead_id: &BeadId,
+        actor: &Actor,
+        lease_id: Option<u64>,
+        now: Timestamp,
+    ) -> Result<Outcome, Refusal> {
+        let held = self.held_lease(bead_id, actor, lease_id)?;
+        let bead = self.modify_and_read(bead_id, now, |bead| {
+            bead.status = Status::Open;
+            bead.assignee.clear();
+        })?;
+        self.emit(event_type::LEASE_RELEASED, bead_id, held.holder);
+        Ok(Outcome::Bead(Box::new(bead)))
+    }
+
+    /// Expires a lease the leader judged past due, if it is still the bead's current one as last
+    /// renewed at `renewed_at`: the bead goes back to `open`, unassigned, one delivery more; at
+    /// `max_deliveries` it is `blocked` and labelled `dead-letter` instead. Otherwise (renewed,
+    /// released, expired already, or the bead is gone) nothing changes, so applying it twice is
+    /// harmless. Answers the expired bead, or nothing.
+    pub(super) fn expire_lease(
+        &mut self,
+        bead_id: &BeadId,
+        lease_id: u64,
+        renewed_at: u64,
+        now: Timestamp,
+    ) -> Result<Outcome, Refusal> {
+        let current = self.beads.get(bead_id).and_then(|bead| bead.lease.as_ref());
+        let Some(holder) = current
+            .filter(|lease| lease.id == lease_id && lease.renewed_at == renewed_at)
+            .map(|lease| lease.holder.clone())
+        else {
+            return Ok(Outcome::Beads(Vec::new()));
+        };
+        let bead = self.modify_and_read(bead_id, now, |bead| {
+            bead.assignee.clear();
+            bead.delivery_count = bead.delivery_count.saturating_add(1);
+            if bead.delivery_count >= MAX_DELIVERIES_DEFAULT {
+                bead.status = Status::Blocked;
+                bead.labels.insert(LABEL_DEAD_LETTER.to_string());
+            } else {
+                bead.status = Status::Open;
+            }
+        })?;
+        self.emit(event_type::LEASE_EXPIRED, bead_id, holder);
+        if bead.status == Status::Blocked {
+            let message = format!("{} deliveries", bead.delivery_count);
+            self.emit(event_type::BEAD_DEAD_LETTERED, bead_id, message);
+        }
+        Ok(Outcome::Beads(vec![bead]))
     }
 
     /// Claims the first ready bead matching the filter; an empty list when none is ready.
@@ -82,7 +188,7 @@ impl NamespaceState {
         let candidates = self.ready_ids(&filter, now, |bead| Self::check_claim(bead, actor).is_ok())?;
         match candidates.first() {
             Some(bead_id) => {
-                let outcome = self.take_claim(bead_id, actor, now)?;
+                let outcome = self.take_claim(bead_id, actor, None, now)?;
                 let Outcome::Bead(bead) = outcome else { unreachable!("take_claim answers with a bead") };
                 Ok(Outcome::Beads(vec![*bead]))
             }
@@ -361,4 +467,16 @@ fn apply_fields(bead: &mut Bead, update: &UpdateBead, now: Timestamp) {
         bead.labels.remove(label);
     }
     merge_metadata(bead, &update.metadata);
+}
+
+/// A lease granted or renewed at log index `revision` and time `now`.
+fn lease(id: u64, holder: &str, ttl_ms: u64, revision: u64, now: Timestamp) -> Lease {
+    let ttl = i64::try_from(ttl_ms).unwrap_or(i64::MAX);
+    Lease {
+        id,
+        holder: holder.to_string(),
+        ttl_ms,
+        renewed_at: revision,
+        expires_at: Timestamp(now.0.saturating_add(ttl)),
+    }
 }

@@ -50,6 +50,8 @@ impl NamespaceState {
             self.meta.next_seq += 1;
             self.meta_dirty = true;
             bead.revision = self.revision;
+            // An import brings no lease: a lease is granted by a claim in this cluster only.
+            bead.lease = None;
             if bead.created_at == Timestamp(0) {
                 bead.created_at = now;
             }

@@ -145,6 +145,8 @@ pub struct Indexes {
     /// Closed wisps (what `purge` removes), oldest close first: `(closed_at, key)`, with a
     /// missing `closed_at` last (never old enough).
     pub closed_ephemeral: BTreeSet<(i64, CreatedKey)>,
+    /// Beads with a lease (what the leader's lease sweep reads).
+    pub leased: BTreeSet<BeadId>,
 }
 
 impl Indexes {
@@ -189,6 +191,9 @@ impl Indexes {
         if bead.ephemeral && bead.status == Status::Closed {
             self.closed_ephemeral.insert(closed_key(bead, key));
         }
+        if bead.lease.is_some() {
+            self.leased.insert(bead.id.clone());
+        }
     }
 
     fn remove_work(&mut self, bead: &Bead, key: &CreatedKey) {
@@ -198,6 +203,7 @@ impl Indexes {
         if bead.ephemeral && bead.status == Status::Closed {
             self.closed_ephemeral.remove(&closed_key(bead, key));
         }
+        self.leased.remove(&bead.id);
     }
 
     /// Removes a bead under its current fields (call before changing them).

@@ -24,8 +24,8 @@ use std::hash::{Hash, Hasher};
 
 use serde::{Deserialize, Serialize};
 
-use crate::command::{Command, Proposal, Query};
-use crate::model::{Bead, BeadId, DepType, Event, Namespace, Timestamp};
+use crate::command::{Command, ControllerAction, Proposal, Query};
+use crate::model::{Bead, BeadId, DepType, Event, Lease, Namespace, Timestamp};
 use crate::outcome::{Answer, NamespaceInfo, Outcome, Refusal};
 use crate::validate::{validate_command, validate_namespace, validate_prefix};
 pub use namespace::NamespaceMeta;
@@ -38,6 +38,8 @@ use session::{Seen, Sessions};
 pub enum RecordKey {
     /// The state's clock.
     Clock,
+    /// The highest term of a controller action applied.
+    ControllerTerm,
     /// A namespace's settings and counters.
     Namespace(Namespace),
     /// A bead.
@@ -57,6 +59,8 @@ pub enum RecordKey {
 pub enum Record {
     /// The state's clock.
     Clock(Timestamp),
+    /// The highest term of a controller action applied.
+    ControllerTerm(u64),
     /// A namespace's settings and counters.
     Namespace(NamespaceMeta),
     /// A bead.
@@ -79,6 +83,8 @@ pub enum Record {
 pub enum RecordRef<'a> {
     /// The state's clock.
     Clock(Timestamp),
+    /// The highest term of a controller action applied.
+    ControllerTerm(u64),
     /// A namespace's settings and counters.
     Namespace(&'a NamespaceMeta),
     /// A bead.
@@ -98,6 +104,7 @@ impl RecordRef<'_> {
     pub fn to_record(self) -> Record {
         match self {
             RecordRef::Clock(clock) => Record::Clock(clock),
+            RecordRef::ControllerTerm(term) => Record::ControllerTerm(term),
             RecordRef::Namespace(meta) => Record::Namespace(meta.clone()),
             RecordRef::Bead(bead) => Record::Bead(Box::new(bead.clone())),
             RecordRef::Session(session) => Record::Session(session.clone()),
@@ -147,6 +154,9 @@ pub struct State {
     sessions: Sessions,
     clock: Timestamp,
     clock_dirty: bool,
+    /// The highest term of a controller action applied: actions of lower terms are refused.
+    controller_term: u64,
+    controller_term_dirty: bool,
     removed_namespaces: BTreeSet<Namespace>,
     /// Records of deleted namespaces still to be removed from disk.
     removed_records: Vec<RecordKey>,
@@ -177,6 +187,7 @@ impl State {
                     loose.push((namespace, source, edges))
                 }
                 (RecordKey::Clock, Record::Clock(clock)) => state.clock = clock,
+                (RecordKey::ControllerTerm, Record::ControllerTerm(term)) => state.controller_term = term,
                 (RecordKey::Namespace(namespace), Record::Namespace(meta)) => {
                     state.namespaces.insert(namespace, NamespaceState::new(meta));
                 }
@@ -227,6 +238,7 @@ impl State {
         }
         self.sessions.dirty.clear();
         self.clock_dirty = false;
+        self.controller_term_dirty = false;
         self.removed_namespaces.clear();
         self.removed_records.clear();
     }
@@ -292,6 +304,7 @@ impl State {
         match &proposal.command {
             Command::NamespaceCreate { prefix } => return self.namespace_create(&proposal.namespace, prefix),
             Command::NamespaceDelete { force } => return self.namespace_delete(&proposal.namespace, *force),
+            Command::Controller { term, action } => return self.controller(&proposal.namespace, *term, action, now),
             _ => {}
         }
         let namespace_state = self.namespace_for_write(&proposal.namespace, &proposal.default_prefix)?;
@@ -317,7 +330,56 @@ impl State {
             Command::Txn(txn) => namespace_state.txn(txn, now),
             Command::Import { beads } => namespace_state.import(beads, now),
             Command::ImportUndo { beads } => namespace_state.import_undo(beads),
+            Command::LeaseRenew { id, lease_id } => namespace_state.lease_renew(id, actor, *lease_id, now),
+            Command::LeaseRelease { id, lease_id } => namespace_state.lease_release(id, actor, *lease_id, now),
+            Command::Controller { .. } => unreachable!("handled above"),
             write => namespace_state.bead_write(write, now),
+        }
+    }
+
+    /// How many leases are held, across namespaces.
+    pub fn lease_count(&self) -> usize {
+        self.namespaces.values().map(|namespace_state| namespace_state.indexes.leased.len()).sum()
+    }
+
+    /// Every lease held, with its namespace and bead: what the leader's lease sweep reads.
+    pub fn leases(&self) -> Vec<(Namespace, BeadId, Lease)> {
+        let mut leases = Vec::new();
+        for (namespace, namespace_state) in &self.namespaces {
+            for bead_id in &namespace_state.indexes.leased {
+                if let Some(lease) = namespace_state.beads.get(bead_id).and_then(|bead| bead.lease.clone()) {
+                    leases.push((namespace.clone(), bead_id.clone(), lease));
+                }
+            }
+        }
+        leases
+    }
+
+    /// The highest term of a controller action applied.
+    pub fn controller_term(&self) -> u64 {
+        self.controller_term
+    }
+
+    /// Applies a controller action: refused when a controller of a higher term has acted, so a
+    /// deposed leader cannot act late; otherwise its term becomes the fence. An action never
+    /// creates a namespace.
+    fn controller(&mut self, namespace: &Namespace, term: u64, action: &ControllerAction, now: Timestamp) -> Answer {
+        if term < self.controller_term {
+            return Err(Refusal::StaleControllerTerm { term, current: self.controller_term });
+        }
+        if term > self.controller_term {
+            self.controller_term = term;
+            self.controller_term_dirty = true;
+        }
+        match action {
+            ControllerAction::Begin => Ok(Outcome::Done),
+            ControllerAction::ExpireLease { id, lease_id, renewed_at } => match self.namespaces.get_mut(namespace) {
+                None => Ok(Outcome::Beads(Vec::new())),
+                Some(namespace_state) => {
+                    namespace_state.revision = self.revision;
+                    namespace_state.expire_lease(id, *lease_id, *renewed_at, now)
+                }
+            },
         }
     }
 
@@ -443,6 +505,9 @@ impl State {
         if self.clock_dirty {
             keys.push(RecordKey::Clock);
         }
+        if self.controller_term_dirty {
+            keys.push(RecordKey::ControllerTerm);
+        }
         keys.extend(std::mem::take(&mut self.removed_namespaces).into_iter().map(RecordKey::Namespace));
         keys.append(&mut self.removed_records);
         for (namespace, namespace_state) in &mut self.namespaces {
@@ -482,6 +547,7 @@ impl State {
     pub fn record(&self, key: &RecordKey) -> Option<RecordRef<'_>> {
         match key {
             RecordKey::Clock => Some(RecordRef::Clock(self.clock)),
+            RecordKey::ControllerTerm => Some(RecordRef::ControllerTerm(self.controller_term)),
             RecordKey::Namespace(namespace) => {
                 self.namespaces.get(namespace).map(|namespace_state| RecordRef::Namespace(&namespace_state.meta))
             }
@@ -501,7 +567,10 @@ impl State {
 
     /// Every record of the state, in key order (what a snapshot or a digest covers).
     pub fn records(&self) -> Vec<(RecordKey, Record)> {
-        let mut records = vec![(RecordKey::Clock, Record::Clock(self.clock))];
+        let mut records = vec![
+            (RecordKey::Clock, Record::Clock(self.clock)),
+            (RecordKey::ControllerTerm, Record::ControllerTerm(self.controller_term)),
+        ];
         for (namespace, namespace_state) in &self.namespaces {
             records.push((RecordKey::Namespace(namespace.clone()), Record::Namespace(namespace_state.meta.clone())));
             let mut beads: Vec<&Bead> = namespace_state.beads.values().collect();

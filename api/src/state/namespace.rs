@@ -316,6 +316,11 @@ impl NamespaceState {
         let before = bead.clone();
         let result = change(&mut bead);
         assert_eq!(bead.id, before.id, "a change must not rename a bead");
+        // A lease lives only while its holder has the bead in progress: closing, reopening,
+        // reassigning or releasing the bead ends it.
+        if bead.lease.as_ref().is_some_and(|lease| bead.status != Status::InProgress || bead.assignee != lease.holder) {
+            bead.lease = None;
+        }
         if bead != before {
             bead.updated_at = now;
             bead.revision = self.revision;

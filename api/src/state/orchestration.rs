@@ -387,7 +387,7 @@ impl NamespaceState {
         let Some(bead_id) = self.hook_ready(&agent.0, pool, 1, now)?.into_iter().next() else {
             return Ok(Outcome::Beads(Vec::new()));
         };
-        match self.take_claim(&bead_id, agent, now)? {
+        match self.take_claim(&bead_id, agent, None, now)? {
             Outcome::Bead(bead) => Ok(Outcome::Beads(vec![*bead])),
             other => unreachable!("take_claim answers with a bead, not {other:?}"),
         }

@@ -53,7 +53,10 @@ impl Harness {
             assert_eq!(rebuilt, Some(&namespace_state.indexes.open_children), "open-children counts match a rebuild");
             let rebuilt = reloaded.namespaces.get(namespace).map(|reloaded| &reloaded.indexes.closed_ephemeral);
             assert_eq!(rebuilt, Some(&namespace_state.indexes.closed_ephemeral), "closed wisps match a rebuild");
+            let rebuilt = reloaded.namespaces.get(namespace).map(|reloaded| &reloaded.indexes.leased);
+            assert_eq!(rebuilt, Some(&namespace_state.indexes.leased), "leased beads match a rebuild");
         }
+        assert_eq!(reloaded.controller_term(), self.state.controller_term(), "the controller's term is kept");
         let ready = |state: &State| {
             let filter = ReadyFilter { limit: 0, include_ephemeral: true, ..Default::default() };
             state.query(&self.namespace, &Query::Ready { filter, now: Timestamp(i64::MAX) })
@@ -97,7 +100,7 @@ impl Harness {
     }
 
     fn claim(&mut self, bead_id: &BeadId, actor: &str) -> Answer {
-        self.apply(Command::Claim { id: bead_id.clone(), actor: Actor(actor.into()) })
+        self.apply(Command::Claim { id: bead_id.clone(), actor: Actor(actor.into()), lease_ms: None })
     }
 
     fn close(&mut self, bead_id: &BeadId) -> Answer {
@@ -648,7 +651,7 @@ fn bad_input_is_refused_and_changes_nothing() {
         ),
         ("close unknown", Command::Close { ids: vec!["st-404".into()], reason: None }),
         ("delete unknown", Command::Delete { id: "st-404".into() }),
-        ("claim without actor", Command::Claim { id: "st-1".into(), actor: Actor(String::new()) }),
+        ("claim without actor", Command::Claim { id: "st-1".into(), actor: Actor(String::new()), lease_ms: None }),
     ];
     for (name, command) in cases {
         let mut harness = Harness::new();
@@ -881,7 +884,7 @@ fn retry_of_a_refused_request_is_refused_again() {
     let bead_id = harness.create("a");
     harness.claim(&bead_id, "bob").unwrap();
     let request_id = RequestId { client_id: 8, request_seq: 1, lowest_unacked: 1 };
-    let claim = Command::Claim { id: bead_id.clone(), actor: Actor("alice".into()) };
+    let claim = Command::Claim { id: bead_id.clone(), actor: Actor("alice".into()), lease_ms: None };
     let first = harness.apply_with(Some(request_id), claim.clone());
     harness.close(&bead_id).unwrap();
     assert_eq!(first, harness.apply_with(Some(request_id), claim));
@@ -1014,6 +1017,7 @@ fn update_cannot_grow_labels_past_the_limit() {
 }
 
 mod import;
+mod lease;
 mod metadata;
 mod orchestration;
 mod txn;

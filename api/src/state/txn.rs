@@ -7,7 +7,7 @@
 //! Invariant: a refused transaction leaves the namespace's records exactly as they were.
 
 use super::namespace::{Journal, NamespaceState};
-use crate::command::{Command, Condition, Txn};
+use crate::command::{Command, Condition, Fence, Txn};
 use crate::model::{BeadId, Timestamp};
 use crate::outcome::{Outcome, Refusal};
 
@@ -98,6 +98,12 @@ impl NamespaceState {
                 return Err(Refusal::RevisionMismatch { id: id.clone(), expected: *revision, current });
             }
         }
+        for Fence { id, lease_id } in &txn.fences {
+            let bead = self.bead(id)?;
+            if bead.lease.as_ref().is_none_or(|lease| lease.id != *lease_id) {
+                return Err(Refusal::LeaseLost { id: id.clone(), lease_id: *lease_id, holder: bead.assignee.clone() });
+            }
+        }
         self.begin_journal();
         let mut created: Vec<Option<BeadId>> = Vec::with_capacity(txn.writes.len());
         let mut outcomes = Vec::with_capacity(txn.writes.len());
@@ -131,7 +137,7 @@ impl NamespaceState {
             Command::Create(create) => self.create(create, now),
             Command::Update(update) => self.update(update, now),
             Command::SetMetadata { id, entries } => self.set_metadata(id, entries, now),
-            Command::Claim { id, actor } => self.claim(id, actor, now),
+            Command::Claim { id, actor, lease_ms } => self.claim(id, actor, *lease_ms, now),
             Command::Close { ids, reason } => self.close(ids, reason, now),
             Command::Reopen { id } => self.reopen(id, now),
             Command::Delete { id } => self.delete(id, now),

@@ -123,6 +123,15 @@ impl<D: Disk> Beads for BeadsService<D> {
     async fn claim(&self, request: Request<pb::ClaimRequest>) -> Result<Response<pb::BeadResponse>, Status> {
         write(&self.leader, request).await
     }
+    async fn lease_renew(&self, request: Request<pb::LeaseRenewRequest>) -> Result<Response<pb::BeadResponse>, Status> {
+        write(&self.leader, request).await
+    }
+    async fn lease_release(
+        &self,
+        request: Request<pb::LeaseReleaseRequest>,
+    ) -> Result<Response<pb::BeadResponse>, Status> {
+        write(&self.leader, request).await
+    }
     async fn claim_next(&self, request: Request<pb::ClaimNextRequest>) -> Result<Response<pb::BeadsResponse>, Status> {
         write(&self.leader, request).await
     }

@@ -1,6 +1,7 @@
 //! The leader plane: what must go through the Raft leader. A write is stamped and proposed here
 //! when this node leads, and forwarded to the leader as a [`LeaderRequest`] when it does not; a
-//! linearizable read waits for the leader's read index.
+//! linearizable read waits for the leader's read index. The controller (`controller.rs`) runs
+//! here while this node leads.
 //!
 //! Invariant: only the leader stamps a proposal (time, default prefix, event retention), so the
 //! state machine never reads a clock or the node's configuration.
@@ -9,6 +10,8 @@
 //! get an id from the node's own numbering.
 //! Invariant: this plane speaks no gRPC status: its failure is [`Unavailable`], which the client
 //! plane maps to its protocol.
+
+pub mod controller;
 
 use std::sync::Arc;
 use std::time::Duration;

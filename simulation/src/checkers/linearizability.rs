@@ -102,7 +102,7 @@ fn command_of(op: &Op) -> Option<Command> {
             metadata: large_metadata(title).into_iter().map(|(key, value)| (key, compact_value(&value))).collect(),
             ..Default::default()
         })),
-        Op::Claim { id, actor } => Some(Command::Claim { id: id.clone(), actor: actor.clone() }),
+        Op::Claim { id, actor } => Some(Command::Claim { id: id.clone(), actor: actor.clone(), lease_ms: None }),
         Op::ClaimNext { actor } => Some(Command::ClaimNext {
             actor: actor.clone(),
             filter: api::command::ReadyFilter {

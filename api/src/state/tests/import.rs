@@ -30,6 +30,8 @@ fn imported(id: &str, title: &str) -> Bead {
         closed_at: None,
         close_reason: None,
         defer_until: None,
+        lease: None,
+        delivery_count: 0,
         depends_on: BTreeMap::new(),
     }
 }

@@ -468,7 +468,10 @@ fn deleting_a_namespace_deletes_every_record_even_those_removed_earlier_in_the_s
     persist(&mut disk, &mut state);
     let reloaded = State::from_records(disk.clone()).expect("the disk reloads");
     assert_eq!(reloaded.digest(), state.digest());
-    assert!(disk.keys().all(|key| matches!(key, RecordKey::Clock | RecordKey::Session(_))), "{disk:?}");
+    assert!(
+        disk.keys().all(|key| matches!(key, RecordKey::Clock | RecordKey::ControllerTerm | RecordKey::Session(_))),
+        "{disk:?}"
+    );
 }
 
 // ---- hook ----
@@ -605,7 +608,13 @@ fn namespaces_are_created_with_a_prefix_listed_and_deleted_only_when_empty_or_fo
     assert_eq!(list, vec![NamespaceInfo { name: "city".into(), prefix: "gc".into(), beads: 1, last_event_seq: 1 }]);
     assert!(refusal(harness.apply(Command::NamespaceDelete { force: false })).contains("--force"));
     harness.apply(Command::NamespaceDelete { force: true }).unwrap();
-    assert!(harness.state.records().iter().all(|(key, _)| matches!(key, RecordKey::Clock | RecordKey::Session(_))));
+    assert!(
+        harness
+            .state
+            .records()
+            .iter()
+            .all(|(key, _)| matches!(key, RecordKey::Clock | RecordKey::ControllerTerm | RecordKey::Session(_)))
+    );
     assert!(refusal(harness.apply(Command::NamespaceDelete { force: true })).contains("does not exist"));
     assert_eq!(harness.create("again").0, "st-1", "a deleted namespace starts over with the default prefix");
 }

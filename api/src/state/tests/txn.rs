@@ -38,7 +38,7 @@ fn every_write_answers_the_bead_with_its_new_revision_and_update_time() {
     let writes = [
         update_title(&bead_id, "second"),
         Command::SetMetadata { id: id(), entries: [("k".to_string(), Some("v".to_string()))].into() },
-        Command::Claim { id: id(), actor: Actor("agent".into()) },
+        Command::Claim { id: id(), actor: Actor("agent".into()), lease_ms: None },
         Command::Close { ids: vec![id()], reason: None },
         Command::Reopen { id: id() },
         Command::Txn(Txn::conditional(id(), 0, update_title(&bead_id, "third"))),
@@ -92,7 +92,7 @@ fn a_graph_of_new_beads_and_edges_is_one_step_through_dollar_references() {
         Command::Create(CreateBead { title: "next".into(), needs: vec!["$1".into()], ..Default::default() }),
         Command::DepAdd { issue_id: "$2".into(), depends_on_id: "$0".into(), dep_type: DepType("related".into()) },
     ];
-    let answer = outcomes(harness.apply(Command::Txn(Txn { conditions: Vec::new(), writes })));
+    let answer = outcomes(harness.apply(Command::Txn(Txn { conditions: Vec::new(), fences: Vec::new(), writes })));
     let ids: Vec<BeadId> = answer
         .iter()
         .take(3)
@@ -133,7 +133,7 @@ fn a_refused_later_write_undoes_every_earlier_write_of_the_transaction() {
         Command::DepAdd { issue_id: waiting.clone(), depends_on_id: "$2".into(), dep_type: DepType::blocks() },
         Command::Update(UpdateBead { id: BeadId::from("st-404"), title: Some("x".into()), ..Default::default() }),
     ];
-    match harness.apply(Command::Txn(Txn { conditions: Vec::new(), writes })) {
+    match harness.apply(Command::Txn(Txn { conditions: Vec::new(), fences: Vec::new(), writes })) {
         Err(Refusal::TxnWriteRefused { index: 5, refusal }) => assert!(matches!(*refusal, Refusal::NotFound(_))),
         other => panic!("the sixth write is refused, got {other:?}"),
     }
@@ -149,9 +149,10 @@ fn a_transaction_holds_bead_writes_only_and_at_least_one() {
     let mut harness = Harness::new();
     let empty = Txn::default();
     assert!(matches!(harness.apply(Command::Txn(empty)), Err(Refusal::Invalid(_))));
-    let nested = Txn { conditions: Vec::new(), writes: vec![Command::Txn(Txn::default())] };
+    let nested = Txn { conditions: Vec::new(), fences: Vec::new(), writes: vec![Command::Txn(Txn::default())] };
     assert!(matches!(harness.apply(Command::Txn(nested)), Err(Refusal::Invalid(_))));
-    let reference = Txn { conditions: Vec::new(), writes: vec![update_title(&BeadId::from("$0"), "x")] };
+    let reference =
+        Txn { conditions: Vec::new(), fences: Vec::new(), writes: vec![update_title(&BeadId::from("$0"), "x")] };
     assert!(matches!(harness.apply(Command::Txn(reference)), Err(Refusal::Invalid(_))), "$0 names no earlier create");
 }
 
@@ -170,12 +171,14 @@ fn a_set_metadata_value_that_is_exactly_a_dollar_reference_names_the_created_bea
         })
     };
     let writes = vec![create("root", ""), create("step", "$0"), refers("$0")];
-    let outcomes = outcomes(harness.apply(Command::Txn(Txn { conditions: Vec::new(), writes })));
+    let outcomes = outcomes(harness.apply(Command::Txn(Txn { conditions: Vec::new(), fences: Vec::new(), writes })));
     let root = bead_of(Ok(outcomes[0].clone()));
     let step = harness.get(&bead_of(Ok(outcomes[1].clone())).id);
     assert_eq!(step.metadata["gc.root"], root.id.0, "$0 in a set_metadata is the root's id");
     assert_eq!(step.metadata["kept"], "$0", "a create's metadata is kept as written");
     let dangling = vec![create("root", ""), create("step", ""), refers("$5")];
-    let refusal = harness.apply(Command::Txn(Txn { conditions: Vec::new(), writes: dangling })).expect_err("refused");
+    let refusal = harness
+        .apply(Command::Txn(Txn { conditions: Vec::new(), fences: Vec::new(), writes: dangling }))
+        .expect_err("refused");
     assert!(refusal.to_string().contains("names no bead"), "{refusal}");
 }
