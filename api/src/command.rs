@@ -94,6 +94,8 @@ pub enum Command {
         actor: Actor,
         /// Which beads qualify; `limit` is ignored.
         filter: ReadyFilter,
+        /// A lease for the claim, as [`Command::Claim`]'s.
+        lease_ms: Option<u64>,
     },
     /// Close beads; closing a closed bead succeeds and changes nothing.
     Close {
@@ -159,6 +161,9 @@ pub enum Command {
         agent: Actor,
         /// Its pool, if any.
         pool: Option<String>,
+        /// A lease for a new claim, as [`Command::Claim`]'s (a bead already in progress is
+        /// answered as it is).
+        lease_ms: Option<u64>,
     },
     /// Send a message (from the proposal's actor).
     MailSend(MailSend),
@@ -521,6 +526,8 @@ pub struct UpdateBead {
     pub metadata: BTreeMap<String, Option<String>>,
     /// Claim the bead for this actor first, atomically with the other changes.
     pub claim_for: Option<Actor>,
+    /// With `claim_for`: a lease for the claim, as [`Command::Claim`]'s.
+    pub lease_ms: Option<u64>,
     /// Make the bead a wisp (`true`) or persistent (`false`).
     pub ephemeral: Option<bool>,
     /// Set or clear bd's `no_history`.

@@ -253,6 +253,7 @@ write_request!(pb::UpdateRequest, |request| {
         remove_labels: request.remove_labels.into_iter().collect(),
         metadata: metadata_changes(request.metadata),
         claim_for: request.claim_for.map(Actor),
+        lease_ms: request.lease_ms,
     }))
 });
 
@@ -273,7 +274,11 @@ write_request!(pb::LeaseReleaseRequest, |request| {
 });
 
 write_request!(pb::ClaimNextRequest, |request| {
-    Ok(Command::ClaimNext { actor: Actor(request.actor), filter: ready_filter(request.filter)? })
+    Ok(Command::ClaimNext {
+        actor: Actor(request.actor),
+        filter: ready_filter(request.filter)?,
+        lease_ms: request.lease_ms,
+    })
 });
 
 write_request!(pb::CloseRequest, |request| {
@@ -326,7 +331,7 @@ write_request!(pb::SlingRequest, |request| {
 });
 
 write_request!(pb::HookClaimRequest, |request| {
-    Ok(Command::HookClaim { agent: Actor(request.agent), pool: non_empty(request.pool) })
+    Ok(Command::HookClaim { agent: Actor(request.agent), pool: non_empty(request.pool), lease_ms: request.lease_ms })
 });
 
 write_request!(pb::MailSendRequest, |request| {
@@ -560,10 +565,11 @@ pub fn write_to_proto(header: pb::WriteHeader, command: &Command) -> Option<Writ
             WriteProto::LeaseRelease(pb::LeaseReleaseRequest { header, id: id.0, lease_id })
         }
         Command::Controller { .. } => return None,
-        Command::ClaimNext { actor, filter } => WriteProto::ClaimNext(pb::ClaimNextRequest {
+        Command::ClaimNext { actor, filter, lease_ms } => WriteProto::ClaimNext(pb::ClaimNextRequest {
             header,
             actor: actor.0,
             filter: Some(ready_filter_to_proto(&filter)),
+            lease_ms,
         }),
         Command::Close { ids, reason } => {
             WriteProto::Close(pb::CloseRequest { header, ids: ids_to_proto(ids), reason })
@@ -587,9 +593,12 @@ pub fn write_to_proto(header: pb::WriteHeader, command: &Command) -> Option<Writ
         Command::FormulaDelete { name } => WriteProto::FormulaDelete(pb::FormulaDeleteRequest { header, name }),
         Command::MolCook(cook) => WriteProto::MolCook(cook_to_proto(header, cook)),
         Command::Sling(sling) => WriteProto::Sling(sling_to_proto(header, sling)),
-        Command::HookClaim { agent, pool } => {
-            WriteProto::HookClaim(pb::HookClaimRequest { header, agent: agent.0, pool: pool.unwrap_or_default() })
-        }
+        Command::HookClaim { agent, pool, lease_ms } => WriteProto::HookClaim(pb::HookClaimRequest {
+            header,
+            agent: agent.0,
+            pool: pool.unwrap_or_default(),
+            lease_ms,
+        }),
         Command::MailSend(mail) => WriteProto::MailSend(pb::MailSendRequest {
             header,
             to: mail.to,
@@ -683,6 +692,7 @@ fn update_to_proto(header: Option<pb::WriteHeader>, update: UpdateBead) -> pb::U
         remove_labels: update.remove_labels.into_iter().collect(),
         metadata: metadata_to_proto(update.metadata),
         claim_for: update.claim_for.map(|actor| actor.0),
+        lease_ms: update.lease_ms,
     }
 }
 

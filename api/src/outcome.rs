@@ -182,17 +182,24 @@ pub enum Refusal {
     /// A write fenced by a lease (`--lease-id`) found another lease, or none, on the bead: the
     /// writer's claim was lost (its lease expired, was released, or the bead moved on).
     #[error(
-        "claim lost: lease {lease_id} on bead {} is no longer current (it expired or was released); bead now held by {}; stop work on it",
+        "claim lost: lease {lease_id} is not bead {}'s current lease (it expired, was released, or belongs to another bead); bead now {}; stop work on it (a lease id fences writes to its own bead only)",
         printable(id.as_str()),
-        if holder.is_empty() { "nobody".to_string() } else { printable(holder).to_string() }
+        match current {
+            Some(current) => format!("held by {} under lease {current}", printable(holder)),
+            None => format!("has no lease (status {status})"),
+        }
     )]
     LeaseLost {
         /// The bead.
         id: BeadId,
         /// The lease the write carried.
         lease_id: u64,
-        /// Who holds the bead now (empty: nobody).
+        /// The holder of the bead's current lease (empty: none).
         holder: String,
+        /// The bead's current lease id, if it has one.
+        current: Option<u64>,
+        /// The bead's status.
+        status: Status,
     },
     /// A lease renewal or release by someone who does not hold the bead's lease.
     #[error(
@@ -233,6 +240,19 @@ pub enum Refusal {
         /// The request.
         request_seq: u64,
     },
+}
+
+impl Refusal {
+    /// A write fenced by `lease_id` found `bead` under another lease, or none.
+    pub fn lease_lost(bead: &Bead, lease_id: u64) -> Refusal {
+        Refusal::LeaseLost {
+            id: bead.id.clone(),
+            lease_id,
+            holder: bead.lease.as_ref().map(|lease| lease.holder.clone()).unwrap_or_default(),
+            current: bead.lease.as_ref().map(|lease| lease.id),
+            status: bead.status,
+        }
+    }
 }
 
 /// The result of applying one proposal or running one query.

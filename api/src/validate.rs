@@ -178,6 +178,12 @@ fn validate_update(update: &UpdateBead) -> Result<(), Refusal> {
         }
     }
     check_priority(update.priority)?;
+    if let Some(lease_ms) = update.lease_ms {
+        if update.claim_for.is_none() {
+            return Err(Refusal::Invalid("a lease comes with a claim; add --claim".into()));
+        }
+        validate_lease(lease_ms)?;
+    }
     for (what, value) in [("type", &update.bead_type), ("assignee", &update.assignee)] {
         if let Some(value) = value {
             check_names(&[(what, value)])?;
@@ -212,7 +218,10 @@ pub fn validate_command(command: &Command) -> Result<(), Refusal> {
             }
             check_names(&[("actor", &actor.0)])?;
             match command {
-                Command::ClaimNext { filter, .. } => validate_ready_filter(filter),
+                Command::ClaimNext { filter, lease_ms, .. } => {
+                    lease_ms.map_or(Ok(()), validate_lease)?;
+                    validate_ready_filter(filter)
+                }
                 Command::Claim { lease_ms: Some(lease_ms), .. } => validate_lease(*lease_ms),
                 _ => Ok(()),
             }
@@ -241,8 +250,9 @@ pub fn validate_command(command: &Command) -> Result<(), Refusal> {
         Command::FormulaDelete { name } => check_names(&[("formula name", name)]),
         Command::MolCook(cook) => validate_cook(cook),
         Command::Sling(sling) => validate_sling(sling),
-        Command::HookClaim { agent, pool } => {
+        Command::HookClaim { agent, pool, lease_ms } => {
             check_actor(&agent.0, "hook --claim")?;
+            lease_ms.map_or(Ok(()), validate_lease)?;
             check_names(&[("pool", pool.as_deref().unwrap_or_default())])
         }
         Command::MailSend(mail) => {

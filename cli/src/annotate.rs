@@ -7,6 +7,7 @@ use api::command::{Command, Query, UpdateBead};
 use api::model::BeadId;
 use clap::Subcommand;
 
+use crate::beads::write_fenced;
 use crate::orchestration::{beads_of, one_bead};
 use crate::output::print_value;
 use crate::{Cli, Failure, Outcome};
@@ -61,7 +62,7 @@ pub async fn run_label(cli: &Cli, command: &LabelCommand) -> Outcome {
         } else {
             update.remove_labels.insert(label.clone());
         }
-        client.execute(Command::Update(update)).await?;
+        write_fenced(cli, &client, id, Command::Update(update)).await?;
         let status = if adding { "added" } else { "removed" };
         if !cli.json {
             println!("{status} label {label} {} {id}", if adding { "to" } else { "from" });
@@ -83,7 +84,7 @@ pub async fn run_comment(cli: &Cli, id: &str, words: &[String]) -> Outcome {
     let author = cli.actor();
     let update =
         UpdateBead { id: BeadId::from(id), append_notes: Some(format!("{author}: {text}")), ..UpdateBead::default() };
-    let bead = beads_of(cli.client()?.execute(Command::Update(update)).await?)
+    let bead = beads_of(write_fenced(cli, &cli.client()?, id, Command::Update(update)).await?)
         .pop()
         .ok_or_else(|| Failure::Refused("the cluster answered the comment with no bead".into()))?;
     if cli.json {

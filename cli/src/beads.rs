@@ -253,6 +253,9 @@ pub struct UpdateArgs {
     /// Claim the bead for the actor, atomically with the other changes.
     #[arg(long)]
     claim: bool,
+    /// With --claim: a lease, so the claim lapses unless renewed (1s to 7d; 10m, 1h).
+    #[arg(long, value_name = "DURATION", value_parser = parse_lease, requires = "claim")]
+    lease: Option<u64>,
     /// Metadata as a JSON object (or @FILE), merged key by key into the bead's.
     #[arg(long, conflicts_with_all = ["set_metadata", "unset_metadata"])]
     metadata: Option<String>,
@@ -449,6 +452,9 @@ pub struct ReadyArgs {
     /// Claim the first ready bead atomically; exit 1 if none.
     #[arg(long)]
     claim: bool,
+    /// With --claim: a lease, so the claim lapses unless renewed (1s to 7d; 10m, 1h).
+    #[arg(long, value_name = "DURATION", value_parser = parse_lease, requires = "claim")]
+    lease: Option<u64>,
     /// Text layouts of bd, accepted.
     #[arg(long, hide = true)]
     pretty: bool,
@@ -658,6 +664,7 @@ fn update_command(
         remove_labels,
         metadata,
         claim_for: args.claim.then(|| Actor(cli.actor())),
+        lease_ms: args.lease,
         ephemeral: flag(args.ephemeral, args.persistent),
         no_history: flag(args.no_history, args.history),
     })
@@ -776,6 +783,11 @@ impl Guard<'_> {
     }
 }
 
+/// Sends a write to one bead, fenced by the lease id writes carry (`--lease-id`), if any.
+pub async fn write_fenced(cli: &Cli, client: &Client, id: &str, command: Command) -> Result<Answer, Failure> {
+    write_if(client, command, Guard { id, revision: None, lease_id: cli.lease_id() }).await
+}
+
 /// Sends one write, as its guard says.
 async fn write_if(client: &Client, command: Command, guard: Guard<'_>) -> Result<Answer, Failure> {
     let (conditions, fences) = guard.parts();
@@ -885,6 +897,7 @@ impl ReadyArgs {
             offset: args.offset,
             sort: "priority".into(),
             claim: false,
+            lease: None,
             pretty: false,
             plain: false,
         }
@@ -1001,7 +1014,7 @@ async fn run_reopen(cli: &Cli, ids: &[String]) -> Outcome {
             eprintln!("{id} is already open");
             continue;
         }
-        reopened.extend(beads_of(client.execute(Command::Reopen { id: bead_id }).await?));
+        reopened.extend(beads_of(write_fenced(cli, &client, id, Command::Reopen { id: bead_id }).await?));
     }
     print_beads(&reopened, cli.json);
     Ok(!failed)
@@ -1120,7 +1133,8 @@ async fn run_ready(cli: &Cli, args: &ReadyArgs) -> Outcome {
     let sort = ReadySort::parse(&args.sort)?;
     if args.claim {
         let filter = ready_filter(args, 1)?;
-        let beads = beads_of(client.execute(Command::ClaimNext { actor: Actor(cli.actor()), filter }).await?);
+        let claim = Command::ClaimNext { actor: Actor(cli.actor()), filter, lease_ms: args.lease };
+        let beads = beads_of(client.execute(claim).await?);
         print_with_counts(&beads, cli.json);
         return Ok(!beads.is_empty());
     }
@@ -1173,7 +1187,7 @@ async fn run_dep_command(cli: &Cli, command: &DepCommand) -> Outcome {
                 depends_on_id: BeadId::from(target.as_str()),
                 dep_type: DepType(dep_type.clone()),
             };
-            client.execute(command).await?;
+            write_fenced(cli, &client, issue, command).await?;
             if cli.json {
                 print_value(
                     &serde_json::json!({ "status": "added", "issue_id": issue, "depends_on_id": target, "type": dep_type, "schema_version": 1 }),
@@ -1188,7 +1202,7 @@ async fn run_dep_command(cli: &Cli, command: &DepCommand) -> Outcome {
                 issue_id: BeadId::from(issue.as_str()),
                 depends_on_id: BeadId::from(depends_on.as_str()),
             };
-            client.execute(command).await?;
+            write_fenced(cli, &client, issue, command).await?;
             if cli.json {
                 print_value(
                     &serde_json::json!({ "status": "removed", "issue_id": issue, "depends_on_id": depends_on, "schema_version": 1 }),

@@ -141,7 +141,7 @@ async fn run_phase(
                         limit: 1,
                         ..Default::default()
                     };
-                    Command::ClaimNext { actor: actor.clone(), filter }
+                    Command::ClaimNext { actor: actor.clone(), filter, lease_ms: None }
                 };
                 let attempt = Instant::now();
                 let answer = client.execute(command).await;

@@ -116,7 +116,7 @@ pub async fn run_hook(cli: &Cli, args: &HookArgs) -> Outcome {
             let actor = Actor(format!("agent-{agent}"));
             loop {
                 let attempt = Instant::now();
-                let command = Command::HookClaim { agent: actor.clone(), pool: Some(pool.to_string()) };
+                let command = Command::HookClaim { agent: actor.clone(), pool: Some(pool.to_string()), lease_ms: None };
                 let beads = match client.execute(command).await? {
                     Answer::Beads(beads) => beads,
                     other => return Err(ClientError::Failed(format!("hook --claim answered {other:?}"))),

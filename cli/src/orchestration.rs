@@ -120,6 +120,9 @@ pub struct HookArgs {
     /// Claim the next item atomically (the agent's in-progress bead comes back first).
     #[arg(long)]
     claim: bool,
+    /// With --claim: a lease, so the claim lapses unless renewed (1s to 7d; 10m, 1h).
+    #[arg(long, value_name = "DURATION", value_parser = crate::beads::parse_lease, requires = "claim")]
+    lease: Option<u64>,
     /// At most N beads; default 20, or 1 with --inject.
     #[arg(long)]
     limit: Option<u32>,
@@ -296,7 +299,9 @@ async fn hook_beads(cli: &Cli, args: &HookArgs) -> Result<Vec<Bead>, Failure> {
     }
     let client = cli.client()?;
     let answer = if args.claim {
-        client.execute(Command::HookClaim { agent: Actor(agent), pool: args.pool.clone() }).await?
+        client
+            .execute(Command::HookClaim { agent: Actor(agent), pool: args.pool.clone(), lease_ms: args.lease })
+            .await?
     } else {
         // The node reads `now` from its own clock (for `defer_until`); the reader's is never used.
         let query = Query::Hook { agent, pool: args.pool.clone(), limit, now: Timestamp(0) };

@@ -150,6 +150,7 @@ impl UpdateInput {
             remove_labels: self.remove_labels.unwrap_or_default().into_iter().collect(),
             metadata: self.metadata.unwrap_or_default(),
             claim_for: None,
+            lease_ms: None,
             // Gas City's update does not change these (its `UpdateOpts` has no such field).
             ephemeral: None,
             no_history: None,

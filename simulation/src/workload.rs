@@ -143,7 +143,7 @@ fn call(op: &Op) -> Call {
             ..Default::default()
         })),
         Op::Claim { id, actor } => Call::Write(Command::Claim { id, actor, lease_ms: None }),
-        Op::ClaimNext { actor } => Call::Write(Command::ClaimNext { actor, filter: ready_filter() }),
+        Op::ClaimNext { actor } => Call::Write(Command::ClaimNext { actor, filter: ready_filter(), lease_ms: None }),
         Op::Update { id, priority } => {
             Call::Write(Command::Update(UpdateBead { id, priority: Some(priority), ..Default::default() }))
         }

@@ -102,7 +102,7 @@ impl NamespaceState {
             return Err(Refusal::NotLeaseHolder { id: bead_id.clone(), holder });
         };
         if let Some(lease_id) = lease_id.filter(|lease_id| *lease_id != lease.id) {
-            return Err(Refusal::LeaseLost { id: bead_id.clone(), lease_id, holder: bead.assignee.clone() });
+            return Err(Refusal::lease_lost(bead, lease_id));
         }
         Ok(lease.clone())
     }
@@ -182,13 +182,14 @@ impl NamespaceState {
         &mut self,
         actor: &Actor,
         filter: &ReadyFilter,
+        lease_ms: Option<u64>,
         now: Timestamp,
     ) -> Result<Outcome, Refusal> {
         let filter = ReadyFilter { limit: 1, ..filter.clone() };
         let candidates = self.ready_ids(&filter, now, |bead| Self::check_claim(bead, actor).is_ok())?;
         match candidates.first() {
             Some(bead_id) => {
-                let outcome = self.take_claim(bead_id, actor, None, now)?;
+                let outcome = self.take_claim(bead_id, actor, lease_ms, now)?;
                 let Outcome::Bead(bead) = outcome else { unreachable!("take_claim answers with a bead") };
                 Ok(Outcome::Beads(vec![*bead]))
             }
@@ -260,13 +261,18 @@ impl NamespaceState {
         if update.is_empty() {
             return Ok(Outcome::Bead(Box::new(current)));
         }
+        let revision = self.revision;
         let bead = self.modify_and_read(&update.id, now, |bead| {
-            if let Some(actor) = &update.claim_for
-                && !(bead.status == Status::InProgress && bead.assignee == actor.0)
-            {
-                bead.status = Status::InProgress;
-                bead.assignee = actor.0.clone();
-                bead.started_at = Some(now);
+            if let Some(actor) = &update.claim_for {
+                if !(bead.status == Status::InProgress && bead.assignee == actor.0) {
+                    bead.status = Status::InProgress;
+                    bead.assignee = actor.0.clone();
+                    bead.started_at = Some(now);
+                }
+                if let Some(ttl_ms) = update.lease_ms {
+                    let id = bead.lease.as_ref().map_or(revision, |lease| lease.id);
+                    bead.lease = Some(lease(id, &actor.0, ttl_ms, revision, now));
+                }
             }
             apply_fields(bead, update, now);
         })?;
@@ -321,6 +327,10 @@ impl NamespaceState {
                 bead.defer_until = None;
                 bead.closed_at = None;
                 bead.close_reason = None;
+            }
+            // Reopening a dead-lettered bead gives it a fresh set of deliveries.
+            if bead.labels.remove(LABEL_DEAD_LETTER) {
+                bead.delivery_count = 0;
             }
         })?;
         Ok(Outcome::Bead(Box::new(bead)))

@@ -315,7 +315,9 @@ impl State {
             Command::FormulaDelete { name } => namespace_state.formula_delete(name),
             Command::MolCook(cook) => namespace_state.mol_cook(cook, now),
             Command::Sling(sling) => namespace_state.sling(sling, now),
-            Command::HookClaim { agent, pool } => namespace_state.hook_claim(agent, pool.as_deref(), now),
+            Command::HookClaim { agent, pool, lease_ms } => {
+                namespace_state.hook_claim(agent, pool.as_deref(), *lease_ms, now)
+            }
             Command::MailSend(mail) => namespace_state.mail_send(mail, actor, now),
             Command::MailMark { id, read } => namespace_state.mail_mark(id, *read, now),
             Command::MailArchive { id } => namespace_state.mail_archive(id, now),
@@ -326,7 +328,7 @@ impl State {
             Command::ConvoyLand { id, reason } => namespace_state.convoy_land(id, reason, now),
             Command::ConvoyCheck => namespace_state.convoy_check(now),
             Command::Purge { older_than_ms } => namespace_state.purge(*older_than_ms, now),
-            Command::ClaimNext { actor, filter } => namespace_state.claim_next(actor, filter, now),
+            Command::ClaimNext { actor, filter, lease_ms } => namespace_state.claim_next(actor, filter, *lease_ms, now),
             Command::Txn(txn) => namespace_state.txn(txn, now),
             Command::Import { beads } => namespace_state.import(beads, now),
             Command::ImportUndo { beads } => namespace_state.import_undo(beads),

@@ -380,14 +380,20 @@ impl NamespaceState {
 
     /// The work query with `--claim`: the agent's own in-progress bead, else the first ready bead
     /// it can take, claimed in this command. An empty answer when there is no work.
-    pub(super) fn hook_claim(&mut self, agent: &Actor, pool: Option<&str>, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(super) fn hook_claim(
+        &mut self,
+        agent: &Actor,
+        pool: Option<&str>,
+        lease_ms: Option<u64>,
+        now: Timestamp,
+    ) -> Result<Outcome, Refusal> {
         if let Some(bead_id) = self.working_ids(&agent.0).first() {
             return Ok(Outcome::Beads(vec![self.beads[bead_id].clone()]));
         }
         let Some(bead_id) = self.hook_ready(&agent.0, pool, 1, now)?.into_iter().next() else {
             return Ok(Outcome::Beads(Vec::new()));
         };
-        match self.take_claim(&bead_id, agent, None, now)? {
+        match self.take_claim(&bead_id, agent, lease_ms, now)? {
             Outcome::Bead(bead) => Ok(Outcome::Beads(vec![*bead])),
             other => unreachable!("take_claim answers with a bead, not {other:?}"),
         }

@@ -371,7 +371,7 @@ fn claim_next_takes_first_ready_in_order_and_skips_held() {
     let high = harness.create_with(CreateBead { title: "high".into(), priority: Some(0), ..Default::default() });
     let unset = harness.create("unset");
     let next = |harness: &mut Harness, actor: &str| {
-        let command = Command::ClaimNext { actor: Actor(actor.into()), filter: ReadyFilter::default() };
+        let command = Command::ClaimNext { actor: Actor(actor.into()), filter: ReadyFilter::default(), lease_ms: None };
         beads_of(harness.apply(command)).into_iter().map(|bead| bead.id).collect::<Vec<_>>()
     };
     assert_eq!(next(&mut harness, "a"), vec![high]);
@@ -390,7 +390,7 @@ fn claim_next_skips_beads_assigned_to_others() {
         ..Default::default()
     });
     let free = harness.create("free");
-    let command = Command::ClaimNext { actor: Actor("alice".into()), filter: ReadyFilter::default() };
+    let command = Command::ClaimNext { actor: Actor("alice".into()), filter: ReadyFilter::default(), lease_ms: None };
     assert_eq!(beads_of(harness.apply(command))[0].id, free);
 }
 

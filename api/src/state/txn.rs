@@ -101,7 +101,7 @@ impl NamespaceState {
         for Fence { id, lease_id } in &txn.fences {
             let bead = self.bead(id)?;
             if bead.lease.as_ref().is_none_or(|lease| lease.id != *lease_id) {
-                return Err(Refusal::LeaseLost { id: id.clone(), lease_id: *lease_id, holder: bead.assignee.clone() });
+                return Err(Refusal::lease_lost(bead, *lease_id));
             }
         }
         self.begin_journal();

@@ -110,6 +110,7 @@ fn command_of(op: &Op) -> Option<Command> {
                 unassigned: true,
                 ..Default::default()
             },
+            lease_ms: None,
         }),
         Op::Update { id, priority } => Some(Command::Update(api::command::UpdateBead {
             id: id.clone(),

@@ -65,6 +65,11 @@ fn a_leased_claim_carries_a_fencing_token_that_grows_with_every_grant() {
     assert_eq!(renewed.id, lease.id);
     assert!(renewed.renewed_at > lease.renewed_at && renewed.expires_at > lease.expires_at);
 
+    // A claim again by the holder, with a lease, renews the same lease.
+    let again = bead_of(harness.claim_leased(&bead_id, "alice", 5 * MINUTE_MS)).lease.unwrap();
+    assert_eq!((again.id, again.ttl_ms), (lease.id, 5 * MINUTE_MS));
+    assert!(again.renewed_at > renewed.renewed_at);
+
     // Released, then granted to another: a higher id.
     harness.as_actor("alice", Command::LeaseRelease { id: bead_id.clone(), lease_id: None }).unwrap();
     let released = harness.get(&bead_id);
@@ -94,6 +99,10 @@ fn only_the_holder_renews_or_releases_and_a_stale_lease_id_is_refused() {
     let stale = Command::LeaseRenew { id: bead_id.clone(), lease_id: Some(lease.id + 1) };
     assert!(matches!(harness.as_actor("alice", stale), Err(Refusal::LeaseLost { .. })));
     assert_eq!(content(&harness.state), before, "refusals change nothing");
+    let other = harness.create("other");
+    let wrong_bead = fenced(&other, lease.id, Command::Close { ids: vec![other.clone()], reason: None });
+    let refusal = harness.apply(wrong_bead).unwrap_err();
+    assert!(refusal.to_string().contains("has no lease (status open)"), "{refusal}");
     let unleased = harness.create("plain");
     harness.claim(&unleased, "alice").unwrap();
     let refusal = harness.as_actor("alice", Command::LeaseRenew { id: unleased, lease_id: None }).unwrap_err();
@@ -132,7 +141,8 @@ fn a_write_fenced_by_a_lost_lease_is_refused_and_the_new_holders_work_stands() {
     match harness.apply(fenced(&bead_id, old.id, late_close)) {
         Err(refusal @ Refusal::LeaseLost { .. }) => {
             let message = refusal.to_string();
-            assert!(message.starts_with("claim lost: lease") && message.contains("now held by bob"), "{message}");
+            let expected = format!("now held by bob under lease {}", new.id);
+            assert!(message.starts_with("claim lost: lease") && message.contains(&expected), "{message}");
         }
         other => panic!("a stale lease's write is refused, got {other:?}"),
     }
@@ -188,6 +198,10 @@ fn an_expiry_reopens_the_bead_once_and_dead_letters_it_after_the_limit() {
             assert!(!harness.ready_all().contains(&bead_id));
         }
     }
+    // Reopening a dead-lettered bead gives it a fresh set of deliveries.
+    let reopened = bead_of(harness.apply(Command::Reopen { id: bead_id.clone() }));
+    assert_eq!((reopened.status, reopened.delivery_count), (Status::Open, 0));
+    assert!(!reopened.labels.contains(LABEL_DEAD_LETTER));
     let types = harness.event_types();
     let expired = types.iter().filter(|kind| *kind == event_type::LEASE_EXPIRED).count();
     assert_eq!(expired, MAX_DELIVERIES_DEFAULT as usize);
@@ -222,4 +236,36 @@ fn a_controller_action_of_a_lower_term_than_one_applied_is_refused() {
     harness.namespace = Namespace("elsewhere".into());
     harness.expire(7, &bead_id, &lease).unwrap();
     assert!(!harness.state.namespaces.contains_key(&Namespace("elsewhere".into())));
+}
+
+#[test]
+fn ready_claim_hook_claim_and_update_claim_take_a_lease_too() {
+    let mut harness = Harness::new();
+    let first = harness.create("first");
+    let next =
+        Command::ClaimNext { actor: Actor("alice".into()), filter: ReadyFilter::default(), lease_ms: Some(MINUTE_MS) };
+    let claimed = beads_of(harness.apply(next)).remove(0);
+    assert_eq!((claimed.id.clone(), claimed.lease.map(|lease| lease.holder)), (first, Some("alice".to_string())));
+
+    let second =
+        harness.create_with(CreateBead { title: "second".into(), assignee: "bob".into(), ..Default::default() });
+    let hook = Command::HookClaim { agent: Actor("bob".into()), pool: None, lease_ms: Some(MINUTE_MS) };
+    let hooked = beads_of(harness.apply(hook)).remove(0);
+    assert_eq!((hooked.id.clone(), hooked.lease.map(|lease| lease.holder)), (second, Some("bob".to_string())));
+
+    let third = harness.create("third");
+    let update = |lease_ms, claim_for: Option<&str>| {
+        Command::Update(UpdateBead {
+            id: third.clone(),
+            claim_for: claim_for.map(|actor| Actor(actor.into())),
+            lease_ms,
+            ..Default::default()
+        })
+    };
+    match harness.apply(update(Some(MINUTE_MS), None)) {
+        Err(Refusal::Invalid(message)) => assert!(message.contains("add --claim"), "{message}"),
+        other => panic!("a lease without a claim is refused, got {other:?}"),
+    }
+    let updated = bead_of(harness.apply(update(Some(MINUTE_MS), Some("carol"))));
+    assert_eq!(updated.lease.map(|lease| lease.holder), Some("carol".to_string()));
 }

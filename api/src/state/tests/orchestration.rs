@@ -497,7 +497,7 @@ fn hook_puts_own_work_first_then_assigned_then_pool() {
     };
     assert_eq!(hook(&harness), ids(&[&mine, &assigned, &pooled, &routed]));
     let claim = |harness: &mut Harness, agent: &str| {
-        let command = Command::HookClaim { agent: Actor(agent.into()), pool: Some("web".into()) };
+        let command = Command::HookClaim { agent: Actor(agent.into()), pool: Some("web".into()), lease_ms: None };
         beads_of(harness.apply(command)).into_iter().map(|bead| bead.id).collect::<Vec<_>>()
     };
     assert_eq!(claim(&mut harness, "alice"), ids(&[&mine]), "own in-progress work comes back first");
