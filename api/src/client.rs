@@ -461,6 +461,7 @@ async fn send_write(channel: Channel, request: WriteProto) -> Result<Answer, Grp
         DepRemove => BeadsClient.dep_remove,
         NamespaceCreate => NamespacesClient.create,
         NamespaceDelete => NamespacesClient.delete,
+        NamespaceConfigure => NamespacesClient.configure,
         FormulaPut => FormulasClient.put,
         FormulaDelete => FormulasClient.delete,
         MolCook => MoleculesClient.cook,

@@ -135,6 +135,14 @@ pub enum Command {
         /// Prefix of its ids.
         prefix: String,
     },
+    /// Change the proposal's namespace's lease settings (created first if it does not exist);
+    /// `None` leaves a setting as it is.
+    NamespaceConfigure {
+        /// The lease of claims that name none: `Some(None)` clears it.
+        default_lease_ms: Option<Option<u64>>,
+        /// Expiries before a bead is dead-lettered (1 to [`crate::limits::MAX_DELIVERIES_MAX`]).
+        max_deliveries: Option<u32>,
+    },
     /// Delete the proposal's namespace; refused while it holds beads unless `force`.
     NamespaceDelete {
         /// Delete its beads, events and formulas too.
@@ -389,6 +397,7 @@ impl Command {
             Command::DepRemove { .. } => "dep_remove",
             Command::NamespaceCreate { .. } => "namespace_create",
             Command::NamespaceDelete { .. } => "namespace_delete",
+            Command::NamespaceConfigure { .. } => "namespace_configure",
             Command::FormulaPut { .. } => "formula_put",
             Command::FormulaDelete { .. } => "formula_delete",
             Command::MolCook(_) => "mol_cook",

@@ -302,6 +302,17 @@ write_request!(pb::NamespaceCreateRequest, |request| Ok(Command::NamespaceCreate
 
 write_request!(pb::NamespaceDeleteRequest, |request| Ok(Command::NamespaceDelete { force: request.force }));
 
+write_request!(pb::NamespaceConfigureRequest, |request| {
+    let default_lease_ms = match (request.clear_default_lease, request.default_lease_ms) {
+        (true, Some(_)) => {
+            return Err(invalid("a namespace configure both sets and clears the default lease; do one".into()));
+        }
+        (true, None) => Some(None),
+        (false, lease_ms) => lease_ms.map(Some),
+    };
+    Ok(Command::NamespaceConfigure { default_lease_ms, max_deliveries: request.max_deliveries })
+});
+
 write_request!(pb::FormulaPutRequest, |request| Ok(Command::FormulaPut { source: request.source }));
 
 write_request!(pb::FormulaDeleteRequest, |request| Ok(Command::FormulaDelete { name: request.name }));
@@ -589,6 +600,14 @@ pub fn write_to_proto(header: pb::WriteHeader, command: &Command) -> Option<Writ
             WriteProto::NamespaceCreate(pb::NamespaceCreateRequest { header, prefix })
         }
         Command::NamespaceDelete { force } => WriteProto::NamespaceDelete(pb::NamespaceDeleteRequest { header, force }),
+        Command::NamespaceConfigure { default_lease_ms, max_deliveries } => {
+            WriteProto::NamespaceConfigure(pb::NamespaceConfigureRequest {
+                header,
+                default_lease_ms: default_lease_ms.flatten(),
+                clear_default_lease: default_lease_ms == Some(None),
+                max_deliveries,
+            })
+        }
         Command::FormulaPut { source } => WriteProto::FormulaPut(pb::FormulaPutRequest { header, source }),
         Command::FormulaDelete { name } => WriteProto::FormulaDelete(pb::FormulaDeleteRequest { header, name }),
         Command::MolCook(cook) => WriteProto::MolCook(cook_to_proto(header, cook)),
@@ -771,6 +790,7 @@ request_enum!(
         DepRemove(pb::DepRemoveRequest),
         NamespaceCreate(pb::NamespaceCreateRequest),
         NamespaceDelete(pb::NamespaceDeleteRequest),
+        NamespaceConfigure(pb::NamespaceConfigureRequest),
         FormulaPut(pb::FormulaPutRequest),
         FormulaDelete(pb::FormulaDeleteRequest),
         MolCook(pb::CookRequest),
@@ -989,13 +1009,22 @@ impl From<&NamespaceInfo> for pb::NamespaceInfo {
             prefix: info.prefix.clone(),
             beads: info.beads,
             last_event_seq: info.last_event_seq,
+            default_lease_ms: info.default_lease_ms,
+            max_deliveries: info.max_deliveries,
         }
     }
 }
 
 impl From<pb::NamespaceInfo> for NamespaceInfo {
     fn from(info: pb::NamespaceInfo) -> NamespaceInfo {
-        NamespaceInfo { name: info.name, prefix: info.prefix, beads: info.beads, last_event_seq: info.last_event_seq }
+        NamespaceInfo {
+            name: info.name,
+            prefix: info.prefix,
+            beads: info.beads,
+            last_event_seq: info.last_event_seq,
+            default_lease_ms: info.default_lease_ms,
+            max_deliveries: info.max_deliveries,
+        }
     }
 }
 

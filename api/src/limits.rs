@@ -98,7 +98,10 @@ const _: () = assert!(READY_LIMIT_DEFAULT as usize <= LIST_RESULTS_MAX);
 pub const LEASE_MS_MIN: u64 = 1000;
 /// The longest lease a claim may take, in milliseconds (7 days).
 pub const LEASE_MS_MAX: u64 = 7 * 24 * 60 * 60 * 1000;
-/// How many times a bead's leases may expire before the bead is dead-lettered.
+/// How many times a bead's leases may expire before the bead is dead-lettered, unless its
+/// namespace says otherwise (`strand namespace configure --max-deliveries`).
 pub const MAX_DELIVERIES_DEFAULT: u32 = 5;
+/// The most deliveries a namespace may allow.
+pub const MAX_DELIVERIES_MAX: u32 = 1000;
 /// The lease fences one transaction may carry.
 pub const TXN_FENCES_MAX: usize = 1000;

@@ -87,6 +87,10 @@ pub struct NamespaceInfo {
     pub beads: u64,
     /// Its newest event sequence number.
     pub last_event_seq: u64,
+    /// The lease of claims that name none (`None`: such claims have no lease).
+    pub default_lease_ms: Option<u64>,
+    /// Expiries before a bead is dead-lettered.
+    pub max_deliveries: u32,
 }
 
 /// Why a command or query was refused. Every message says what went wrong and what to do.

@@ -227,6 +227,22 @@ pub fn validate_command(command: &Command) -> Result<(), Refusal> {
             }
         }
         Command::LeaseRenew { .. } | Command::LeaseRelease { .. } | Command::Controller { .. } => Ok(()),
+        Command::NamespaceConfigure { default_lease_ms, max_deliveries } => {
+            if default_lease_ms.is_none() && max_deliveries.is_none() {
+                return Err(Refusal::Invalid(
+                    "namespace configure needs a setting: --default-lease or --max-deliveries".into(),
+                ));
+            }
+            if let Some(Some(lease_ms)) = default_lease_ms {
+                validate_lease(*lease_ms)?;
+            }
+            match max_deliveries {
+                Some(count) if !(1..=MAX_DELIVERIES_MAX).contains(count) => Err(Refusal::Invalid(format!(
+                    "max_deliveries {count} is out of range; allow 1 to {MAX_DELIVERIES_MAX} deliveries"
+                ))),
+                _ => Ok(()),
+            }
+        }
         Command::Close { ids, reason } => {
             if ids.is_empty() {
                 return Err(Refusal::Invalid("close needs at least one id".into()));

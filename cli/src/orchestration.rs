@@ -56,6 +56,17 @@ pub enum NamespaceCommand {
         #[arg(long)]
         force: bool,
     },
+    /// Set namespace NAME's lease settings (JSON: the namespace).
+    Configure {
+        /// The namespace (not --namespace).
+        name: String,
+        /// The lease a claim that names none gets (1s to 7d: 10m, 1h), or `none` for no lease.
+        #[arg(long, value_name = "DURATION|none")]
+        default_lease: Option<String>,
+        /// How many times a bead's leases may expire before it is dead-lettered (1 to 1000).
+        #[arg(long, value_name = "N")]
+        max_deliveries: Option<u32>,
+    },
 }
 
 /// How slung work merges, recorded as `gc.merge` metadata.
@@ -179,6 +190,20 @@ pub async fn run_namespace(cli: &Cli, command: &NamespaceCommand) -> Outcome {
             (cli.client_in(name)?, Command::NamespaceCreate { prefix })
         }
         NamespaceCommand::Delete { name, force } => (cli.client_in(name)?, Command::NamespaceDelete { force: *force }),
+        NamespaceCommand::Configure { name, default_lease, max_deliveries } => {
+            let default_lease_ms = match default_lease.as_deref() {
+                None => None,
+                Some("none") => Some(None),
+                Some(text) => Some(Some(
+                    crate::beads::parse_lease(text).map_err(|why| Failure::Usage(format!("--default-lease: {why}")))?,
+                )),
+            };
+            if default_lease_ms.is_none() && max_deliveries.is_none() {
+                return Err(Failure::Usage("namespace configure needs --default-lease or --max-deliveries".into()));
+            }
+            let command = Command::NamespaceConfigure { default_lease_ms, max_deliveries: *max_deliveries };
+            (cli.client_in(name)?, command)
+        }
         NamespaceCommand::OfStore { root, scope, beads_dir } => {
             let name = if *beads_dir {
                 crate::exec_store::namespace_of_beads_dir(root)
@@ -201,7 +226,13 @@ pub async fn run_namespace(cli: &Cli, command: &NamespaceCommand) -> Outcome {
     } else {
         for namespace in &namespaces {
             let verb = if deleting { "deleted" } else { "namespace" };
-            println!("{verb} {} (id prefix {}, {} beads)", namespace.name, namespace.prefix, namespace.beads);
+            println!(
+                "{verb} {} (id prefix {}, {} beads, {})",
+                namespace.name,
+                namespace.prefix,
+                namespace.beads,
+                lease_settings(namespace)
+            );
         }
     }
     Ok(true)
@@ -222,10 +253,23 @@ fn print_namespaces(namespaces: &[NamespaceInfo], json: bool) {
     }
     for namespace in namespaces {
         println!(
-            "{}  prefix {}  {} beads  last event {}",
-            namespace.name, namespace.prefix, namespace.beads, namespace.last_event_seq
+            "{}  prefix {}  {} beads  last event {}  {}",
+            namespace.name,
+            namespace.prefix,
+            namespace.beads,
+            namespace.last_event_seq,
+            lease_settings(namespace)
         );
     }
+}
+
+/// A namespace's lease settings, as text.
+fn lease_settings(namespace: &NamespaceInfo) -> String {
+    let lease = match namespace.default_lease_ms {
+        Some(lease_ms) => format!("default lease {}", humantime::format_duration(Duration::from_millis(lease_ms))),
+        None => "no default lease".to_string(),
+    };
+    format!("{lease}, dead-letter after {} deliveries", namespace.max_deliveries)
 }
 
 /// Runs `sling`.

@@ -31,14 +31,15 @@ pub const META_INSTALLING: &[u8] = b"installing";
 pub const META_IDENTITY: &[u8] = b"identity";
 /// Key of the storage format version a data directory was written with.
 pub const META_FORMAT: &[u8] = b"format";
-/// The storage format this build writes and reads. 6: beads carry a lease and a delivery count,
+/// The storage format this build writes and reads. 7: namespaces carry a default lease and a
+/// delivery limit. 6: beads carry a lease and a delivery count,
 /// commands include lease renewals, releases and controller actions, transactions carry lease
 /// fences, and the state keeps the controller's term. 5: beads carry `no_history`, commands include
 /// imports, and an update may change `ephemeral` and `no_history`. 4: beads carry
 /// their revision, and commands include transactions. 3: every stored value carries a CRC-32.
 /// 2: standard Raft leader ids (one leader per term) in votes and log ids. Directories without
 /// the key were written in format 1.
-pub const STORAGE_FORMAT: u32 = 6;
+pub const STORAGE_FORMAT: u32 = 7;
 /// Bytes of the checksum that ends every stored value.
 pub const CHECKSUM_BYTES: usize = 4;
 

@@ -142,6 +142,23 @@ async fn a_dead_agents_leased_claim_comes_back_and_its_late_write_is_refused() {
         .unwrap();
     assert_eq!(done.status.code(), Some(0), "the holder's fenced close: {}", String::from_utf8_lossy(&done.stderr));
     assert_eq!(show(&cluster, "st-1")["status"], "closed");
+
+    // A namespace's default lease applies to claims that name none.
+    let bad = strand(&cluster, "ops", &["namespace", "configure", "rig", "--default-lease", "1ms"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", String::from_utf8_lossy(&bad.stderr));
+    let configured = json(&strand(
+        &cluster,
+        "ops",
+        &["namespace", "configure", "rig", "--default-lease", "5m", "--max-deliveries", "2", "--json"],
+    ));
+    assert_eq!(
+        (configured["default_lease_ms"].as_u64(), configured["max_deliveries"].as_u64()),
+        (Some(300_000), Some(2))
+    );
+    let created = json(&strand(&cluster, "ops", &["--namespace", "rig", "create", "task", "--json"]));
+    let id = created["id"].as_str().unwrap();
+    let claimed = json(&strand(&cluster, "carol", &["--namespace", "rig", "claim", id, "--json"]));
+    assert_eq!(claimed["lease"]["ttl_ms"], 300_000, "the namespace's default lease: {claimed}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::namespace::{LOOSE_EDGE_SOURCES_MAX, NamespaceState};
 use crate::command::{CreateBead, ReadyFilter, UpdateBead};
-use crate::limits::{DEPENDENCIES_PER_BEAD_MAX, MAX_DELIVERIES_DEFAULT};
+use crate::limits::DEPENDENCIES_PER_BEAD_MAX;
 use crate::model::{
     Actor, Bead, BeadId, DEFAULT_TYPE, DepType, LABEL_DEAD_LETTER, Lease, Status, Timestamp, event_type,
 };
@@ -64,6 +64,7 @@ impl NamespaceState {
         lease_ms: Option<u64>,
         now: Timestamp,
     ) -> Result<Outcome, Refusal> {
+        let lease_ms = lease_ms.or(self.meta.default_lease_ms);
         let already_held = Self::check_claim(self.bead(bead_id)?, actor)?;
         if already_held && lease_ms.is_none() {
             return Ok(Outcome::Bead(Box::new(self.bead(bead_id)?.clone())));
@@ -159,10 +160,11 @@ impl NamespaceState {
         else {
             return Ok(Outcome::Beads(Vec::new()));
         };
+        let max_deliveries = self.meta.max_deliveries;
         let bead = self.modify_and_read(bead_id, now, |bead| {
             bead.assignee.clear();
             bead.delivery_count = bead.delivery_count.saturating_add(1);
-            if bead.delivery_count >= MAX_DELIVERIES_DEFAULT {
+            if bead.delivery_count >= max_deliveries {
                 bead.status = Status::Blocked;
                 bead.labels.insert(LABEL_DEAD_LETTER.to_string());
             } else {
@@ -262,6 +264,7 @@ impl NamespaceState {
             return Ok(Outcome::Bead(Box::new(current)));
         }
         let revision = self.revision;
+        let lease_ms = update.lease_ms.or(self.meta.default_lease_ms);
         let bead = self.modify_and_read(&update.id, now, |bead| {
             if let Some(actor) = &update.claim_for {
                 if !(bead.status == Status::InProgress && bead.assignee == actor.0) {
@@ -269,7 +272,7 @@ impl NamespaceState {
                     bead.assignee = actor.0.clone();
                     bead.started_at = Some(now);
                 }
-                if let Some(ttl_ms) = update.lease_ms {
+                if let Some(ttl_ms) = lease_ms {
                     let id = bead.lease.as_ref().map_or(revision, |lease| lease.id);
                     bead.lease = Some(lease(id, &actor.0, ttl_ms, revision, now));
                 }

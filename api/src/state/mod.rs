@@ -332,6 +332,16 @@ impl State {
             Command::Txn(txn) => namespace_state.txn(txn, now),
             Command::Import { beads } => namespace_state.import(beads, now),
             Command::ImportUndo { beads } => namespace_state.import_undo(beads),
+            Command::NamespaceConfigure { default_lease_ms, max_deliveries } => {
+                if let Some(default_lease_ms) = default_lease_ms {
+                    namespace_state.meta.default_lease_ms = *default_lease_ms;
+                }
+                if let Some(max_deliveries) = max_deliveries {
+                    namespace_state.meta.max_deliveries = *max_deliveries;
+                }
+                namespace_state.meta_dirty = true;
+                Ok(Outcome::Namespaces(vec![Self::namespace_info(&proposal.namespace, namespace_state)]))
+            }
             Command::LeaseRenew { id, lease_id } => namespace_state.lease_renew(id, actor, *lease_id, now),
             Command::LeaseRelease { id, lease_id } => namespace_state.lease_release(id, actor, *lease_id, now),
             Command::Controller { .. } => unreachable!("handled above"),
@@ -459,6 +469,8 @@ impl State {
             prefix: namespace_state.meta.prefix.clone(),
             beads: namespace_state.len() as u64,
             last_event_seq: namespace_state.meta.last_event_seq(),
+            default_lease_ms: namespace_state.meta.default_lease_ms,
+            max_deliveries: namespace_state.meta.max_deliveries,
         }
     }
 

@@ -41,12 +41,23 @@ pub struct NamespaceMeta {
     pub next_event_seq: u64,
     /// Events up to this sequence number were compacted away (0: none).
     pub compacted_through: u64,
+    /// The lease a claim that names none gets (`None`: such claims have no lease).
+    pub default_lease_ms: Option<u64>,
+    /// How many times a bead's leases may expire before it is dead-lettered.
+    pub max_deliveries: u32,
 }
 
 impl NamespaceMeta {
     /// The settings of a new, empty namespace.
     pub fn new(prefix: &str) -> NamespaceMeta {
-        NamespaceMeta { prefix: prefix.to_string(), next_seq: 1, next_event_seq: 1, compacted_through: 0 }
+        NamespaceMeta {
+            prefix: prefix.to_string(),
+            next_seq: 1,
+            next_event_seq: 1,
+            compacted_through: 0,
+            default_lease_ms: None,
+            max_deliveries: crate::limits::MAX_DELIVERIES_DEFAULT,
+        }
     }
 
     /// The newest event's sequence number (0 when there is none).

@@ -196,6 +196,12 @@ impl<D: Disk> Namespaces for NamespacesService<D> {
     ) -> Result<Response<pb::NamespacesResponse>, Status> {
         write(&self.leader, request).await
     }
+    async fn configure(
+        &self,
+        request: Request<pb::NamespaceConfigureRequest>,
+    ) -> Result<Response<pb::NamespacesResponse>, Status> {
+        write(&self.leader, request).await
+    }
     async fn list(
         &self,
         request: Request<pb::NamespaceListRequest>,

@@ -269,3 +269,37 @@ fn ready_claim_hook_claim_and_update_claim_take_a_lease_too() {
     let updated = bead_of(harness.apply(update(Some(MINUTE_MS), Some("carol"))));
     assert_eq!(updated.lease.map(|lease| lease.holder), Some("carol".to_string()));
 }
+
+#[test]
+fn a_namespace_sets_the_default_lease_and_the_delivery_limit() {
+    let mut harness = Harness::new();
+    let bead_id = harness.create("work");
+    for (bad, says) in [
+        (Command::NamespaceConfigure { default_lease_ms: None, max_deliveries: None }, "needs a setting"),
+        (Command::NamespaceConfigure { default_lease_ms: Some(Some(10)), max_deliveries: None }, "out of range"),
+        (Command::NamespaceConfigure { default_lease_ms: None, max_deliveries: Some(0) }, "out of range"),
+    ] {
+        let before = content(&harness.state);
+        match harness.apply(bad) {
+            Err(Refusal::Invalid(message)) => assert!(message.contains(says), "{message}"),
+            other => panic!("refused, got {other:?}"),
+        }
+        assert_eq!(content(&harness.state), before);
+    }
+    let configure = Command::NamespaceConfigure { default_lease_ms: Some(Some(MINUTE_MS)), max_deliveries: Some(1) };
+    match harness.apply(configure) {
+        Ok(Outcome::Namespaces(infos)) => {
+            assert_eq!((infos[0].default_lease_ms, infos[0].max_deliveries), (Some(MINUTE_MS), 1));
+        }
+        other => panic!("configured, got {other:?}"),
+    }
+    // A claim that names no lease gets the default; one expiry dead-letters it.
+    let lease = bead_of(harness.claim(&bead_id, "alice")).lease.expect("the namespace's default lease");
+    assert_eq!(lease.ttl_ms, MINUTE_MS);
+    harness.expire(1, &bead_id, &lease).unwrap();
+    assert_eq!(harness.get(&bead_id).status, Status::Blocked, "dead-lettered after one delivery");
+    // Cleared again: a claim without a lease holds as before leases.
+    let other = harness.create("other");
+    harness.apply(Command::NamespaceConfigure { default_lease_ms: Some(None), max_deliveries: None }).unwrap();
+    assert_eq!(bead_of(harness.claim(&other, "alice")).lease, None);
+}

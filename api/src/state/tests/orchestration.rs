@@ -605,7 +605,17 @@ fn namespaces_are_created_with_a_prefix_listed_and_deleted_only_when_empty_or_fo
     assert_eq!(harness.create("first").0, "gc-1");
     harness.apply(Command::FormulaPut { source: RELEASE.into() }).unwrap();
     let Ok(Outcome::Namespaces(list)) = harness.query(Query::Namespaces) else { panic!("namespaces") };
-    assert_eq!(list, vec![NamespaceInfo { name: "city".into(), prefix: "gc".into(), beads: 1, last_event_seq: 1 }]);
+    assert_eq!(
+        list,
+        vec![NamespaceInfo {
+            name: "city".into(),
+            prefix: "gc".into(),
+            beads: 1,
+            last_event_seq: 1,
+            default_lease_ms: None,
+            max_deliveries: crate::limits::MAX_DELIVERIES_DEFAULT,
+        }]
+    );
     assert!(refusal(harness.apply(Command::NamespaceDelete { force: false })).contains("--force"));
     harness.apply(Command::NamespaceDelete { force: true }).unwrap();
     assert!(
