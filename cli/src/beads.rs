@@ -352,6 +352,12 @@ pub struct ListArgs {
     /// Only deferred beads.
     #[arg(long)]
     deferred: bool,
+    /// Only leased beads whose lease has lapsed by the wall clock (the leader's sweep expires them).
+    #[arg(long, conflicts_with = "lease_expiring")]
+    lease_expired: bool,
+    /// Only leased beads whose lease lapses within this time (2m, 1h), lapsed ones included.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    lease_expiring: Option<std::time::Duration>,
     /// Times: RFC 3339, a date, or a relative time such as -2d.
     #[arg(long = "created-after", value_parser = parse_time)]
     created_after: Option<i64>,
@@ -548,6 +554,16 @@ pub fn parse_time(text: &str) -> Result<i64, String> {
     Ok(now_ms() + sign * count * unit_ms)
 }
 
+/// The wall-clock bound of `--lease-expired` (now) or `--lease-expiring D` (now plus D).
+fn lease_due_by(expired: bool, expiring: Option<std::time::Duration>) -> Option<i64> {
+    let within = match (expired, expiring) {
+        (true, _) => 0,
+        (false, Some(within)) => i64::try_from(within.as_millis()).unwrap_or(i64::MAX),
+        (false, None) => return None,
+    };
+    Some(now_ms().saturating_add(within))
+}
+
 /// A lease's length (`10m`, `1h`, `90s`) in milliseconds, within what a cluster grants.
 pub fn parse_lease(text: &str) -> Result<u64, String> {
     let duration = humantime::parse_duration(text)
@@ -733,6 +749,7 @@ fn listing(args: &ListArgs) -> Result<Listing, Failure> {
         closed_after: args.closed_after,
         closed_before: args.closed_before,
         deferred: args.deferred,
+        lease_due_by: lease_due_by(args.lease_expired, args.lease_expiring),
         hide_ephemeral: !args.include_ephemeral,
     };
     Ok(Listing { filter, local, sort: SortOrder::parse(&args.sort, args.reverse)?, offset: args.offset, limit })

@@ -1,4 +1,5 @@
-//! `strand cluster status`: members, leader, term, log and applied indexes per node.
+//! `strand cluster status`: members, leader, term, log and applied indexes per node, and which
+//! node runs the controller.
 
 use clap::Subcommand;
 use serde_json::json;
@@ -13,6 +14,12 @@ pub enum ClusterCommand {
         #[arg(long)]
         digest: bool,
     },
+}
+
+/// The node whose controller runs: the leader, once its replica applied the `Begin` of its term.
+fn controller(status: &api::proto::StatusResponse) -> Option<u64> {
+    let leader = status.nodes.iter().find(|node| node.id == status.leader_id && node.state == "leader")?;
+    (leader.controller_term == leader.term && leader.term > 0).then_some(leader.id)
 }
 
 /// Runs a cluster command.
@@ -30,16 +37,26 @@ pub async fn run(cli: &Cli, command: &ClusterCommand) -> Outcome {
                     "snapshot_index": node.snapshot_index, "purged_index": node.purged_index,
                     "leader_id": node.leader_id, "digest": node.digest.map(|digest| format!("{digest:016x}")),
                     "bead_count": node.bead_count, "fatal_error": node.fatal_error, "error": node.error,
+                    "controller_term": node.controller_term, "lease_count": node.lease_count,
                 })
             })
             .collect();
-        let value =
-            json!({ "leader_id": status.leader_id, "term": status.term, "voters": status.voters, "nodes": nodes });
+        let value = json!({
+            "leader_id": status.leader_id, "term": status.term, "voters": status.voters,
+            "controller": controller(&status), "nodes": nodes,
+        });
         crate::output::print_value(&value);
         return Ok(true);
     }
     let leader = if status.leader_id == 0 { "none".to_string() } else { status.leader_id.to_string() };
     println!("leader {leader}, term {}, voters {:?}", status.term, status.voters);
+    match controller(&status) {
+        Some(node) => {
+            let leases = status.nodes.iter().find(|each| each.id == node).map_or(0, |each| each.lease_count);
+            println!("controller on node {node} (term {}), {leases} leases held", status.term);
+        }
+        None => println!("controller: none running yet (no leader, or its controller has not begun)"),
+    }
     println!(
         "{:>4}  {:<22} {:<12} {:>6} {:>10} {:>10} {:>10}  notes",
         "id", "address", "state", "term", "last_log", "applied", "snapshot"

@@ -72,6 +72,8 @@ pub struct LocalFilter {
     pub closed_before: Option<i64>,
     /// Only deferred beads (a deferral time, or status deferred).
     pub deferred: bool,
+    /// Only leased beads whose lease lapses (by the wall clock) at or before this time, in ms.
+    pub lease_due_by: Option<i64>,
     /// Leave wisps (ephemeral beads) out.
     pub hide_ephemeral: bool,
 }
@@ -113,6 +115,9 @@ impl LocalFilter {
             && after(bead.closed_at.map(|time| time.0), self.closed_after)
             && before(bead.closed_at.map(|time| time.0), self.closed_before)
             && (!self.deferred || bead.defer_until.is_some() || bead.status == Status::Deferred)
+            && self
+                .lease_due_by
+                .is_none_or(|bound| bead.lease.as_ref().is_some_and(|lease| lease.expires_at.0 <= bound))
             && !(self.hide_ephemeral && bead.ephemeral)
     }
 }

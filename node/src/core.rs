@@ -129,8 +129,10 @@ impl<D: Disk> NodeCore<D> {
     /// This node's own status, as `strand cluster status` shows each member.
     pub fn own_status(&self, include_digest: bool) -> pb::NodeStatus {
         let metrics = self.raft.metrics().borrow_watched().clone();
-        let (digest, bead_count) =
-            self.state_machine.read(|state| (include_digest.then(|| state.digest()), state.bead_count() as u64));
+        let (digest, bead_count, controller_term, lease_count) = self.state_machine.read(|state| {
+            let digest = include_digest.then(|| state.digest());
+            (digest, state.bead_count() as u64, state.controller_term(), state.lease_count() as u64)
+        });
         let fatal_error = match &metrics.running_state {
             Ok(()) => String::new(),
             Err(fatal) => fatal.to_string(),
@@ -149,6 +151,8 @@ impl<D: Disk> NodeCore<D> {
             fatal_error,
             bead_count,
             error: String::new(),
+            controller_term,
+            lease_count,
         }
     }
 }

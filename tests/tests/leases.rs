@@ -103,6 +103,11 @@ async fn a_dead_agents_leased_claim_comes_back_and_its_late_write_is_refused() {
     let renewed = keepalive.renewals(5);
     assert_eq!((renewed["lease"]["id"].as_u64(), renewed["assignee"].as_str()), (Some(old_lease), Some("alice")));
     assert_eq!(show(&cluster, "st-1")["status"], "in_progress", "renewed past its 2 s lease, the claim holds");
+    let listed = |args: &[&str]| -> Vec<Value> {
+        json(&strand(&cluster, "observer", &[&["list", "--json"][..], args].concat())).as_array().unwrap().clone()
+    };
+    assert_eq!(listed(&["--lease-expiring", "1h"]).len(), 1, "the lease lapses within the hour");
+    assert!(listed(&["--lease-expired"]).is_empty(), "a renewed lease has not lapsed");
     let refused = strand(&cluster, "mallory", &["lease", "renew", "st-1"]);
     assert_eq!(refused.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("is leased to alice"), "the holder is named");
@@ -176,4 +181,8 @@ async fn a_leader_change_expires_no_lease_whose_holder_keeps_renewing() {
     assert_eq!((renewed["lease"]["id"].as_u64(), renewed["assignee"].as_str()), (Some(lease), Some("alice")));
     let bead = show(&cluster, "st-1");
     assert_eq!((bead["status"].as_str(), bead.get("delivery_count")), (Some("in_progress"), None), "{bead}");
+    // The new leader runs the controller, and cluster status says so.
+    let status = json(&strand(&cluster, "ops", &["cluster", "status", "--json"]));
+    assert_ne!(status["controller"], leader, "{status}");
+    assert_eq!(status["controller"], status["leader_id"], "{status}");
 }
