@@ -1,7 +1,9 @@
 //! `strand tx [FILE]`: bead writes from a JSON document, applied all together or not at all
 //! (the cluster's `Txn`), as Gas City's `Tx` and `ApplyGraphPlan` need them.
 //!
-//! The document is a list of writes, or `{"conditions": [{"id", "revision"}], "writes": [...]}`.
+//! The document is a list of writes, or `{"conditions": [{"id", "revision"}], "fences":
+//! [{"id", "lease_id"}], "writes": [...]}`: a fence refuses the whole transaction ("claim lost")
+//! once the bead is no longer held under that lease.
 //! Each write is an object with `op` and that operation's fields, named as on the exec-store
 //! wire: `create` (title, type, priority, labels, parent_id, ref, needs, description, notes,
 //! assignee, from, metadata, ephemeral, no_history, defer_until), `update` (id and the fields to
@@ -15,7 +17,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use api::command::{Command, Condition, Txn};
+use api::command::{Command, Condition, Fence, Txn};
 use api::limits::TXN_WRITES_MAX;
 use api::model::{Actor, BeadId, DepType};
 use api::outcome::Outcome as Answer;
@@ -43,7 +45,16 @@ pub struct TxArgs {
 struct Document {
     #[serde(default)]
     conditions: Vec<ConditionInput>,
+    #[serde(default)]
+    fences: Vec<FenceInput>,
     writes: Vec<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FenceInput {
+    id: String,
+    lease_id: u64,
 }
 
 #[derive(Deserialize)]
@@ -190,10 +201,10 @@ fn transaction(cli: &Cli, text: &str) -> Result<Txn, Failure> {
         |reason: String| Failure::Refused(format!("the transaction is not valid JSON: {reason}; nothing was sent"));
     let value: serde_json::Value = serde_json::from_str(text).map_err(|error| malformed(error.to_string()))?;
     let document = match value {
-        serde_json::Value::Array(writes) => Document { conditions: Vec::new(), writes },
+        serde_json::Value::Array(writes) => Document { conditions: Vec::new(), fences: Vec::new(), writes },
         object @ serde_json::Value::Object(_) => serde_json::from_value(object).map_err(|error| {
             Failure::Refused(format!(
-                "the transaction is an object but not {{\"conditions\": [...], \"writes\": [...]}}: {error}; nothing was sent"
+                "the transaction is an object but not {{\"conditions\": [...], \"fences\": [...], \"writes\": [...]}}: {error}; nothing was sent"
             ))
         })?,
         _ => return Err(malformed("it is neither a list of writes nor an object".into())),
@@ -220,7 +231,9 @@ fn transaction(cli: &Cli, text: &str) -> Result<Txn, Failure> {
         }
         writes.push(command);
     }
-    let txn = Txn { conditions, fences: Vec::new(), writes };
+    let fences =
+        document.fences.into_iter().map(|fence| Fence { id: BeadId(fence.id), lease_id: fence.lease_id }).collect();
+    let txn = Txn { conditions, fences, writes };
     // What the cluster checks first, checked here too, so a dry run refuses what a run would.
     api::validate::validate_txn(&txn).map_err(|refusal| Failure::Refused(format!("{refusal}; nothing was sent")))?;
     Ok(txn)
@@ -293,10 +306,11 @@ mod tests {
         assert_eq!(actor.0, "tester", "a claim without assignee is the actor's");
         let object = transaction(
             &cli(),
-            r#"{"conditions":[{"id":"st-9","revision":3}],"writes":[{"op":"reopen","id":"st-9"}]}"#,
+            r#"{"conditions":[{"id":"st-9","revision":3}],"fences":[{"id":"st-9","lease_id":41}],"writes":[{"op":"reopen","id":"st-9"}]}"#,
         )
         .expect("accepted");
         assert_eq!(object.conditions.len(), 1);
+        assert_eq!(object.fences, vec![Fence { id: BeadId::from("st-9"), lease_id: 41 }]);
     }
 
     #[test]
