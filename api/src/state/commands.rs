@@ -70,17 +70,7 @@ impl NamespaceState {
             return Ok(Outcome::Bead(Box::new(self.bead(bead_id)?.clone())));
         }
         let revision = self.revision;
-        let bead = self.modify_and_read(bead_id, now, |bead| {
-            if !already_held {
-                bead.status = Status::InProgress;
-                bead.assignee = actor.0.clone();
-                bead.started_at = Some(now);
-            }
-            if let Some(ttl_ms) = lease_ms {
-                let id = bead.lease.as_ref().map_or(revision, |lease| lease.id);
-                bead.lease = Some(lease(id, &actor.0, ttl_ms, revision, now));
-            }
-        })?;
+        let bead = self.modify_and_read(bead_id, now, |bead| take(bead, actor, lease_ms, revision, now))?;
         Ok(Outcome::Bead(Box::new(bead)))
     }
 
@@ -267,15 +257,7 @@ impl NamespaceState {
         let lease_ms = update.lease_ms.or(self.meta.default_lease_ms);
         let bead = self.modify_and_read(&update.id, now, |bead| {
             if let Some(actor) = &update.claim_for {
-                if !(bead.status == Status::InProgress && bead.assignee == actor.0) {
-                    bead.status = Status::InProgress;
-                    bead.assignee = actor.0.clone();
-                    bead.started_at = Some(now);
-                }
-                if let Some(ttl_ms) = lease_ms {
-                    let id = bead.lease.as_ref().map_or(revision, |lease| lease.id);
-                    bead.lease = Some(lease(id, &actor.0, ttl_ms, revision, now));
-                }
+                take(bead, actor, lease_ms, revision, now);
             }
             apply_fields(bead, update, now);
         })?;
@@ -480,6 +462,20 @@ fn apply_fields(bead: &mut Bead, update: &UpdateBead, now: Timestamp) {
         bead.labels.remove(label);
     }
     merge_metadata(bead, &update.metadata);
+}
+
+/// Puts `bead` in `actor`'s hands (unless it is already in progress with them), and with
+/// `lease_ms` grants the claim a lease, or renews the lease the bead has, at log index `revision`.
+fn take(bead: &mut Bead, actor: &Actor, lease_ms: Option<u64>, revision: u64, now: Timestamp) {
+    if !(bead.status == Status::InProgress && bead.assignee == actor.0) {
+        bead.status = Status::InProgress;
+        bead.assignee = actor.0.clone();
+        bead.started_at = Some(now);
+    }
+    if let Some(ttl_ms) = lease_ms {
+        let id = bead.lease.as_ref().map_or(revision, |lease| lease.id);
+        bead.lease = Some(lease(id, &actor.0, ttl_ms, revision, now));
+    }
 }
 
 /// A lease granted or renewed at log index `revision` and time `now`.
