@@ -31,6 +31,7 @@ use crate::proto::formulas_client::FormulasClient;
 use crate::proto::mail_client::MailClient;
 use crate::proto::molecules_client::MoleculesClient;
 use crate::proto::namespaces_client::NamespacesClient;
+use crate::proto::orders_client::OrdersClient;
 use crate::proto::work_client::WorkClient;
 use crate::request_ids::RequestIds;
 
@@ -464,6 +465,9 @@ async fn send_write(channel: Channel, request: WriteProto) -> Result<Answer, Grp
         NamespaceConfigure => NamespacesClient.configure,
         FormulaPut => FormulasClient.put,
         FormulaDelete => FormulasClient.delete,
+        OrderPut => OrdersClient.put,
+        OrderDelete => OrdersClient.delete,
+        OrderRun => OrdersClient.run,
         MolCook => MoleculesClient.cook,
         Sling => WorkClient.sling,
         HookClaim => WorkClient.hook_claim,
@@ -492,6 +496,8 @@ async fn send_read(channel: Channel, request: ReadProto) -> Result<Answer, GrpcS
         Namespaces => NamespacesClient.list,
         FormulaGet => FormulasClient.get,
         FormulaList => FormulasClient.list,
+        OrderGet => OrdersClient.get,
+        OrderList => OrdersClient.list,
         MolStatus => MoleculesClient.status,
         Hook => WorkClient.hook,
         PurgePreview => WorkClient.purge_preview,

@@ -158,6 +158,24 @@ pub enum Command {
         /// Its name.
         name: String,
     },
+    /// Store (or replace) an order; its source is parsed and checked first, and its formula must
+    /// be stored. A replaced order keeps its firings.
+    OrderPut {
+        /// Its name.
+        name: String,
+        /// The order's TOML (`[order]`, as Gas City writes it).
+        source: String,
+    },
+    /// Remove a stored order.
+    OrderDelete {
+        /// Its name.
+        name: String,
+    },
+    /// Fire an order now, whatever its trigger (`strand order run`).
+    OrderRun {
+        /// Its name.
+        name: String,
+    },
     /// Cook a formula into a molecule: the root and every step in this one command.
     MolCook(Cook),
     /// Route a bead (or a new one, or a convoy's open children) to an agent or a pool.
@@ -249,6 +267,22 @@ pub enum ControllerAction {
         lease_id: u64,
         /// The lease's renewal the leader judged past due ([`crate::model::Lease::renewed_at`]).
         renewed_at: u64,
+    },
+    /// Remove closed wisps closed at least `older_than_ms` ago, at most
+    /// [`crate::limits::PURGE_BEADS_MAX`] (the wisp GC).
+    CollectWisps {
+        /// The wisp TTL.
+        older_than_ms: i64,
+    },
+    /// Close open, not owned convoys whose children are all closed.
+    CheckConvoys,
+    /// Fire an order whose trigger the leader judged due, having seen `seen_fired` firings:
+    /// refused once the order fired since, or when the state finds it not due.
+    FireOrder {
+        /// The order.
+        name: String,
+        /// Its [`crate::order::OrderRuns::fired`] as judged.
+        seen_fired: u64,
     },
 }
 
@@ -400,6 +434,9 @@ impl Command {
             Command::NamespaceConfigure { .. } => "namespace_configure",
             Command::FormulaPut { .. } => "formula_put",
             Command::FormulaDelete { .. } => "formula_delete",
+            Command::OrderPut { .. } => "order_put",
+            Command::OrderDelete { .. } => "order_delete",
+            Command::OrderRun { .. } => "order_run",
             Command::MolCook(_) => "mol_cook",
             Command::Sling(_) => "sling",
             Command::HookClaim { .. } => "hook_claim",
@@ -814,6 +851,18 @@ pub enum Query {
     },
     /// Every stored formula.
     FormulaList,
+    /// A stored order, with its source and firings.
+    OrderGet {
+        /// Its name.
+        name: String,
+        /// The reader's clock, for when it is next due.
+        now: Timestamp,
+    },
+    /// Every stored order.
+    OrderList {
+        /// The reader's clock, for when each is next due.
+        now: Timestamp,
+    },
     /// What `purge` would remove now.
     PurgePreview {
         /// Minimum age since close, in milliseconds.

@@ -12,7 +12,7 @@ use tonic::{Code, Status as GrpcStatus};
 
 use crate::command::*;
 use crate::model::*;
-use crate::outcome::{Answer, FormulaInfo, NamespaceInfo, Outcome, Progress, Refusal};
+use crate::outcome::{Answer, FormulaInfo, NamespaceInfo, OrderInfo, Outcome, Progress, Refusal};
 use crate::proto as pb;
 
 /// A mutating request as the node sees it: where, which retry identity, who, what.
@@ -317,6 +317,12 @@ write_request!(pb::FormulaPutRequest, |request| Ok(Command::FormulaPut { source:
 
 write_request!(pb::FormulaDeleteRequest, |request| Ok(Command::FormulaDelete { name: request.name }));
 
+write_request!(pb::OrderPutRequest, |request| Ok(Command::OrderPut { name: request.name, source: request.source }));
+
+write_request!(pb::OrderDeleteRequest, |request| Ok(Command::OrderDelete { name: request.name }));
+
+write_request!(pb::OrderRunRequest, |request| Ok(Command::OrderRun { name: request.name }));
+
 write_request!(pb::CookRequest, |request| {
     let formula = formula_of(request.formula)
         .ok_or_else(|| invalid("a cook needs a formula: a stored formula's name or its TOML".into()))?;
@@ -517,6 +523,10 @@ read_request!(pb::FormulaGetRequest, |request, _now| Ok(Query::FormulaGet { name
 
 read_request!(pb::FormulaListRequest, |_request, _now| Ok(Query::FormulaList));
 
+read_request!(pb::OrderGetRequest, |request, now| Ok(Query::OrderGet { name: request.name, now }));
+
+read_request!(pb::OrderListRequest, |_request, now| Ok(Query::OrderList { now }));
+
 read_request!(pb::MolStatusRequest, |request, _now| Ok(Query::MolStatus { root: BeadId(request.root) }));
 
 read_request!(pb::HookRequest, |request, now| {
@@ -610,6 +620,9 @@ pub fn write_to_proto(header: pb::WriteHeader, command: &Command) -> Option<Writ
         }
         Command::FormulaPut { source } => WriteProto::FormulaPut(pb::FormulaPutRequest { header, source }),
         Command::FormulaDelete { name } => WriteProto::FormulaDelete(pb::FormulaDeleteRequest { header, name }),
+        Command::OrderPut { name, source } => WriteProto::OrderPut(pb::OrderPutRequest { header, name, source }),
+        Command::OrderDelete { name } => WriteProto::OrderDelete(pb::OrderDeleteRequest { header, name }),
+        Command::OrderRun { name } => WriteProto::OrderRun(pb::OrderRunRequest { header, name }),
         Command::MolCook(cook) => WriteProto::MolCook(cook_to_proto(header, cook)),
         Command::Sling(sling) => WriteProto::Sling(sling_to_proto(header, sling)),
         Command::HookClaim { agent, pool, lease_ms } => WriteProto::HookClaim(pb::HookClaimRequest {
@@ -793,6 +806,9 @@ request_enum!(
         NamespaceConfigure(pb::NamespaceConfigureRequest),
         FormulaPut(pb::FormulaPutRequest),
         FormulaDelete(pb::FormulaDeleteRequest),
+        OrderPut(pb::OrderPutRequest),
+        OrderDelete(pb::OrderDeleteRequest),
+        OrderRun(pb::OrderRunRequest),
         MolCook(pb::CookRequest),
         Sling(pb::SlingRequest),
         HookClaim(pb::HookClaimRequest),
@@ -847,6 +863,8 @@ pub fn read_to_proto(header: pb::ReadHeader, query: &Query) -> ReadProto {
         Query::Thread { thread } => ReadProto::Thread(pb::ThreadRequest { header, thread }),
         Query::FormulaGet { name } => ReadProto::FormulaGet(pb::FormulaGetRequest { header, name }),
         Query::FormulaList => ReadProto::FormulaList(pb::FormulaListRequest { header }),
+        Query::OrderGet { name, .. } => ReadProto::OrderGet(pb::OrderGetRequest { header, name }),
+        Query::OrderList { .. } => ReadProto::OrderList(pb::OrderListRequest { header }),
         Query::PurgePreview { older_than_ms, .. } => {
             ReadProto::PurgePreview(pb::PurgePreviewRequest { header, older_than_ms })
         }
@@ -895,6 +913,8 @@ request_enum!(
         Thread(pb::ThreadRequest),
         FormulaGet(pb::FormulaGetRequest),
         FormulaList(pb::FormulaListRequest),
+        OrderGet(pb::OrderGetRequest),
+        OrderList(pb::OrderListRequest),
         PurgePreview(pb::PurgePreviewRequest),
         Namespaces(pb::NamespaceListRequest),
     }
@@ -982,6 +1002,46 @@ pub fn event_from_proto(event: pb::Event) -> Event {
         actor: event.actor,
         subject: event.subject,
         message: event.message,
+    }
+}
+
+impl From<&OrderInfo> for pb::OrderInfo {
+    fn from(info: &OrderInfo) -> pb::OrderInfo {
+        pb::OrderInfo {
+            name: info.name.clone(),
+            description: info.description.clone(),
+            formula: info.formula.clone(),
+            trigger: info.trigger.clone(),
+            target: info.target.clone(),
+            enabled: info.enabled,
+            fired: info.fired,
+            last_fired_at_ms: info.last_fired_at.map(|time| time.0),
+            last_window: info.last_window,
+            last_run: info.last_run.clone(),
+            next_due_ms: info.next_due_ms,
+            error: info.error.clone(),
+            source: info.source.clone(),
+        }
+    }
+}
+
+impl From<pb::OrderInfo> for OrderInfo {
+    fn from(info: pb::OrderInfo) -> OrderInfo {
+        OrderInfo {
+            name: info.name,
+            description: info.description,
+            formula: info.formula,
+            trigger: info.trigger,
+            target: info.target,
+            enabled: info.enabled,
+            fired: info.fired,
+            last_fired_at: info.last_fired_at_ms.map(Timestamp),
+            last_window: info.last_window,
+            last_run: info.last_run,
+            next_due_ms: info.next_due_ms,
+            error: info.error,
+            source: info.source,
+        }
     }
 }
 
@@ -1179,6 +1239,17 @@ impl FromAnswer for pb::FormulasResponse {
     }
 }
 
+impl FromAnswer for pb::OrdersResponse {
+    fn from_answer(answer: Answer) -> Result<Self, GrpcStatus> {
+        match answer.map_err(refusal_to_status)? {
+            Outcome::Orders(infos) => {
+                Ok(pb::OrdersResponse { orders: infos.iter().map(pb::OrderInfo::from).collect() })
+            }
+            other => Err(unexpected(&other)),
+        }
+    }
+}
+
 impl FromAnswer for pb::NamespacesResponse {
     fn from_answer(answer: Answer) -> Result<Self, GrpcStatus> {
         match answer.map_err(refusal_to_status)? {
@@ -1294,6 +1365,12 @@ impl IntoAnswer for pb::PurgeResponse {
 impl IntoAnswer for pb::FormulasResponse {
     fn into_answer(self) -> Answer {
         Ok(Outcome::Formulas(self.formulas.into_iter().map(Into::into).collect()))
+    }
+}
+
+impl IntoAnswer for pb::OrdersResponse {
+    fn into_answer(self) -> Answer {
+        Ok(Outcome::Orders(self.orders.into_iter().map(Into::into).collect()))
     }
 }
 

@@ -65,6 +65,12 @@ pub const FORMULA_BYTES_MAX: usize = 256 * 1024;
 pub const FORMULA_STEPS_MAX: usize = 1000;
 /// Most formulas stored in one namespace.
 pub const FORMULAS_PER_NAMESPACE_MAX: usize = 10_000;
+/// Largest order source, in bytes.
+pub const ORDER_BYTES_MAX: usize = 64 * 1024;
+/// Most orders stored in one namespace.
+pub const ORDERS_PER_NAMESPACE_MAX: usize = 1000;
+/// Shortest cooldown or condition interval of an order, in milliseconds.
+pub const ORDER_INTERVAL_MS_MIN: u64 = 1000;
 /// Most variables one cook may pass.
 pub const FORMULA_VARS_MAX: usize = 256;
 /// Events a namespace keeps by default before the oldest are compacted (node config

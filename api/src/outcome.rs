@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Bead, BeadId, Dependency, Event, Status};
+use crate::model::{Bead, BeadId, Dependency, Event, Status, Timestamp};
 use crate::printable::printable;
 
 /// A successful answer.
@@ -39,6 +39,8 @@ pub enum Outcome {
     },
     /// Stored formulas.
     Formulas(Vec<FormulaInfo>),
+    /// Stored orders.
+    Orders(Vec<OrderInfo>),
     /// Namespaces of the cluster.
     Namespaces(Vec<NamespaceInfo>),
     /// The outcome of each write of a transaction, in order.
@@ -72,6 +74,37 @@ pub struct FormulaInfo {
     pub description: String,
     /// Number of steps.
     pub steps: u64,
+    /// Its TOML source (empty in lists).
+    pub source: String,
+}
+
+/// A stored order and its firings.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrderInfo {
+    /// Its name.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// The formula a firing cooks.
+    pub formula: String,
+    /// Its trigger in a few words (`cooldown 15m0s`, `cron "0 9 * * *" (UTC)`).
+    pub trigger: String,
+    /// Where its wisps go: `pool:<name>`, an agent, or empty.
+    pub target: String,
+    /// Whether its trigger fires it.
+    pub enabled: bool,
+    /// How many times it fired.
+    pub fired: u64,
+    /// When it last fired.
+    pub last_fired_at: Option<Timestamp>,
+    /// The last window it fired in (a cron minute, an event sequence number, a time).
+    pub last_window: u64,
+    /// The tracking bead of its last firing (empty: never fired).
+    pub last_run: String,
+    /// When time next allows a firing (cooldown, condition, cron), in ms since the epoch.
+    pub next_due_ms: Option<i64>,
+    /// Why a stored source no longer parses (empty when it does).
+    pub error: String,
     /// Its TOML source (empty in lists).
     pub source: String,
 }

@@ -264,6 +264,11 @@ pub fn validate_command(command: &Command) -> Result<(), Refusal> {
         Command::MailArchive { .. } => Ok(()),
         Command::FormulaPut { source } => check_size("formula", source, FORMULA_BYTES_MAX),
         Command::FormulaDelete { name } => check_names(&[("formula name", name)]),
+        Command::OrderPut { name, source } => {
+            check_names(&[("order name", name)])?;
+            check_size("order", source, crate::limits::ORDER_BYTES_MAX)
+        }
+        Command::OrderDelete { name } | Command::OrderRun { name } => check_names(&[("order name", name)]),
         Command::MolCook(cook) => validate_cook(cook),
         Command::Sling(sling) => validate_sling(sling),
         Command::HookClaim { agent, pool, lease_ms } => {

@@ -1,5 +1,5 @@
-//! `strand cluster status`: members, leader, term, log and applied indexes per node, and which
-//! node runs the controller.
+//! `strand cluster status`: members, leader, term, log and applied indexes per node, which node
+//! runs the controller, and when each of its duties last ran.
 
 use clap::Subcommand;
 use serde_json::json;
@@ -38,6 +38,11 @@ pub async fn run(cli: &Cli, command: &ClusterCommand) -> Outcome {
                     "leader_id": node.leader_id, "digest": node.digest.map(|digest| format!("{digest:016x}")),
                     "bead_count": node.bead_count, "fatal_error": node.fatal_error, "error": node.error,
                     "controller_term": node.controller_term, "lease_count": node.lease_count,
+                    "duties": node.duties.iter().map(|duty| json!({
+                        "name": duty.name, "interval_ms": duty.interval_ms,
+                        "last_run": duty.last_run_ms.map(|ms| api::model::Timestamp(ms).to_rfc3339()),
+                        "last_result": duty.last_result,
+                    })).collect::<Vec<_>>(),
                 })
             })
             .collect();
@@ -54,6 +59,25 @@ pub async fn run(cli: &Cli, command: &ClusterCommand) -> Outcome {
         Some(node) => {
             let leases = status.nodes.iter().find(|each| each.id == node).map_or(0, |each| each.lease_count);
             println!("controller on node {node} (term {}), {leases} leases held", status.term);
+            let duties = status.nodes.iter().find(|each| each.id == node).map(|each| each.duties.as_slice());
+            let now = crate::beads::now_ms();
+            for duty in duties.unwrap_or_default() {
+                let every = std::time::Duration::from_millis(duty.interval_ms);
+                let last = match duty.last_run_ms {
+                    Some(ms) => {
+                        let ago = std::time::Duration::from_millis(now.saturating_sub(ms).max(0) as u64 / 100 * 100);
+                        format!("last ran {} ago: {}", api::go_duration::format_go_duration(ago), duty.last_result)
+                    }
+                    None if duty.interval_ms == 0 => "off".into(),
+                    None => "not run yet".into(),
+                };
+                let interval = if duty.interval_ms == 0 {
+                    String::new()
+                } else {
+                    format!("every {}, ", api::go_duration::format_go_duration(every))
+                };
+                println!("  {:<13} {interval}{last}", duty.name);
+            }
         }
         None => println!("controller: none running yet (no leader, or its controller has not begun)"),
     }

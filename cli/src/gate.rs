@@ -21,14 +21,12 @@ use clap::{Args, Subcommand};
 use serde::Deserialize;
 
 use crate::beads::{now_ms, statuses_arg};
-use crate::gate_fields::{
-    AWAIT_ID_KEY, AWAIT_TYPE_KEY, GATE_TYPE, GateFields, REF_KEY, TIMEOUT_KEY, WAITERS_KEY, format_go_duration,
-    parse_go_duration,
-};
+use crate::gate_fields::{AWAIT_ID_KEY, AWAIT_TYPE_KEY, GATE_TYPE, GateFields, REF_KEY, TIMEOUT_KEY, WAITERS_KEY};
 use crate::listing::{Listing, LocalFilter, SortOrder};
 use crate::orchestration::{beads_of, one_bead};
 use crate::output::{print_bead_object, print_beads, print_value};
 use crate::{Cli, Failure, Outcome};
+use api::go_duration::{format_go_duration, parse_go_duration};
 
 /// `strand gate ...`.
 #[derive(Subcommand, Debug)]

@@ -32,10 +32,11 @@ use api::validate::validate_command;
 use clap::Args;
 use serde::Deserialize;
 
-use crate::gate_fields::{AWAIT_ID_KEY, AWAIT_TYPE_KEY, REF_KEY, TIMEOUT_KEY, WAITERS_KEY, format_go_duration};
+use crate::gate_fields::{AWAIT_ID_KEY, AWAIT_TYPE_KEY, REF_KEY, TIMEOUT_KEY, WAITERS_KEY};
 use crate::orchestration::beads_of;
 use crate::output::print_value;
 use crate::{Cli, Failure, Outcome};
+use api::go_duration::format_go_duration;
 
 /// `strand import`.
 #[derive(Args, Debug)]

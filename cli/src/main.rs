@@ -22,6 +22,7 @@ mod mail;
 mod molecule;
 mod molecule_progress;
 mod orchestration;
+mod order;
 mod output;
 mod prune;
 mod query;
@@ -158,6 +159,10 @@ enum Command {
     /// Formulas: TOML recipes of steps, cooked into molecules.
     #[command(subcommand)]
     Formula(molecule::FormulaCommand),
+    /// Orders: automations the leader fires on a cooldown, a cron schedule, an event or a
+    /// condition, cooking a formula and slinging it (TOML as Gas City's orders/*.toml).
+    #[command(subcommand)]
+    Order(order::OrderCommand),
     /// Molecules: a root bead and one child per formula step.
     #[command(subcommand)]
     Mol(molecule::MolCommand),
@@ -440,6 +445,7 @@ async fn dispatch(cli: &Cli) -> Outcome {
         Command::Bench(command) => bench::run(cli, command).await,
         Command::Namespace(command) => orchestration::run_namespace(cli, command).await,
         Command::Formula(command) => molecule::run_formula(cli, command).await,
+        Command::Order(command) => order::run(cli, command).await,
         Command::Mol(command) => molecule::run(cli, command).await,
         Command::Sling(args) => orchestration::run_sling(cli, args).await,
         Command::Hook(args) => orchestration::run_hook(cli, args).await,

@@ -55,13 +55,18 @@ pub fn vars(pairs: &[String]) -> Result<BTreeMap<String, String>, Failure> {
 
 /// Reads a formula file, refusing one over [`FORMULA_BYTES_MAX`] without reading all of it.
 pub fn read_formula_file(path: &Path) -> Result<String, Failure> {
+    read_source_file(path, "formula", FORMULA_BYTES_MAX)
+}
+
+/// Reads a TOML source (a formula's, an order's) of at most `limit` bytes.
+pub fn read_source_file(path: &Path, what: &str, limit: usize) -> Result<String, Failure> {
     let cannot = |error: std::io::Error| Failure::Refused(format!("cannot read {}: {error}", path.display()));
     let file = std::fs::File::open(path).map_err(cannot)?;
     let mut source = String::new();
-    file.take(FORMULA_BYTES_MAX as u64 + 1).read_to_string(&mut source).map_err(cannot)?;
-    if source.len() > FORMULA_BYTES_MAX {
+    file.take(limit as u64 + 1).read_to_string(&mut source).map_err(cannot)?;
+    if source.len() > limit {
         return Err(Failure::Refused(format!(
-            "{} is over the formula size limit of {FORMULA_BYTES_MAX} bytes; split the formula",
+            "{} is over the {what} size limit of {limit} bytes; split the {what}",
             path.display()
         )));
     }

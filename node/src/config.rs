@@ -1,5 +1,5 @@
 //! A node's configuration: identity, addresses, peers, event retention, the limits on inbound
-//! connections, and the Raft timing and snapshot policy.
+//! connections, the Raft timing and snapshot policy, and the leader's controller duties.
 //!
 //! It is read from a TOML file (`--config`), then overridden by command-line flags. Every setting
 //! that matters for safety is spelled out in [`RaftSettings::to_openraft`], never left to a
@@ -7,7 +7,9 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
+use api::go_duration::parse_go_duration;
 use serde::{Deserialize, Serialize};
 
 /// The default client and peer port.
@@ -203,8 +205,17 @@ impl ConnectionLimits {
 #[serde(deny_unknown_fields, default)]
 pub struct ControllerSettings {
     /// How often the leader looks for expired leases; a lease is expired within one interval of
-    /// its due time.
+    /// its due time. Every duty is looked at on this tick, so it is also their finest grain.
     pub lease_sweep_interval_ms: u64,
+    /// How often closed wisps are collected (Go duration, as Gas City's `[daemon]`
+    /// `wisp_gc_interval`); `0` turns wisp GC off.
+    pub wisp_gc_interval: String,
+    /// How long a closed wisp is kept before it is collected (Gas City's `wisp_ttl`).
+    pub wisp_ttl: String,
+    /// How often open convoys whose children are all closed are closed; `0` turns it off.
+    pub convoy_check_interval: String,
+    /// How often orders' triggers are judged; `0` turns orders off (they still run by hand).
+    pub order_check_interval: String,
 }
 
 /// The range `lease_sweep_interval_ms` takes.
@@ -212,7 +223,13 @@ pub const LEASE_SWEEP_INTERVAL_MS: std::ops::RangeInclusive<u64> = 100..=60_000;
 
 impl Default for ControllerSettings {
     fn default() -> Self {
-        ControllerSettings { lease_sweep_interval_ms: 1000 }
+        ControllerSettings {
+            lease_sweep_interval_ms: 1000,
+            wisp_gc_interval: "5m".into(),
+            wisp_ttl: "24h".into(),
+            convoy_check_interval: "1m".into(),
+            order_check_interval: "1s".into(),
+        }
     }
 }
 
@@ -228,8 +245,48 @@ impl ControllerSettings {
                 ControllerSettings::default().lease_sweep_interval_ms
             )));
         }
+        for (key, value) in [
+            ("wisp_gc_interval", &self.wisp_gc_interval),
+            ("wisp_ttl", &self.wisp_ttl),
+            ("convoy_check_interval", &self.convoy_check_interval),
+            ("order_check_interval", &self.order_check_interval),
+        ] {
+            parse_go_duration(value).map_err(|why| {
+                ConfigError::Invalid(format!("controller.{key}: {why}; 0 turns the duty off where it can be"))
+            })?;
+        }
+        if self.wisp_gc_interval().is_some() && self.wisp_ttl().is_none() {
+            return Err(ConfigError::Invalid(
+                "controller.wisp_ttl = 0 would collect wisps the moment they close; give a TTL (e.g. \"24h\"), or set wisp_gc_interval = \"0\" to turn wisp GC off".into(),
+            ));
+        }
         Ok(())
     }
+
+    /// How often wisps are collected; `None`: off.
+    pub fn wisp_gc_interval(&self) -> Option<Duration> {
+        duty_interval(&self.wisp_gc_interval)
+    }
+
+    /// How long a closed wisp is kept; `None`: zero.
+    pub fn wisp_ttl(&self) -> Option<Duration> {
+        duty_interval(&self.wisp_ttl)
+    }
+
+    /// How often convoys are checked; `None`: off.
+    pub fn convoy_check_interval(&self) -> Option<Duration> {
+        duty_interval(&self.convoy_check_interval)
+    }
+
+    /// How often orders are judged; `None`: off.
+    pub fn order_check_interval(&self) -> Option<Duration> {
+        duty_interval(&self.order_check_interval)
+    }
+}
+
+/// A duty's interval (checked by [`ControllerSettings::validate`]); zero is `None`, off.
+fn duty_interval(text: &str) -> Option<Duration> {
+    parse_go_duration(text).ok().filter(|interval| !interval.is_zero())
 }
 
 /// A node's configuration.

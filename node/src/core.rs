@@ -47,6 +47,8 @@ pub struct NodeCore<D: Disk> {
     pub metrics: Metrics,
     /// The rejoin state of a node that came back after losing its data (`None` in unit tests).
     pub rejoin: Option<crate::rejoin::Rejoin<D>>,
+    /// The controller's duties while it runs on this node (empty otherwise), for `cluster status`.
+    pub duties: std::sync::Mutex<Vec<pb::DutyStatus>>,
 }
 
 impl<D: Disk> NodeCore<D> {
@@ -70,6 +72,7 @@ impl<D: Disk> NodeCore<D> {
             watch_streams: Arc::new(tokio::sync::Semaphore::new(WATCH_STREAMS_MAX)),
             metrics: Metrics::new(),
             rejoin: None,
+            duties: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -77,9 +80,10 @@ impl<D: Disk> NodeCore<D> {
     pub fn raft_view(&self) -> RaftView {
         let watched = self.raft.metrics();
         let mut view = raft_view_of(self.id, &watched.borrow_watched());
-        (view.beads, view.leases, view.controller_term) = self
-            .state_machine
-            .read(|state| (state.bead_count() as u64, state.lease_count() as u64, state.controller_term()));
+        (view.beads, view.leases, view.controller_term, view.orders) = self.state_machine.read(|state| {
+            let counts = (state.bead_count(), state.lease_count(), state.order_count());
+            (counts.0 as u64, counts.1 as u64, state.controller_term(), counts.2 as u64)
+        });
         view.watch_streams = (WATCH_STREAMS_MAX - self.watch_streams.available_permits()) as u64;
         view
     }
@@ -153,6 +157,7 @@ impl<D: Disk> NodeCore<D> {
             error: String::new(),
             controller_term,
             lease_count,
+            duties: self.duties.lock().expect("the duties lock is never poisoned").clone(),
         }
     }
 }

@@ -42,6 +42,7 @@ use api::proto::formulas_server::FormulasServer;
 use api::proto::mail_server::MailServer;
 use api::proto::molecules_server::MoleculesServer;
 use api::proto::namespaces_server::NamespacesServer;
+use api::proto::orders_server::OrdersServer;
 use api::proto::raft_server::RaftServer;
 use api::proto::work_server::WorkServer;
 use openraft::BasicNode;
@@ -54,7 +55,7 @@ use tonic::transport::server::Connected;
 
 use crate::client::{
     BeadsService, ClusterService, ConvoysService, EventsService, FormulasService, MailService, MoleculesService,
-    NamespacesService, WorkService,
+    NamespacesService, OrdersService, WorkService,
 };
 use crate::clock::Clock;
 use crate::config::NodeConfig;
@@ -249,6 +250,7 @@ where
         "strand.v1.Beads",
         "strand.v1.Namespaces",
         "strand.v1.Formulas",
+        "strand.v1.Orders",
         "strand.v1.Molecules",
         "strand.v1.Work",
         "strand.v1.Mail",
@@ -275,6 +277,7 @@ where
         .add_service(limited!(BeadsServer::new(BeadsService::new(leader.clone()))))
         .add_service(limited!(NamespacesServer::new(NamespacesService::new(leader.clone()))))
         .add_service(limited!(FormulasServer::new(FormulasService::new(leader.clone()))))
+        .add_service(limited!(OrdersServer::new(OrdersService::new(leader.clone()))))
         .add_service(limited!(MoleculesServer::new(MoleculesService::new(leader.clone()))))
         .add_service(limited!(WorkServer::new(WorkService::new(leader.clone()))))
         .add_service(limited!(MailServer::new(MailService::new(leader.clone()))))

@@ -79,6 +79,8 @@ pub struct RaftView {
     pub leases: u64,
     /// The highest term of a controller action applied.
     pub controller_term: u64,
+    /// Orders stored, across namespaces.
+    pub orders: u64,
 }
 
 /// Why the connection limiter closed a connection, as the `reason` label says it. A variant's
@@ -173,13 +175,24 @@ pub struct Metrics {
     write_seconds: Histogram,
     forwarded: Counter,
     leases_expired: Counter,
+    controller: ControllerMetrics,
     gauges: [(ReadGauge, Gauge); GAUGES.len()],
     connections: ConnectionMetrics,
 }
 
+/// The controller's counters, beside `leases_expired`.
+struct ControllerMetrics {
+    /// Runs by `duty`.
+    duty_runs: Family<Vec<(&'static str, &'static str)>, Counter>,
+    /// Order firings by `outcome`.
+    orders: Family<Vec<(&'static str, &'static str)>, Counter>,
+    wisps_collected: Counter,
+    convoys_closed: Counter,
+}
+
 /// Scrape-time gauges: name, help (prometheus-client ends it with a period), and how each is
 /// read off a [`RaftView`].
-const GAUGES: [(&str, &str, ReadGauge); 11] = [
+const GAUGES: [(&str, &str, ReadGauge); 12] = [
     ("raft_term", "The node's current Raft term", |view| view.term as i64),
     ("raft_is_leader", "1 when this node is the Raft leader, else 0", |view| i64::from(view.is_leader)),
     ("raft_leader_id", "The id of the leader this node knows of; 0 when none", |view| view.leader as i64),
@@ -194,6 +207,7 @@ const GAUGES: [(&str, &str, ReadGauge); 11] = [
     ("beads", "Beads stored on this replica, across namespaces", |view| view.beads as i64),
     ("watch_streams", "Open watch streams served by this node", |view| view.watch_streams as i64),
     ("leases", "Leased claims held on this replica, across namespaces", |view| view.leases as i64),
+    ("orders", "Orders stored on this replica, across namespaces", |view| view.orders as i64),
     ("controller_term", "The term of the latest controller to act (the leader's, once its controller began)", |view| {
         view.controller_term as i64
     }),
@@ -230,6 +244,31 @@ impl Metrics {
             "Leases this node's controller expired while it led (their beads went back to open, or were dead-lettered)",
             leases_expired.clone(),
         );
+        let duty_runs = Family::<Vec<(&'static str, &'static str)>, Counter>::default();
+        registry.register(
+            "controller_duty_runs",
+            "Runs of each controller duty on this node while it led (lease_sweep, wisp_gc, convoy_check, orders)",
+            duty_runs.clone(),
+        );
+        let orders = Family::<Vec<(&'static str, &'static str)>, Counter>::default();
+        registry.register(
+            "controller_orders",
+            "Order firings this node's controller proposed, by outcome: fired, or skipped (refused: fired elsewhere, no longer due, its formula gone)",
+            orders.clone(),
+        );
+        let wisps_collected = Counter::default();
+        registry.register(
+            "controller_wisps_collected",
+            "Closed wisps this node's controller collected (wisp GC)",
+            wisps_collected.clone(),
+        );
+        let convoys_closed = Counter::default();
+        registry.register(
+            "controller_convoys_closed",
+            "Convoys this node's controller closed because every child was closed",
+            convoys_closed.clone(),
+        );
+        let controller = ControllerMetrics { duty_runs, orders, wisps_collected, convoys_closed };
         let gauges = GAUGES.map(|(name, help, read)| {
             let gauge = Gauge::default();
             registry.register(name, help, gauge.clone());
@@ -240,7 +279,7 @@ impl Metrics {
                 .map(|outcome| requests.get_or_create(&vec![("kind", kind), ("outcome", outcome.label())]).clone())
         });
         let connections = ConnectionMetrics::register(&mut registry);
-        Metrics { registry, requests, write_seconds, forwarded, leases_expired, gauges, connections }
+        Metrics { registry, requests, write_seconds, forwarded, leases_expired, controller, gauges, connections }
     }
 
     /// The inbound-connection metrics, for the connection limiter.
@@ -262,6 +301,27 @@ impl Metrics {
     /// Counts a lease the controller expired.
     pub fn observe_lease_expired(&self) {
         self.leases_expired.inc();
+    }
+
+    /// Counts one run of a controller duty.
+    pub fn observe_duty_run(&self, duty: &'static str) {
+        self.controller.duty_runs.get_or_create(&vec![("duty", duty)]).inc();
+    }
+
+    /// Counts an order firing the controller proposed: fired, or skipped.
+    pub fn observe_order(&self, fired: bool) {
+        let outcome = if fired { "fired" } else { "skipped" };
+        self.controller.orders.get_or_create(&vec![("outcome", outcome)]).inc();
+    }
+
+    /// Counts wisps the controller collected.
+    pub fn observe_wisps_collected(&self, count: u64) {
+        self.controller.wisps_collected.inc_by(count);
+    }
+
+    /// Counts convoys the controller closed.
+    pub fn observe_convoys_closed(&self, count: u64) {
+        self.controller.convoys_closed.inc_by(count);
     }
 
     /// Counts one attempt to forward a write to the leader.

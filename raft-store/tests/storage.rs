@@ -203,6 +203,15 @@ fn borrowed_records_encode_exactly_like_owned_ones() {
     loose_edge.command =
         Command::DepAdd { issue_id: "a".into(), depends_on_id: "b".into(), dep_type: api::model::DepType::blocks() };
     state.apply(3, &loose_edge).unwrap();
+    let mut order_put = proposal("unused", 13);
+    order_put.command = Command::OrderPut {
+        name: "nightly".into(),
+        source: "[order]\nformula = \"release\"\ngate = \"cooldown\"\ninterval = \"1h\"\n".into(),
+    };
+    state.apply(4, &order_put).unwrap();
+    let mut order_run = proposal("unused", 14);
+    order_run.command = Command::OrderRun { name: "nightly".into() };
+    state.apply(5, &order_run).unwrap();
     let mut kinds = std::collections::BTreeSet::new();
     for (key, record) in state.records() {
         let borrowed = state.record(&key).expect("every listed record can be borrowed");
@@ -221,9 +230,10 @@ fn borrowed_records_encode_exactly_like_owned_ones() {
             RecordKey::Event(..) => "event",
             RecordKey::Formula(..) => "formula",
             RecordKey::LooseEdges(..) => "loose edges",
+            RecordKey::Order(..) => "order",
         });
     }
-    assert_eq!(kinds.len(), 8, "every kind of record was compared: {kinds:?}");
+    assert_eq!(kinds.len(), 9, "every kind of record was compared: {kinds:?}");
 }
 
 /// On a current-thread runtime an inline build would finish before any other task ran; on the

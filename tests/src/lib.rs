@@ -312,3 +312,21 @@ pub fn normalise_times(value: &mut serde_json::Value) {
         _ => {}
     }
 }
+
+/// Runs the `strand` CLI against `cluster` as `actor`, with no lease id or namespace taken from
+/// this process's environment.
+pub fn strand_as(cluster: &Cluster, actor: &str, args: &[&str]) -> std::process::Output {
+    Command::new(strand_binary())
+        .args(["--endpoints", &cluster.endpoints().join(","), "--actor", actor])
+        .args(args)
+        .env_remove("STRAND_LEASE_ID")
+        .env_remove("STRAND_NAMESPACE")
+        .output()
+        .expect("the strand binary runs")
+}
+
+/// The JSON a command printed; fails the test, with its stderr, unless it exited 0.
+pub fn json_of(output: &std::process::Output) -> serde_json::Value {
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).expect("the command printed JSON")
+}

@@ -10,24 +10,17 @@ use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
 use serde_json::Value;
-use tests::{Cluster, strand_binary, wait_for};
+use tests::{Cluster, json_of, strand_as, strand_binary, wait_for};
 
 /// Sweeps often, so a test waits little for an expiry.
 const CONFIG: &str = "[controller]\nlease_sweep_interval_ms = 200\n";
 
 fn strand(cluster: &Cluster, actor: &str, args: &[&str]) -> Output {
-    Command::new(strand_binary())
-        .args(["--endpoints", &cluster.endpoints().join(","), "--actor", actor])
-        .args(args)
-        .env_remove("STRAND_LEASE_ID")
-        .env_remove("STRAND_NAMESPACE")
-        .output()
-        .unwrap()
+    strand_as(cluster, actor, args)
 }
 
 fn json(output: &Output) -> Value {
-    assert_eq!(output.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&output.stderr));
-    serde_json::from_slice(&output.stdout).unwrap()
+    json_of(output)
 }
 
 fn show(cluster: &Cluster, id: &str) -> Value {

@@ -15,6 +15,7 @@ mod import;
 mod index;
 mod namespace;
 mod orchestration;
+mod orders;
 mod query;
 mod session;
 mod txn;
@@ -30,6 +31,7 @@ use crate::outcome::{Answer, NamespaceInfo, Outcome, Refusal};
 use crate::validate::{validate_command, validate_namespace, validate_prefix};
 pub use namespace::NamespaceMeta;
 use namespace::NamespaceState;
+pub use orders::{ORDER_KEY, ORDER_RUN_LABEL_PREFIX, ORDER_TRACKING_LABEL, OrderRecord};
 pub use session::Session;
 use session::{Seen, Sessions};
 
@@ -52,6 +54,8 @@ pub enum RecordKey {
     Formula(Namespace, String),
     /// The dependency edges of an id that is not a bead.
     LooseEdges(Namespace, BeadId),
+    /// A stored order of a namespace.
+    Order(Namespace, String),
 }
 
 /// One persisted record of the state.
@@ -73,6 +77,8 @@ pub enum Record {
     Formula(String),
     /// Dependency edges of an id that is not a bead: target to type.
     LooseEdges(BTreeMap<BeadId, DepType>),
+    /// An order's TOML source and its firings.
+    Order(OrderRecord),
 }
 
 /// One record borrowed from the state. It serializes exactly as the [`Record`] it stands for
@@ -97,6 +103,8 @@ pub enum RecordRef<'a> {
     Formula(&'a str),
     /// Dependency edges of an id that is not a bead.
     LooseEdges(&'a BTreeMap<BeadId, DepType>),
+    /// An order.
+    Order(&'a OrderRecord),
 }
 
 impl RecordRef<'_> {
@@ -111,6 +119,7 @@ impl RecordRef<'_> {
             RecordRef::Event(event) => Record::Event(event.clone()),
             RecordRef::Formula(source) => Record::Formula(source.to_string()),
             RecordRef::LooseEdges(edges) => Record::LooseEdges(edges.clone()),
+            RecordRef::Order(order) => Record::Order(order.clone()),
         }
     }
 }
@@ -137,6 +146,17 @@ impl ChangedKeys {
             _ => None,
         })
     }
+}
+
+/// What the controller's periodic duties find in one namespace ([`State::controller_work`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NamespaceWork {
+    /// Enabled orders whose trigger is due, each with the firings seen.
+    pub due_orders: Vec<(String, u64)>,
+    /// Closed wisps older than the TTL wait to be collected.
+    pub wisps: bool,
+    /// An open, not owned convoy has only closed children.
+    pub convoys: bool,
 }
 
 /// A record that does not fit its key, met while loading.
@@ -177,6 +197,7 @@ impl State {
         let mut events = Vec::new();
         let mut formulas = Vec::new();
         let mut loose = Vec::new();
+        let mut orders = Vec::new();
         for (key, record) in records {
             match (key, record) {
                 (RecordKey::Event(namespace, _), Record::Event(event)) => events.push((namespace, event)),
@@ -186,6 +207,7 @@ impl State {
                 (RecordKey::LooseEdges(namespace, source), Record::LooseEdges(edges)) => {
                     loose.push((namespace, source, edges))
                 }
+                (RecordKey::Order(namespace, name), Record::Order(order)) => orders.push((namespace, name, order)),
                 (RecordKey::Clock, Record::Clock(clock)) => state.clock = clock,
                 (RecordKey::ControllerTerm, Record::ControllerTerm(term)) => state.controller_term = term,
                 (RecordKey::Namespace(namespace), Record::Namespace(meta)) => {
@@ -215,6 +237,13 @@ impl State {
             };
             namespace_state.formulas.insert(name, namespace::StoredFormula::new(source));
         }
+        for (namespace, name, order) in orders {
+            let Some(namespace_state) = state.namespaces.get_mut(&namespace) else {
+                return Err(LoadError { key: RecordKey::Order(namespace, name) });
+            };
+            let stored = orders::StoredOrder::new(&name, order);
+            namespace_state.orders.insert(name, stored);
+        }
         for (namespace, source, edges) in loose {
             let Some(namespace_state) = state.namespaces.get_mut(&namespace) else {
                 return Err(LoadError { key: RecordKey::LooseEdges(namespace, source) });
@@ -233,6 +262,7 @@ impl State {
             namespace_state.dirty_beads.clear();
             namespace_state.dirty_events.clear();
             namespace_state.dirty_formulas.clear();
+            namespace_state.dirty_orders.clear();
             namespace_state.dirty_loose.clear();
             namespace_state.meta_dirty = false;
         }
@@ -313,6 +343,9 @@ impl State {
             Command::NamespaceCreate { .. } | Command::NamespaceDelete { .. } => unreachable!("handled above"),
             Command::FormulaPut { source } => namespace_state.formula_put(source),
             Command::FormulaDelete { name } => namespace_state.formula_delete(name),
+            Command::OrderPut { name, source } => namespace_state.order_put(name, source, now),
+            Command::OrderDelete { name } => namespace_state.order_delete(name),
+            Command::OrderRun { name } => namespace_state.order_fire(name, orders::Firing::Manual, now),
             Command::MolCook(cook) => namespace_state.mol_cook(cook, now),
             Command::Sling(sling) => namespace_state.sling(sling, now),
             Command::HookClaim { agent, pool, lease_ms } => {
@@ -367,6 +400,29 @@ impl State {
         leases
     }
 
+    /// What the controller's periodic duties find to do at `now`, per namespace: the orders
+    /// due (with the firings seen), whether closed wisps older than `wisp_ttl_ms` wait to be
+    /// collected, and whether an open convoy's children are all closed.
+    pub fn controller_work(&self, now: Timestamp, wisp_ttl_ms: Option<i64>) -> Vec<(Namespace, NamespaceWork)> {
+        let mut work = Vec::new();
+        for (namespace, namespace_state) in &self.namespaces {
+            let found = NamespaceWork {
+                due_orders: namespace_state.due_orders(now),
+                wisps: wisp_ttl_ms.is_some_and(|ttl| namespace_state.has_purgeable(ttl, now)),
+                convoys: namespace_state.has_closable_convoy(),
+            };
+            if !found.due_orders.is_empty() || found.wisps || found.convoys {
+                work.push((namespace.clone(), found));
+            }
+        }
+        work
+    }
+
+    /// How many orders are stored, across namespaces.
+    pub fn order_count(&self) -> usize {
+        self.namespaces.values().map(|namespace_state| namespace_state.orders.len()).sum()
+    }
+
     /// The highest term of a controller action applied.
     pub fn controller_term(&self) -> u64 {
         self.controller_term
@@ -390,6 +446,27 @@ impl State {
                 Some(namespace_state) => {
                     namespace_state.revision = self.revision;
                     namespace_state.expire_lease(id, *lease_id, *renewed_at, now)
+                }
+            },
+            ControllerAction::CollectWisps { older_than_ms } => match self.namespaces.get_mut(namespace) {
+                None => Ok(Outcome::Purged { purged_count: 0 }),
+                Some(namespace_state) => {
+                    namespace_state.revision = self.revision;
+                    namespace_state.purge(*older_than_ms, now)
+                }
+            },
+            ControllerAction::CheckConvoys => match self.namespaces.get_mut(namespace) {
+                None => Ok(Outcome::Beads(Vec::new())),
+                Some(namespace_state) => {
+                    namespace_state.revision = self.revision;
+                    namespace_state.convoy_check(now)
+                }
+            },
+            ControllerAction::FireOrder { name, seen_fired } => match self.namespaces.get_mut(namespace) {
+                None => Err(Refusal::Invalid(format!("namespace {namespace} does not exist"))),
+                Some(namespace_state) => {
+                    namespace_state.revision = self.revision;
+                    namespace_state.order_fire(name, orders::Firing::Trigger { seen_fired: *seen_fired }, now)
                 }
             },
         }
@@ -454,11 +531,13 @@ impl State {
         let names: BTreeSet<&String> = namespace_state.formulas.keys().chain(&namespace_state.dirty_formulas).collect();
         let sources: BTreeSet<&BeadId> =
             namespace_state.loose_edges.keys().chain(&namespace_state.dirty_loose).collect();
+        let orders: BTreeSet<&String> = namespace_state.orders.keys().chain(&namespace_state.dirty_orders).collect();
         let records = &mut self.removed_records;
         records.extend(bead_ids.into_iter().map(|bead_id| RecordKey::Bead(namespace.clone(), bead_id.clone())));
         records.extend(seqs.into_iter().map(|seq| RecordKey::Event(namespace.clone(), seq)));
         records.extend(names.into_iter().map(|name| RecordKey::Formula(namespace.clone(), name.clone())));
         records.extend(sources.into_iter().map(|source| RecordKey::LooseEdges(namespace.clone(), source.clone())));
+        records.extend(orders.into_iter().map(|name| RecordKey::Order(namespace.clone(), name.clone())));
         self.removed_namespaces.insert(namespace.clone());
         Ok(Outcome::Namespaces(vec![info]))
     }
@@ -506,6 +585,8 @@ impl State {
             Query::Thread { thread } => namespace_state.thread(thread),
             Query::FormulaGet { name } => namespace_state.formula_get(name),
             Query::FormulaList => Ok(namespace_state.formula_list()),
+            Query::OrderGet { name, now } => namespace_state.order_get(name, *now),
+            Query::OrderList { now } => Ok(namespace_state.order_list(*now)),
             Query::PurgePreview { older_than_ms, now } => Ok(namespace_state.purge_preview(*older_than_ms, *now)),
             Query::Namespaces => unreachable!("answered above"),
         }
@@ -536,6 +617,8 @@ impl State {
             keys.extend(formulas.into_iter().map(|name| RecordKey::Formula(namespace.clone(), name)));
             let sources = std::mem::take(&mut namespace_state.dirty_loose);
             keys.extend(sources.into_iter().map(|source| RecordKey::LooseEdges(namespace.clone(), source)));
+            let orders = std::mem::take(&mut namespace_state.dirty_orders);
+            keys.extend(orders.into_iter().map(|name| RecordKey::Order(namespace.clone(), name)));
         }
         keys.extend(std::mem::take(&mut self.sessions.dirty).into_iter().map(RecordKey::Session));
         self.mark_clean();
@@ -576,6 +659,9 @@ impl State {
             RecordKey::LooseEdges(namespace, source) => {
                 self.namespaces.get(namespace)?.loose_edges.get(source).map(RecordRef::LooseEdges)
             }
+            RecordKey::Order(namespace, name) => {
+                self.namespaces.get(namespace)?.orders.get(name).map(|stored| RecordRef::Order(&stored.record))
+            }
         }
     }
 
@@ -605,6 +691,9 @@ impl State {
                     RecordKey::LooseEdges(namespace.clone(), source.clone()),
                     Record::LooseEdges(edges.clone()),
                 ));
+            }
+            for (name, stored) in &namespace_state.orders {
+                records.push((RecordKey::Order(namespace.clone(), name.clone()), Record::Order(stored.record.clone())));
             }
         }
         for (client_id, session) in &self.sessions.by_client {

@@ -114,6 +114,10 @@ pub struct NamespaceState {
     pub(super) formulas: BTreeMap<String, StoredFormula>,
     /// Formulas stored or removed since the last persist.
     pub(super) dirty_formulas: BTreeSet<String>,
+    /// Stored orders by name, parsed once when stored or loaded, with their firings.
+    pub(super) orders: BTreeMap<String, super::orders::StoredOrder>,
+    /// Orders stored, fired or removed since the last persist.
+    pub(super) dirty_orders: BTreeSet<String>,
     /// Dependency edges whose source is not a bead (yet): source id to target and type. Gas City
     /// records edges between arbitrary ids; a bead created under such an id takes them over.
     pub(super) loose_edges: BTreeMap<BeadId, BTreeMap<BeadId, DepType>>,
@@ -149,6 +153,8 @@ impl NamespaceState {
             pending_events: Vec::new(),
             formulas: BTreeMap::new(),
             dirty_formulas: BTreeSet::new(),
+            orders: BTreeMap::new(),
+            dirty_orders: BTreeSet::new(),
             loose_edges: BTreeMap::new(),
             dirty_loose: BTreeSet::new(),
             revision: 0,
@@ -389,17 +395,19 @@ impl NamespaceState {
     /// Closes an auto-closing container once it has children and every one of them is closed.
     /// Returns whether it closed.
     pub(super) fn close_container_if_done(&mut self, container_id: &BeadId, now: Timestamp) -> Result<bool, Refusal> {
-        let Some(container) = self.beads.get(container_id) else { return Ok(false) };
-        if !Self::auto_closes(container) {
-            return Ok(false);
-        }
-        // This runs on every close of a child: two look-ups, whatever the number of children.
-        let has_children = self.indexes.children.get(container_id).is_some_and(|children| !children.is_empty());
-        if !has_children || self.indexes.open_children.contains_key(container_id) {
+        if !self.container_done(container_id) {
             return Ok(false);
         }
         self.close_one(container_id, Some("every child closed".into()), now)?;
         Ok(true)
+    }
+
+    /// Whether a container that auto-closes has children, all of them closed. Two look-ups,
+    /// whatever the number of children: this runs on every close of a child.
+    pub(super) fn container_done(&self, container_id: &BeadId) -> bool {
+        let Some(container) = self.beads.get(container_id) else { return false };
+        let has_children = self.indexes.children.get(container_id).is_some_and(|children| !children.is_empty());
+        Self::auto_closes(container) && has_children && !self.indexes.open_children.contains_key(container_id)
     }
 
     /// Closes one bead with a reason (a closed bead stays as it is) and answers it. Every close

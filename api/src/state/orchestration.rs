@@ -109,7 +109,7 @@ impl NamespaceState {
     }
 
     /// Cooks and returns the root followed by its steps; `metadata` goes on the root.
-    fn cook_beads(
+    pub(super) fn cook_beads(
         &mut self,
         cook: &Cook,
         metadata: &BTreeMap<String, String>,
@@ -222,7 +222,7 @@ impl NamespaceState {
         Ok(())
     }
 
-    fn route(&mut self, bead_id: &BeadId, sling: &Sling, now: Timestamp) -> Result<Bead, Refusal> {
+    pub(super) fn route(&mut self, bead_id: &BeadId, sling: &Sling, now: Timestamp) -> Result<Bead, Refusal> {
         self.modify_and_read(bead_id, now, |bead| {
             if sling.pool {
                 // A bead is routed to one pool: re-slinging moves it.
@@ -605,6 +605,12 @@ impl NamespaceState {
         Ok(Outcome::Beads(closed))
     }
 
+    /// Whether an open, not-owned convoy has children and all of them are closed (what
+    /// `convoy_check` would close).
+    pub(super) fn has_closable_convoy(&self) -> bool {
+        self.open_convoys().iter().any(|convoy_id| self.container_done(convoy_id))
+    }
+
     /// Open children with no assignee, of one convoy or of every open convoy.
     pub(super) fn stranded(&self, convoy_id: Option<&BeadId>) -> Result<Outcome, Refusal> {
         let convoys = match convoy_id {
@@ -638,6 +644,12 @@ impl NamespaceState {
         }
         doomed.sort_unstable_by(newest_first);
         doomed.into_iter().map(|key| key.id.clone()).collect()
+    }
+
+    /// Whether a closed wisp was closed at least `older_than_ms` before `now`.
+    pub(super) fn has_purgeable(&self, older_than_ms: i64, now: Timestamp) -> bool {
+        let cutoff = now.0.saturating_sub(older_than_ms);
+        self.indexes.closed_ephemeral.first().is_some_and(|(closed_at, _)| *closed_at <= cutoff)
     }
 
     /// What `purge` would remove now.

@@ -64,6 +64,8 @@ impl Harness {
         assert_eq!(ready(&reloaded), ready(&self.state), "a reloaded replica has the same ready set");
         let formulas = |state: &State| state.query(&self.namespace, &Query::FormulaList);
         assert_eq!(formulas(&reloaded), formulas(&self.state), "a reloaded replica parsed the same formulas");
+        let orders = |state: &State| state.query(&self.namespace, &Query::OrderList { now: Timestamp(self.now) });
+        assert_eq!(orders(&reloaded), orders(&self.state), "a reloaded replica has the same orders and firings");
     }
 
     fn apply(&mut self, command: Command) -> Answer {
@@ -1020,6 +1022,7 @@ mod import;
 mod lease;
 mod metadata;
 mod orchestration;
+mod orders;
 mod txn;
 
 #[test]

@@ -1,5 +1,5 @@
 //! The client plane: the gRPC services clients call. The bead store (`strand.v1.Beads`) and its
-//! orchestration layer (`Namespaces`, `Formulas`, `Molecules`, `Work`, `Mail`, `Convoys`) are
+//! orchestration layer (`Namespaces`, `Formulas`, `Orders`, `Molecules`, `Work`, `Mail`, `Convoys`) are
 //! here; `watch.rs` serves `Events` (the event log and watch streams), `cluster.rs` serves
 //! `strand.v1.Cluster` (status, fanned out to every member). Protobuf requests are converted by
 //! `api::convert` and answered by the leader plane through the shared [`write`] and [`read`]
@@ -18,6 +18,7 @@ use api::proto::formulas_server::Formulas;
 use api::proto::mail_server::Mail;
 use api::proto::molecules_server::Molecules;
 use api::proto::namespaces_server::Namespaces;
+use api::proto::orders_server::Orders;
 use api::proto::work_server::Work;
 use api::proto::{self as pb};
 use raft_store::Disk;
@@ -81,6 +82,10 @@ leader_service!(
 leader_service!(
     /// The `strand.v1.Formulas` service.
     FormulasService
+);
+leader_service!(
+    /// The `strand.v1.Orders` service.
+    OrdersService
 );
 leader_service!(
     /// The `strand.v1.Molecules` service.
@@ -222,6 +227,25 @@ impl<D: Disk> Formulas for FormulasService<D> {
         read(&self.leader, request).await
     }
     async fn list(&self, request: Request<pb::FormulaListRequest>) -> Result<Response<pb::FormulasResponse>, Status> {
+        read(&self.leader, request).await
+    }
+}
+
+#[tonic::async_trait]
+impl<D: Disk> Orders for OrdersService<D> {
+    async fn put(&self, request: Request<pb::OrderPutRequest>) -> Result<Response<pb::OrdersResponse>, Status> {
+        write(&self.leader, request).await
+    }
+    async fn delete(&self, request: Request<pb::OrderDeleteRequest>) -> Result<Response<pb::Empty>, Status> {
+        write(&self.leader, request).await
+    }
+    async fn run(&self, request: Request<pb::OrderRunRequest>) -> Result<Response<pb::BeadsResponse>, Status> {
+        write(&self.leader, request).await
+    }
+    async fn get(&self, request: Request<pb::OrderGetRequest>) -> Result<Response<pb::OrdersResponse>, Status> {
+        read(&self.leader, request).await
+    }
+    async fn list(&self, request: Request<pb::OrderListRequest>) -> Result<Response<pb::OrdersResponse>, Status> {
         read(&self.leader, request).await
     }
 }

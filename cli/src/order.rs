@@ -1,0 +1,162 @@
+//! `strand order put|list|show|delete|history|run`: orders, the automations the leader's
+//! controller fires (see `api::order` for the TOML and the triggers). `put` names an order after
+//! its file (`orders/digest.toml` is `digest`), as Gas City does; `history` lists the tracking
+//! beads of its firings, newest first.
+
+use std::path::PathBuf;
+
+use api::command::{Command, ListFilter, ListSort, Query};
+use api::go_duration::format_go_duration;
+use api::limits::ORDER_BYTES_MAX;
+use api::model::Timestamp;
+use api::outcome::{OrderInfo, Outcome as Answer};
+use api::state::{ORDER_RUN_LABEL_PREFIX, ORDER_TRACKING_LABEL};
+use clap::Subcommand;
+
+use crate::beads::now_ms;
+use crate::molecule::read_source_file;
+use crate::orchestration::{beads_of, unexpected};
+use crate::output::{print_beads, print_value};
+use crate::{Cli, Failure, Outcome};
+
+/// `strand order ...`.
+#[derive(Subcommand, Debug)]
+pub enum OrderCommand {
+    /// Store an order from its TOML file (`[order]`, as Gas City's orders/*.toml); it replaces
+    /// an order of the same name, keeping its firings. Its formula must be stored first.
+    Put {
+        /// The TOML file.
+        file: PathBuf,
+        /// The order's name (default: the file's name without `.toml`).
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Every order, with its trigger, firings and when it is next due.
+    List,
+    /// One order, with its source.
+    Show {
+        /// Its name.
+        name: String,
+    },
+    /// Remove an order (its past firings' beads stay).
+    Delete {
+        /// Its name.
+        name: String,
+    },
+    /// The tracking beads of an order's firings, newest first.
+    History {
+        /// Its name.
+        name: String,
+        /// At most this many (0: no limit).
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+    },
+    /// Fire an order now, whatever its trigger (JSON: the tracking bead, then the wisp).
+    Run {
+        /// Its name.
+        name: String,
+    },
+}
+
+/// Runs an `order` command.
+pub async fn run(cli: &Cli, command: &OrderCommand) -> Outcome {
+    let client = cli.client()?;
+    let now = Timestamp(now_ms());
+    let answer = match command {
+        OrderCommand::Put { file, name } => {
+            let name = match name {
+                Some(name) => name.clone(),
+                None => file.file_stem().map(|stem| stem.to_string_lossy().into_owned()).ok_or_else(|| {
+                    Failure::Usage(format!("{} has no file name to name the order after; pass --name", file.display()))
+                })?,
+            };
+            let source = read_source_file(file, "order", ORDER_BYTES_MAX)?;
+            client.execute(Command::OrderPut { name, source }).await?
+        }
+        OrderCommand::List => client.query(Query::OrderList { now }).await?,
+        OrderCommand::Show { name } => client.query(Query::OrderGet { name: name.clone(), now }).await?,
+        OrderCommand::Delete { name } => {
+            client.execute(Command::OrderDelete { name: name.clone() }).await?;
+            if cli.json {
+                print_value(&serde_json::json!({ "deleted": name }));
+            } else {
+                println!("deleted order {name}");
+            }
+            return Ok(true);
+        }
+        OrderCommand::History { name, limit } => {
+            let filter = ListFilter {
+                labels_all: vec![format!("{ORDER_RUN_LABEL_PREFIX}{name}"), ORDER_TRACKING_LABEL.to_string()],
+                all: true,
+                limit: *limit,
+                sort: ListSort::CreatedDesc,
+                ..Default::default()
+            };
+            let beads = beads_of(client.query(Query::List(filter)).await?);
+            print_beads(&beads, cli.json);
+            return Ok(true);
+        }
+        OrderCommand::Run { name } => {
+            let beads = beads_of(client.execute(Command::OrderRun { name: name.clone() }).await?);
+            if cli.json {
+                print_beads(&beads, true);
+            } else if let [tracking, root, ..] = beads.as_slice() {
+                println!(
+                    "order {name} fired: wisp {} ({} steps), tracked by {}",
+                    root.id,
+                    beads.len() - 2,
+                    tracking.id
+                );
+            }
+            return Ok(true);
+        }
+    };
+    let Answer::Orders(orders) = answer else { return Err(unexpected(&answer)) };
+    match command {
+        OrderCommand::Show { .. } | OrderCommand::Put { .. } if cli.json => print_value(&orders.first()),
+        _ if cli.json => print_value(&orders),
+        OrderCommand::Show { .. } => orders.iter().for_each(|order| print_order(order, now)),
+        OrderCommand::Put { .. } => {
+            for order in &orders {
+                println!("stored order {} ({}, formula {})", order.name, order.trigger, order.formula);
+            }
+        }
+        _ => orders.iter().for_each(|order| println!("{}", order_line(order, now))),
+    }
+    Ok(true)
+}
+
+/// `in 4m0s`, `now`, or `2m0s ago`.
+fn relative(ms: i64, now: Timestamp) -> String {
+    let span = |delta: i64| format_go_duration(std::time::Duration::from_secs((delta / 1000).unsigned_abs()));
+    match ms - now.0 {
+        delta if delta >= 1000 => format!("in {}", span(delta)),
+        delta if delta <= -1000 => format!("{} ago", span(delta)),
+        _ => "now".into(),
+    }
+}
+
+fn order_line(order: &OrderInfo, now: Timestamp) -> String {
+    if !order.error.is_empty() {
+        return format!("{}  (unreadable: {})", order.name, order.error);
+    }
+    let target = if order.target.is_empty() { String::new() } else { format!(" -> {}", order.target) };
+    let state = if order.enabled { String::new() } else { "  disabled".into() };
+    let last = order.last_fired_at.map(|time| format!(", last {}", relative(time.0, now))).unwrap_or_default();
+    let next = order.next_due_ms.map(|due| format!(", next {}", relative(due, now))).unwrap_or_default();
+    format!("{}  {}  {}{target}{state}  fired {}{last}{next}", order.name, order.trigger, order.formula, order.fired)
+}
+
+fn print_order(order: &OrderInfo, now: Timestamp) {
+    println!("{}", order_line(order, now));
+    if !order.description.is_empty() {
+        println!("  {}", order.description);
+    }
+    if !order.last_run.is_empty() {
+        println!("  last run: {}", order.last_run);
+    }
+    print!("{}", order.source);
+    if !order.source.ends_with('\n') {
+        println!();
+    }
+}
