@@ -268,6 +268,13 @@ pub enum ControllerAction {
         /// The lease's renewal the leader judged past due ([`crate::model::Lease::renewed_at`]).
         renewed_at: u64,
     },
+    /// Expire several leases of one namespace at once, each as [`ControllerAction::ExpireLease`]
+    /// does (a lease no longer as judged is left alone), at most
+    /// [`crate::limits::EXPIRIES_PER_COMMAND_MAX`].
+    ExpireLeases {
+        /// The leases, as judged.
+        leases: Vec<JudgedLease>,
+    },
     /// Remove closed wisps closed at least `older_than_ms` ago, at most
     /// [`crate::limits::PURGE_BEADS_MAX`] (the wisp GC).
     CollectWisps {
@@ -284,6 +291,17 @@ pub enum ControllerAction {
         /// Its [`crate::order::OrderRuns::fired`] as judged.
         seen_fired: u64,
     },
+}
+
+/// A lease as the controller judged it past due: its bead, id and the renewal it saw.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JudgedLease {
+    /// The bead.
+    pub id: BeadId,
+    /// The lease ([`crate::model::Lease::id`]).
+    pub lease_id: u64,
+    /// Its renewal as judged ([`crate::model::Lease::renewed_at`]).
+    pub renewed_at: u64,
 }
 
 /// A bead an import wrote, as [`Command::ImportUndo`] names it.

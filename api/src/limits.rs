@@ -65,6 +65,8 @@ pub const FORMULA_BYTES_MAX: usize = 256 * 1024;
 pub const FORMULA_STEPS_MAX: usize = 1000;
 /// Most formulas stored in one namespace.
 pub const FORMULAS_PER_NAMESPACE_MAX: usize = 10_000;
+/// Most lease expiries one controller command carries.
+pub const EXPIRIES_PER_COMMAND_MAX: usize = 1000;
 /// Largest order source, in bytes.
 pub const ORDER_BYTES_MAX: usize = 64 * 1024;
 /// Most orders stored in one namespace.

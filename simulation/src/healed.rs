@@ -1,12 +1,23 @@
 //! The healed phase's reader: a turmoil client that, once every fault is removed, checks that
-//! the cluster serves a write in bounded time, reads back every bead, and waits for all nodes to
-//! converge. What it finds goes to the liveness, durability and convergence checkers.
+//! the cluster serves a write in bounded time, reads back every bead, reads back the orders'
+//! firings, and waits for all nodes to converge. What it finds goes to the liveness,
+//! durability, orders and convergence checkers.
+//!
+//! The orderer, another client, stores a formula and two orders ([`SIM_ORDERS`]: a 1 s cooldown
+//! and an every-minute cron) as soon as the cluster takes writes, so the leaders' controllers
+//! fire orders through every fault of the run; the reader disables them before it reads them
+//! back, so that the cluster is quiet while convergence is checked.
 //!
 //! Convergence is asked of every live node: every node but those whose start failed
 //! ([`cluster::FailedStarts`]), so a node that started on damaged storage is compared too.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use api::command::{Command, ListFilter, Query};
+use api::outcome::Outcome;
+use api::state::{ORDER_KEY, ORDER_TRACKING_LABEL};
 
 use api::proto::StatusRequest;
 use api::proto::cluster_client::ClusterClient;
@@ -33,6 +44,29 @@ pub fn status_timeout(nodes: usize) -> Duration {
     Duration::from_millis(cluster::raft_settings().rpc_timeout_ms * nodes as u64 + STATUS_SLACK_MS)
 }
 
+/// The formula the simulated orders cook.
+pub const SIM_FORMULA: &str = "formula = \"sim-patrol\"\n[[steps]]\nid = \"look\"\ntitle = \"Look\"\n";
+/// The simulated orders: name, TOML, and the cooldown interval in ms (0: not a cooldown).
+pub const SIM_ORDERS: [(&str, &str, u64); 2] = [
+    (
+        "sim-cooldown",
+        "[order]\nformula = \"sim-patrol\"\ngate = \"cooldown\"\ninterval = \"1s\"\npool = \"sim\"\n",
+        1_000,
+    ),
+    ("sim-cron", "[order]\nformula = \"sim-patrol\"\ngate = \"cron\"\nschedule = \"* * * * *\"\n", 0),
+];
+
+/// The orders' firings as the healed reader read them back.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OrderFirings {
+    /// One (order, window, tracking bead) per tracking bead.
+    pub tracking: Vec<(String, u64, String)>,
+    /// Each order's count of firings.
+    pub fired: BTreeMap<String, u64>,
+    /// The cooldown orders' intervals, in ms.
+    pub cooldown_ms: BTreeMap<String, u64>,
+}
+
 /// What the healed-phase reader found.
 #[derive(Clone, Debug)]
 pub struct Healed {
@@ -40,12 +74,14 @@ pub struct Healed {
     pub write_after_heal: Result<Duration, String>,
     /// Each live node's (id, applied index, digest) once they agreed, or how they disagreed.
     pub convergence: Result<Vec<(u64, u64, u64)>, String>,
+    /// The orders' firings, or why they could not be read.
+    pub orders: Result<OrderFirings, String>,
 }
 
 impl Default for Healed {
     fn default() -> Self {
         let never = "the healed-phase reader did not finish".to_string();
-        Healed { write_after_heal: Err(never.clone()), convergence: Err(never) }
+        Healed { write_after_heal: Err(never.clone()), convergence: Err(never.clone()), orders: Err(never) }
     }
 }
 
@@ -150,6 +186,61 @@ async fn final_read(client: &api::client::Client, history: &SharedHistory, agent
     false
 }
 
+/// Stores the formula and the orders, each retried until the cluster takes it.
+async fn orderer(schedule: Schedule) -> turmoil::Result {
+    let mut rng = StdRng::seed_from_u64(schedule.seed ^ 0x6f72_6465_7273);
+    let client = workload::client(&schedule.node_ids, &mut rng)?;
+    let mut writes = vec![Command::FormulaPut { source: SIM_FORMULA.into() }];
+    writes.extend(
+        SIM_ORDERS.iter().map(|(name, source, _)| Command::OrderPut { name: (*name).into(), source: (*source).into() }),
+    );
+    for command in writes {
+        while client.execute(command.clone()).await.is_err() {
+            if now() >= schedule.agents_done_at {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(POLL_MS)).await;
+        }
+    }
+    Ok(())
+}
+
+/// Reads back every tracking bead and every order's count.
+async fn read_orders(client: &api::client::Client) -> Result<OrderFirings, String> {
+    let filter = ListFilter {
+        labels_all: vec![ORDER_TRACKING_LABEL.into()],
+        all: true,
+        limit: FINAL_LIST_MAX,
+        ..Default::default()
+    };
+    let tracking = match client.query(Query::List(filter)).await.map_err(|error| error.to_string())? {
+        Outcome::Beads(beads) => beads,
+        other => return Err(format!("the tracking beads' list answered {other:?}")),
+    };
+    let orders = match client
+        .query(Query::OrderList { now: api::model::Timestamp(0) })
+        .await
+        .map_err(|error| error.to_string())?
+    {
+        Outcome::Orders(orders) => orders,
+        other => return Err(format!("the order list answered {other:?}")),
+    };
+    let mut found = OrderFirings::default();
+    for bead in tracking {
+        let order = bead.metadata.get(ORDER_KEY).cloned().unwrap_or_default();
+        let window = bead
+            .metadata
+            .get("order.window")
+            .and_then(|window| window.parse().ok())
+            .ok_or(format!("tracking bead {} has no window", bead.id))?;
+        found.tracking.push((order, window, bead.id.0));
+    }
+    found.fired = orders.into_iter().map(|order| (order.name, order.fired)).collect();
+    found.cooldown_ms =
+        SIM_ORDERS.iter().filter(|(_, _, ms)| *ms > 0).map(|(name, _, ms)| ((*name).to_string(), *ms)).collect();
+    Ok(found)
+}
+
 async fn reader(schedule: Schedule, history: SharedHistory, report: Arc<Mutex<Healed>>) -> turmoil::Result {
     let mut rng = StdRng::seed_from_u64(schedule.seed ^ 0x6865_616c_6564);
     let client = workload::client(&schedule.node_ids, &mut rng)?;
@@ -161,6 +252,23 @@ async fn reader(schedule: Schedule, history: SharedHistory, report: Arc<Mutex<He
         report.lock().expect("healed report lock").convergence = Err("the final read never succeeded".into());
         return Ok(());
     }
+    // Disabled, the orders stop writing, so the nodes can be caught agreeing.
+    for (name, source, _) in SIM_ORDERS {
+        let disabled = Command::OrderPut { name: name.into(), source: format!("{source}enabled = false\n") };
+        for _ in 0..10 {
+            if client.execute(disabled.clone()).await.is_ok() {
+                break;
+            }
+        }
+    }
+    let mut orders = Err("never read".to_string());
+    for _ in 0..10 {
+        orders = read_orders(&client).await;
+        if orders.is_ok() {
+            break;
+        }
+    }
+    report.lock().expect("healed report lock").orders = orders;
     let convergence = converge(&schedule.node_ids, &schedule.failed_starts).await;
     report.lock().expect("healed report lock").convergence = convergence;
     Ok(())
@@ -170,5 +278,6 @@ async fn reader(schedule: Schedule, history: SharedHistory, report: Arc<Mutex<He
 pub fn register(sim: &mut turmoil::Sim<'_>, schedule: &Schedule, history: &SharedHistory) -> Arc<Mutex<Healed>> {
     let report = Arc::new(Mutex::new(Healed::default()));
     sim.client("reader", reader(schedule.clone(), history.clone(), report.clone()));
+    sim.client("orderer", orderer(schedule.clone()));
     report
 }

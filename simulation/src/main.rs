@@ -12,7 +12,7 @@ use simulation::run::{RunConfig, RunReport, run};
 
 /// Strand's deterministic simulator: runs seeds of a simulated cluster under faults and checks
 /// every run for linearizability, durability, exactly-once, convergence, metadata, liveness,
-/// storage integrity and Raft safety.
+/// storage integrity, Raft safety and orders firing at most once per window.
 ///
 /// Exit codes: 0 every seed passed, 1 a violation (its replay command is printed), 2 usage error.
 #[derive(Parser, Debug)]
@@ -104,6 +104,7 @@ fn main() -> ExitCode {
     };
     let started = Instant::now();
     let (mut ops, mut faults, mut unknown, mut simulated) = (0usize, 0usize, 0usize, Duration::ZERO);
+    let mut order_firings = 0usize;
     let (mut damaged, mut failed_starts) = (0usize, 0usize);
     for (done, seed) in seeds.iter().enumerate() {
         let config = RunConfig {
@@ -133,6 +134,7 @@ fn main() -> ExitCode {
         ops += report.ops;
         faults += report.faults;
         unknown += report.unknown_ops;
+        order_firings += report.order_firings;
         damaged += report.damaged_nodes;
         failed_starts += report.failed_starts;
         simulated += report.simulated;
@@ -152,11 +154,11 @@ fn main() -> ExitCode {
     let wall = started.elapsed();
     eprintln!();
     println!(
-        "| seeds | nodes | ops | unknown outcome | faults | damaged nodes | failed starts | simulated | wall | simulated/wall | seeds/min |"
+        "| seeds | nodes | ops | unknown outcome | order firings | faults | damaged nodes | failed starts | simulated | wall | simulated/wall | seeds/min |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     println!(
-        "| {} | {} | {ops} | {unknown} | {faults} | {damaged} | {failed_starts} | {:.0} s | {:.1} s | {:.1} | {:.1} |",
+        "| {} | {} | {ops} | {unknown} | {order_firings} | {faults} | {damaged} | {failed_starts} | {:.0} s | {:.1} s | {:.1} | {:.1} |",
         seeds.len(),
         args.nodes,
         simulated.as_secs_f64(),

@@ -102,6 +102,8 @@ pub struct RunReport {
     pub unknown_ops: usize,
     /// Large creates the cluster acknowledged.
     pub large_creates: usize,
+    /// Order firings the healed reader read back (their tracking beads).
+    pub order_firings: usize,
     /// Faults injected.
     pub faults: usize,
     /// Nodes whose storage the nemesis damaged.
@@ -260,11 +262,13 @@ pub fn run(config: &RunConfig) -> Result<RunReport, String> {
         .iter()
         .filter(|entry| matches!((&entry.op, &entry.result), (Op::CreateLarge { .. }, OpResult::Ok(_))))
         .count();
+    let order_firings = healed_found.orders.as_ref().map_or(0, |found| found.tracking.len());
     Ok(RunReport {
         config: config.clone(),
         ops: history.entries.len(),
         unknown_ops,
         large_creates,
+        order_firings,
         faults: nemesis.injected,
         damaged_nodes: nemesis.damaged.len(),
         failed_starts: failed_starts.len(),

@@ -9,9 +9,11 @@ use api::state::State;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use simulation::checkers::{convergence, durability, exactly_once, integrity, linearizability, metadata, raft_safety};
+use simulation::checkers::{
+    convergence, durability, exactly_once, integrity, linearizability, metadata, orders, raft_safety,
+};
 use simulation::cluster::{FailedStart, Observation};
-use simulation::healed::Healed;
+use simulation::healed::{Healed, OrderFirings};
 use simulation::history::{History, Op, OpResult, compact_value};
 use simulation::workload::large_metadata;
 
@@ -214,13 +216,20 @@ fn a_large_value_changed_after_its_create_was_acknowledged_is_rejected() {
 
 #[test]
 fn convergence_must_cover_every_live_node() {
-    let healed =
-        |agreed: Vec<(u64, u64, u64)>| Healed { write_after_heal: Ok(Duration::ZERO), convergence: Ok(agreed) };
+    let healed = |agreed: Vec<(u64, u64, u64)>| Healed {
+        write_after_heal: Ok(Duration::ZERO),
+        convergence: Ok(agreed),
+        orders: Ok(OrderFirings::default()),
+    };
     // Node 2 failed to start: the two others agreeing is convergence.
     assert!(convergence::check(&healed(vec![(1, 40, 7), (3, 40, 7)]), &[1, 3]).is_empty());
     // A live node left out of the comparison (a damaged node that started, say) is not.
     assert_eq!(convergence::check(&healed(vec![(1, 40, 7), (3, 40, 7)]), &[1, 2, 3]).len(), 1);
-    let disagreed = Healed { write_after_heal: Ok(Duration::ZERO), convergence: Err("digests differ".into()) };
+    let disagreed = Healed {
+        write_after_heal: Ok(Duration::ZERO),
+        convergence: Err("digests differ".into()),
+        orders: Ok(OrderFirings::default()),
+    };
     assert_eq!(convergence::check(&disagreed, &[1, 2, 3]).len(), 1);
 }
 
@@ -232,4 +241,25 @@ fn a_failed_start_on_undamaged_storage_is_rejected() {
     assert!(integrity::check(&failed, &damaged_2).is_empty());
     assert_eq!(integrity::check(&failed, &damaged_1).len(), 1);
     assert!(integrity::check(&BTreeMap::new(), &damaged_1).is_empty());
+}
+
+#[test]
+fn orders_reject_a_window_fired_twice_a_short_cooldown_and_untold_firings() {
+    let firing = |order: &str, window: u64, bead: &str| (order.to_string(), window, bead.to_string());
+    let found = |tracking: Vec<(String, u64, String)>, fired: u64| {
+        Ok(OrderFirings {
+            tracking,
+            fired: [("cool".to_string(), fired), ("cron".to_string(), fired)].into(),
+            cooldown_ms: [("cool".to_string(), 1_000)].into(),
+        })
+    };
+    let fine = found(vec![firing("cool", 5_000, "st-1"), firing("cool", 6_000, "st-2"), firing("cron", 7, "st-3")], 2);
+    assert_eq!(orders::check(&fine), Vec::new());
+    let twice = found(vec![firing("cron", 7, "st-1"), firing("cron", 7, "st-2")], 2);
+    assert!(orders::check(&twice)[0].detail.contains("fired twice in window 7"), "{:?}", orders::check(&twice));
+    let early = found(vec![firing("cool", 5_000, "st-1"), firing("cool", 5_400, "st-2")], 2);
+    assert!(orders::check(&early)[0].detail.contains("400 ms apart"), "{:?}", orders::check(&early));
+    let untold = found(vec![firing("cool", 5_000, "st-1"), firing("cool", 9_000, "st-2")], 1);
+    assert!(orders::check(&untold)[0].detail.contains("2 tracking beads but counts 1"), "{:?}", orders::check(&untold));
+    assert_eq!(orders::check(&Err("no answer".into())).len(), 1, "orders that cannot be read back are a violation");
 }

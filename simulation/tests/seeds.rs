@@ -49,11 +49,17 @@ fn run_clean(config: &RunConfig) -> RunReport {
 }
 
 fn band(start: u64, count: u64, nodes: u64) {
-    let mut ops = 0;
+    let (mut ops, mut order_firings) = (0, 0);
     for seed in start..start + count {
-        ops += run_clean(&config(seed, nodes)).ops;
+        let report = run_clean(&config(seed, nodes));
+        ops += report.ops;
+        order_firings += report.order_firings;
     }
     assert!(ops as u64 > count * 50, "the workload ran too few operations ({ops}) to mean anything");
+    assert!(
+        order_firings as u64 >= count * 2,
+        "the controllers fired only {order_firings} orders in {count} runs: the orders checker saw too little"
+    );
 }
 
 /// A band under every fault, storage damage included: it must damage storage and see starts

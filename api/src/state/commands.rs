@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::namespace::{LOOSE_EDGE_SOURCES_MAX, NamespaceState};
-use crate::command::{CreateBead, ReadyFilter, UpdateBead};
+use crate::command::{CreateBead, JudgedLease, ReadyFilter, UpdateBead};
 use crate::limits::DEPENDENCIES_PER_BEAD_MAX;
 use crate::model::{
     Actor, Bead, BeadId, DEFAULT_TYPE, DepType, LABEL_DEAD_LETTER, Lease, Status, Timestamp, event_type,
@@ -167,6 +167,24 @@ impl NamespaceState {
             self.emit(event_type::BEAD_DEAD_LETTERED, bead_id, message);
         }
         Ok(Outcome::Beads(vec![bead]))
+    }
+
+    /// Expires each lease still as judged, in one command; answers the beads it expired.
+    pub(super) fn expire_leases(&mut self, leases: &[JudgedLease], now: Timestamp) -> Result<Outcome, Refusal> {
+        self.begin_journal();
+        let mut expired = Vec::new();
+        for lease in leases {
+            match self.expire_lease(&lease.id, lease.lease_id, lease.renewed_at, now) {
+                Ok(Outcome::Beads(beads)) => expired.extend(beads),
+                Ok(_) => {}
+                Err(refusal) => {
+                    self.roll_back();
+                    return Err(refusal);
+                }
+            }
+        }
+        self.journal = None;
+        Ok(Outcome::Beads(expired))
     }
 
     /// Claims the first ready bead matching the filter; an empty list when none is ready.

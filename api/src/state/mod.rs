@@ -25,7 +25,7 @@ use std::hash::{Hash, Hasher};
 
 use serde::{Deserialize, Serialize};
 
-use crate::command::{Command, ControllerAction, Proposal, Query};
+use crate::command::{Command, ControllerAction, JudgedLease, Proposal, Query};
 use crate::model::{Bead, BeadId, DepType, Event, Lease, Namespace, Timestamp};
 use crate::outcome::{Answer, NamespaceInfo, Outcome, Refusal};
 use crate::validate::{validate_command, validate_namespace, validate_prefix};
@@ -387,7 +387,22 @@ impl State {
         self.namespaces.values().map(|namespace_state| namespace_state.indexes.leased.len()).sum()
     }
 
-    /// Every lease held, with its namespace and bead: what the leader's lease sweep reads.
+    /// Every lease held, as the leader's lease sweep reads it: its namespace, and its bead, id,
+    /// renewal and length, without the holder or anything else of the bead.
+    pub fn lease_marks(&self) -> Vec<(Namespace, JudgedLease, u64)> {
+        let mut marks = Vec::with_capacity(self.lease_count());
+        for (namespace, namespace_state) in &self.namespaces {
+            for bead_id in &namespace_state.indexes.leased {
+                if let Some(lease) = namespace_state.beads.get(bead_id).and_then(|bead| bead.lease.as_ref()) {
+                    let judged = JudgedLease { id: bead_id.clone(), lease_id: lease.id, renewed_at: lease.renewed_at };
+                    marks.push((namespace.clone(), judged, lease.ttl_ms));
+                }
+            }
+        }
+        marks
+    }
+
+    /// Every lease held, with its namespace and bead.
     pub fn leases(&self) -> Vec<(Namespace, BeadId, Lease)> {
         let mut leases = Vec::new();
         for (namespace, namespace_state) in &self.namespaces {
@@ -446,6 +461,20 @@ impl State {
                 Some(namespace_state) => {
                     namespace_state.revision = self.revision;
                     namespace_state.expire_lease(id, *lease_id, *renewed_at, now)
+                }
+            },
+            ControllerAction::ExpireLeases { leases } => match self.namespaces.get_mut(namespace) {
+                None => Ok(Outcome::Beads(Vec::new())),
+                Some(namespace_state) => {
+                    if leases.len() > crate::limits::EXPIRIES_PER_COMMAND_MAX {
+                        return Err(Refusal::TooLarge {
+                            what: "a batch of lease expiries".into(),
+                            size: leases.len(),
+                            limit: crate::limits::EXPIRIES_PER_COMMAND_MAX,
+                        });
+                    }
+                    namespace_state.revision = self.revision;
+                    namespace_state.expire_leases(leases, now)
                 }
             },
             ControllerAction::CollectWisps { older_than_ms } => match self.namespaces.get_mut(namespace) {

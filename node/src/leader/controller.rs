@@ -27,12 +27,12 @@
 //! leadership between judging and proposing finds its proposal refused by Raft, or by the term
 //! fence once the next leader began.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use api::command::{Command, ControllerAction, Proposal};
-use api::limits::PURGE_BEADS_MAX;
+use api::command::{Command, ControllerAction, JudgedLease, Proposal};
+use api::limits::{EXPIRIES_PER_COMMAND_MAX, PURGE_BEADS_MAX};
 use api::model::{Actor, BeadId, Namespace};
 use api::outcome::{Outcome, Refusal};
 use api::proto as pb;
@@ -44,9 +44,10 @@ use crate::core::NodeCore;
 
 /// The actor controller actions are recorded under.
 pub const CONTROLLER_ACTOR: &str = "strand-controller";
-/// Expiries proposed in one sweep at most; the rest wait for the next sweep, so a mass expiry
-/// never floods the log ahead of client writes.
-pub const EXPIRIES_PER_SWEEP_MAX: usize = 1000;
+/// Expiries proposed in one sweep at most, in commands of `EXPIRIES_PER_COMMAND_MAX` per
+/// namespace; the rest wait for the next sweep, so a mass expiry never floods the log ahead of
+/// client writes.
+pub const EXPIRIES_PER_SWEEP_MAX: usize = 10_000;
 /// Wisp GC batches (each at most `PURGE_BEADS_MAX` wisps) one run proposes per namespace.
 pub const WISP_BATCHES_PER_RUN_MAX: usize = 10;
 
@@ -314,45 +315,51 @@ impl LeaseSweep {
         LeaseSweep { tracked: HashMap::new(), grace, first: true }
     }
 
-    /// One sweep: judges every lease and proposes the expiries due; answers how many expired.
+    /// One sweep: judges every lease and proposes the expiries due, a batch per command;
+    /// answers how many expired.
     async fn run<D: Disk>(&mut self, core: &NodeCore<D>, term: u64) -> u64 {
         let now = Instant::now();
-        let leases = core.state_machine.read(|state| state.leases());
-        let mut seen = HashMap::with_capacity(leases.len());
-        let mut due = Vec::new();
-        for (namespace, bead_id, lease) in leases {
-            let key = (namespace, bead_id);
+        let marks = core.state_machine.read(|state| state.lease_marks());
+        let mut seen = HashMap::with_capacity(marks.len());
+        let mut due: BTreeMap<Namespace, Vec<JudgedLease>> = BTreeMap::new();
+        let mut due_count = 0;
+        for (namespace, judged, ttl_ms) in marks {
+            let key = (namespace, judged.id.clone());
             let entry = match self.tracked.remove(&key) {
-                Some(entry) if entry.lease_id == lease.id && entry.renewed_at == lease.renewed_at => entry,
+                Some(entry) if entry.lease_id == judged.lease_id && entry.renewed_at == judged.renewed_at => entry,
                 // A grant or renewal not seen before is due its ttl from now; on taking office,
                 // with the election timeout on top.
                 _ => {
                     let extra = if self.first { self.grace } else { Duration::ZERO };
-                    let due = now + Duration::from_millis(lease.ttl_ms) + extra;
-                    Tracked { lease_id: lease.id, renewed_at: lease.renewed_at, due }
+                    let due = now + Duration::from_millis(ttl_ms) + extra;
+                    Tracked { lease_id: judged.lease_id, renewed_at: judged.renewed_at, due }
                 }
             };
-            if entry.due <= now && due.len() < EXPIRIES_PER_SWEEP_MAX {
-                due.push((key.clone(), entry.lease_id, entry.renewed_at));
+            if entry.due <= now && due_count < EXPIRIES_PER_SWEEP_MAX {
+                due.entry(key.0.clone()).or_default().push(judged);
+                due_count += 1;
             }
             seen.insert(key, entry);
         }
         self.tracked = seen;
         self.first = false;
-        let expiries = due.into_iter().map(|((namespace, bead_id), lease_id, renewed_at)| {
-            let action = ControllerAction::ExpireLease { id: bead_id, lease_id, renewed_at };
-            propose(core, namespace, term, action)
+        let batches = due.into_iter().flat_map(|(namespace, leases)| {
+            let batches: Vec<Vec<JudgedLease>> =
+                leases.chunks(EXPIRIES_PER_COMMAND_MAX).map(<[JudgedLease]>::to_vec).collect();
+            batches.into_iter().map(move |leases| (namespace.clone(), leases))
         });
+        let proposals = batches
+            .map(|(namespace, leases)| propose(core, namespace, term, ControllerAction::ExpireLeases { leases }));
         let mut expired = 0;
-        for result in futures::future::join_all(expiries).await {
+        for result in futures::future::join_all(proposals).await {
             match result {
                 Ok(Ok(Outcome::Beads(beads))) => {
                     expired += beads.len() as u64;
                     beads.iter().for_each(|_| core.metrics.observe_lease_expired());
                 }
                 Ok(Ok(_)) => {}
-                Ok(Err(refusal)) => tracing::warn!(%refusal, "a lease expiry was refused"),
-                Err(error) => tracing::debug!(%error, "a lease expiry was not committed; the next sweep judges again"),
+                Ok(Err(refusal)) => tracing::warn!(%refusal, "a batch of lease expiries was refused"),
+                Err(error) => tracing::debug!(%error, "lease expiries were not committed; the next sweep judges again"),
             }
         }
         expired

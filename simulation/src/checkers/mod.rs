@@ -16,6 +16,7 @@ pub mod integrity;
 pub mod linearizability;
 pub mod liveness;
 pub mod metadata;
+pub mod orders;
 pub mod raft_safety;
 
 use std::collections::BTreeMap;
@@ -100,5 +101,6 @@ pub fn check_all(evidence: &Evidence<'_>) -> Vec<Violation> {
         }),
     }
     violations.extend(linearizability::check(evidence.history));
+    violations.extend(orders::check(&evidence.healed.orders));
     violations
 }

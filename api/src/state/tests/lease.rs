@@ -303,3 +303,26 @@ fn a_namespace_sets_the_default_lease_and_the_delivery_limit() {
     harness.apply(Command::NamespaceConfigure { default_lease_ms: Some(None), max_deliveries: None }).unwrap();
     assert_eq!(bead_of(harness.claim(&other, "alice")).lease, None);
 }
+
+#[test]
+fn a_batch_of_expiries_expires_each_lease_still_as_judged_and_no_other() {
+    let mut harness = Harness::new();
+    let (stale, renewed) = (harness.create("stale"), harness.create("renewed"));
+    harness.claim_leased(&stale, "alice", MINUTE_MS).expect("claimed");
+    harness.claim_leased(&renewed, "bob", MINUTE_MS).expect("claimed");
+    let judged: Vec<crate::command::JudgedLease> =
+        harness.state.lease_marks().into_iter().map(|(_, judged, _)| judged).collect();
+    assert_eq!(judged.len(), 2);
+    harness
+        .as_actor("bob", Command::LeaseRenew { id: renewed.clone(), lease_id: None })
+        .expect("renewed after judgement");
+    let action = ControllerAction::ExpireLeases { leases: judged };
+    let expired = beads_of(harness.apply(Command::Controller { term: 1, action }));
+    assert_eq!(expired.iter().map(|bead| bead.id.clone()).collect::<Vec<_>>(), vec![stale.clone()]);
+    assert_eq!(harness.get(&stale).status, Status::Open);
+    assert_eq!(harness.get(&renewed).status, Status::InProgress, "a renewal after judgement is kept");
+    let too_many = vec![harness.state.lease_marks()[0].1.clone(); crate::limits::EXPIRIES_PER_COMMAND_MAX + 1];
+    let refused =
+        harness.apply(Command::Controller { term: 1, action: ControllerAction::ExpireLeases { leases: too_many } });
+    assert!(matches!(refused, Err(Refusal::TooLarge { .. })), "{refused:?}");
+}
