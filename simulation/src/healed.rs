@@ -6,7 +6,8 @@
 //! The orderer, another client, stores a formula and two orders ([`SIM_ORDERS`]: a 1 s cooldown
 //! and an every-minute cron) as soon as the cluster takes writes, so the leaders' controllers
 //! fire orders through every fault of the run; the reader disables them before it reads them
-//! back, so that the cluster is quiet while convergence is checked.
+//! back, so that the cluster is quiet while convergence is checked. Then it waits out
+//! [`lease_bound`] and lists the lease agents' beads, for the leases checker.
 //!
 //! Convergence is asked of every live node: every node but those whose start failed
 //! ([`cluster::FailedStarts`]), so a node that started on damaged storage is compared too.
@@ -76,12 +77,28 @@ pub struct Healed {
     pub convergence: Result<Vec<(u64, u64, u64)>, String>,
     /// The orders' firings, or why they could not be read.
     pub orders: Result<OrderFirings, String>,
+    /// The leasable beads once every unrenewed lease must have expired ([`lease_bound`] after
+    /// the agents finished), or why they could not be read.
+    pub leases_after_bound: Result<Vec<api::model::Bead>, String>,
+}
+
+/// How long after the agents' last call every lease they held must have expired: its length,
+/// two sweeps, two election timeouts (a leader change gives leases one on top) and a second.
+pub fn lease_bound() -> Duration {
+    let sweep = node::config::ControllerSettings::default().lease_sweep_interval_ms;
+    let election = cluster::raft_settings().election_timeout_ms_max;
+    Duration::from_millis(workload::LEASE_MS + 2 * sweep + 2 * election + 1_000)
 }
 
 impl Default for Healed {
     fn default() -> Self {
         let never = "the healed-phase reader did not finish".to_string();
-        Healed { write_after_heal: Err(never.clone()), convergence: Err(never.clone()), orders: Err(never) }
+        Healed {
+            write_after_heal: Err(never.clone()),
+            convergence: Err(never.clone()),
+            orders: Err(never.clone()),
+            leases_after_bound: Err(never),
+        }
     }
 }
 
@@ -269,6 +286,25 @@ async fn reader(schedule: Schedule, history: SharedHistory, report: Arc<Mutex<He
         }
     }
     report.lock().expect("healed report lock").orders = orders;
+    sleep_until(schedule.agents_done_at + lease_bound()).await;
+    let mut leasable = Err("never read".to_string());
+    for _ in 0..10 {
+        let filter = ListFilter {
+            labels_all: vec![workload::LEASE_LABEL.into()],
+            all: true,
+            limit: FINAL_LIST_MAX,
+            ..Default::default()
+        };
+        leasable = match client.query(Query::List(filter)).await {
+            Ok(Outcome::Beads(beads)) => Ok(beads),
+            Ok(other) => Err(format!("the leasable beads' list answered {other:?}")),
+            Err(error) => Err(error.to_string()),
+        };
+        if leasable.is_ok() {
+            break;
+        }
+    }
+    report.lock().expect("healed report lock").leases_after_bound = leasable;
     let convergence = converge(&schedule.node_ids, &schedule.failed_starts).await;
     report.lock().expect("healed report lock").convergence = convergence;
     Ok(())

@@ -82,12 +82,49 @@ pub enum Op {
         /// Most beads returned.
         limit: u32,
     },
+    /// Create a bead for leased claims (label `sim-lease`; the linearizability checker leaves
+    /// these beads to the leases checker, since the controller's expiries change them unseen).
+    CreateLeasable {
+        /// The unique title.
+        title: String,
+    },
+    /// Claim the first ready leasable bead with a lease.
+    LeaseClaimNext {
+        /// The claimer.
+        actor: Actor,
+        /// The lease's length.
+        lease_ms: u64,
+    },
+    /// Renew the agent's lease on a bead.
+    LeaseRenew {
+        /// The bead.
+        id: BeadId,
+        /// The renewer (the client's actor).
+        actor: Actor,
+    },
+    /// Close a bead fenced by a lease id: refused unless it is still the bead's lease.
+    FencedClose {
+        /// The bead.
+        id: BeadId,
+        /// The closer.
+        actor: Actor,
+        /// The lease id the agent holds (perhaps no longer).
+        lease_id: u64,
+    },
 }
 
 impl Op {
     /// Whether the operation changes state.
     pub fn is_write(&self) -> bool {
         !matches!(self, Op::Get { .. } | Op::Ready | Op::List { .. })
+    }
+
+    /// Whether the operation is part of the leased-claims workload.
+    pub fn is_lease_op(&self) -> bool {
+        matches!(
+            self,
+            Op::CreateLeasable { .. } | Op::LeaseClaimNext { .. } | Op::LeaseRenew { .. } | Op::FencedClose { .. }
+        )
     }
 
     /// The title of a create.
@@ -158,6 +195,8 @@ pub struct Entry {
     pub invoked_at: std::time::Duration,
     /// Logical time of the answer; `None` while pending or when the outcome is unknown.
     pub completed: Option<u64>,
+    /// Simulated time of the answer, when there was one.
+    pub completed_at: Option<std::time::Duration>,
     /// The answer.
     pub result: OpResult,
     /// Issued by the final reader after the cluster healed.
@@ -185,6 +224,7 @@ impl History {
             invoked: self.clock,
             invoked_at: turmoil::sim_elapsed().unwrap_or_default(),
             completed: None,
+            completed_at: None,
             result: OpResult::Pending,
             final_read,
         });
@@ -198,6 +238,7 @@ impl History {
         assert_eq!(entry.result, OpResult::Pending, "an operation completes once");
         if !matches!(result, OpResult::Unknown(_)) {
             entry.completed = Some(self.clock);
+            entry.completed_at = Some(turmoil::sim_elapsed().unwrap_or_default());
         }
         entry.result = result;
     }

@@ -104,6 +104,10 @@ pub struct RunReport {
     pub large_creates: usize,
     /// Order firings the healed reader read back (their tracking beads).
     pub order_firings: usize,
+    /// Leased claims the lease agents were granted.
+    pub lease_grants: usize,
+    /// Closes fenced by a lease that was no longer the bead's, refused as they must be.
+    pub stale_fences_refused: usize,
     /// Faults injected.
     pub faults: usize,
     /// Nodes whose storage the nemesis damaged.
@@ -263,12 +267,29 @@ pub fn run(config: &RunConfig) -> Result<RunReport, String> {
         .filter(|entry| matches!((&entry.op, &entry.result), (Op::CreateLarge { .. }, OpResult::Ok(_))))
         .count();
     let order_firings = healed_found.orders.as_ref().map_or(0, |found| found.tracking.len());
+    let lease_grants = history
+        .entries
+        .iter()
+        .filter(|entry| matches!((&entry.op, &entry.result), (Op::LeaseClaimNext { .. }, OpResult::Ok(api::outcome::Outcome::Beads(beads))) if !beads.is_empty()))
+        .count();
+    let stale_fences_refused = history
+        .entries
+        .iter()
+        .filter(|entry| {
+            matches!(
+                (&entry.op, &entry.result),
+                (Op::FencedClose { .. }, OpResult::Refused(api::outcome::Refusal::LeaseLost { .. }))
+            )
+        })
+        .count();
     Ok(RunReport {
         config: config.clone(),
         ops: history.entries.len(),
         unknown_ops,
         large_creates,
         order_firings,
+        lease_grants,
+        stale_fences_refused,
         faults: nemesis.injected,
         damaged_nodes: nemesis.damaged.len(),
         failed_starts: failed_starts.len(),

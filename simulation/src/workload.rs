@@ -7,6 +7,12 @@
 //! request ids, as real clients do. Every operation goes into the [`History`], its outcome
 //! unknown when the client gave up or the cluster could not tell (an expired session).
 //!
+//! Beside them, [`LEASE_AGENTS`] lease agents work as an orchestrated agent does, on beads of
+//! their own (label [`LEASE_LABEL`]): each creates a bead, claims the first ready one with a
+//! [`LEASE_MS`] lease (perhaps one another agent abandoned), and then either renews it and closes
+//! it fenced by its lease id, or dies silently (abandons it: the controller must expire it), or
+//! stalls past its lease and then tries to close it with its old lease id.
+//!
 //! With large values (`--large-values`), some creates carry metadata as large as one request may
 //! ([`LARGE_VALUES_PER_BEAD`] values of [`LARGE_VALUE_BYTES`]), so that replication, catch-up and
 //! snapshots move entries and records near the size limits. A run makes at most
@@ -18,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use api::client::{Client, ClientConfig, ClientError};
-use api::command::{Command, CreateBead, ListFilter, Query, ReadyFilter, UpdateBead};
+use api::command::{Command, CreateBead, Fence, ListFilter, Query, ReadyFilter, Txn, UpdateBead};
 use api::model::{Actor, BeadId, Timestamp};
 use api::outcome::{Outcome, Refusal};
 use rand::rngs::StdRng;
@@ -30,6 +36,15 @@ use crate::history::{self, History, Op, OpResult, SharedHistory};
 
 /// The label every simulated bead carries.
 pub const LABEL: &str = "sim";
+/// The label of the lease agents' beads.
+pub const LEASE_LABEL: &str = "sim-lease";
+/// Lease agents in every run.
+pub const LEASE_AGENTS: usize = 2;
+/// The lease they claim with.
+pub const LEASE_MS: u64 = 2_000;
+/// How long a stalled lease agent sleeps before its late close: past its lease, a sweep and
+/// a margin.
+pub const STALL_MS: u64 = LEASE_MS + 1_500;
 /// Beads an agent picks its targets from: the most recently created ones.
 pub const HOT_BEADS: usize = 6;
 /// How long one client call may take, retries included (simulated time).
@@ -62,6 +77,11 @@ pub type KnownBeads = Arc<Mutex<Vec<BeadId>>>;
 
 /// A client of the simulated cluster, over the simulated network.
 pub fn client(node_ids: &[u64], rng: &mut StdRng) -> Result<Client, String> {
+    client_as(node_ids, rng, "")
+}
+
+/// A client whose proposals carry `actor` (a lease's renewals must come from its holder).
+pub fn client_as(node_ids: &[u64], rng: &mut StdRng, actor: &str) -> Result<Client, String> {
     let mut endpoints: Vec<String> = node_ids.iter().map(|id| cluster::address(*id)).collect();
     endpoints.shuffle(rng);
     let channels = endpoints.iter().map(|address| crate::net::channel(address)).collect::<Result<Vec<_>, _>>()?;
@@ -69,6 +89,7 @@ pub fn client(node_ids: &[u64], rng: &mut StdRng) -> Result<Client, String> {
     config.client_id = Some(rng.random::<u64>() | 1);
     config.deadline = Duration::from_millis(CALL_DEADLINE_MS);
     config.attempt_timeout = Duration::from_millis(ATTEMPT_TIMEOUT_MS);
+    config.actor = actor.to_string();
     Client::with_channels(config, channels).map_err(|error| error.to_string())
 }
 
@@ -154,6 +175,27 @@ fn call(op: &Op) -> Call {
         Op::Get { id } => Call::Read(Query::Get { ids: vec![id] }),
         Op::Ready => Call::Read(Query::Ready { filter: ready_filter(), now: Timestamp(0) }),
         Op::List { limit } => Call::Read(Query::List(list_filter(limit))),
+        Op::CreateLeasable { title } => Call::Write(Command::Create(CreateBead {
+            title,
+            labels: [LEASE_LABEL.to_string()].into(),
+            ..Default::default()
+        })),
+        Op::LeaseClaimNext { actor, lease_ms } => Call::Write(Command::ClaimNext {
+            actor,
+            filter: ReadyFilter {
+                labels_all: vec![LEASE_LABEL.into()],
+                unassigned: true,
+                limit: 1,
+                ..Default::default()
+            },
+            lease_ms: Some(lease_ms),
+        }),
+        Op::LeaseRenew { id, .. } => Call::Write(Command::LeaseRenew { id, lease_id: None }),
+        Op::FencedClose { id, lease_id, .. } => Call::Write(Command::Txn(Txn {
+            conditions: Vec::new(),
+            fences: vec![Fence { id: id.clone(), lease_id }],
+            writes: vec![Command::Close { ids: vec![id], reason: None }],
+        })),
     }
 }
 
@@ -222,11 +264,68 @@ async fn agent(settings: Agents, index: usize, history: SharedHistory, known: Kn
     Ok(())
 }
 
-/// Registers the agents as turmoil clients.
+/// The lease a successful leased claim answered: the bead and its lease id.
+fn granted(result: &OpResult) -> Option<(BeadId, u64)> {
+    let OpResult::Ok(outcome) = result else { return None };
+    let bead = match outcome {
+        Outcome::Bead(bead) => bead.as_ref(),
+        Outcome::Beads(beads) => beads.first()?,
+        _ => return None,
+    };
+    Some((bead.id.clone(), bead.lease.as_ref()?.id))
+}
+
+/// A lease agent: see the module header. Its history index is `index`.
+async fn lease_agent(settings: Agents, index: usize, history: SharedHistory) -> turmoil::Result {
+    let mut rng = StdRng::seed_from_u64(settings.seed ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let actor = Actor(format!("lease-agent-{index}"));
+    let client = client_as(&settings.node_ids, &mut rng, &actor.0)?;
+    let mut count = 0usize;
+    while turmoil::sim_elapsed().unwrap_or_default() < settings.stop_at {
+        let title = format!("l{index}-{count}");
+        count += 1;
+        perform(&client, &history, index, Op::CreateLeasable { title }, false).await;
+        let claim = Op::LeaseClaimNext { actor: actor.clone(), lease_ms: LEASE_MS };
+        let Some((id, lease_id)) = granted(&perform(&client, &history, index, claim, false).await) else {
+            tokio::time::sleep(Duration::from_millis(rng.random_range(0..=THINK_MS_MAX))).await;
+            continue;
+        };
+        let close = Op::FencedClose { id: id.clone(), actor: actor.clone(), lease_id };
+        match rng.random_range(0..10) {
+            // Dies silently: the bead is left to the controller.
+            0..2 => {}
+            // Stalls past its lease, then closes with its old lease id.
+            2..4 => {
+                tokio::time::sleep(Duration::from_millis(STALL_MS)).await;
+                perform(&client, &history, index, close, false).await;
+            }
+            // Works, renewing every third of the lease, then closes.
+            _ => {
+                for _ in 0..rng.random_range(1..=3) {
+                    tokio::time::sleep(Duration::from_millis(LEASE_MS / 3)).await;
+                    let renew = Op::LeaseRenew { id: id.clone(), actor: actor.clone() };
+                    if let OpResult::Refused(_) = perform(&client, &history, index, renew, false).await {
+                        break;
+                    }
+                }
+                perform(&client, &history, index, close, false).await;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(rng.random_range(0..=THINK_MS_MAX))).await;
+    }
+    Ok(())
+}
+
+/// Registers the agents as turmoil clients, and the lease agents after them (their history
+/// indexes follow the healed reader's, `count`).
 pub fn register(sim: &mut turmoil::Sim<'_>, settings: &Agents, history: &SharedHistory, known: &KnownBeads) {
     for index in 0..settings.count {
         let run = agent(settings.clone(), index, history.clone(), known.clone());
         sim.client(format!("agent-{index}"), run);
+    }
+    for lease_index in 0..LEASE_AGENTS {
+        let index = settings.count + 1 + lease_index;
+        sim.client(format!("lease-agent-{lease_index}"), lease_agent(settings.clone(), index, history.clone()));
     }
 }
 

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use simulation::checkers::{
-    convergence, durability, exactly_once, integrity, linearizability, metadata, orders, raft_safety,
+    convergence, durability, exactly_once, integrity, leases, linearizability, metadata, orders, raft_safety,
 };
 use simulation::cluster::{FailedStart, Observation};
 use simulation::healed::{Healed, OrderFirings};
@@ -220,6 +220,7 @@ fn convergence_must_cover_every_live_node() {
         write_after_heal: Ok(Duration::ZERO),
         convergence: Ok(agreed),
         orders: Ok(OrderFirings::default()),
+        leases_after_bound: Ok(Vec::new()),
     };
     // Node 2 failed to start: the two others agreeing is convergence.
     assert!(convergence::check(&healed(vec![(1, 40, 7), (3, 40, 7)]), &[1, 3]).is_empty());
@@ -229,6 +230,7 @@ fn convergence_must_cover_every_live_node() {
         write_after_heal: Ok(Duration::ZERO),
         convergence: Err("digests differ".into()),
         orders: Ok(OrderFirings::default()),
+        leases_after_bound: Ok(Vec::new()),
     };
     assert_eq!(convergence::check(&disagreed, &[1, 2, 3]).len(), 1);
 }
@@ -262,4 +264,66 @@ fn orders_reject_a_window_fired_twice_a_short_cooldown_and_untold_firings() {
     let untold = found(vec![firing("cool", 5_000, "st-1"), firing("cool", 9_000, "st-2")], 1);
     assert!(orders::check(&untold)[0].detail.contains("2 tracking beads but counts 1"), "{:?}", orders::check(&untold));
     assert_eq!(orders::check(&Err("no answer".into())).len(), 1, "orders that cannot be read back are a violation");
+}
+
+/// A bead as a leased claim of `actor` under lease `lease_id` answers it.
+fn leased(id: &str, actor: &str, lease_id: u64) -> Bead {
+    let lease = api::model::Lease {
+        id: lease_id,
+        holder: actor.into(),
+        ttl_ms: 2_000,
+        renewed_at: lease_id,
+        expires_at: Timestamp(0),
+    };
+    Bead { lease: Some(lease), ..claimed(&Bead { id: BeadId(id.into()), ..created("leasable") }, actor) }
+}
+
+/// Records a lease operation invoked and answered at the simulated times given, in ms.
+fn timed(history: &mut History, agent: usize, op: Op, result: OpResult, invoked_ms: u64, completed_ms: u64) {
+    let index = history.invoke(agent, op, false);
+    history.complete(index, result);
+    let entry = &mut history.entries[index];
+    entry.invoked_at = Duration::from_millis(invoked_ms);
+    entry.completed_at = Some(Duration::from_millis(completed_ms));
+}
+
+fn lease_claim(actor: &str) -> Op {
+    Op::LeaseClaimNext { actor: Actor(actor.into()), lease_ms: 2_000 }
+}
+
+#[test]
+fn leases_reject_two_holders_a_stale_fenced_write_and_a_lease_left_after_the_bound() {
+    let bead = |id: &str, actor: &str, lease: u64| OpResult::Ok(Outcome::Beads(vec![leased(id, actor, lease)]));
+    // Alice claims at 0 s and renews at 1 s; bob's claim at 4 s comes after her lease could end.
+    let mut fine = History::default();
+    timed(&mut fine, 0, lease_claim("alice"), bead("st-1", "alice", 10), 0, 5);
+    let renew = Op::LeaseRenew { id: BeadId("st-1".into()), actor: Actor("alice".into()) };
+    timed(&mut fine, 0, renew, bead("st-1", "alice", 10), 1_000, 1_005);
+    timed(&mut fine, 1, lease_claim("bob"), bead("st-1", "bob", 40), 3_990, 4_000);
+    let late_close = Op::FencedClose { id: BeadId("st-1".into()), actor: Actor("alice".into()), lease_id: 10 };
+    timed(&mut fine, 0, late_close.clone(), OpResult::Refused(Refusal::Invalid("claim lost".into())), 4_500, 4_510);
+    assert_eq!(leases::check(&fine, 2_000, &Ok(Vec::new())), Vec::new());
+
+    // Bob is granted the bead 2.5 s after alice's renewal at 1 s: her lease still ran.
+    let mut overlap = History::default();
+    timed(&mut overlap, 0, lease_claim("alice"), bead("st-1", "alice", 10), 0, 5);
+    let renew = Op::LeaseRenew { id: BeadId("st-1".into()), actor: Actor("alice".into()) };
+    timed(&mut overlap, 0, renew, bead("st-1", "alice", 10), 1_000, 1_005);
+    timed(&mut overlap, 1, lease_claim("bob"), bead("st-1", "bob", 40), 2_400, 2_500);
+    let found = leases::check(&overlap, 2_000, &Ok(Vec::new()));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].detail.contains("could not yet have expired"), "{}", found[0]);
+
+    // Alice's close fenced by lease 10 succeeds after bob was granted lease 40.
+    let mut stale = History::default();
+    timed(&mut stale, 0, lease_claim("alice"), bead("st-1", "alice", 10), 0, 5);
+    timed(&mut stale, 1, lease_claim("bob"), bead("st-1", "bob", 40), 3_000, 3_010);
+    timed(&mut stale, 0, late_close, OpResult::Ok(Outcome::Txn(vec![])), 3_500, 3_510);
+    let found = leases::check(&stale, 2_000, &Ok(Vec::new()));
+    assert!(found.iter().any(|violation| violation.detail.contains("fenced by lease 10 was applied")), "{found:?}");
+
+    // A lease still held after the bound.
+    let left = leases::check(&History::default(), 2_000, &Ok(vec![leased("st-9", "carol", 7)]));
+    assert!(left[0].detail.contains("still holds carol's lease 7"), "{left:?}");
+    assert_eq!(leases::check(&History::default(), 2_000, &Err("no answer".into())).len(), 1);
 }

@@ -49,12 +49,16 @@ fn run_clean(config: &RunConfig) -> RunReport {
 }
 
 fn band(start: u64, count: u64, nodes: u64) {
-    let (mut ops, mut order_firings) = (0, 0);
+    let (mut ops, mut order_firings, mut lease_grants, mut stale_fences) = (0, 0, 0, 0);
     for seed in start..start + count {
         let report = run_clean(&config(seed, nodes));
         ops += report.ops;
         order_firings += report.order_firings;
+        lease_grants += report.lease_grants;
+        stale_fences += report.stale_fences_refused;
     }
+    assert!(lease_grants as u64 >= count * 3, "the lease agents were granted only {lease_grants} leases");
+    assert!(stale_fences > 0, "no stalled agent's stale fenced close was ever refused: fencing went unexercised");
     assert!(ops as u64 > count * 50, "the workload ran too few operations ({ops}) to mean anything");
     assert!(
         order_firings as u64 >= count * 2,

@@ -122,6 +122,8 @@ fn command_of(op: &Op) -> Option<Command> {
         }
         Op::Close { id } => Some(Command::Close { ids: vec![id.clone()], reason: None }),
         Op::Get { .. } | Op::Ready | Op::List { .. } => None,
+        // Leasable beads are the leases checker's.
+        Op::CreateLeasable { .. } | Op::LeaseClaimNext { .. } | Op::LeaseRenew { .. } | Op::FencedClose { .. } => None,
     }
 }
 

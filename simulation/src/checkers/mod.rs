@@ -13,6 +13,7 @@ pub mod convergence;
 pub mod durability;
 pub mod exactly_once;
 pub mod integrity;
+pub mod leases;
 pub mod linearizability;
 pub mod liveness;
 pub mod metadata;
@@ -102,5 +103,6 @@ pub fn check_all(evidence: &Evidence<'_>) -> Vec<Violation> {
     }
     violations.extend(linearizability::check(evidence.history));
     violations.extend(orders::check(&evidence.healed.orders));
+    violations.extend(leases::check(evidence.history, crate::workload::LEASE_MS, &evidence.healed.leases_after_bound));
     violations
 }
