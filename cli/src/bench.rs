@@ -33,6 +33,8 @@ pub enum BenchCommand {
     Blocker(crate::bench_scenarios::BlockerArgs),
     /// `watch` fan-out: --watchers streams see --events creates, in order, none missed.
     Watch(crate::bench_scenarios::WatchArgs),
+    /// Leases: renewal overhead against plain claims, then a mass expiry with write latency.
+    Lease(crate::bench_lease::LeaseArgs),
 }
 
 #[derive(Args, Debug)]
@@ -221,6 +223,7 @@ pub async fn run(cli: &Cli, command: &BenchCommand) -> Outcome {
         BenchCommand::Ready(args) => crate::bench_scenarios::run_ready(cli, args).await,
         BenchCommand::Blocker(args) => crate::bench_scenarios::run_blocker(cli, args).await,
         BenchCommand::Watch(args) => crate::bench_scenarios::run_watch(cli, args).await,
+        BenchCommand::Lease(args) => crate::bench_lease::run(cli, args).await,
     }
 }
 

@@ -7,6 +7,7 @@
 mod annotate;
 mod beads;
 mod bench;
+mod bench_lease;
 mod bench_scenarios;
 mod cluster;
 mod convoy;
@@ -413,6 +414,18 @@ impl Cli {
     /// A client with the global flags, in `namespace`, creating it with `prefix` on first write
     /// (the cluster's configured prefix when `None`).
     pub fn client_with(&self, namespace: &str, prefix: Option<String>) -> Result<Client, Failure> {
+        Client::new(self.client_config(namespace, prefix)?).map_err(|error| Failure::Usage(error.to_string()))
+    }
+
+    /// A client of `namespace` whose writes are sent as `actor` (the benchmarks' agents).
+    pub fn client_as(&self, namespace: &str, actor: &str) -> Result<Client, Failure> {
+        let mut config = self.client_config(namespace, None)?;
+        config.actor = actor.to_string();
+        Client::new(config).map_err(|error| Failure::Usage(error.to_string()))
+    }
+
+    /// The client settings the global flags give, for `namespace`.
+    fn client_config(&self, namespace: &str, prefix: Option<String>) -> Result<ClientConfig, Failure> {
         let mut config = ClientConfig::new(self.endpoints()?);
         config.prefix = prefix;
         config.namespace = Namespace(namespace.to_string());
@@ -425,7 +438,7 @@ impl Cli {
         config.deadline = timeout;
         config.attempt_timeout = timeout.min(Duration::from_secs(5));
         config.failover_timeout = config.failover_timeout.min(timeout);
-        Client::new(config).map_err(|error| Failure::Usage(error.to_string()))
+        Ok(config)
     }
 }
 
