@@ -45,6 +45,8 @@ pub fn status_timeout(nodes: usize) -> Duration {
     Duration::from_millis(cluster::raft_settings().rpc_timeout_ms * nodes as u64 + STATUS_SLACK_MS)
 }
 
+/// The name of [`SIM_FORMULA`].
+pub const SIM_FORMULA_NAME: &str = "sim-patrol";
 /// The formula the simulated orders cook.
 pub const SIM_FORMULA: &str = "formula = \"sim-patrol\"\n[[steps]]\nid = \"look\"\ntitle = \"Look\"\n";
 /// The simulated orders: name, TOML, and the cooldown interval in ms (0: not a cooldown).
@@ -80,6 +82,8 @@ pub struct Healed {
     /// The leasable beads once every unrenewed lease must have expired ([`lease_bound`] after
     /// the agents finished), or why they could not be read.
     pub leases_after_bound: Result<Vec<api::model::Bead>, String>,
+    /// Every bead of the namespace, read after the agents stopped, or why it could not be read.
+    pub all_beads: Result<Vec<api::model::Bead>, String>,
 }
 
 /// How long after the agents' last call every lease they held must have expired: its length,
@@ -97,7 +101,8 @@ impl Default for Healed {
             write_after_heal: Err(never.clone()),
             convergence: Err(never.clone()),
             orders: Err(never.clone()),
-            leases_after_bound: Err(never),
+            leases_after_bound: Err(never.clone()),
+            all_beads: Err(never),
         }
     }
 }
@@ -258,6 +263,19 @@ async fn read_orders(client: &api::client::Client) -> Result<OrderFirings, Strin
     Ok(found)
 }
 
+/// The beads `filter` lists, tried up to 10 times.
+async fn list_retrying(client: &api::client::Client, filter: ListFilter) -> Result<Vec<api::model::Bead>, String> {
+    let mut last = Err("never read".to_string());
+    for _ in 0..10 {
+        last = match client.query(Query::List(filter.clone())).await {
+            Ok(Outcome::Beads(beads)) => return Ok(beads),
+            Ok(other) => Err(format!("a list answered {other:?}")),
+            Err(error) => Err(error.to_string()),
+        };
+    }
+    last
+}
+
 async fn reader(schedule: Schedule, history: SharedHistory, report: Arc<Mutex<Healed>>) -> turmoil::Result {
     let mut rng = StdRng::seed_from_u64(schedule.seed ^ 0x6865_616c_6564);
     let client = workload::client(&schedule.node_ids, &mut rng)?;
@@ -287,24 +305,15 @@ async fn reader(schedule: Schedule, history: SharedHistory, report: Arc<Mutex<He
     }
     report.lock().expect("healed report lock").orders = orders;
     sleep_until(schedule.agents_done_at + lease_bound()).await;
-    let mut leasable = Err("never read".to_string());
-    for _ in 0..10 {
-        let filter = ListFilter {
-            labels_all: vec![workload::LEASE_LABEL.into()],
-            all: true,
-            limit: FINAL_LIST_MAX,
-            ..Default::default()
-        };
-        leasable = match client.query(Query::List(filter)).await {
-            Ok(Outcome::Beads(beads)) => Ok(beads),
-            Ok(other) => Err(format!("the leasable beads' list answered {other:?}")),
-            Err(error) => Err(error.to_string()),
-        };
-        if leasable.is_ok() {
-            break;
-        }
-    }
-    report.lock().expect("healed report lock").leases_after_bound = leasable;
+    let leasable = ListFilter {
+        labels_all: vec![workload::LEASE_LABEL.into()],
+        all: true,
+        limit: FINAL_LIST_MAX,
+        ..Default::default()
+    };
+    report.lock().expect("healed report lock").leases_after_bound = list_retrying(&client, leasable).await;
+    let every = ListFilter { all: true, limit: FINAL_LIST_MAX, ..Default::default() };
+    report.lock().expect("healed report lock").all_beads = list_retrying(&client, every).await;
     let convergence = converge(&schedule.node_ids, &schedule.failed_starts).await;
     report.lock().expect("healed report lock").convergence = convergence;
     Ok(())

@@ -102,6 +102,33 @@ pub enum Op {
         /// The renewer (the client's actor).
         actor: Actor,
     },
+    /// Cook the orderer's formula into a molecule whose root has this unique title.
+    Cook {
+        /// The root's title.
+        title: String,
+    },
+    /// Sling a new task with this unique title to the simulated pool (with its auto-convoy).
+    Sling {
+        /// The task's title.
+        title: String,
+    },
+    /// The orchestration agent's `hook --claim` on the simulated pool.
+    HookClaim {
+        /// The agent.
+        agent: Actor,
+    },
+    /// Close what `hook --claim` gave (which may close its auto-convoy).
+    HookClose {
+        /// The bead.
+        id: BeadId,
+    },
+    /// Send mail with this unique subject.
+    Mail {
+        /// The subject.
+        subject: String,
+    },
+    /// Purge closed wisps older than an hour.
+    Purge,
     /// Close a bead fenced by a lease id: refused unless it is still the bead's lease.
     FencedClose {
         /// The bead.
@@ -117,6 +144,19 @@ impl Op {
     /// Whether the operation changes state.
     pub fn is_write(&self) -> bool {
         !matches!(self, Op::Get { .. } | Op::Ready | Op::List { .. })
+    }
+
+    /// Whether the operation is part of the orchestration agent's workload.
+    pub fn is_orchestration_op(&self) -> bool {
+        matches!(
+            self,
+            Op::Cook { .. }
+                | Op::Sling { .. }
+                | Op::HookClaim { .. }
+                | Op::HookClose { .. }
+                | Op::Mail { .. }
+                | Op::Purge
+        )
     }
 
     /// Whether the operation is part of the leased-claims workload.

@@ -104,6 +104,8 @@ pub struct RunReport {
     pub large_creates: usize,
     /// Order firings the healed reader read back (their tracking beads).
     pub order_firings: usize,
+    /// Orchestration operations (cook, sling, hook, mail, purge) the cluster acknowledged.
+    pub orchestration_acks: usize,
     /// Leased claims the lease agents were granted.
     pub lease_grants: usize,
     /// Closes fenced by a lease that was no longer the bead's, refused as they must be.
@@ -267,6 +269,11 @@ pub fn run(config: &RunConfig) -> Result<RunReport, String> {
         .filter(|entry| matches!((&entry.op, &entry.result), (Op::CreateLarge { .. }, OpResult::Ok(_))))
         .count();
     let order_firings = healed_found.orders.as_ref().map_or(0, |found| found.tracking.len());
+    let orchestration_acks = history
+        .entries
+        .iter()
+        .filter(|entry| entry.op.is_orchestration_op() && matches!(entry.result, OpResult::Ok(_)))
+        .count();
     let lease_grants = history
         .entries
         .iter()
@@ -288,6 +295,7 @@ pub fn run(config: &RunConfig) -> Result<RunReport, String> {
         unknown_ops,
         large_creates,
         order_firings,
+        orchestration_acks,
         lease_grants,
         stale_fences_refused,
         faults: nemesis.injected,

@@ -13,6 +13,10 @@
 //! it fenced by its lease id, or dies silently (abandons it: the controller must expire it), or
 //! stalls past its lease and then tries to close it with its old lease id.
 //!
+//! One orchestration agent cooks the orderer's formula, slings new tasks to a pool, takes them
+//! back with `hook --claim` and closes them (closing their auto-convoys), sends mail and purges,
+//! each with a title unique in the run.
+//!
 //! With large values (`--large-values`), some creates carry metadata as large as one request may
 //! ([`LARGE_VALUES_PER_BEAD`] values of [`LARGE_VALUE_BYTES`]), so that replication, catch-up and
 //! snapshots move entries and records near the size limits. A run makes at most
@@ -24,7 +28,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use api::client::{Client, ClientConfig, ClientError};
-use api::command::{Command, CreateBead, Fence, ListFilter, Query, ReadyFilter, Txn, UpdateBead};
+use api::command::{
+    Command, Cook, CreateBead, Fence, FormulaSource, ListFilter, MailSend, Query, ReadyFilter, Sling, Txn, UpdateBead,
+};
 use api::model::{Actor, BeadId, Timestamp};
 use api::outcome::{Outcome, Refusal};
 use rand::rngs::StdRng;
@@ -38,6 +44,8 @@ use crate::history::{self, History, Op, OpResult, SharedHistory};
 pub const LABEL: &str = "sim";
 /// The label of the lease agents' beads.
 pub const LEASE_LABEL: &str = "sim-lease";
+/// The pool the orchestration agent slings to and hooks from.
+pub const SIM_POOL: &str = "sim-pool";
 /// Lease agents in every run.
 pub const LEASE_AGENTS: usize = 2;
 /// The lease they claim with.
@@ -191,6 +199,33 @@ fn call(op: &Op) -> Call {
             lease_ms: Some(lease_ms),
         }),
         Op::LeaseRenew { id, .. } => Call::Write(Command::LeaseRenew { id, lease_id: None }),
+        Op::Cook { title } => Call::Write(Command::MolCook(Cook {
+            formula: FormulaSource::Named(crate::healed::SIM_FORMULA_NAME.into()),
+            title: Some(title),
+            vars: BTreeMap::new(),
+            ephemeral: false,
+        })),
+        Op::Sling { title } => Call::Write(Command::Sling(Sling {
+            subject: title,
+            target: SIM_POOL.into(),
+            pool: true,
+            formula: None,
+            vars: BTreeMap::new(),
+            no_convoy: false,
+            owned: false,
+            merge: None,
+        })),
+        Op::HookClaim { agent } => {
+            Call::Write(Command::HookClaim { agent, pool: Some(SIM_POOL.into()), lease_ms: None })
+        }
+        Op::HookClose { id } => Call::Write(Command::Close { ids: vec![id], reason: None }),
+        Op::Mail { subject } => Call::Write(Command::MailSend(MailSend {
+            to: "sim-mayor".into(),
+            subject,
+            body: "report".into(),
+            reply_to: None,
+        })),
+        Op::Purge => Call::Write(Command::Purge { older_than_ms: 3_600_000 }),
         Op::FencedClose { id, lease_id, .. } => Call::Write(Command::Txn(Txn {
             conditions: Vec::new(),
             fences: vec![Fence { id: id.clone(), lease_id }],
@@ -316,8 +351,36 @@ async fn lease_agent(settings: Agents, index: usize, history: SharedHistory) -> 
     Ok(())
 }
 
-/// Registers the agents as turmoil clients, and the lease agents after them (their history
-/// indexes follow the healed reader's, `count`).
+/// The orchestration agent: see the module header. Its history index is `index`.
+async fn orchestration_agent(settings: Agents, index: usize, history: SharedHistory) -> turmoil::Result {
+    let mut rng = StdRng::seed_from_u64(settings.seed ^ 0x6f72_6368_6573_7472);
+    let agent = Actor("sim-polecat".into());
+    // Mail needs a sender: the client writes as the agent.
+    let client = client_as(&settings.node_ids, &mut rng, &agent.0)?;
+    let mut count = 0usize;
+    while turmoil::sim_elapsed().unwrap_or_default() < settings.stop_at {
+        count += 1;
+        let op = match rng.random_range(0..10) {
+            // Titles with a space: a sling subject like `slung-3` would be taken for an id.
+            0..2 => Op::Cook { title: format!("molecule {count}") },
+            2..5 => Op::Sling { title: format!("slung task {count}") },
+            5..8 => Op::HookClaim { agent: agent.clone() },
+            8 => Op::Mail { subject: format!("mail {count}") },
+            _ => Op::Purge,
+        };
+        let result = perform(&client, &history, index, op.clone(), false).await;
+        if let (Op::HookClaim { .. }, OpResult::Ok(Outcome::Beads(beads))) = (&op, &result)
+            && let Some(bead) = beads.first()
+        {
+            perform(&client, &history, index, Op::HookClose { id: bead.id.clone() }, false).await;
+        }
+        tokio::time::sleep(Duration::from_millis(rng.random_range(0..=THINK_MS_MAX * 4))).await;
+    }
+    Ok(())
+}
+
+/// Registers the agents as turmoil clients, then the lease agents and the orchestration agent
+/// (their history indexes follow the healed reader's, `count`).
 pub fn register(sim: &mut turmoil::Sim<'_>, settings: &Agents, history: &SharedHistory, known: &KnownBeads) {
     for index in 0..settings.count {
         let run = agent(settings.clone(), index, history.clone(), known.clone());
@@ -327,6 +390,8 @@ pub fn register(sim: &mut turmoil::Sim<'_>, settings: &Agents, history: &SharedH
         let index = settings.count + 1 + lease_index;
         sim.client(format!("lease-agent-{lease_index}"), lease_agent(settings.clone(), index, history.clone()));
     }
+    let index = settings.count + 1 + LEASE_AGENTS;
+    sim.client("orchestration-agent", orchestration_agent(settings.clone(), index, history.clone()));
 }
 
 /// A fresh history.

@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use simulation::checkers::{
-    convergence, durability, exactly_once, integrity, leases, linearizability, metadata, orders, raft_safety,
+    convergence, durability, exactly_once, integrity, leases, linearizability, metadata, orchestration, orders,
+    raft_safety,
 };
 use simulation::cluster::{FailedStart, Observation};
 use simulation::healed::{Healed, OrderFirings};
@@ -221,6 +222,7 @@ fn convergence_must_cover_every_live_node() {
         convergence: Ok(agreed),
         orders: Ok(OrderFirings::default()),
         leases_after_bound: Ok(Vec::new()),
+        all_beads: Ok(Vec::new()),
     };
     // Node 2 failed to start: the two others agreeing is convergence.
     assert!(convergence::check(&healed(vec![(1, 40, 7), (3, 40, 7)]), &[1, 3]).is_empty());
@@ -231,6 +233,7 @@ fn convergence_must_cover_every_live_node() {
         convergence: Err("digests differ".into()),
         orders: Ok(OrderFirings::default()),
         leases_after_bound: Ok(Vec::new()),
+        all_beads: Ok(Vec::new()),
     };
     assert_eq!(convergence::check(&disagreed, &[1, 2, 3]).len(), 1);
 }
@@ -326,4 +329,34 @@ fn leases_reject_two_holders_a_stale_fenced_write_and_a_lease_left_after_the_bou
     let left = leases::check(&History::default(), 2_000, &Ok(vec![leased("st-9", "carol", 7)]));
     assert!(left[0].detail.contains("still holds carol's lease 7"), "{left:?}");
     assert_eq!(leases::check(&History::default(), 2_000, &Err("no answer".into())).len(), 1);
+}
+
+#[test]
+fn orchestration_rejects_a_lost_sling_a_doubled_cook_a_refused_mail_that_applied_and_an_open_close() {
+    let titled = |id: &str, title: &str| Bead { id: BeadId(id.into()), title: title.into(), ..created("x") };
+    let mut history = History::default();
+    sequential(&mut history, 9, Op::Sling { title: "slung-1".into() }, OpResult::Ok(Outcome::Beads(vec![])));
+    sequential(&mut history, 9, Op::Cook { title: "mol-2".into() }, OpResult::Ok(Outcome::Beads(vec![])));
+    sequential(
+        &mut history,
+        9,
+        Op::Mail { subject: "mail-3".into() },
+        OpResult::Refused(Refusal::Invalid("no".into())),
+    );
+    sequential(&mut history, 9, Op::HookClose { id: BeadId("st-9".into()) }, OpResult::Ok(Outcome::Beads(vec![])));
+    let fine = vec![
+        titled("st-1", "slung-1"),
+        titled("st-2", "sling: slung-1"),
+        titled("st-3", "mol-2"),
+        Bead { status: Status::Closed, ..titled("st-9", "hooked") },
+    ];
+    assert_eq!(orchestration::check(&history, &Ok(fine.clone())), Vec::new());
+    let mut broken = fine;
+    broken.remove(1); // the sling's auto-convoy is gone
+    broken.push(titled("st-4", "mol-2")); // the cook applied twice
+    broken.push(titled("st-5", "mail-3")); // the refused mail applied
+    broken[2].status = Status::Open; // st-9's acknowledged close is gone
+    let found = orchestration::check(&history, &Ok(broken));
+    assert_eq!(found.len(), 4, "{found:?}");
+    assert_eq!(orchestration::check(&history, &Err("no answer".into())).len(), 1);
 }

@@ -49,14 +49,19 @@ fn run_clean(config: &RunConfig) -> RunReport {
 }
 
 fn band(start: u64, count: u64, nodes: u64) {
-    let (mut ops, mut order_firings, mut lease_grants, mut stale_fences) = (0, 0, 0, 0);
+    let (mut ops, mut order_firings, mut lease_grants, mut stale_fences, mut orchestration) = (0, 0, 0, 0, 0);
     for seed in start..start + count {
         let report = run_clean(&config(seed, nodes));
         ops += report.ops;
         order_firings += report.order_firings;
         lease_grants += report.lease_grants;
         stale_fences += report.stale_fences_refused;
+        orchestration += report.orchestration_acks;
     }
+    assert!(
+        orchestration as u64 >= count * 10,
+        "the orchestration agent had only {orchestration} operations acknowledged"
+    );
     assert!(lease_grants as u64 >= count * 3, "the lease agents were granted only {lease_grants} leases");
     assert!(stale_fences > 0, "no stalled agent's stale fenced close was ever refused: fencing went unexercised");
     assert!(ops as u64 > count * 50, "the workload ran too few operations ({ops}) to mean anything");

@@ -122,8 +122,15 @@ fn command_of(op: &Op) -> Option<Command> {
         }
         Op::Close { id } => Some(Command::Close { ids: vec![id.clone()], reason: None }),
         Op::Get { .. } | Op::Ready | Op::List { .. } => None,
-        // Leasable beads are the leases checker's.
+        // Leasable beads are the leases checker's, the orchestration agent's the
+        // orchestration checker's.
         Op::CreateLeasable { .. } | Op::LeaseClaimNext { .. } | Op::LeaseRenew { .. } | Op::FencedClose { .. } => None,
+        Op::Cook { .. }
+        | Op::Sling { .. }
+        | Op::HookClaim { .. }
+        | Op::HookClose { .. }
+        | Op::Mail { .. }
+        | Op::Purge => None,
     }
 }
 

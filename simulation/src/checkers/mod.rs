@@ -17,6 +17,7 @@ pub mod leases;
 pub mod linearizability;
 pub mod liveness;
 pub mod metadata;
+pub mod orchestration;
 pub mod orders;
 pub mod raft_safety;
 
@@ -103,6 +104,7 @@ pub fn check_all(evidence: &Evidence<'_>) -> Vec<Violation> {
     }
     violations.extend(linearizability::check(evidence.history));
     violations.extend(orders::check(&evidence.healed.orders));
+    violations.extend(orchestration::check(evidence.history, &evidence.healed.all_beads));
     violations.extend(leases::check(evidence.history, crate::workload::LEASE_MS, &evidence.healed.leases_after_bound));
     violations
 }
