@@ -85,7 +85,20 @@ impl NamespaceState {
                 "namespace holds {ORDERS_PER_NAMESPACE_MAX} orders; delete some first"
             )));
         }
-        let runs = self.orders.get(name).map(|stored| stored.record.runs.clone()).unwrap_or_default();
+        let previous = self.orders.get(name);
+        let mut runs = previous.map(|stored| stored.record.runs.clone()).unwrap_or_default();
+        // A window means something else to another kind of trigger (a cron minute, an event
+        // sequence number, a time): a new kind starts afresh, and an event order counts only
+        // the events after it was stored.
+        let same_kind = previous
+            .and_then(|stored| stored.parsed.as_ref().ok())
+            .is_some_and(|old| std::mem::discriminant(&old.trigger) == std::mem::discriminant(&order.trigger));
+        if !same_kind {
+            runs.last_window = match order.trigger {
+                Trigger::Event { .. } => self.meta.last_event_seq(),
+                _ => 0,
+            };
+        }
         let stored = StoredOrder { record: OrderRecord { source: source.to_string(), runs }, parsed: Ok(order) };
         let info = order_info(name, &stored, now, true);
         self.orders.insert(name.to_string(), stored);

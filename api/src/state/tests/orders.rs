@@ -203,3 +203,18 @@ fn controller_work_finds_old_wisps_and_finished_convoys() {
     assert_eq!(collected, Ok(Outcome::Purged { purged_count: 1 }));
     assert!(work(&harness, 60_000).is_empty());
 }
+
+#[test]
+fn an_event_order_counts_only_later_events_and_a_new_kind_of_trigger_starts_afresh() {
+    let mut harness = Harness::with_formula();
+    harness.create("before the order");
+    harness.put_order("watcher", "gate = \"event\"\non = \"bead.created\"\n").expect("stored");
+    assert!(harness.due().is_empty(), "events from before the order was stored do not fire it");
+    // A cooldown order that fired, turned into a cron order: its cooldown window (a time in ms)
+    // must not stand for a cron minute, or it would never fire again.
+    harness.put_order("turned", "gate = \"cooldown\"\ninterval = \"1h\"\n").expect("stored");
+    harness.fire("turned", 0).expect("fires");
+    harness.put_order("turned", "gate = \"cron\"\nschedule = \"* * * * *\"\n").expect("replaced");
+    harness.now += 60_000;
+    assert!(harness.due().contains(&("turned".to_string(), 1)), "{:?}", harness.due());
+}
