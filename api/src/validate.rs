@@ -4,7 +4,7 @@
 //! round; the state machine runs it again at apply, so the outcome never depends on which node
 //! took the request.
 
-use crate::command::{Command, CreateBead, ReadyFilter, Txn, UpdateBead};
+use crate::command::{Command, ControllerAction, CreateBead, ReadyFilter, Txn, UpdateBead};
 use crate::limits::*;
 use crate::model::{Bead, Namespace, Status};
 use crate::outcome::Refusal;
@@ -225,6 +225,16 @@ pub fn validate_command(command: &Command) -> Result<(), Refusal> {
                 Command::Claim { lease_ms: Some(lease_ms), .. } => validate_lease(*lease_ms),
                 _ => Ok(()),
             }
+        }
+        Command::Controller { action: ControllerAction::ExpireLeases { leases }, .. } => {
+            if leases.len() > EXPIRIES_PER_COMMAND_MAX {
+                return Err(Refusal::TooLarge {
+                    what: "a batch of lease expiries".into(),
+                    size: leases.len(),
+                    limit: EXPIRIES_PER_COMMAND_MAX,
+                });
+            }
+            Ok(())
         }
         Command::LeaseRenew { .. } | Command::LeaseRelease { .. } | Command::Controller { .. } => Ok(()),
         Command::NamespaceConfigure { default_lease_ms, max_deliveries } => {

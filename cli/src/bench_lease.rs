@@ -59,16 +59,44 @@ pub struct LeaseArgs {
 }
 
 /// What one overhead phase measured.
-#[derive(Default)]
 struct Phase {
     claims: usize,
     renewals: usize,
     closes: usize,
-    claim: Option<Histogram<u64>>,
-    renew: Option<Histogram<u64>>,
-    close: Option<Histogram<u64>>,
+    claim: Histogram<u64>,
+    renew: Histogram<u64>,
+    close: Histogram<u64>,
     elapsed: Duration,
     lost: usize,
+}
+
+impl Phase {
+    fn new() -> Phase {
+        Phase {
+            claims: 0,
+            renewals: 0,
+            closes: 0,
+            claim: new_histogram(),
+            renew: new_histogram(),
+            close: new_histogram(),
+            elapsed: Duration::ZERO,
+            lost: 0,
+        }
+    }
+
+    /// Adds another agent's measurements.
+    fn add(&mut self, other: Phase) -> Result<(), Failure> {
+        self.claims += other.claims;
+        self.renewals += other.renewals;
+        self.closes += other.closes;
+        self.lost += other.lost;
+        for (into, from) in
+            [(&mut self.claim, other.claim), (&mut self.renew, other.renew), (&mut self.close, other.close)]
+        {
+            into.add(from).map_err(|error| Failure::Refused(error.to_string()))?;
+        }
+        Ok(())
+    }
 }
 
 fn micros(since: Instant) -> u64 {
@@ -88,19 +116,14 @@ async fn hold_loop(
     hold: Duration,
     until: Instant,
 ) -> Result<Phase, ClientError> {
-    let mut phase = Phase {
-        claim: Some(new_histogram()),
-        renew: Some(new_histogram()),
-        close: Some(new_histogram()),
-        ..Default::default()
-    };
+    let mut phase = Phase::new();
     let actor = Actor(format!("lease-agent-{agent}"));
     while Instant::now() < until {
         let filter = ReadyFilter { labels_all: vec![label.clone()], unassigned: true, limit: 1, ..Default::default() };
         let started = Instant::now();
         let answer =
             client.execute(Command::ClaimNext { actor: actor.clone(), filter, lease_ms: lease.map(lease_ms) }).await?;
-        phase.claim.as_mut().expect("set").saturating_record(micros(started));
+        phase.claim.saturating_record(micros(started));
         let Answer::Beads(beads) = answer else { break };
         let Some(bead) = beads.into_iter().next() else { break };
         phase.claims += 1;
@@ -118,7 +141,7 @@ async fn hold_loop(
                     Err(ClientError::Refused(_)) => phase.lost += 1,
                     Err(error) => return Err(error),
                 }
-                phase.renew.as_mut().expect("set").saturating_record(micros(started));
+                phase.renew.saturating_record(micros(started));
             }
         }
         tokio::time::sleep_until(held_until.into()).await;
@@ -128,7 +151,7 @@ async fn hold_loop(
             Err(ClientError::Refused(_)) => phase.lost += 1,
             Err(error) => return Err(error),
         }
-        phase.close.as_mut().expect("set").saturating_record(micros(started));
+        phase.close.saturating_record(micros(started));
     }
     Ok(phase)
 }
@@ -148,23 +171,9 @@ async fn overhead_phase(cli: &Cli, args: &LeaseArgs, leased: bool) -> Result<Pha
         let lease = leased.then_some(args.lease);
         tasks.push(tokio::spawn(hold_loop(client, agent, label.clone(), lease, args.hold, until)));
     }
-    let mut total = Phase {
-        claim: Some(new_histogram()),
-        renew: Some(new_histogram()),
-        close: Some(new_histogram()),
-        ..Default::default()
-    };
+    let mut total = Phase::new();
     for task in tasks {
-        let phase = task.await.map_err(|error| Failure::Refused(error.to_string()))??;
-        total.claims += phase.claims;
-        total.renewals += phase.renewals;
-        total.closes += phase.closes;
-        total.lost += phase.lost;
-        for (into, from) in
-            [(&mut total.claim, phase.claim), (&mut total.renew, phase.renew), (&mut total.close, phase.close)]
-        {
-            into.as_mut().expect("set").add(from.expect("set")).map_err(|error| Failure::Refused(error.to_string()))?;
-        }
+        total.add(task.await.map_err(|error| Failure::Refused(error.to_string()))??)?;
     }
     total.elapsed = started.elapsed();
     Ok(total)
@@ -179,11 +188,11 @@ fn print_phase(name: &str, phase: &Phase) {
         phase.renewals,
         phase.closes,
         writes as f64 / seconds,
-        latency_summary(phase.claim.as_ref().expect("set")),
-        latency_summary(phase.close.as_ref().expect("set")),
+        latency_summary(&phase.claim),
+        latency_summary(&phase.close),
     );
     if phase.renewals > 0 {
-        println!("        renew {}", latency_summary(phase.renew.as_ref().expect("set")));
+        println!("        renew {}", latency_summary(&phase.renew));
     }
 }
 
@@ -305,7 +314,7 @@ pub async fn run(cli: &Cli, args: &LeaseArgs) -> Outcome {
     print_phase("plain", &plain);
     let leased = overhead_phase(cli, args, true).await?;
     print_phase("leased", &leased);
-    let p99 = |phase: &Phase| phase.claim.as_ref().expect("set").value_at_quantile(0.99).max(1) as f64;
+    let p99 = |phase: &Phase| phase.claim.value_at_quantile(0.99).max(1) as f64;
     let rate = |phase: &Phase| (phase.claims + phase.closes) as f64 / phase.elapsed.as_secs_f64().max(1e-9);
     println!(
         "leased / plain: claim p99 {:.2}, claims+closes per second {:.2}, writes per claim {:.2} (renewals add {:.2})",

@@ -222,6 +222,19 @@ pub enum OpResult {
     Unknown(String),
 }
 
+impl OpResult {
+    /// The bead a successful leased claim or renewal answered, with its lease id.
+    pub fn leased_bead(&self) -> Option<(&Bead, u64)> {
+        let OpResult::Ok(outcome) = self else { return None };
+        let bead = match outcome {
+            Outcome::Bead(bead) => bead.as_ref(),
+            Outcome::Beads(beads) => beads.first()?,
+            _ => return None,
+        };
+        Some((bead, bead.lease.as_ref()?.id))
+    }
+}
+
 /// One operation of one agent.
 #[derive(Clone, Debug)]
 pub struct Entry {

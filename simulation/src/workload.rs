@@ -299,17 +299,6 @@ async fn agent(settings: Agents, index: usize, history: SharedHistory, known: Kn
     Ok(())
 }
 
-/// The lease a successful leased claim answered: the bead and its lease id.
-fn granted(result: &OpResult) -> Option<(BeadId, u64)> {
-    let OpResult::Ok(outcome) = result else { return None };
-    let bead = match outcome {
-        Outcome::Bead(bead) => bead.as_ref(),
-        Outcome::Beads(beads) => beads.first()?,
-        _ => return None,
-    };
-    Some((bead.id.clone(), bead.lease.as_ref()?.id))
-}
-
 /// A lease agent: see the module header. Its history index is `index`.
 async fn lease_agent(settings: Agents, index: usize, history: SharedHistory) -> turmoil::Result {
     let mut rng = StdRng::seed_from_u64(settings.seed ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
@@ -321,7 +310,8 @@ async fn lease_agent(settings: Agents, index: usize, history: SharedHistory) -> 
         count += 1;
         perform(&client, &history, index, Op::CreateLeasable { title }, false).await;
         let claim = Op::LeaseClaimNext { actor: actor.clone(), lease_ms: LEASE_MS };
-        let Some((id, lease_id)) = granted(&perform(&client, &history, index, claim, false).await) else {
+        let result = perform(&client, &history, index, claim, false).await;
+        let Some((id, lease_id)) = result.leased_bead().map(|(bead, lease_id)| (bead.id.clone(), lease_id)) else {
             tokio::time::sleep(Duration::from_millis(rng.random_range(0..=THINK_MS_MAX))).await;
             continue;
         };

@@ -26,7 +26,7 @@ use std::hash::{Hash, Hasher};
 use serde::{Deserialize, Serialize};
 
 use crate::command::{Command, ControllerAction, JudgedLease, Proposal, Query};
-use crate::model::{Bead, BeadId, DepType, Event, Lease, Namespace, Timestamp};
+use crate::model::{Bead, BeadId, DepType, Event, Namespace, Timestamp};
 use crate::outcome::{Answer, NamespaceInfo, Outcome, Refusal};
 use crate::validate::{validate_command, validate_namespace, validate_prefix};
 pub use namespace::NamespaceMeta;
@@ -146,6 +146,18 @@ impl ChangedKeys {
             _ => None,
         })
     }
+}
+
+/// Which of the controller's periodic duties are due, so [`State::controller_work`] looks only
+/// for their work.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DutiesDue {
+    /// Judge the orders.
+    pub orders: bool,
+    /// Look for closed wisps older than this TTL (milliseconds).
+    pub wisp_ttl_ms: Option<i64>,
+    /// Look for finished convoys.
+    pub convoys: bool,
 }
 
 /// What the controller's periodic duties find in one namespace ([`State::controller_work`]).
@@ -402,29 +414,16 @@ impl State {
         marks
     }
 
-    /// Every lease held, with its namespace and bead.
-    pub fn leases(&self) -> Vec<(Namespace, BeadId, Lease)> {
-        let mut leases = Vec::new();
-        for (namespace, namespace_state) in &self.namespaces {
-            for bead_id in &namespace_state.indexes.leased {
-                if let Some(lease) = namespace_state.beads.get(bead_id).and_then(|bead| bead.lease.clone()) {
-                    leases.push((namespace.clone(), bead_id.clone(), lease));
-                }
-            }
-        }
-        leases
-    }
-
-    /// What the controller's periodic duties find to do at `now`, per namespace: the orders
-    /// due (with the firings seen), whether closed wisps older than `wisp_ttl_ms` wait to be
-    /// collected, and whether an open convoy's children are all closed.
-    pub fn controller_work(&self, now: Timestamp, wisp_ttl_ms: Option<i64>) -> Vec<(Namespace, NamespaceWork)> {
+    /// What the due duties find to do at `now`, per namespace: the orders due (with the firings
+    /// seen), whether closed wisps older than the TTL wait to be collected, and whether an open
+    /// convoy's children are all closed. A duty that is not due is not looked at.
+    pub fn controller_work(&self, now: Timestamp, due: DutiesDue) -> Vec<(Namespace, NamespaceWork)> {
         let mut work = Vec::new();
         for (namespace, namespace_state) in &self.namespaces {
             let found = NamespaceWork {
-                due_orders: namespace_state.due_orders(now),
-                wisps: wisp_ttl_ms.is_some_and(|ttl| namespace_state.has_purgeable(ttl, now)),
-                convoys: namespace_state.has_closable_convoy(),
+                due_orders: if due.orders { namespace_state.due_orders(now) } else { Vec::new() },
+                wisps: due.wisp_ttl_ms.is_some_and(|ttl| namespace_state.has_purgeable(ttl, now)),
+                convoys: due.convoys && namespace_state.has_closable_convoy(),
             };
             if !found.due_orders.is_empty() || found.wisps || found.convoys {
                 work.push((namespace.clone(), found));
@@ -444,61 +443,42 @@ impl State {
     }
 
     /// Applies a controller action: refused when a controller of a higher term has acted, so a
-    /// deposed leader cannot act late; otherwise its term becomes the fence. An action never
-    /// creates a namespace.
+    /// deposed leader cannot act late; once applied, its term becomes the fence (a refused
+    /// action changes nothing, the fence included). An action never creates a namespace: on a
+    /// namespace that does not exist, there is nothing to expire, collect or close.
     fn controller(&mut self, namespace: &Namespace, term: u64, action: &ControllerAction, now: Timestamp) -> Answer {
         if term < self.controller_term {
             return Err(Refusal::StaleControllerTerm { term, current: self.controller_term });
         }
-        if term > self.controller_term {
+        if let Some(namespace_state) = self.namespaces.get_mut(namespace) {
+            namespace_state.revision = self.revision;
+        }
+        let answer = match (action, self.namespaces.get_mut(namespace)) {
+            (ControllerAction::Begin, _) => Ok(Outcome::Done),
+            (ControllerAction::FireOrder { .. }, None) => {
+                Err(Refusal::Invalid(format!("namespace {namespace} does not exist")))
+            }
+            (ControllerAction::CollectWisps { .. }, None) => Ok(Outcome::Purged { purged_count: 0 }),
+            (_, None) => Ok(Outcome::Beads(Vec::new())),
+            (ControllerAction::ExpireLease { id, lease_id, renewed_at }, Some(namespace_state)) => {
+                namespace_state.expire_lease(id, *lease_id, *renewed_at, now)
+            }
+            (ControllerAction::ExpireLeases { leases }, Some(namespace_state)) => {
+                namespace_state.expire_leases(leases, now)
+            }
+            (ControllerAction::CollectWisps { older_than_ms }, Some(namespace_state)) => {
+                namespace_state.purge(*older_than_ms, now)
+            }
+            (ControllerAction::CheckConvoys, Some(namespace_state)) => namespace_state.convoy_check(now),
+            (ControllerAction::FireOrder { name, seen_fired }, Some(namespace_state)) => {
+                namespace_state.order_fire(name, orders::Firing::Trigger { seen_fired: *seen_fired }, now)
+            }
+        };
+        if answer.is_ok() && term > self.controller_term {
             self.controller_term = term;
             self.controller_term_dirty = true;
         }
-        match action {
-            ControllerAction::Begin => Ok(Outcome::Done),
-            ControllerAction::ExpireLease { id, lease_id, renewed_at } => match self.namespaces.get_mut(namespace) {
-                None => Ok(Outcome::Beads(Vec::new())),
-                Some(namespace_state) => {
-                    namespace_state.revision = self.revision;
-                    namespace_state.expire_lease(id, *lease_id, *renewed_at, now)
-                }
-            },
-            ControllerAction::ExpireLeases { leases } => match self.namespaces.get_mut(namespace) {
-                None => Ok(Outcome::Beads(Vec::new())),
-                Some(namespace_state) => {
-                    if leases.len() > crate::limits::EXPIRIES_PER_COMMAND_MAX {
-                        return Err(Refusal::TooLarge {
-                            what: "a batch of lease expiries".into(),
-                            size: leases.len(),
-                            limit: crate::limits::EXPIRIES_PER_COMMAND_MAX,
-                        });
-                    }
-                    namespace_state.revision = self.revision;
-                    namespace_state.expire_leases(leases, now)
-                }
-            },
-            ControllerAction::CollectWisps { older_than_ms } => match self.namespaces.get_mut(namespace) {
-                None => Ok(Outcome::Purged { purged_count: 0 }),
-                Some(namespace_state) => {
-                    namespace_state.revision = self.revision;
-                    namespace_state.purge(*older_than_ms, now)
-                }
-            },
-            ControllerAction::CheckConvoys => match self.namespaces.get_mut(namespace) {
-                None => Ok(Outcome::Beads(Vec::new())),
-                Some(namespace_state) => {
-                    namespace_state.revision = self.revision;
-                    namespace_state.convoy_check(now)
-                }
-            },
-            ControllerAction::FireOrder { name, seen_fired } => match self.namespaces.get_mut(namespace) {
-                None => Err(Refusal::Invalid(format!("namespace {namespace} does not exist"))),
-                Some(namespace_state) => {
-                    namespace_state.revision = self.revision;
-                    namespace_state.order_fire(name, orders::Firing::Trigger { seen_fired: *seen_fired }, now)
-                }
-            },
-        }
+        answer
     }
 
     /// The namespace a write goes to, created on first use with `default_prefix`.

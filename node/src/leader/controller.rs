@@ -36,6 +36,7 @@ use api::limits::{EXPIRIES_PER_COMMAND_MAX, PURGE_BEADS_MAX};
 use api::model::{Actor, BeadId, Namespace};
 use api::outcome::{Outcome, Refusal};
 use api::proto as pb;
+use api::state::DutiesDue;
 use openraft::async_runtime::WatchReceiver;
 use raft_store::Disk;
 use tokio::time::Instant;
@@ -160,8 +161,9 @@ async fn lead<D: Disk>(core: &NodeCore<D>, term: u64) {
         let (wisps_due, convoys_due, orders_due) =
             (duties.due(WISP_GC, now), duties.due(CONVOY_CHECK, now), duties.due(ORDERS, now));
         if wisps_due || convoys_due || orders_due {
-            let wisp_ttl = wisps_due.then_some(wisp_ttl_ms);
-            let work = core.state_machine.read(|state| state.controller_work(core.clock.now(), wisp_ttl));
+            let due =
+                DutiesDue { orders: orders_due, wisp_ttl_ms: wisps_due.then_some(wisp_ttl_ms), convoys: convoys_due };
+            let work = core.state_machine.read(|state| state.controller_work(core.clock.now(), due));
             if wisps_due {
                 let namespaces = work.iter().filter(|(_, work)| work.wisps).map(|(namespace, _)| namespace);
                 let collected = collect_wisps(core, term, namespaces.cloned().collect(), wisp_ttl_ms).await;

@@ -17,10 +17,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use api::model::{Bead, BeadId};
-use api::outcome::Outcome;
 
 use super::Violation;
-use crate::history::{Entry, History, Op, OpResult};
+use crate::history::{History, Op, OpResult};
 
 /// A grant or renewal of a lease: who, which lease, when it was invoked and completed.
 struct Held<'a> {
@@ -28,17 +27,6 @@ struct Held<'a> {
     lease_id: u64,
     invoked_at: Duration,
     completed_at: Duration,
-}
-
-/// The bead, lease and holder a successful claim or renewal answered.
-fn answered(entry: &Entry) -> Option<(&Bead, u64)> {
-    let OpResult::Ok(outcome) = &entry.result else { return None };
-    let bead = match outcome {
-        Outcome::Bead(bead) => bead.as_ref(),
-        Outcome::Beads(beads) => beads.first()?,
-        _ => return None,
-    };
-    Some((bead, bead.lease.as_ref()?.id))
 }
 
 /// Checks the lease operations of `history` with leases of `lease_ms`, and the leasable beads
@@ -50,7 +38,9 @@ pub fn check(history: &History, lease_ms: u64, after_bound: &Result<Vec<Bead>, S
     let mut held: BTreeMap<&BeadId, Vec<Held<'_>>> = BTreeMap::new();
     for entry in &history.entries {
         let (Op::LeaseClaimNext { actor, .. } | Op::LeaseRenew { actor, .. }) = &entry.op else { continue };
-        let (Some((bead, lease_id)), Some(completed_at)) = (answered(entry), entry.completed_at) else { continue };
+        let (Some((bead, lease_id)), Some(completed_at)) = (entry.result.leased_bead(), entry.completed_at) else {
+            continue;
+        };
         let grant = Held { actor: &actor.0, lease_id, invoked_at: entry.invoked_at, completed_at };
         held.entry(&bead.id).or_default().push(grant);
     }

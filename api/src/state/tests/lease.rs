@@ -57,7 +57,8 @@ fn a_leased_claim_carries_a_fencing_token_that_grows_with_every_grant() {
     let lease = claimed.lease.clone().expect("a leased claim answers its lease");
     assert_eq!((lease.id, lease.holder.as_str(), lease.ttl_ms), (harness.now as u64, "alice", 10 * MINUTE_MS));
     assert_eq!(lease.expires_at, Timestamp(harness.now + 10 * MINUTE_MS as i64));
-    assert_eq!(harness.state.leases(), vec![(harness.namespace.clone(), bead_id.clone(), lease.clone())]);
+    let judged = crate::command::JudgedLease { id: bead_id.clone(), lease_id: lease.id, renewed_at: lease.renewed_at };
+    assert_eq!(harness.state.lease_marks(), vec![(harness.namespace.clone(), judged, lease.ttl_ms)]);
 
     // Renewal keeps the id and moves the renewal; a claim again by the holder renews too.
     harness.as_actor("alice", Command::LeaseRenew { id: bead_id.clone(), lease_id: Some(lease.id) }).unwrap();
@@ -167,7 +168,7 @@ fn any_change_that_takes_the_bead_from_its_holder_ends_the_lease() {
         harness_for.claim_leased(&bead_id, "alice", MINUTE_MS).unwrap();
         harness_for.apply(change).unwrap();
         assert_eq!(harness_for.get(&bead_id).lease, None, "{name} ends the lease");
-        assert!(harness_for.state.leases().is_empty(), "{name}: the sweep sees no lease");
+        assert!(harness_for.state.lease_marks().is_empty(), "{name}: the sweep sees no lease");
     }
     // An update that leaves the holder in charge keeps it.
     let bead_id = harness.create("work");

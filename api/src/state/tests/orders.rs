@@ -33,7 +33,8 @@ impl Harness {
     }
 
     fn due(&self) -> Vec<(String, u64)> {
-        let work = self.state.controller_work(Timestamp(self.now + 1), None);
+        let due = crate::state::DutiesDue { orders: true, ..Default::default() };
+        let work = self.state.controller_work(Timestamp(self.now + 1), due);
         work.into_iter().flat_map(|(_, work)| work.due_orders).collect()
     }
 }
@@ -194,7 +195,8 @@ fn controller_work_finds_old_wisps_and_finished_convoys() {
     let mut harness = Harness::with_formula();
     let wisp = harness.create_with(CreateBead { title: "w".into(), ephemeral: true, ..Default::default() });
     harness.close(&wisp).expect("closed");
-    let work = |harness: &Harness, ttl: i64| harness.state.controller_work(Timestamp(harness.now), Some(ttl));
+    let due = |ttl: i64| crate::state::DutiesDue { wisp_ttl_ms: Some(ttl), convoys: true, ..Default::default() };
+    let work = |harness: &Harness, ttl: i64| harness.state.controller_work(Timestamp(harness.now), due(ttl));
     assert!(work(&harness, 60_000).is_empty(), "younger than the TTL");
     harness.now += 60_000;
     assert!(work(&harness, 60_000)[0].1.wisps);
