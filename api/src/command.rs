@@ -473,6 +473,20 @@ impl Command {
     }
 }
 
+impl ControllerAction {
+    /// A short name for logs and checkers.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ControllerAction::Begin => "begin",
+            ControllerAction::ExpireLease { .. } => "expire_lease",
+            ControllerAction::ExpireLeases { .. } => "expire_leases",
+            ControllerAction::CollectWisps { .. } => "collect_wisps",
+            ControllerAction::CheckConvoys => "check_convoys",
+            ControllerAction::FireOrder { .. } => "fire_order",
+        }
+    }
+}
+
 /// The fields of a new bead. The store assigns the id and times; the status is always `open`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CreateBead {

@@ -223,7 +223,7 @@ pub async fn run_node(args: &NodeArgs) -> Outcome {
         clock: Arc::new(SystemClock),
         seed: rand::random(),
         shutdown: Box::pin(shutdown_signal()),
-        observer: None,
+        probes: node::Probes::default(),
     };
     run(params).await.map_err(|error| {
         tracing::error!(%error, "node stopped");

@@ -204,9 +204,30 @@ pub struct NodeParams<D: Disk, I> {
     pub seed: u64,
     /// Resolves when the node should stop.
     pub shutdown: Pin<Box<dyn Future<Output = ()> + Send>>,
-    /// Called with the node's Raft metrics at start and on every change; the simulator's Raft
-    /// safety checkers watch terms, roles and applied ids through it. `None` for real nodes.
-    pub observer: Option<MetricsObserver>,
+    /// What the simulator watches the node through, or plants in it; real nodes use the default.
+    pub probes: Probes,
+}
+
+/// The simulator's view into a node, and the bug it may plant on purpose to show that its
+/// checkers catch it. A real node runs with `Probes::default()`: nothing watched, nothing planted.
+#[derive(Clone, Default)]
+pub struct Probes {
+    /// Called with the node's Raft metrics at start and on every change; the Raft safety
+    /// checkers watch terms, roles and applied ids through it.
+    pub metrics: Option<MetricsObserver>,
+    /// Called with every applied entry and its answer; the controller-term checker reads them.
+    pub applies: Option<raft_store::ApplyObserver>,
+    /// The planted bug, if any.
+    pub planted: Option<PlantedBug>,
+}
+
+/// A bug planted on purpose (simulator only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlantedBug {
+    /// The controller never notices that it was deposed: it keeps acting under the term it
+    /// began in, also after another leader's controller acted. And the state machine's term
+    /// fence is off, so such a late action is applied.
+    StaleController,
 }
 
 /// A client-facing gRPC server with the request and response size limits.
@@ -229,7 +250,7 @@ where
     IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
     IE: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
 {
-    let NodeParams { config, incoming, connector, disk, flush_mode, clock, seed, shutdown, observer } = params;
+    let NodeParams { config, incoming, connector, disk, flush_mode, clock, seed, shutdown, probes } = params;
     config.validate()?;
     let (cluster_id, fresh) = check_identity(disk.as_ref(), &config)?;
     if config.rejoin && !fresh {
@@ -238,13 +259,16 @@ where
     let dir = config.data_dir.display().to_string();
     let rejoin = rejoin::Rejoin::open(disk.clone(), config.rejoin && fresh)
         .map_err(|error| NodeError::Corrupt { dir, detail: error.to_string() })?;
-    let start = start_raft(config, cluster_id, connector, disk, flush_mode, clock, rejoin);
+    let stale_controller = probes.planted == Some(PlantedBug::StaleController);
+    let apply_probes = raft_store::ApplyProbes { observer: probes.applies, unfenced_controller: stale_controller };
+    let storage = Storage { disk, flush_mode, probes: apply_probes };
+    let start = start_raft(config, cluster_id, connector, storage, clock, rejoin);
     let (core, peers) = Runtime::scope(seed, start).await?;
     let core = Arc::new(core);
     let client_id = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     let leader = Arc::new(Leader::new(core.clone(), peers.clone(), client_id));
-    let watcher = tokio::spawn(watch_metrics(core.clone(), observer));
-    let controller = tokio::spawn(leader::controller::run(core.clone()));
+    let watcher = tokio::spawn(watch_metrics(core.clone(), probes.metrics));
+    let controller = tokio::spawn(leader::controller::run(core.clone(), stale_controller));
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     let services = [
         "strand.v1.Beads",
@@ -309,21 +333,28 @@ fn metrics_route<D: Disk>(core: Arc<NodeCore<D>>) -> axum::Router {
     axum::Router::new().route("/metrics", axum::routing::get(page))
 }
 
+/// The node's storage and how its state machine is opened.
+struct Storage<D: Disk> {
+    disk: Arc<D>,
+    flush_mode: FlushMode,
+    probes: raft_store::ApplyProbes,
+}
+
 async fn start_raft<D: Disk>(
     config: NodeConfig,
     cluster_id: u64,
     connector: Arc<dyn Connector>,
-    disk: Arc<D>,
-    flush_mode: FlushMode,
+    storage: Storage<D>,
     clock: Arc<dyn Clock>,
     rejoin: rejoin::Rejoin<D>,
 ) -> Result<(NodeCore<D>, Arc<Peers>), NodeError> {
+    let Storage { disk, flush_mode, probes } = storage;
     let dir = config.data_dir.display().to_string();
     let corrupt = |error: std::io::Error| NodeError::Corrupt { dir: dir.clone(), detail: error.to_string() };
     let log_store = LogStore::open(disk.clone(), flush_mode).map_err(corrupt)?;
     let snapshot_dir = config.data_dir.join("snapshots");
     remove_incoming_snapshots(&snapshot_dir);
-    let state_machine = StateMachineStore::open(disk, &snapshot_dir).map_err(corrupt)?;
+    let state_machine = StateMachineStore::open_probed(disk, &snapshot_dir, probes).map_err(corrupt)?;
     let raft_config = Arc::new(config.raft.to_openraft(&config.cluster_name)?);
     let identity = PeerIdentity { cluster_id, member_id: config.id };
     let append_timeout = std::time::Duration::from_millis(config.raft.rpc_timeout_ms);

@@ -22,5 +22,5 @@ pub use log_store::{FlushMode, LogStore};
 pub use memory::MemoryDisk;
 pub use rocks::RocksDisk;
 pub use snapshot::SnapshotFile;
-pub use state_machine::{Applied, StateMachineStore};
+pub use state_machine::{Applied, ApplyObserver, ApplyProbes, StateMachineStore};
 pub use types::{NodeId, Runtime, TypeConfig};

@@ -12,12 +12,16 @@
 //! file then stops the node: its state space is incomplete).
 //! Invariant: a node never keeps a snapshot file that fails verification: at open, a damaged
 //! current snapshot is deleted, and Raft builds a new one when it needs one.
+//!
+//! [`ApplyProbes`] let the simulator watch every applied entry and its answer, and plant one bug
+//! on purpose to show its checkers catch it; a real node runs with none.
 
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
+use api::command::{Command, Proposal};
 use api::model::Namespace;
 use api::outcome::{Answer, Outcome};
 use api::state::{Record, RecordKey, State};
@@ -45,8 +49,22 @@ pub struct Applied {
     pub membership: StoredMembership,
 }
 
+/// Sees each applied normal entry: its log index, its proposal and its answer.
+pub type ApplyObserver = Arc<dyn Fn(u64, &Proposal, &Answer) + Send + Sync>;
+
+/// What the simulator attaches to a state machine; a real node leaves both unset.
+#[derive(Clone, Default)]
+pub struct ApplyProbes {
+    /// Called after each normal entry is applied, in log order.
+    pub observer: Option<ApplyObserver>,
+    /// A planted bug: a controller action of a stale term is applied as if it were of the
+    /// current controller term, so the state machine's term fence never refuses it.
+    pub unfenced_controller: bool,
+}
+
 struct Inner<D: Disk> {
     disk: Arc<D>,
+    probes: ApplyProbes,
     state: RwLock<State>,
     applied: Mutex<Applied>,
     snapshot_dir: PathBuf,
@@ -94,6 +112,11 @@ fn load_state<D: Disk>(disk: &D) -> io::Result<State> {
 impl<D: Disk> StateMachineStore<D> {
     /// Opens the state machine on `disk`, finishing an interrupted snapshot install first.
     pub fn open(disk: Arc<D>, snapshot_dir: &Path) -> io::Result<StateMachineStore<D>> {
+        StateMachineStore::open_probed(disk, snapshot_dir, ApplyProbes::default())
+    }
+
+    /// [`StateMachineStore::open`], with the simulator's probes attached.
+    pub fn open_probed(disk: Arc<D>, snapshot_dir: &Path, probes: ApplyProbes) -> io::Result<StateMachineStore<D>> {
         std::fs::create_dir_all(snapshot_dir)?;
         if disk.get(Space::Meta, META_INSTALLING)?.is_some() {
             let current = snapshot_dir.join(CURRENT_SNAPSHOT);
@@ -106,6 +129,7 @@ impl<D: Disk> StateMachineStore<D> {
         let applied = read_applied(|space, key| disk.get(space, key))?;
         let inner = Inner {
             disk,
+            probes,
             state: RwLock::new(state),
             applied: Mutex::new(applied),
             snapshot_dir: snapshot_dir.to_path_buf(),
@@ -139,6 +163,25 @@ impl<D: Disk> StateMachineStore<D> {
     fn notify_all(&self) {
         let notices = self.inner.namespace_notices.lock().expect("notices lock");
         notices.values().for_each(|sender| sender.send_replace(()));
+    }
+
+    /// Applies one proposal and shows it, with its answer, to the observer.
+    fn apply_normal(&self, index: u64, proposal: &Proposal) -> Answer {
+        let mut state = self.inner.state.write().expect("state lock");
+        let answer = match &proposal.command {
+            Command::Controller { term, action } if self.inner.probes.unfenced_controller => {
+                let term = (*term).max(state.controller_term());
+                let laundered =
+                    Proposal { command: Command::Controller { term, action: action.clone() }, ..proposal.clone() };
+                state.apply(index, &laundered)
+            }
+            _ => state.apply(index, proposal),
+        };
+        drop(state);
+        if let Some(observer) = &self.inner.probes.observer {
+            observer(index, proposal, &answer);
+        }
+        answer
     }
 
     /// What has been applied.
@@ -307,9 +350,7 @@ impl<D: Disk> RaftStateMachine<TypeConfig> for StateMachineStore<D> {
         while let Some((entry, responder)) = entries.try_next().await? {
             let answer: Answer = match &entry.payload {
                 EntryPayload::Blank => Ok(Outcome::Done),
-                EntryPayload::Normal(proposal) => {
-                    self.inner.state.write().expect("state lock").apply(entry.log_id.index, proposal)
-                }
+                EntryPayload::Normal(proposal) => self.apply_normal(entry.log_id.index, proposal),
                 EntryPayload::Membership(membership) => {
                     applied.membership = StoredMembership::new(Some(entry.log_id), membership.clone());
                     membership_changed = true;

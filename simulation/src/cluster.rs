@@ -7,8 +7,9 @@
 //! reached the OS). Snapshot files are real files in a per-node temporary directory; the node
 //! writes them synced and renames them into place, so a crash keeps them whole.
 //!
-//! Each node reports its Raft metrics to [`Observations`] through `node::run`'s observer, which
-//! the Raft safety checkers read.
+//! Each node reports its Raft metrics to [`Observations`] and every controller action it applies
+//! to [`ControllerApplies`], through `node::run`'s probes; the Raft safety and controller-term
+//! checkers read them.
 //!
 //! A node whose `node::run` returns an error (it found its storage damaged, say) is recorded in
 //! [`FailedStarts`] and its host stops; it stays down for the rest of the run.
@@ -23,7 +24,7 @@ use std::time::Duration;
 use api::model::Timestamp;
 use node::clock::Clock;
 use node::config::{NodeConfig, RaftSettings};
-use node::{MetricsObserver, NodeParams};
+use node::{MetricsObserver, NodeParams, PlantedBug, Probes};
 use openraft::ServerState;
 use raft_store::disk::DiskView;
 use raft_store::{Disk, Durability, FlushMode, MemoryDisk, Op, RocksDisk, Space};
@@ -53,6 +54,9 @@ pub enum Mutation {
     /// its checksums recomputed over the damaged bytes, as a store without checksums would hold
     /// it. The node's start-up verification no longer sees it; the checkers must.
     NoChecksum,
+    /// The controller never notices that it was deposed and keeps acting under the term it
+    /// began in, and the state machine's term fence is off ([`node::PlantedBug::StaleController`]).
+    StaleController,
 }
 
 impl Mutation {
@@ -60,7 +64,7 @@ impl Mutation {
     pub fn sealing(mutation: Option<Mutation>) -> crate::damage::Sealing {
         match mutation {
             Some(Mutation::NoChecksum) => crate::damage::Sealing::Resealed,
-            Some(Mutation::NoFsync) | None => crate::damage::Sealing::Visible,
+            Some(Mutation::NoFsync | Mutation::StaleController) | None => crate::damage::Sealing::Visible,
         }
     }
 }
@@ -107,6 +111,24 @@ pub struct Observation {
 
 /// Every node's readings, in the order they happened.
 pub type Observations = Arc<Mutex<Vec<Observation>>>;
+
+/// A controller action as one node applied it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ControllerApply {
+    /// The node that applied it.
+    pub node: u64,
+    /// Its log index.
+    pub index: u64,
+    /// The term the controller proposed it under.
+    pub term: u64,
+    /// Which action ([`api::command::ControllerAction::name`]).
+    pub action: &'static str,
+    /// Whether it took effect (`false`: refused, changing nothing).
+    pub applied: bool,
+}
+
+/// Every controller action every node applied, in the order the nodes applied them.
+pub type ControllerApplies = Arc<Mutex<Vec<ControllerApply>>>;
 
 /// A start of a node that failed: `node::run` returned an error.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -255,11 +277,25 @@ fn observer(node: u64, observations: Observations) -> MetricsObserver {
     })
 }
 
-/// What a node's host shares with the rest of the run.
-#[derive(Clone)]
-struct Reports {
-    observations: Observations,
-    failed_starts: FailedStarts,
+/// Records each controller action node `node` applies.
+fn controller_probe(node: u64, applies: ControllerApplies) -> raft_store::ApplyObserver {
+    Arc::new(move |index, proposal: &api::command::Proposal, answer: &api::outcome::Answer| {
+        if let api::command::Command::Controller { term, action } = &proposal.command {
+            let apply = ControllerApply { node, index, term: *term, action: action.name(), applied: answer.is_ok() };
+            applies.lock().expect("controller applies lock").push(apply);
+        }
+    })
+}
+
+/// What the nodes report to the rest of the run.
+#[derive(Clone, Default)]
+pub struct Reports {
+    /// Their Raft metrics readings.
+    pub observations: Observations,
+    /// The controller actions they applied.
+    pub controller_applies: ControllerApplies,
+    /// The nodes whose start failed.
+    pub failed_starts: FailedStarts,
 }
 
 async fn serve<D: Disk>(
@@ -268,10 +304,11 @@ async fn serve<D: Disk>(
     clock: SimClock,
     seed: u64,
     reports: Reports,
+    mutation: Option<Mutation>,
 ) -> turmoil::Result {
     let node_id = config.id;
     let data_dir = config.data_dir.display().to_string();
-    let Reports { observations, failed_starts } = reports;
+    let Reports { observations, controller_applies, failed_starts } = reports;
     let params = NodeParams {
         config,
         incoming: net::incoming().await?,
@@ -282,7 +319,11 @@ async fn serve<D: Disk>(
         clock: Arc::new(clock),
         seed,
         shutdown: Box::pin(futures::future::pending()),
-        observer: Some(observer(node_id, observations)),
+        probes: Probes {
+            metrics: Some(observer(node_id, observations)),
+            applies: Some(controller_probe(node_id, controller_applies)),
+            planted: (mutation == Some(Mutation::StaleController)).then_some(PlantedBug::StaleController),
+        },
     };
     if let Err(error) = node::run(params).await {
         let error = error.to_string().replace(&data_dir, "<data-dir>");
@@ -296,19 +337,13 @@ async fn serve<D: Disk>(
 /// Registers node `simulated` as a turmoil host. turmoil calls the closure again on every
 /// restart (`bounce`), so a restarted node starts from whatever its disk kept. A failed start
 /// lands in `failed_starts`.
-pub fn register(
-    sim: &mut Sim<'_>,
-    setup: &ClusterSetup,
-    simulated: &SimNode,
-    observations: &Observations,
-    failed_starts: &FailedStarts,
-) {
+pub fn register(sim: &mut Sim<'_>, setup: &ClusterSetup, simulated: &SimNode, reports: &Reports) {
     let id = simulated.id;
     let config = node_config(setup, id, simulated.dir.path().to_path_buf());
     let (disk, offset, kind, mutation) =
         (simulated.disk.clone(), simulated.clock_offset_ms.clone(), setup.disk_kind, setup.mutation);
     let seed = setup.seed ^ id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    let reports = Reports { observations: observations.clone(), failed_starts: failed_starts.clone() };
+    let reports = reports.clone();
     sim.host(host_name(id), move || {
         let (config, disk, reports) = (config.clone(), disk.clone(), reports.clone());
         let clock = SimClock { offset_ms: offset.clone() };
@@ -317,10 +352,12 @@ pub fn register(
         async move {
             let fsync = mutation != Some(Mutation::NoFsync);
             match kind {
-                DiskKind::Memory => serve(config, Arc::new(SimDisk { inner: disk, fsync }), clock, seed, reports).await,
+                DiskKind::Memory => {
+                    serve(config, Arc::new(SimDisk { inner: disk, fsync }), clock, seed, reports, mutation).await
+                }
                 DiskKind::Rocks => {
                     let rocks = Arc::new(RocksDisk::open(&config.data_dir.join("db"))?);
-                    serve(config, Arc::new(SimDisk { inner: rocks, fsync }), clock, seed, reports).await
+                    serve(config, Arc::new(SimDisk { inner: rocks, fsync }), clock, seed, reports, mutation).await
                 }
             }
         }

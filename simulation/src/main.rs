@@ -104,7 +104,7 @@ fn main() -> ExitCode {
     };
     let started = Instant::now();
     let (mut ops, mut faults, mut unknown, mut simulated) = (0usize, 0usize, 0usize, Duration::ZERO);
-    let mut order_firings = 0usize;
+    let (mut order_firings, mut controller_actions, mut controller_terms) = (0usize, 0usize, 0usize);
     let (mut damaged, mut failed_starts) = (0usize, 0usize);
     for (done, seed) in seeds.iter().enumerate() {
         let config = RunConfig {
@@ -135,6 +135,8 @@ fn main() -> ExitCode {
         faults += report.faults;
         unknown += report.unknown_ops;
         order_firings += report.order_firings;
+        controller_actions += report.controller.applied;
+        controller_terms += report.controller.terms;
         damaged += report.damaged_nodes;
         failed_starts += report.failed_starts;
         simulated += report.simulated;
@@ -154,11 +156,11 @@ fn main() -> ExitCode {
     let wall = started.elapsed();
     eprintln!();
     println!(
-        "| seeds | nodes | ops | unknown outcome | order firings | faults | damaged nodes | failed starts | simulated | wall | simulated/wall | seeds/min |"
+        "| seeds | nodes | ops | unknown outcome | order firings | controller actions (terms) | faults | damaged nodes | failed starts | simulated | wall | simulated/wall | seeds/min |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     println!(
-        "| {} | {} | {ops} | {unknown} | {order_firings} | {faults} | {damaged} | {failed_starts} | {:.0} s | {:.1} s | {:.1} | {:.1} |",
+        "| {} | {} | {ops} | {unknown} | {order_firings} | {controller_actions} ({controller_terms}) | {faults} | {damaged} | {failed_starts} | {:.0} s | {:.1} s | {:.1} | {:.1} |",
         seeds.len(),
         args.nodes,
         simulated.as_secs_f64(),

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::checkers::{self, Evidence, Violation};
-use crate::cluster::{self, ClusterSetup, DiskKind, FailedStarts, Mutation, Observations};
+use crate::cluster::{self, ClusterSetup, DiskKind, Mutation, Observations, Reports};
 use crate::healed::{self, Healed, Schedule};
 use crate::history::{Op, OpResult};
 use crate::nemesis::{Fault, Nemesis};
@@ -110,6 +110,8 @@ pub struct RunReport {
     pub lease_grants: usize,
     /// Closes fenced by a lease that was no longer the bead's, refused as they must be.
     pub stale_fences_refused: usize,
+    /// The controller actions the nodes applied, as the controller-term checker counted them.
+    pub controller: checkers::controller_terms::Summary,
     /// Faults injected.
     pub faults: usize,
     /// Nodes whose storage the nemesis damaged.
@@ -172,10 +174,10 @@ pub fn run(config: &RunConfig) -> Result<RunReport, String> {
         .build();
 
     let setup = ClusterSetup { ids: ids.clone(), disk_kind: config.disk, mutation: config.mutation, seed: config.seed };
-    let observations: Observations = Arc::new(Mutex::new(Vec::new()));
-    let failed_starts: FailedStarts = Arc::new(Mutex::new(BTreeMap::new()));
+    let reports = Reports::default();
+    let (observations, failed_starts) = (reports.observations.clone(), reports.failed_starts.clone());
     for node in &nodes {
-        cluster::register(&mut sim, &setup, node, &observations, &failed_starts);
+        cluster::register(&mut sim, &setup, node, &reports);
     }
     let history = workload::new_history();
     let known = Arc::new(Mutex::new(Vec::new()));
@@ -229,10 +231,14 @@ pub fn run(config: &RunConfig) -> Result<RunReport, String> {
     history.lock().expect("history lock").close_pending();
     let history = std::mem::take(&mut *history.lock().expect("history lock"));
     let observations = std::mem::take(&mut *observations.lock().expect("observations lock"));
+    let controller_applies = std::mem::take(&mut *reports.controller_applies.lock().expect("controller applies lock"));
     let healed_found: Healed = healed_report.lock().expect("healed report lock").clone();
     let failed_starts = std::mem::take(&mut *failed_starts.lock().expect("failed starts lock"));
     for observation in &observations {
         trace.push(format!("[{:>8.3}s] raft: {observation:?}", observation.at.as_secs_f64()));
+    }
+    for apply in &controller_applies {
+        trace.push(format!("controller: {apply:?}"));
     }
     for entry in &history.entries {
         trace.push(format!(
@@ -254,6 +260,7 @@ pub fn run(config: &RunConfig) -> Result<RunReport, String> {
         let evidence = Evidence {
             history: &history,
             observations: &observations,
+            controller_applies: &controller_applies,
             healed: &healed_found,
             nodes: &nodes,
             memory_disks: config.disk == DiskKind::Memory,
@@ -289,6 +296,7 @@ pub fn run(config: &RunConfig) -> Result<RunReport, String> {
             )
         })
         .count();
+    let controller = checkers::controller_terms::check(&controller_applies).1;
     Ok(RunReport {
         config: config.clone(),
         ops: history.entries.len(),
@@ -298,6 +306,7 @@ pub fn run(config: &RunConfig) -> Result<RunReport, String> {
         orchestration_acks,
         lease_grants,
         stale_fences_refused,
+        controller,
         faults: nemesis.injected,
         damaged_nodes: nemesis.damaged.len(),
         failed_starts: failed_starts.len(),

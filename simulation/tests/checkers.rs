@@ -10,10 +10,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use simulation::checkers::{
-    convergence, durability, exactly_once, integrity, leases, linearizability, metadata, orchestration, orders,
-    raft_safety,
+    controller_terms, convergence, durability, exactly_once, integrity, leases, linearizability, metadata,
+    orchestration, orders, raft_safety,
 };
-use simulation::cluster::{FailedStart, Observation};
+use simulation::cluster::{ControllerApply, FailedStart, Observation};
 use simulation::healed::{Healed, OrderFirings};
 use simulation::history::{History, Op, OpResult, compact_value};
 use simulation::workload::large_metadata;
@@ -359,4 +359,48 @@ fn orchestration_rejects_a_lost_sling_a_doubled_cook_a_refused_mail_that_applied
     let found = orchestration::check(&history, &Ok(broken));
     assert_eq!(found.len(), 4, "{found:?}");
     assert_eq!(orchestration::check(&history, &Err("no answer".into())).len(), 1);
+}
+
+/// One controller action as a node applied it.
+fn apply(node: u64, index: u64, term: u64, action: &'static str, applied: bool) -> ControllerApply {
+    ControllerApply { node, index, term, action, applied }
+}
+
+#[test]
+fn controller_terms_accept_a_stale_action_refused_after_a_higher_term_is_fine() {
+    let history = [
+        apply(1, 10, 2, "begin", true),
+        apply(2, 10, 2, "begin", true),
+        apply(2, 20, 3, "begin", true),
+        apply(1, 25, 2, "expire_leases", false),
+        apply(2, 30, 3, "fire_order", true),
+    ];
+    let (violations, summary) = controller_terms::check(&history);
+    assert!(violations.is_empty(), "{violations:?}");
+    assert_eq!(summary, controller_terms::Summary { applied: 3, refused: 1, terms: 2 });
+}
+
+#[test]
+fn controller_terms_reject_a_lower_term_taking_effect_after_a_higher_one() {
+    let history =
+        [apply(1, 10, 2, "begin", true), apply(2, 20, 3, "begin", true), apply(1, 25, 2, "expire_leases", true)];
+    let (violations, _) = controller_terms::check(&history);
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert!(violations[0].detail.contains("expire_leases of term 2 took effect at index 25"), "{violations:?}");
+}
+
+#[test]
+fn controller_terms_judge_in_log_order_not_in_report_order() {
+    // Node 3 reports index 25 first; in log order the term-2 action still follows term 3's.
+    let history = [apply(3, 25, 2, "fire_order", true), apply(1, 10, 2, "begin", true), apply(2, 20, 3, "begin", true)];
+    let (violations, _) = controller_terms::check(&history);
+    assert_eq!(violations.len(), 1, "{violations:?}");
+}
+
+#[test]
+fn controller_terms_reject_nodes_that_disagree_on_an_outcome() {
+    let history = [apply(1, 10, 2, "fire_order", true), apply(2, 10, 2, "fire_order", false)];
+    let (violations, _) = controller_terms::check(&history);
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert!(violations[0].detail.contains("applied differently"), "{violations:?}");
 }

@@ -30,6 +30,8 @@ const SEEDS_CORRUPTION_3_NODES: u64 = 50;
 const SEEDS_CORRUPTION_5_NODES: u64 = 20;
 /// Seeds within which the no-checksum mutation must be caught.
 const NO_CHECKSUM_SEEDS_MAX: u64 = 10;
+/// Seeds within which the stale-controller mutation must be caught.
+const STALE_CONTROLLER_SEEDS_MAX: u64 = 10;
 
 fn config(seed: u64, nodes: u64) -> RunConfig {
     RunConfig { nodes, duration: Duration::from_secs(6), ..RunConfig::new(seed) }
@@ -50,6 +52,7 @@ fn run_clean(config: &RunConfig) -> RunReport {
 
 fn band(start: u64, count: u64, nodes: u64) {
     let (mut ops, mut order_firings, mut lease_grants, mut stale_fences, mut orchestration) = (0, 0, 0, 0, 0);
+    let mut controller_terms = 0;
     for seed in start..start + count {
         let report = run_clean(&config(seed, nodes));
         ops += report.ops;
@@ -57,7 +60,12 @@ fn band(start: u64, count: u64, nodes: u64) {
         lease_grants += report.lease_grants;
         stale_fences += report.stale_fences_refused;
         orchestration += report.orchestration_acks;
+        controller_terms += report.controller.terms;
     }
+    assert!(
+        controller_terms as u64 > count,
+        "controllers acted in only {controller_terms} terms over {count} runs: the term fence went unexercised"
+    );
     assert!(
         orchestration as u64 >= count * 10,
         "the orchestration agent had only {orchestration} operations acknowledged"
@@ -217,6 +225,28 @@ fn no_fsync_mutation_is_caught() {
         }
     }
     panic!("acknowledging unsynced log entries went unnoticed for {MUTATION_SEEDS_MAX} seeds");
+}
+
+/// A controller that never notices its deposition, with the state machine's term fence off,
+/// must show to the controller-term checker as an action of a lower term taking effect after one
+/// of a higher term. Its stale actions commit only once its node leads again, so the runs are
+/// longer and partition the leader again and again.
+#[test]
+fn stale_controller_mutation_is_caught() {
+    for seed in 0..STALE_CONTROLLER_SEEDS_MAX {
+        let config = RunConfig {
+            mutation: Some(Mutation::StaleController),
+            faults: vec![Fault::Partition],
+            duration: Duration::from_secs(20),
+            ..config(seed, 3)
+        };
+        let report = run(&config).unwrap();
+        if let Some(violation) = report.violations.iter().find(|violation| violation.checker == "controller terms") {
+            eprintln!("caught at seed {seed}: {violation}");
+            return;
+        }
+    }
+    panic!("a deposed controller acting late went unnoticed for {STALE_CONTROLLER_SEEDS_MAX} seeds");
 }
 
 /// Seed 17 (3 nodes, 6 s) once reported a leader-completeness violation: a restarted node

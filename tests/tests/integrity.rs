@@ -193,25 +193,35 @@ async fn a_follower_down_during_250_large_creates_catches_up() {
     cluster.wait_for_convergence(3).await;
 }
 
-/// A forwarded write of a bead whose title has `title_bytes` bytes.
-fn forwarded_create(title_bytes: usize) -> RaftPayload {
+/// `command`, as a peer forwards it to the leader.
+fn forwarded(command: Command) -> RaftPayload {
     let forwarded = LeaderRequest::Write(BeadWrite {
         namespace: api::model::Namespace("default".into()),
         request_id: RequestId { client_id: 77, request_seq: 1, lowest_unacked: 1 },
         actor: api::model::Actor("forger".into()),
         prefix: None,
-        command: Command::Create(CreateBead { title: "x".repeat(title_bytes), ..Default::default() }),
+        command,
     });
     node::peer::network::encode(&forwarded)
+}
+
+/// A peer client of the leader, in the name of a follower.
+async fn peer_client_of_leader(cluster: &Cluster) -> node::peer::network::PeerRpc {
+    let leader = cluster.wait_for_leader().await;
+    let identity =
+        PeerIdentity { cluster_id: cluster.cluster_id(), member_id: (1..=3).find(|id| *id != leader).unwrap() };
+    cluster.peer_client(leader, identity).await
+}
+
+/// A forwarded write of a bead whose title has `title_bytes` bytes.
+fn forwarded_create(title_bytes: usize) -> RaftPayload {
+    forwarded(Command::Create(CreateBead { title: "x".repeat(title_bytes), ..Default::default() }))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oversized_proposal_is_refused_at_once_and_writes_go_on() {
     let cluster = Cluster::start(3, None);
-    let leader = cluster.wait_for_leader().await;
-    let identity =
-        PeerIdentity { cluster_id: cluster.cluster_id(), member_id: (1..=3).find(|id| *id != leader).unwrap() };
-    let mut raft = cluster.peer_client(leader, identity).await;
+    let mut raft = peer_client_of_leader(&cluster).await;
     for title_bytes in [2 * 1024 * 1024, 70 * 1024 * 1024] {
         let refused = tokio::time::timeout(Duration::from_secs(10), raft.propose(forwarded_create(title_bytes)))
             .await
@@ -227,6 +237,27 @@ async fn an_oversized_proposal_is_refused_at_once_and_writes_go_on() {
     }
     create_beads(&cluster, "after the oversized proposal", 3).await;
     cluster.wait_for_convergence(3).await;
+}
+
+/// A controller action is only ever proposed by the leader's own controller: one forwarded by a
+/// peer, here a `Begin` of the highest possible term that would fence every real controller out,
+/// is refused, and the controller's term stays the leader's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forwarded_controller_action_is_refused() {
+    let cluster = Cluster::start(3, None);
+    let mut raft = peer_client_of_leader(&cluster).await;
+    let begin = Command::Controller { term: u64::MAX, action: api::command::ControllerAction::Begin };
+    let response = raft.propose(forwarded(begin)).await.unwrap().into_inner();
+    let answer: Result<api::outcome::Answer, String> = node::peer::network::decode(&response).unwrap();
+    match answer {
+        Ok(Err(api::outcome::Refusal::Invalid(why))) => assert!(why.contains("never forwarded"), "{why}"),
+        other => panic!("a forwarded controller action must be refused, got {other:?}"),
+    }
+    create_beads(&cluster, "after the forged controller action", 1).await;
+    let status = cluster.client().status(false).await.unwrap();
+    for node in &status.nodes {
+        assert!(node.controller_term < u64::MAX, "node {} took the forged term", node.id);
+    }
 }
 
 /// The metadata a snapshot file starts with (its magic line, then a sealed, framed meta).

@@ -52,15 +52,17 @@ pub const EXPIRIES_PER_SWEEP_MAX: usize = 10_000;
 /// Wisp GC batches (each at most `PURGE_BEADS_MAX` wisps) one run proposes per namespace.
 pub const WISP_BATCHES_PER_RUN_MAX: usize = 10;
 
-/// Runs the controller whenever this node leads, until the node stops.
-pub async fn run<D: Disk>(core: Arc<NodeCore<D>>) {
+/// Runs the controller whenever this node leads, until the node stops. `stale` plants a bug
+/// (simulator only, [`crate::PlantedBug::StaleController`]): once begun, the controller never
+/// notices a deposition and keeps acting under its first term.
+pub async fn run<D: Disk>(core: Arc<NodeCore<D>>, stale: bool) {
     tokio::select! {
         () = core.stopped() => {}
-        () = serve(&core) => {}
+        () = serve(&core, stale) => {}
     }
 }
 
-async fn serve<D: Disk>(core: &Arc<NodeCore<D>>) {
+async fn serve<D: Disk>(core: &Arc<NodeCore<D>>, stale: bool) {
     let mut metrics = core.raft.metrics();
     loop {
         let term = {
@@ -68,6 +70,9 @@ async fn serve<D: Disk>(core: &Arc<NodeCore<D>>) {
             (current.running_state.is_ok() && current.current_leader == Some(core.id)).then_some(current.current_term)
         };
         if let Some(term) = term {
+            if stale {
+                return lead(core, term).await;
+            }
             tokio::select! {
                 () = lead(core, term) => {}
                 () = deposed(core, term) => {

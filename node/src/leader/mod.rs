@@ -288,6 +288,12 @@ impl<D: Disk> LeaderPlane for Leader<D> {
     type Request = LeaderRequest;
 
     async fn propose(&self, request: LeaderRequest) -> Result<Answer, String> {
+        // Only the leader's own controller proposes controller actions (see `controller.rs`).
+        if let LeaderRequest::Write(BeadWrite { command: api::command::Command::Controller { .. }, .. }) = &request {
+            return Ok(Err(api::outcome::Refusal::Invalid(
+                "a controller action is never forwarded: only the leader's own controller proposes one".into(),
+            )));
+        }
         match self.serve(&request).await {
             Attempt::Done(answer) => Ok(answer),
             Attempt::Retry(reason) => Err(reason),

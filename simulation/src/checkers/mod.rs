@@ -1,6 +1,7 @@
 //! The checkers: each module checks one property of a finished run and cites it.
 //!
-//! They read the observed [`History`], the nodes' Raft [`Observation`]s, what the healed-phase
+//! They read the observed [`History`], the nodes' Raft [`Observation`]s and applied controller
+//! actions ([`ControllerApply`]), what the healed-phase
 //! reader found ([`Healed`]), the nodes whose start failed and the damage the nemesis did, and,
 //! for log matching, the nodes' disks. A checker returns the violations it found, each saying
 //! what broke and on what evidence.
@@ -9,6 +10,7 @@
 //! cite its property in the module header, call it from [`check_all`], and give it a test with a
 //! hand-built history it must reject.
 
+pub mod controller_terms;
 pub mod convergence;
 pub mod durability;
 pub mod exactly_once;
@@ -26,7 +28,7 @@ use std::collections::BTreeMap;
 use api::model::Bead;
 use api::outcome::Outcome;
 
-use crate::cluster::{FailedStart, Observation, SimNode};
+use crate::cluster::{ControllerApply, FailedStart, Observation, SimNode};
 use crate::healed::Healed;
 use crate::history::{History, Op, OpResult};
 
@@ -51,6 +53,8 @@ pub struct Evidence<'a> {
     pub history: &'a History,
     /// The nodes' Raft metrics over time.
     pub observations: &'a [Observation],
+    /// Every controller action the nodes applied.
+    pub controller_applies: &'a [ControllerApply],
     /// What the healed-phase reader found.
     pub healed: &'a Healed,
     /// The nodes, with their disks (log matching reads memory disks).
@@ -85,6 +89,7 @@ pub fn check_all(evidence: &Evidence<'_>) -> Vec<Violation> {
     violations.extend(convergence::check(evidence.healed, &evidence.live_nodes()));
     violations.extend(integrity::check(evidence.failed_starts, evidence.damaged));
     violations.extend(raft_safety::check(evidence.observations));
+    violations.extend(controller_terms::check(evidence.controller_applies).0);
     if evidence.memory_disks {
         // A node whose start failed holds damaged storage by design; the others' logs must match.
         let live: Vec<&SimNode> =
