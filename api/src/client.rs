@@ -90,6 +90,9 @@ pub struct ClientConfig {
     /// The id prefix the namespace gets if a write of this client creates it (the cluster's
     /// configured prefix when `None`).
     pub prefix: Option<String>,
+    /// TLS to the nodes (their CA, and a client certificate if the cluster requires one);
+    /// `None`: plain TCP.
+    pub tls: Option<crate::tls::ClientTls>,
 }
 
 impl ClientConfig {
@@ -106,6 +109,7 @@ impl ClientConfig {
             client_id: None,
             actor: String::new(),
             prefix: None,
+            tls: None,
         }
     }
 }
@@ -144,6 +148,10 @@ impl Client {
         if config.endpoints.is_empty() {
             return Err(ClientError::Failed("no endpoints given; pass --endpoints host:port,...".into()));
         }
+        let tls = match &config.tls {
+            Some(tls) => Some(tls.config().map_err(ClientError::Failed)?),
+            None => None,
+        };
         let mut channels = Vec::with_capacity(config.endpoints.len());
         for endpoint in &config.endpoints {
             let uri = if endpoint.contains("://") { endpoint.clone() } else { format!("http://{endpoint}") };
@@ -160,7 +168,13 @@ impl Client {
                 .http2_keep_alive_interval(config.failover_timeout / 2)
                 .keep_alive_timeout(config.failover_timeout / 2)
                 .tcp_nodelay(true);
-            channels.push(endpoint_config.connect_lazy());
+            channels.push(match &tls {
+                Some(tls) => {
+                    let tls = tls.clone();
+                    crate::tls::channel(endpoint_config, move || tls.clone(), None, config.failover_timeout)
+                }
+                None => endpoint_config.connect_lazy(),
+            });
         }
         Client::with_channels(config, channels)
     }

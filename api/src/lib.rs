@@ -18,4 +18,5 @@ pub mod printable;
 pub mod proto;
 pub mod request_ids;
 pub mod state;
+pub mod tls;
 pub mod validate;

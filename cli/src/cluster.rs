@@ -32,7 +32,7 @@ pub async fn run(cli: &Cli, command: &ClusterCommand) -> Outcome {
             .iter()
             .map(|node| {
                 json!({
-                    "id": node.id, "address": node.address, "state": node.state, "term": node.term,
+                    "id": node.id, "client_address": node.client_address, "peer_address": node.address, "state": node.state, "term": node.term,
                     "last_log_index": node.last_log_index, "applied_index": node.applied_index,
                     "snapshot_index": node.snapshot_index, "purged_index": node.purged_index,
                     "leader_id": node.leader_id, "digest": node.digest.map(|digest| format!("{digest:016x}")),
@@ -82,8 +82,8 @@ pub async fn run(cli: &Cli, command: &ClusterCommand) -> Outcome {
         None => println!("controller: none running yet (no leader, or its controller has not begun)"),
     }
     println!(
-        "{:>4}  {:<22} {:<12} {:>6} {:>10} {:>10} {:>10}  notes",
-        "id", "address", "state", "term", "last_log", "applied", "snapshot"
+        "{:>4}  {:<22} {:<22} {:<12} {:>6} {:>10} {:>10} {:>10}  notes",
+        "id", "client", "peer", "state", "term", "last_log", "applied", "snapshot"
     );
     for node in &status.nodes {
         let mut notes = Vec::new();
@@ -97,8 +97,9 @@ pub async fn run(cli: &Cli, command: &ClusterCommand) -> Outcome {
             notes.push(node.error.clone());
         }
         println!(
-            "{:>4}  {:<22} {:<12} {:>6} {:>10} {:>10} {:>10}  {}",
+            "{:>4}  {:<22} {:<22} {:<12} {:>6} {:>10} {:>10} {:>10}  {}",
             node.id,
+            if node.client_address.is_empty() { "?" } else { &node.client_address },
             node.address,
             node.state,
             node.term,

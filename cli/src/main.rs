@@ -9,6 +9,7 @@ mod beads;
 mod bench;
 mod bench_lease;
 mod bench_scenarios;
+mod certs;
 mod cluster;
 mod convoy;
 mod events;
@@ -32,6 +33,7 @@ mod run_node;
 mod tx;
 mod wire;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -63,6 +65,16 @@ pub struct Cli {
     /// Print JSON instead of text.
     #[arg(long, global = true)]
     json: bool,
+    /// TLS: the CA certificate (PEM) that signed the nodes' certificates. Default: $STRAND_CACERT,
+    /// else `cacert` of the $STRAND_CONFIG file; without it the CLI speaks plain TCP.
+    #[arg(long, global = true, env = "STRAND_CACERT", value_name = "PEM")]
+    cacert: Option<PathBuf>,
+    /// TLS: a client certificate (PEM), for a cluster that requires one ($STRAND_CERT, `cert`).
+    #[arg(long, global = true, env = "STRAND_CERT", value_name = "PEM", requires = "key")]
+    cert: Option<PathBuf>,
+    /// TLS: the client certificate's private key (PEM) ($STRAND_KEY, `key`).
+    #[arg(long, global = true, env = "STRAND_KEY", value_name = "PEM", requires = "cert")]
+    key: Option<PathBuf>,
     /// A lease id (the fencing token a leased claim answered): a write to its bead is refused,
     /// "claim lost", once that lease is no longer the bead's current one.
     #[arg(long = "lease-id", global = true, env = "STRAND_LEASE_ID", value_name = "LEASE")]
@@ -145,6 +157,9 @@ enum Command {
     /// Cluster administration.
     #[command(subcommand)]
     Cluster(cluster::ClusterCommand),
+    /// TLS certificates: `certs init` makes a development CA and node and client certificates.
+    #[command(subcommand)]
+    Certs(certs::CertsCommand),
     /// Run one cluster member.
     #[cfg(feature = "node")]
     Node(run_node::NodeArgs),
@@ -301,26 +316,37 @@ const CONFIG_VARIABLE: &str = "STRAND_CONFIG";
 /// A client config file larger than this is not a client config file.
 const CLIENT_CONFIG_BYTES_MAX: u64 = 64 * 1024;
 
-/// The client config file: TOML with the cluster's endpoints.
+/// The client config file: TOML with the cluster's endpoints and, for TLS, the CA and a client
+/// certificate (paths relative to the file's directory).
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ClientConfigFile {
     /// `host:port` of cluster nodes.
     endpoints: Vec<String>,
+    /// The CA certificate that signed the nodes' certificates.
+    cacert: Option<PathBuf>,
+    /// A client certificate.
+    cert: Option<PathBuf>,
+    /// Its private key.
+    key: Option<PathBuf>,
 }
 
-/// Reads the endpoints of a client config file.
-fn client_config_endpoints(path: &std::path::Path) -> Result<Vec<String>, Failure> {
+/// Reads the client config file named by `$STRAND_CONFIG`, if one is named.
+fn client_config_file() -> Result<Option<ClientConfigFile>, Failure> {
     use std::io::Read;
+    let path = match std::env::var_os(CONFIG_VARIABLE) {
+        Some(path) if !path.is_empty() => PathBuf::from(path),
+        _ => return Ok(None),
+    };
     let shown = path.display();
     let mut text = String::new();
-    std::fs::File::open(path)
+    std::fs::File::open(&path)
         .and_then(|file| file.take(CLIENT_CONFIG_BYTES_MAX).read_to_string(&mut text))
         .map_err(|error| Failure::Usage(format!("cannot read ${CONFIG_VARIABLE} file {shown}: {error}")))?;
-    let config: ClientConfigFile = toml::from_str(&text).map_err(|error| {
+    let mut config: ClientConfigFile = toml::from_str(&text).map_err(|error| {
         let reason = error.message().to_string();
         Failure::Usage(format!(
-            "${CONFIG_VARIABLE} file {shown} is not valid: {reason}; write endpoints = [\"host:port\", ...]"
+            "${CONFIG_VARIABLE} file {shown} is not valid: {reason}; write endpoints = [\"host:port\", ...] and, for TLS, cacert = \"ca.pem\""
         ))
     })?;
     if config.endpoints.is_empty() {
@@ -328,7 +354,16 @@ fn client_config_endpoints(path: &std::path::Path) -> Result<Vec<String>, Failur
             "${CONFIG_VARIABLE} file {shown} lists no endpoints; add endpoints = [\"host:port\"]"
         )));
     }
-    Ok(config.endpoints)
+    if config.cert.is_some() != config.key.is_some() {
+        return Err(Failure::Usage(format!(
+            "${CONFIG_VARIABLE} file {shown} gives a client cert without its key or a key without its cert; give both"
+        )));
+    }
+    let dir = path.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+    for file in [&mut config.cacert, &mut config.cert, &mut config.key].into_iter().flatten() {
+        *file = dir.join(&*file);
+    }
+    Ok(Some(config))
 }
 
 /// The result of a command: `Ok(true)` success, `Ok(false)` nothing done (exit 1, no message).
@@ -405,9 +440,31 @@ impl Cli {
         if !given.is_empty() {
             return Ok(given);
         }
-        match std::env::var_os(CONFIG_VARIABLE) {
-            Some(path) if !path.is_empty() => client_config_endpoints(std::path::Path::new(&path)),
-            _ => Ok(vec![DEFAULT_ENDPOINT.to_string()]),
+        match client_config_file()? {
+            Some(file) => Ok(file.endpoints),
+            None => Ok(vec![DEFAULT_ENDPOINT.to_string()]),
+        }
+    }
+
+    /// TLS to the nodes: `--cacert` (and `--cert`, `--key`) or their variables, else the TLS files
+    /// of the client config file; `None`: plain TCP.
+    pub fn tls(&self) -> Result<Option<api::tls::ClientTls>, Failure> {
+        if let Some(ca) = &self.cacert {
+            let identity = self.cert.clone().zip(self.key.clone());
+            return Ok(Some(api::tls::ClientTls { ca: ca.clone(), identity }));
+        }
+        if self.cert.is_some() {
+            return Err(Failure::Usage(
+                "--cert needs --cacert (or $STRAND_CACERT): the CA that signed the nodes' certificates".into(),
+            ));
+        }
+        let Some(file) = client_config_file()? else { return Ok(None) };
+        match file.cacert {
+            Some(ca) => Ok(Some(api::tls::ClientTls { ca, identity: file.cert.zip(file.key) })),
+            None if file.cert.is_some() => Err(Failure::Usage(format!(
+                "${CONFIG_VARIABLE} file gives a client cert but no cacert; add cacert = \"ca.pem\""
+            ))),
+            None => Ok(None),
         }
     }
 
@@ -427,6 +484,7 @@ impl Cli {
     /// The client settings the global flags give, for `namespace`.
     fn client_config(&self, namespace: &str, prefix: Option<String>) -> Result<ClientConfig, Failure> {
         let mut config = ClientConfig::new(self.endpoints()?);
+        config.tls = self.tls()?;
         config.prefix = prefix;
         config.namespace = Namespace(namespace.to_string());
         config.actor = self.actor();
@@ -451,6 +509,7 @@ async fn dispatch(cli: &Cli) -> Outcome {
         Command::Gate(command) => gate::run(cli, command).await,
         Command::Lease(command) => lease::run(cli, command).await,
         Command::Cluster(command) => cluster::run(cli, command).await,
+        Command::Certs(command) => certs::run(cli, command),
         #[cfg(feature = "node")]
         Command::Node(args) => run_node::run_node(args).await,
         #[cfg(feature = "node")]

@@ -28,16 +28,24 @@ pub struct NodeArgs {
     /// This node's id (unique, non-zero).
     #[arg(long)]
     id: Option<u64>,
-    /// Address to listen on, host:port.
-    #[arg(long)]
+    /// Address of the client listener, host:port (default 127.0.0.1:7400).
+    #[arg(long, visible_alias = "listen-client")]
     listen: Option<String>,
-    /// Address peers and clients use to reach this node (default: --listen).
-    #[arg(long)]
+    /// Address clients use to reach this node (default: --listen).
+    #[arg(long, visible_alias = "advertise-client")]
     advertise: Option<String>,
+    /// Address of the peer listener, host:port, for Raft traffic between members only
+    /// (default 127.0.0.1:7500).
+    #[arg(long)]
+    listen_peer: Option<String>,
+    /// Address the other members use to reach this node (default: --listen-peer).
+    #[arg(long)]
+    advertise_peer: Option<String>,
     /// Directory for the node's RocksDB database and snapshots.
     #[arg(long)]
     data_dir: Option<PathBuf>,
-    /// The other members, ID=HOST:PORT,... Without it the node runs a single-node cluster.
+    /// The other members' peer addresses, ID=HOST:PORT,... Without it the node runs a
+    /// single-node cluster.
     #[arg(long)]
     peers: Option<String>,
     /// TOML config file; flags override it.
@@ -82,10 +90,16 @@ fn load_config(args: &NodeArgs) -> Result<NodeConfig, Failure> {
         config.id = id;
     }
     if let Some(listen) = &args.listen {
-        config.listen = listen.clone();
+        config.listen_client = listen.clone();
     }
     if let Some(advertise) = &args.advertise {
-        config.advertise = Some(advertise.clone());
+        config.advertise_client = Some(advertise.clone());
+    }
+    if let Some(listen) = &args.listen_peer {
+        config.listen_peer = listen.clone();
+    }
+    if let Some(advertise) = &args.advertise_peer {
+        config.advertise_peer = Some(advertise.clone());
     }
     if let Some(data_dir) = &args.data_dir {
         config.data_dir = data_dir.clone();
@@ -188,6 +202,22 @@ fn fit_open_files(config: &mut NodeConfig) {
     config.connections = fitted;
 }
 
+/// Binds `address` (set by `flag`) and streams its accepted connections.
+async fn listen(
+    address: &str,
+    flag: &str,
+) -> Result<impl futures::Stream<Item = std::io::Result<tokio::net::TcpStream>> + Send + 'static, Failure> {
+    let listener = tokio::net::TcpListener::bind(address).await.map_err(|error| {
+        Failure::Refused(format!("cannot listen on {address}: {error}; free the port or choose another with {flag}"))
+    })?;
+    // Small request/response messages: send at once rather than wait for Nagle's algorithm.
+    Ok(futures::StreamExt::map(tokio_stream::wrappers::TcpListenerStream::new(listener), |stream| {
+        stream.inspect(|stream| {
+            let _ = stream.set_nodelay(true);
+        })
+    }))
+}
+
 /// Runs `strand node`.
 pub async fn run_node(args: &NodeArgs) -> Outcome {
     let mut config = load_config(args)?;
@@ -205,25 +235,26 @@ pub async fn run_node(args: &NodeArgs) -> Outcome {
             _ => Failure::Refused(format!("cannot open the database in {dir}: {error}")),
         }
     })?;
-    let listener = tokio::net::TcpListener::bind(&config.listen)
-        .await
-        .map_err(|error| Failure::Refused(format!("cannot listen on {}: {error}", config.listen)))?;
-    // Small request/response messages: send at once rather than wait for Nagle's algorithm.
-    let incoming = futures::StreamExt::map(tokio_stream::wrappers::TcpListenerStream::new(listener), |stream| {
-        stream.inspect(|stream| {
-            let _ = stream.set_nodelay(true);
-        })
-    });
+    let tls = match &config.tls {
+        Some(settings) => Some(Arc::new(
+            node::tls::NodeTls::load(settings, config.id).map_err(|error| Failure::Usage(format!("[tls]: {error}")))?,
+        )),
+        None => None,
+    };
+    let client_incoming = listen(&config.listen_client, "--listen").await?;
+    let peer_incoming = listen(&config.listen_peer, "--listen-peer").await?;
     let params = NodeParams {
         config,
-        incoming,
-        connector: Arc::new(TcpConnector { connect_timeout: Duration::from_secs(2) }),
+        client_incoming,
+        peer_incoming,
+        connector: Arc::new(TcpConnector { connect_timeout: Duration::from_secs(2), tls: tls.clone() }),
         disk: Arc::new(disk),
         flush_mode: FlushMode::Grouped,
         clock: Arc::new(SystemClock),
         seed: rand::random(),
         shutdown: Box::pin(shutdown_signal()),
         probes: node::Probes::default(),
+        tls,
     };
     run(params).await.map_err(|error| {
         tracing::error!(%error, "node stopped");
@@ -237,7 +268,8 @@ pub struct DevArgs {
     /// How many nodes.
     #[arg(long, default_value_t = 3)]
     nodes: u64,
-    /// Port of node 1; node i listens on base_port + i - 1.
+    /// Client port of node 1; node i listens for clients on base_port + i - 1 and for its peers
+    /// on base_port + 100 + i - 1.
     #[arg(long, default_value_t = node::config::DEFAULT_PORT)]
     base_port: u16,
     /// Directory for the nodes' data and logs.
@@ -253,20 +285,30 @@ pub async fn run_dev(args: &DevArgs) -> Outcome {
     }
     let executable =
         std::env::current_exe().map_err(|error| Failure::Refused(format!("cannot find the strand binary: {error}")))?;
+    if u64::from(args.base_port) + 100 + args.nodes > u64::from(u16::MAX) {
+        return Err(Failure::Usage(format!(
+            "--base-port {} leaves no room for {} peer ports above it; choose a port below {}",
+            args.base_port,
+            args.nodes,
+            u64::from(u16::MAX) - 100 - args.nodes
+        )));
+    }
     let addresses: Vec<String> =
         (0..args.nodes).map(|index| format!("127.0.0.1:{}", u64::from(args.base_port) + index)).collect();
+    let peer_addresses: Vec<String> =
+        (0..args.nodes).map(|index| format!("127.0.0.1:{}", u64::from(args.base_port) + 100 + index)).collect();
     let peers: Vec<String> =
-        addresses.iter().enumerate().map(|(index, address)| format!("{}={address}", index + 1)).collect();
+        peer_addresses.iter().enumerate().map(|(index, address)| format!("{}={address}", index + 1)).collect();
     std::fs::create_dir_all(&args.dir)
         .map_err(|error| Failure::Refused(format!("cannot create {}: {error}", args.dir.display())))?;
     let mut children = Vec::new();
-    for (index, address) in addresses.iter().enumerate() {
+    for (index, (address, peer_address)) in addresses.iter().zip(&peer_addresses).enumerate() {
         let id = index + 1;
         let log = std::fs::File::create(args.dir.join(format!("node-{id}.log")))
             .map_err(|error| Failure::Refused(format!("cannot create a log file: {error}")))?;
         let mut command = tokio::process::Command::new(&executable);
         command
-            .args(["node", "--id", &id.to_string(), "--listen", address])
+            .args(["node", "--id", &id.to_string(), "--listen", address, "--listen-peer", peer_address])
             .arg("--data-dir")
             .arg(args.dir.join(format!("node-{id}")))
             .args(["--peers", &peers.join(",")])

@@ -1,6 +1,10 @@
 //! A node's configuration: identity, addresses, peers, event retention, the limits on inbound
 //! connections, the Raft timing and snapshot policy, and the leader's controller duties.
 //!
+//! A node has two listeners, as etcd has 2379 and 2380: the client listener (`listen_client`,
+//! clients' services, health and metrics) and the peer listener (`listen_peer`, Raft traffic
+//! between members only). `peers` names the other members' peer addresses.
+//!
 //! It is read from a TOML file (`--config`), then overridden by command-line flags. Every setting
 //! that matters for safety is spelled out in [`RaftSettings::to_openraft`], never left to a
 //! library default.
@@ -12,8 +16,10 @@ use std::time::Duration;
 use api::go_duration::parse_go_duration;
 use serde::{Deserialize, Serialize};
 
-/// The default client and peer port.
+/// The default client port.
 pub const DEFAULT_PORT: u16 = 7400;
+/// The default peer port.
+pub const DEFAULT_PEER_PORT: u16 = 7500;
 
 /// Raft timing, snapshot and purge policy.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -289,16 +295,48 @@ fn duty_interval(text: &str) -> Option<Duration> {
     parse_go_duration(text).ok().filter(|interval| !interval.is_zero())
 }
 
+/// TLS files (PEM). With them, the peer listener is mutual TLS and the client listener TLS.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsSettings {
+    /// The node's certificate, leaf first; it must name the node as `strand-node-<id>`, and the
+    /// hosts clients dial.
+    pub cert: PathBuf,
+    /// Its private key.
+    pub key: PathBuf,
+    /// The CA that signs the members' certificates; a peer must show one it signed.
+    pub ca: PathBuf,
+    /// When set, the client listener requires a client certificate signed by this CA.
+    pub client_ca: Option<PathBuf>,
+}
+
+impl TlsSettings {
+    /// Every file, for the reload watcher.
+    pub fn files(&self) -> Vec<PathBuf> {
+        let mut files = vec![self.cert.clone(), self.key.clone(), self.ca.clone()];
+        files.extend(self.client_ca.clone());
+        files
+    }
+}
+
 /// A node's configuration.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct NodeConfig {
     /// This node's id, unique in the cluster, non-zero.
     pub id: u64,
-    /// Address to listen on, `host:port`.
-    pub listen: String,
-    /// Address other nodes and clients reach this node at; defaults to `listen`.
-    pub advertise: Option<String>,
+    /// Address of the client listener, `host:port` (`listen` is accepted too).
+    #[serde(alias = "listen")]
+    pub listen_client: String,
+    /// Address clients reach this node at; defaults to `listen_client` (`advertise` is accepted
+    /// too).
+    #[serde(alias = "advertise")]
+    pub advertise_client: Option<String>,
+    /// Address of the peer listener, `host:port`: Raft traffic between members, never served on
+    /// the client listener.
+    pub listen_peer: String,
+    /// Address the other members reach this node at; defaults to `listen_peer`.
+    pub advertise_peer: Option<String>,
     /// Where the node keeps its RocksDB database and snapshots.
     pub data_dir: PathBuf,
     /// The other members: id to `host:port`. Empty: a single-node cluster.
@@ -317,6 +355,8 @@ pub struct NodeConfig {
     pub raft: RaftSettings,
     /// What the leader's controller does, and how often.
     pub controller: ControllerSettings,
+    /// TLS on both listeners and to peers; `None`: plain TCP.
+    pub tls: Option<TlsSettings>,
     /// Start as a member rejoining after its data was lost: on an empty data directory, the node
     /// does not vote until it has caught up with the leader (see `node::rejoin`). No effect on a
     /// directory that holds data.
@@ -327,8 +367,10 @@ impl Default for NodeConfig {
     fn default() -> Self {
         NodeConfig {
             id: 1,
-            listen: format!("127.0.0.1:{DEFAULT_PORT}"),
-            advertise: None,
+            listen_client: format!("127.0.0.1:{DEFAULT_PORT}"),
+            advertise_client: None,
+            listen_peer: format!("127.0.0.1:{DEFAULT_PEER_PORT}"),
+            advertise_peer: None,
             data_dir: PathBuf::from("strand-data"),
             peers: BTreeMap::new(),
             cluster_name: "strand".into(),
@@ -336,6 +378,7 @@ impl Default for NodeConfig {
             event_retention: api::limits::EVENT_RETENTION_DEFAULT,
             connections: ConnectionLimits::default(),
             controller: ControllerSettings::default(),
+            tls: None,
             raft: RaftSettings::default(),
             rejoin: false,
         }
@@ -343,15 +386,20 @@ impl Default for NodeConfig {
 }
 
 impl NodeConfig {
-    /// The address this node is reached at.
-    pub fn advertised(&self) -> String {
-        self.advertise.clone().unwrap_or_else(|| self.listen.clone())
+    /// The address clients reach this node at.
+    pub fn advertised_client(&self) -> String {
+        self.advertise_client.clone().unwrap_or_else(|| self.listen_client.clone())
     }
 
-    /// Every member, this node included.
+    /// The address the other members reach this node at.
+    pub fn advertised_peer(&self) -> String {
+        self.advertise_peer.clone().unwrap_or_else(|| self.listen_peer.clone())
+    }
+
+    /// Every member's peer address, this node included.
     pub fn members(&self) -> BTreeMap<u64, String> {
         let mut members = self.peers.clone();
-        members.insert(self.id, self.advertised());
+        members.insert(self.id, self.advertised_peer());
         members
     }
 
@@ -360,12 +408,18 @@ impl NodeConfig {
         if self.id == 0 {
             return Err(ConfigError::Invalid("node id 0 is reserved; use --id 1 or higher".into()));
         }
-        if self.peers.contains_key(&self.id) && self.peers[&self.id] != self.advertised() {
+        if self.peers.contains_key(&self.id) && self.peers[&self.id] != self.advertised_peer() {
             return Err(ConfigError::Invalid(format!(
-                "--peers gives node {} the address {}, but this node advertises {}",
+                "--peers gives node {} the peer address {}, but this node advertises {} (--advertise-peer, default --listen-peer)",
                 self.id,
                 self.peers[&self.id],
-                self.advertised()
+                self.advertised_peer()
+            )));
+        }
+        if self.listen_client == self.listen_peer {
+            return Err(ConfigError::Invalid(format!(
+                "listen_client and listen_peer are both {}: the peer listener serves Raft only and must have an address of its own; set --listen-peer (default port {DEFAULT_PEER_PORT})",
+                self.listen_client
             )));
         }
         api::validate::validate_prefix(&self.id_prefix).map_err(|refusal| ConfigError::Invalid(refusal.to_string()))?;
@@ -465,6 +519,25 @@ mod tests {
         let config: NodeConfig =
             toml::from_str("id = 3\nlisten = \"0.0.0.0:9000\"\n[raft]\nheartbeat_interval_ms = 100\n").unwrap();
         assert_eq!((config.id, config.raft.heartbeat_interval_ms), (3, 100));
+        assert_eq!(config.listen_client, "0.0.0.0:9000", "`listen` names the client listener");
         assert!(toml::from_str::<NodeConfig>("idd = 3\n").is_err());
+    }
+
+    #[test]
+    fn the_peer_listener_needs_an_address_of_its_own() {
+        let config: NodeConfig =
+            toml::from_str("listen_client = \"127.0.0.1:9000\"\nlisten_peer = \"127.0.0.1:9000\"\n").unwrap();
+        let error = config.validate().unwrap_err().to_string();
+        assert!(error.contains("set --listen-peer"), "{error}");
+        let config: NodeConfig = toml::from_str(
+            "listen_client = \"0.0.0.0:9000\"\nlisten_peer = \"0.0.0.0:9100\"\nadvertise_peer = \"10.0.0.1:9100\"\n",
+        )
+        .unwrap();
+        config.validate().unwrap();
+        assert_eq!(
+            (config.advertised_client(), config.advertised_peer()),
+            ("0.0.0.0:9000".into(), "10.0.0.1:9100".into())
+        );
+        assert_eq!(config.members()[&config.id], "10.0.0.1:9100", "members are named by their peer addresses");
     }
 }

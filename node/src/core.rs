@@ -143,7 +143,8 @@ impl<D: Disk> NodeCore<D> {
         };
         pb::NodeStatus {
             id: self.id,
-            address: self.config.advertised(),
+            address: self.config.advertised_peer(),
+            client_address: self.config.advertised_client(),
             state: format!("{:?}", metrics.state).to_lowercase(),
             term: metrics.current_term,
             last_log_index: metrics.last_log_index.unwrap_or(0),

@@ -5,12 +5,16 @@
 //! clients call). Imports go client → leader → peer → core; the peer plane hands forwarded
 //! requests to the leader plane through the [`peer::LeaderPlane`] trait.
 //!
-//! [`run`] is the entry point `strand node` calls, and the simulation seam: it receives its
-//! listener (a stream of accepted connections), its outbound [`peer::network::Connector`], its
+//! [`run`] is the entry point `strand node` calls, and the simulation seam: it receives its two
+//! listeners (streams of accepted connections), its outbound [`peer::network::Connector`], its
 //! storage, its [`clock::Clock`], its RNG seed and its shutdown signal as parameters. It never
 //! binds a port or reads argv or the environment, so the simulator runs this very code over a
-//! simulated network. The accepted connections pass through [`connections::limit`] before the
-//! gRPC server sees them, so the node bounds its inbound connections whoever binds the port.
+//! simulated network. The client listener serves the client plane, health and `/metrics`; the
+//! peer listener serves the peer plane's Raft service and health, and nothing else. Each
+//! listener's connections pass through [`connections::limit`] before its gRPC server sees them,
+//! so the node bounds its inbound connections whoever binds the ports.
+//!
+//! Invariant: the Raft service is never served on the client listener.
 //!
 //! Invariant: a data directory belongs to one node of one cluster; another is refused at start.
 //! Invariant: a node accepts Raft messages only from members of its own cluster: the cluster id
@@ -28,6 +32,7 @@ pub mod leader;
 pub mod metrics;
 pub mod peer;
 pub mod rejoin;
+pub mod tls;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -190,8 +195,11 @@ fn check_identity<D: Disk>(disk: &D, config: &NodeConfig) -> Result<(u64, bool),
 pub struct NodeParams<D: Disk, I> {
     /// The configuration.
     pub config: NodeConfig,
-    /// Accepted inbound connections (a TCP listener's stream, or the simulator's).
-    pub incoming: I,
+    /// Accepted connections of the client listener (a TCP listener's stream, or the
+    /// simulator's): clients' services, health and metrics.
+    pub client_incoming: I,
+    /// Accepted connections of the peer listener: Raft traffic between members, and health.
+    pub peer_incoming: I,
     /// Opens channels to peers.
     pub connector: Arc<dyn Connector>,
     /// The storage.
@@ -206,6 +214,9 @@ pub struct NodeParams<D: Disk, I> {
     pub shutdown: Pin<Box<dyn Future<Output = ()> + Send>>,
     /// What the simulator watches the node through, or plants in it; real nodes use the default.
     pub probes: Probes,
+    /// TLS for both listeners (loaded from `config.tls` by the caller, which also gives it to
+    /// the connector); `None`: plain TCP.
+    pub tls: Option<Arc<tls::NodeTls>>,
 }
 
 /// The simulator's view into a node, and the bug it may plant on purpose to show that its
@@ -250,7 +261,25 @@ where
     IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
     IE: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
 {
-    let NodeParams { config, incoming, connector, disk, flush_mode, clock, seed, shutdown, probes } = params;
+    let NodeParams {
+        config,
+        client_incoming,
+        peer_incoming,
+        connector,
+        disk,
+        flush_mode,
+        clock,
+        seed,
+        shutdown,
+        probes,
+        tls,
+    } = params;
+    if config.tls.is_some() != tls.is_some() {
+        return Err(NodeError::Config(config::ConfigError::Invalid(
+            "the [tls] settings and the loaded TLS certificates disagree; load them with node::tls::NodeTls::load"
+                .into(),
+        )));
+    }
     config.validate()?;
     let (cluster_id, fresh) = check_identity(disk.as_ref(), &config)?;
     if config.rejoin && !fresh {
@@ -286,18 +315,32 @@ where
     for service in services {
         health_reporter.set_service_status(service, tonic_health::ServingStatus::Serving).await;
     }
-    let incoming = connections::limit(incoming, &core.config.connections, core.metrics.connections());
+    let handshake_timeout = std::time::Duration::from_millis(core.config.connections.handshake_timeout_ms);
+    let client_incoming = tls::accept(
+        connections::limit(client_incoming, &core.config.connections, core.metrics.connections()),
+        tls.clone().map(|tls| (tls, tls::Listener::Client)),
+        handshake_timeout,
+    );
+    let peer_incoming = tls::accept(
+        connections::limit(peer_incoming, &core.config.connections, core.metrics.connections()),
+        tls.clone().map(|tls| (tls, tls::Listener::Peer)),
+        handshake_timeout,
+    );
+    let tls_watcher = tls.map(|tls| tokio::spawn(tls.watch()));
     tracing::info!(
         node = core.id,
-        address = %core.config.advertised(),
+        client = %core.config.advertised_client(),
+        peer = %core.config.advertised_peer(),
+        tls = core.config.tls.is_some(),
         connections_max = core.config.connections.connections_max,
         "serving"
     );
-    let served = tonic::transport::Server::builder()
+    tokio::spawn(core.clone().stop_streams_on(shutdown));
+    let client_server = tonic::transport::Server::builder()
         // HTTP/1.1 for the metrics page (Prometheus scrapes with it); gRPC stays on HTTP/2.
         .accept_http1(true)
         .add_routes(tonic::service::Routes::from(metrics_route(core.clone())))
-        .add_service(health_service)
+        .add_service(health_service.clone())
         .add_service(limited!(BeadsServer::new(BeadsService::new(leader.clone()))))
         .add_service(limited!(NamespacesServer::new(NamespacesService::new(leader.clone()))))
         .add_service(limited!(FormulasServer::new(FormulasService::new(leader.clone()))))
@@ -308,19 +351,27 @@ where
         .add_service(limited!(ConvoysServer::new(ConvoysService::new(leader.clone()))))
         .add_service(limited!(EventsServer::new(EventsService::new(leader.clone()))))
         .add_service(ClusterServer::new(ClusterService::new(core.clone(), peers.clone())))
+        // Watch streams never end by themselves; they must end for the graceful shutdown to finish.
+        .serve_with_incoming_shutdown(client_incoming, core.stopped());
+    // The peer listener serves Raft (and health) only; the client listener never serves Raft.
+    let peer_server = tonic::transport::Server::builder()
+        .add_service(health_service)
         .add_service(
             RaftServer::new(RaftPeerService::new(core.clone(), leader.clone()))
                 .max_decoding_message_size(PEER_MESSAGE_BYTES_MAX)
                 .max_encoding_message_size(PEER_MESSAGE_BYTES_MAX),
         )
-        // Watch streams never end by themselves; they must end for the graceful shutdown to finish.
-        .serve_with_incoming_shutdown(incoming, core.clone().stop_streams_on(shutdown))
-        .await;
+        .serve_with_incoming_shutdown(peer_incoming, core.stopped());
+    let (client_served, peer_served) = tokio::join!(client_server, peer_server);
     tracing::info!(node = core.id, "shutting down");
     watcher.abort();
     controller.abort();
+    if let Some(tls_watcher) = tls_watcher {
+        tls_watcher.abort();
+    }
     let stopped = core.raft.shutdown().await;
-    served?;
+    client_served?;
+    peer_served?;
     stopped.map_err(|error| NodeError::Raft(error.to_string()))
 }
 

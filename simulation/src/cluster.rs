@@ -74,9 +74,14 @@ pub fn host_name(id: u64) -> String {
     format!("n{id}")
 }
 
-/// The address agents and peers reach node `id` at.
+/// The client address agents reach node `id` at.
 pub fn address(id: u64) -> String {
     format!("{}:{}", host_name(id), net::NODE_PORT)
+}
+
+/// The peer address of node `id`.
+pub fn peer_address(id: u64) -> String {
+    format!("{}:{}", host_name(id), net::PEER_PORT)
 }
 
 /// One node's clock: simulated time plus an offset the nemesis can jump forward.
@@ -237,10 +242,12 @@ pub fn raft_settings() -> RaftSettings {
 fn node_config(setup: &ClusterSetup, id: u64, data_dir: PathBuf) -> NodeConfig {
     NodeConfig {
         id,
-        listen: format!("0.0.0.0:{}", net::NODE_PORT),
-        advertise: Some(address(id)),
+        listen_client: format!("0.0.0.0:{}", net::NODE_PORT),
+        advertise_client: Some(address(id)),
+        listen_peer: format!("0.0.0.0:{}", net::PEER_PORT),
+        advertise_peer: Some(peer_address(id)),
         data_dir,
-        peers: setup.ids.iter().filter(|peer| **peer != id).map(|peer| (*peer, address(*peer))).collect(),
+        peers: setup.ids.iter().filter(|peer| **peer != id).map(|peer| (*peer, peer_address(*peer))).collect(),
         cluster_name: "sim".into(),
         id_prefix: "st".into(),
         event_retention: api::limits::EVENT_RETENTION_DEFAULT,
@@ -248,6 +255,7 @@ fn node_config(setup: &ClusterSetup, id: u64, data_dir: PathBuf) -> NodeConfig {
         // while idle, so only a connection whose bytes a partition swallowed is ever closed.
         connections: node::config::ConnectionLimits::default(),
         controller: node::config::ControllerSettings::default(),
+        tls: None,
         raft: raft_settings(),
         rejoin: false,
     }
@@ -311,7 +319,8 @@ async fn serve<D: Disk>(
     let Reports { observations, controller_applies, failed_starts } = reports;
     let params = NodeParams {
         config,
-        incoming: net::incoming().await?,
+        client_incoming: net::incoming(net::NODE_PORT).await?,
+        peer_incoming: net::incoming(net::PEER_PORT).await?,
         connector: Arc::new(net::TurmoilConnector),
         disk,
         // No flusher thread: the simulator's hosts must run on their one simulated thread.
@@ -324,6 +333,7 @@ async fn serve<D: Disk>(
             applies: Some(controller_probe(node_id, controller_applies)),
             planted: (mutation == Some(Mutation::StaleController)).then_some(PlantedBug::StaleController),
         },
+        tls: None,
     };
     if let Err(error) = node::run(params).await {
         let error = error.to_string().replace(&data_dir, "<data-dir>");

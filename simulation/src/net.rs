@@ -1,5 +1,5 @@
-//! The node's network seams over turmoil: a stream of accepted simulated TCP connections for
-//! `node::run`'s listener, and a [`node::peer::network::Connector`] that dials simulated hosts.
+//! The node's network seams over turmoil: streams of accepted simulated TCP connections for
+//! `node::run`'s client and peer listeners, and a [`node::peer::network::Connector`] that dials simulated hosts.
 //!
 //! turmoil's TCP does not retransmit, so a partition can swallow a request or a reply on an open
 //! connection: every RPC of the node and of the agents carries a timeout, and channels send
@@ -18,8 +18,10 @@ use tonic::transport::server::{Connected, TcpConnectInfo};
 use tonic::transport::{Channel, Endpoint, Uri};
 use turmoil::net::{TcpListener, TcpStream};
 
-/// The port every simulated node serves on.
+/// The port every simulated node serves clients on.
 pub const NODE_PORT: u16 = 7400;
+/// The port every simulated node serves its peers (Raft) on.
+pub const PEER_PORT: u16 = 7500;
 /// How long dialling a simulated host may take.
 pub const CONNECT_TIMEOUT_MS: u64 = 500;
 /// Interval of HTTP/2 keep-alive pings, and how long a ping may go unanswered.
@@ -56,9 +58,9 @@ impl AsyncWrite for Accepted {
     }
 }
 
-/// Binds the node port on the current simulated host and streams its accepted connections.
-pub async fn incoming() -> io::Result<impl Stream<Item = io::Result<Accepted>> + Send + 'static> {
-    let listener = TcpListener::bind((IpAddr::from(Ipv4Addr::UNSPECIFIED), NODE_PORT)).await?;
+/// Binds `port` on the current simulated host and streams its accepted connections.
+pub async fn incoming(port: u16) -> io::Result<impl Stream<Item = io::Result<Accepted>> + Send + 'static> {
+    let listener = TcpListener::bind((IpAddr::from(Ipv4Addr::UNSPECIFIED), port)).await?;
     Ok(futures::stream::unfold(listener, |listener| async move {
         let accepted = listener.accept().await.map(|(stream, _)| Accepted(stream));
         Some((accepted, listener))
@@ -89,7 +91,7 @@ pub fn channel(address: &str) -> Result<Channel, String> {
 pub struct TurmoilConnector;
 
 impl node::peer::network::Connector for TurmoilConnector {
-    fn channel(&self, address: &str) -> Result<Channel, String> {
+    fn channel(&self, _member: u64, address: &str) -> Result<Channel, String> {
         channel(address)
     }
 }

@@ -39,8 +39,10 @@ pub fn free_port() -> u16 {
 pub struct NodeProcess {
     /// Node id.
     pub id: u64,
-    /// `127.0.0.1:port`.
+    /// `127.0.0.1:port` of its client listener.
     pub address: String,
+    /// `127.0.0.1:port` of its peer listener.
+    pub peer_address: String,
     /// Its data directory.
     pub data_dir: PathBuf,
     child: Option<Child>,
@@ -77,11 +79,12 @@ impl Cluster {
             .map(|id| NodeProcess {
                 id,
                 address: format!("127.0.0.1:{}", free_port()),
+                peer_address: format!("127.0.0.1:{}", free_port()),
                 data_dir: dir.path().join(format!("node-{id}")),
                 child: None,
             })
             .collect();
-        let peers = nodes.iter().map(|node| format!("{}={}", node.id, node.address)).collect::<Vec<_>>().join(",");
+        let peers = nodes.iter().map(|node| format!("{}={}", node.id, node.peer_address)).collect::<Vec<_>>().join(",");
         let mut cluster = Cluster { nodes, peers, config, open_files, dir };
         for id in 1..=size {
             cluster.restart(id);
@@ -102,7 +105,7 @@ impl Cluster {
             }
         };
         command
-            .args(["node", "--id", &id.to_string(), "--listen", &node.address])
+            .args(["node", "--id", &id.to_string(), "--listen", &node.address, "--listen-peer", &node.peer_address])
             .arg("--data-dir")
             .arg(&node.data_dir);
         if self.nodes.len() > 1 {
@@ -171,7 +174,7 @@ impl Cluster {
 
     /// A raw `strand.v1.Raft` client of node `id` whose calls claim to come from `identity`.
     pub async fn peer_client(&self, id: u64, identity: PeerIdentity) -> PeerRpc {
-        let address = format!("http://{}", self.nodes[(id - 1) as usize].address);
+        let address = format!("http://{}", self.nodes[(id - 1) as usize].peer_address);
         let channel =
             tonic::transport::Endpoint::from_shared(address).expect("address").connect().await.expect("connect");
         RaftClient::with_interceptor(channel, identity)

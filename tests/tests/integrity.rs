@@ -349,7 +349,7 @@ async fn raft_messages_from_another_cluster_or_a_stranger_are_refused() {
         let status = raft.vote(payload.clone()).await.expect_err(why);
         assert_eq!(status.code(), tonic::Code::PermissionDenied, "{why}: {status:?}");
     }
-    let address = format!("http://{}", cluster.nodes[(follower - 1) as usize].address);
+    let address = format!("http://{}", cluster.nodes[(follower - 1) as usize].peer_address);
     let mut bare = RaftClient::connect(address).await.unwrap();
     let status = bare.vote(payload).await.expect_err("no identity");
     assert_eq!(status.code(), tonic::Code::PermissionDenied, "{status:?}");
@@ -396,7 +396,7 @@ async fn a_rejoining_node_does_not_vote_until_it_has_caught_up() {
     let identity = PeerIdentity { cluster_id: cluster.cluster_id(), member_id: 1 };
     let vote = openraft::raft::VoteRequest::<TypeConfig>::new(Vote::new(50, 1), None);
     let refused = wait_for("the rejoining node to answer", || async {
-        let address = format!("http://{}", cluster.nodes[1].address);
+        let address = format!("http://{}", cluster.nodes[1].peer_address);
         let channel = tonic::transport::Endpoint::from_shared(address).ok()?.connect().await.ok()?;
         let mut raft = RaftClient::with_interceptor(channel, identity);
         raft.vote(node::peer::network::encode(&vote)).await.err()

@@ -49,3 +49,45 @@ async fn a_broken_replication_stream_ends_unanswered_and_the_follower_keeps_repl
     drop(sender);
     write_and_converge(&cluster, "after a cut session").await;
 }
+
+/// The client listener never serves Raft: a plain client there cannot vote, append, forward a
+/// proposal or send a snapshot, whatever identity it claims; the peer listener serves Raft and no
+/// client service; both serve health.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_client_on_the_client_listener_cannot_reach_the_raft_service() {
+    let cluster = Cluster::start(3, None);
+    let leader = cluster.wait_for_leader().await;
+    let node = &cluster.nodes[(leader - 1) as usize];
+    let identity = PeerIdentity { cluster_id: cluster.cluster_id(), member_id: leader % 3 + 1 };
+    let channel =
+        tonic::transport::Endpoint::from_shared(format!("http://{}", node.address)).unwrap().connect().await.unwrap();
+    let mut raft = api::proto::raft_client::RaftClient::with_interceptor(channel.clone(), identity);
+    let payload = RaftPayload { data: vec![1, 2, 3] };
+    let statuses = [
+        raft.vote(payload.clone()).await.unwrap_err(),
+        raft.propose(payload.clone()).await.unwrap_err(),
+        raft.read_index(payload.clone()).await.unwrap_err(),
+        match raft.stream_append(futures::stream::iter([payload.clone()])).await {
+            Err(status) => status,
+            Ok(answers) => answers.into_inner().message().await.unwrap_err(),
+        },
+    ];
+    for status in statuses {
+        assert_eq!(status.code(), tonic::Code::Unimplemented, "{status:?}");
+    }
+    let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+    let request = tonic_health::pb::HealthCheckRequest { service: String::new() };
+    assert_eq!(health.check(request.clone()).await.unwrap().into_inner().status, 1, "SERVING on the client listener");
+
+    let peer = tonic::transport::Endpoint::from_shared(format!("http://{}", node.peer_address))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut beads = api::proto::beads_client::BeadsClient::new(peer.clone());
+    let refused = beads.list(api::proto::ListRequest::default()).await.unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::Unimplemented, "{refused:?}");
+    let mut health = tonic_health::pb::health_client::HealthClient::new(peer);
+    assert_eq!(health.check(request).await.unwrap().into_inner().status, 1, "SERVING on the peer listener");
+    write_and_converge(&cluster, "after the probes").await;
+}

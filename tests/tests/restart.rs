@@ -30,6 +30,7 @@ async fn killed_node_restarts_with_its_data_and_refuses_a_foreign_directory() {
     let data_dir = cluster.nodes[0].data_dir.clone();
     let foreign = std::process::Command::new(tests::strand_binary())
         .args(["node", "--id", "2", "--listen", &format!("127.0.0.1:{}", tests::free_port())])
+        .args(["--listen-peer", &format!("127.0.0.1:{}", tests::free_port())])
         .arg("--data-dir")
         .arg(&data_dir)
         .output()
@@ -46,6 +47,8 @@ async fn killed_node_restarts_with_its_data_and_refuses_a_foreign_directory() {
             "--cluster-name",
             "other",
             "--listen",
+            &format!("127.0.0.1:{}", tests::free_port()),
+            "--listen-peer",
             &format!("127.0.0.1:{}", tests::free_port()),
         ])
         .arg("--data-dir")

@@ -63,7 +63,7 @@ impl<D: Disk> ClusterService<D> {
             error,
             ..Default::default()
         };
-        let mut client = match self.peers.client(address) {
+        let mut client = match self.peers.client(node_id, address) {
             Ok(client) => client,
             Err(error) => return unreachable(error),
         };

@@ -106,7 +106,7 @@ impl<D: Disk> Leader<D> {
         let address =
             metrics.borrow_watched().membership_config.membership().get_node(&leader).map(|node| node.addr.clone());
         let address = address.ok_or_else(|| format!("leader {leader} has no known address"))?;
-        self.peers.client(&address)
+        self.peers.client(leader, &address)
     }
 
     fn rpc_timeout(&self) -> Duration {

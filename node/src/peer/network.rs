@@ -97,26 +97,36 @@ pub fn append_timeout(base: Duration, bytes: usize) -> Duration {
 
 /// Opens gRPC channels to other nodes.
 pub trait Connector: Send + Sync + 'static {
-    /// A lazily connecting channel to `address` (`host:port`).
-    fn channel(&self, address: &str) -> Result<Channel, String>;
+    /// A lazily connecting channel to member `member` at `address` (`host:port`).
+    fn channel(&self, member: NodeId, address: &str) -> Result<Channel, String>;
 }
 
-/// Connects over real TCP.
-#[derive(Clone, Debug)]
+/// Connects over real TCP, and with TLS when given: the peer's certificate must then name the
+/// member dialled (`strand-node-<id>`), and this node shows its own.
+#[derive(Clone)]
 pub struct TcpConnector {
-    /// How long opening a connection may take.
+    /// How long opening a connection (TLS handshake included) may take.
     pub connect_timeout: Duration,
+    /// The node's TLS; `None`: plain TCP.
+    pub tls: Option<Arc<crate::tls::NodeTls>>,
 }
 
 impl Connector for TcpConnector {
-    fn channel(&self, address: &str) -> Result<Channel, String> {
+    fn channel(&self, member: NodeId, address: &str) -> Result<Channel, String> {
         let endpoint = Endpoint::from_shared(format!("http://{address}"))
             .map_err(|error| format!("peer address {address:?} is not host:port: {error}"))?
             .connect_timeout(self.connect_timeout)
             .tcp_nodelay(true)
             .http2_keep_alive_interval(Duration::from_secs(5))
             .keep_alive_timeout(Duration::from_secs(5));
-        Ok(endpoint.connect_lazy())
+        Ok(match &self.tls {
+            None => endpoint.connect_lazy(),
+            Some(tls) => {
+                let tls = tls.clone();
+                let name = Some(api::tls::node_name(member));
+                api::tls::channel(endpoint, move || tls.dial_config(), name, self.connect_timeout)
+            }
+        })
     }
 }
 
@@ -126,7 +136,7 @@ pub struct Peers {
     identity: PeerIdentity,
     /// The base timeout of a replication request (see [`append_timeout`]).
     append_timeout: Duration,
-    channels: Mutex<HashMap<String, Channel>>,
+    channels: Mutex<HashMap<(NodeId, String), Channel>>,
 }
 
 impl Peers {
@@ -136,14 +146,15 @@ impl Peers {
         Peers { connector, identity, append_timeout, channels: Mutex::new(HashMap::new()) }
     }
 
-    /// The Raft-service client for `address`.
-    pub fn client(&self, address: &str) -> Result<PeerRpc, String> {
+    /// The Raft-service client of member `member` at `address`.
+    pub fn client(&self, member: NodeId, address: &str) -> Result<PeerRpc, String> {
         let mut channels = self.channels.lock().expect("peer channels lock");
-        let channel = match channels.get(address) {
+        let key = (member, address.to_string());
+        let channel = match channels.get(&key) {
             Some(channel) => channel.clone(),
             None => {
-                let channel = self.connector.channel(address)?;
-                channels.insert(address.to_string(), channel.clone());
+                let channel = self.connector.channel(member, address)?;
+                channels.insert(key, channel.clone());
                 channel
             }
         };
@@ -182,7 +193,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> PeerClient {
         PeerClient {
             target,
-            client: self.peers.client(&node.addr),
+            client: self.peers.client(target, &node.addr),
             address: node.addr.clone(),
             append_timeout: self.peers.append_timeout,
         }

@@ -2,7 +2,9 @@
 //!
 //! Invariant: the service serves a call only after checking its sender: the cluster id and
 //! member id it carries (see `network.rs`) must be this node's cluster and one of its members,
-//! and a vote, append or snapshot must be in the name of that same member. A refusal is logged
+//! with TLS on the certificate the connection showed must name that member
+//! (`strand-node-<id>`, see `crate::tls`), and a vote, append or snapshot must be in the name of
+//! that same member. A refusal is logged
 //! and answered `PERMISSION_DENIED`. A vote request's `leadership_transfer` flag (which lets it
 //! past the leader lease) is honoured only from the node the current leader announced as its
 //! transfer target. A forwarded proposal larger than a client request is refused. A snapshot is
@@ -72,6 +74,18 @@ impl<D: Disk, L: LeaderPlane> RaftPeerService<D, L> {
         let member_id = header(MEMBER_ID_HEADER)?;
         if !self.is_member(member_id) {
             return Err(refuse(format!("a Raft message from node {member_id}, which is not a member of this cluster")));
+        }
+        if self.core.config.tls.is_some() {
+            // Mutual TLS: the certificate shown must name the member the message claims to be from.
+            let named = request.extensions().get::<crate::tls::ConnectionInfo>().map(|info| info.node_ids());
+            let named = named.unwrap_or_default();
+            if !named.contains(&member_id) {
+                return Err(refuse(format!(
+                    "a Raft message in the name of node {member_id} over a connection whose certificate names {}: a peer must show a certificate naming {}",
+                    if named.is_empty() { "no node".to_string() } else { format!("node(s) {named:?}") },
+                    api::tls::node_name(member_id)
+                )));
+            }
         }
         Ok(member_id)
     }

@@ -1,0 +1,176 @@
+//! TLS for Strand's channels: rustls with its ring provider (never OpenSSL), PEM files read from
+//! disk, and a lazily connecting gRPC channel that dials TCP and then TLS itself.
+//!
+//! A node's certificate names the node as the DNS name `strand-node-<id>` ([`node_name`]),
+//! beside the host names and addresses clients dial. Peers verify each other by that name, never
+//! by host: the dialing node checks that the certificate it is shown names the member it meant
+//! to reach, and the node dialed checks that the certificate it was shown names the member the
+//! messages claim to come from. Clients verify a node by the host they dial.
+//!
+//! Every error names the file and says what to do, since it ends up in front of an operator.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::{ClientConfig, RootCertStore};
+use tonic::transport::{Channel, Endpoint, Uri};
+
+/// The ALPN protocol both sides offer: gRPC runs over HTTP/2.
+pub const ALPN_H2: &[u8] = b"h2";
+/// How a node's certificate names the node: `strand-node-<id>`.
+pub const NODE_NAME_PREFIX: &str = "strand-node-";
+
+/// The DNS name that identifies node `id` in its certificate.
+pub fn node_name(id: u64) -> String {
+    format!("{NODE_NAME_PREFIX}{id}")
+}
+
+/// The node id a DNS name of a certificate names, if it names one.
+pub fn node_id_of(name: &str) -> Option<u64> {
+    name.strip_prefix(NODE_NAME_PREFIX)?.parse().ok().filter(|id| *id != 0)
+}
+
+/// The DNS names a certificate holds (none if it does not parse).
+pub fn dns_names(cert: &CertificateDer<'_>) -> Vec<String> {
+    match webpki::EndEntityCert::try_from(cert) {
+        Ok(parsed) => parsed.valid_dns_names().map(str::to_string).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// The crypto provider every TLS configuration is built with.
+pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// The certificates of a PEM file, leaf first.
+pub fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+    let iter = CertificateDer::pem_file_iter(path).map_err(|error| pem_error(path, "certificate", &error))?;
+    let certs: Vec<_> = iter.collect::<Result<_, _>>().map_err(|error| pem_error(path, "certificate", &error))?;
+    if certs.is_empty() {
+        return Err(format!(
+            "{} holds no PEM certificate (-----BEGIN CERTIFICATE-----); give a certificate file, such as one `strand certs init` makes",
+            path.display()
+        ));
+    }
+    Ok(certs)
+}
+
+/// The private key of a PEM file (PKCS#8, PKCS#1 or SEC1).
+pub fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
+    PrivateKeyDer::from_pem_file(path).map_err(|error| pem_error(path, "private key", &error))
+}
+
+/// The trusted certificate authorities of a PEM file.
+pub fn read_roots(path: &Path) -> Result<RootCertStore, String> {
+    let mut roots = RootCertStore::empty();
+    for cert in read_certs(path)? {
+        roots.add(cert).map_err(|error| {
+            format!(
+                "{} holds a CA certificate rustls cannot use ({error}); give the CA's PEM certificate",
+                path.display()
+            )
+        })?;
+    }
+    Ok(roots)
+}
+
+fn pem_error(path: &Path, what: &str, error: &rustls::pki_types::pem::Error) -> String {
+    match error {
+        rustls::pki_types::pem::Error::Io(error) if error.kind() == io::ErrorKind::NotFound => {
+            format!(
+                "{what} file {} does not exist; check the path, or make one with `strand certs init`",
+                path.display()
+            )
+        }
+        rustls::pki_types::pem::Error::NoItemsFound => {
+            format!("{} holds no PEM {what}; give a PEM file, such as one `strand certs init` makes", path.display())
+        }
+        error => format!("cannot read the {what} in {}: {error}", path.display()),
+    }
+}
+
+/// A certificate chain and its key, checked to belong together.
+pub fn certified_key(cert: &Path, key: &Path) -> Result<Arc<rustls::sign::CertifiedKey>, String> {
+    let chain = read_certs(cert)?;
+    let private = read_key(key)?;
+    rustls::sign::CertifiedKey::from_der(chain, private, &provider()).map(Arc::new).map_err(|error| {
+        format!(
+            "the key {} does not fit the certificate {} ({error}); give the key the certificate was made for",
+            key.display(),
+            cert.display()
+        )
+    })
+}
+
+/// The TLS files a client uses.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClientTls {
+    /// The CA that signed the nodes' certificates.
+    pub ca: PathBuf,
+    /// A client certificate and its key, for a cluster that requires them.
+    pub identity: Option<(PathBuf, PathBuf)>,
+}
+
+impl ClientTls {
+    /// The rustls configuration these files make.
+    pub fn config(&self) -> Result<Arc<ClientConfig>, String> {
+        let roots = read_roots(&self.ca)?;
+        let builder = ClientConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .map_err(|error| format!("TLS protocol versions: {error}"))?
+            .with_root_certificates(roots);
+        let mut config = match &self.identity {
+            Some((cert, key)) => {
+                let certified = certified_key(cert, key)?;
+                builder
+                    .with_client_auth_cert(certified.cert.clone(), read_key(key)?)
+                    .map_err(|error| format!("the client certificate {} cannot be used: {error}", cert.display()))?
+            }
+            None => builder.with_no_client_auth(),
+        };
+        config.alpn_protocols = vec![ALPN_H2.to_vec()];
+        Ok(Arc::new(config))
+    }
+}
+
+/// A lazily connecting channel over TLS for `endpoint` (an `http://host:port` endpoint: the
+/// connector does the TLS itself). Each connection is made with the configuration `config`
+/// gives at that moment, so reloaded certificates serve every reconnection. The server's
+/// certificate must name `server_name`, or, when `None`, the host dialed. Connecting, TLS
+/// handshake included, may take `connect_timeout`.
+pub fn channel(
+    endpoint: Endpoint,
+    config: impl Fn() -> Arc<ClientConfig> + Send + Sync + 'static,
+    server_name: Option<String>,
+    connect_timeout: Duration,
+) -> Channel {
+    let config = Arc::new(config);
+    endpoint.connect_with_connector_lazy(tower::service_fn(move |uri: Uri| {
+        let (connector, server_name) = (tokio_rustls::TlsConnector::from(config()), server_name.clone());
+        async move {
+            let host = uri.host().unwrap_or_default().trim_matches(|c| c == '[' || c == ']').to_string();
+            let port = uri
+                .port_u16()
+                .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("{uri} has no port")))?;
+            let name = ServerName::try_from(server_name.unwrap_or_else(|| host.clone()))
+                .map_err(|error| io::Error::new(io::ErrorKind::InvalidInput, error))?;
+            let connect = async {
+                let tcp = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
+                let _ = tcp.set_nodelay(true);
+                connector.connect(name, tcp).await
+            };
+            let stream = tokio::time::timeout(connect_timeout, connect).await.map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("no TLS connection to {host}:{port} within {connect_timeout:?}"),
+                )
+            })??;
+            Ok::<_, io::Error>(hyper_util::rt::TokioIo::new(stream))
+        }
+    }))
+}

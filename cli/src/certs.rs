@@ -1,0 +1,241 @@
+//! `strand certs init`: a development CA, a certificate for each node and one for clients, made
+//! with rcgen (ring; no OpenSSL), so the secure setup is also the easy one to try.
+//!
+//! Node `i`'s certificate names it `strand-node-<i>` (how peers recognise each other, see
+//! `api::tls`), `localhost`, `127.0.0.1` and `::1`, and every `--hosts` entry, and serves both
+//! as server and as client (peers dial each other). The client certificate is client-only and
+//! names no node, so it can never pass as a peer. Private keys are written readable by their
+//! owner only. Existing files are never overwritten unless `--force` is given: a second run
+//! without it changes nothing.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    SanType,
+};
+
+use crate::{Cli, Failure, Outcome};
+
+/// Nodes `certs init` makes certificates for, at most.
+pub const NODES_MAX: u64 = 99;
+
+#[derive(Subcommand, Debug)]
+pub enum CertsCommand {
+    /// Make a development CA and certificates for N nodes and one client in DIR.
+    Init(InitArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct InitArgs {
+    /// Directory to write the files to (created if missing).
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// How many nodes (ids 1..=N).
+    #[arg(long, default_value_t = 3)]
+    pub nodes: u64,
+    /// More host names or IP addresses the nodes are reached at, comma-separated (every node
+    /// certificate names them all).
+    #[arg(long, value_delimiter = ',')]
+    pub hosts: Vec<String>,
+    /// Replace files that already exist.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// One file `init` writes.
+struct Output {
+    name: String,
+    contents: String,
+    private: bool,
+}
+
+/// Runs a `certs` command.
+pub fn run(cli: &Cli, command: &CertsCommand) -> Outcome {
+    let CertsCommand::Init(args) = command;
+    let outputs = make(args)?;
+    write(&args.dir, &outputs, args.force)?;
+    let files: Vec<String> = outputs.iter().map(|output| args.dir.join(&output.name).display().to_string()).collect();
+    if cli.json {
+        crate::output::print_value(&serde_json::json!({ "dir": args.dir.display().to_string(), "files": files }));
+    } else {
+        println!("wrote {} files to {}:", files.len(), args.dir.display());
+        for output in &outputs {
+            println!("  {}", output.name);
+        }
+        println!("nodes: [tls] cert = \"node-<id>.pem\", key = \"node-<id>.key\", ca = \"ca.pem\"");
+        println!(
+            "clients: --cacert ca.pem (and --cert client.pem --key client.key where client certificates are required)"
+        );
+    }
+    Ok(true)
+}
+
+fn failed(what: &str) -> impl Fn(rcgen::Error) -> Failure + '_ {
+    move |error| Failure::Refused(format!("cannot make the {what}: {error}"))
+}
+
+/// Makes every file's contents, writing nothing.
+fn make(args: &InitArgs) -> Result<Vec<Output>, Failure> {
+    if args.nodes == 0 || args.nodes > NODES_MAX {
+        return Err(Failure::Usage(format!("--nodes must be between 1 and {NODES_MAX}")));
+    }
+    let mut hosts = vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()];
+    for host in &args.hosts {
+        let host = host.trim();
+        if host.is_empty()
+            || host.contains(char::is_whitespace)
+            || host.contains(':') && host.parse::<std::net::IpAddr>().is_err()
+        {
+            return Err(Failure::Usage(format!(
+                "--hosts entry {host:?} is not a host name or IP address; write e.g. --hosts 10.0.0.1,node1.example.com"
+            )));
+        }
+        if !hosts.iter().any(|known| known == host) {
+            hosts.push(host.to_string());
+        }
+    }
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(failed("CA"))?;
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.key_usages =
+        vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    ca_params.distinguished_name.push(DnType::CommonName, "Strand development CA");
+    let ca_key = KeyPair::generate().map_err(failed("CA key"))?;
+    let ca_cert = ca_params.self_signed(&ca_key).map_err(failed("CA"))?;
+    let mut outputs = vec![
+        Output { name: "ca.pem".into(), contents: ca_cert.pem(), private: false },
+        Output { name: "ca.key".into(), contents: ca_key.serialize_pem(), private: true },
+    ];
+    let issuer = Issuer::new(ca_params, ca_key);
+    for id in 1..=args.nodes {
+        let mut names = vec![api::tls::node_name(id)];
+        names.extend(hosts.iter().cloned());
+        let (cert, key) = leaf(&issuer, &api::tls::node_name(id), names, true)?;
+        outputs.push(Output { name: format!("node-{id}.pem"), contents: cert, private: false });
+        outputs.push(Output { name: format!("node-{id}.key"), contents: key, private: true });
+    }
+    let (cert, key) = leaf(&issuer, "strand-client", vec!["strand-client".into()], false)?;
+    outputs.push(Output { name: "client.pem".into(), contents: cert, private: false });
+    outputs.push(Output { name: "client.key".into(), contents: key, private: true });
+    Ok(outputs)
+}
+
+/// A certificate signed by `issuer` for `names` (DNS names, or IP addresses as IP SANs); a
+/// server certificate too when `server`. Answers (certificate PEM, key PEM).
+fn leaf(
+    issuer: &Issuer<'_, KeyPair>,
+    common_name: &str,
+    names: Vec<String>,
+    server: bool,
+) -> Result<(String, String), Failure> {
+    let mut params = CertificateParams::new(Vec::<String>::new()).map_err(failed(common_name))?;
+    for name in names {
+        params.subject_alt_names.push(match name.parse::<std::net::IpAddr>() {
+            Ok(address) => SanType::IpAddress(address),
+            Err(_) => SanType::DnsName(
+                name.clone().try_into().map_err(|_| Failure::Usage(format!("{name:?} is not a valid DNS name")))?,
+            ),
+        });
+    }
+    params.distinguished_name.push(DnType::CommonName, common_name);
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    params.extended_key_usages = if server {
+        vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth]
+    } else {
+        vec![ExtendedKeyUsagePurpose::ClientAuth]
+    };
+    params.use_authority_key_identifier_extension = true;
+    let key = KeyPair::generate().map_err(failed(common_name))?;
+    let cert = params.signed_by(&key, issuer).map_err(failed(common_name))?;
+    Ok((cert.pem(), key.serialize_pem()))
+}
+
+/// Writes `outputs` into `dir`; refuses, writing nothing, when one exists and `force` is off.
+fn write(dir: &Path, outputs: &[Output], force: bool) -> Result<(), Failure> {
+    std::fs::create_dir_all(dir)
+        .map_err(|error| Failure::Refused(format!("cannot create --dir {}: {error}", dir.display())))?;
+    if !force {
+        let existing: Vec<String> =
+            outputs.iter().filter(|output| dir.join(&output.name).exists()).map(|output| output.name.clone()).collect();
+        if !existing.is_empty() {
+            return Err(Failure::Refused(format!(
+                "{} already holds {}; nothing was written. Pass --force to replace them, or choose another --dir",
+                dir.display(),
+                existing.join(", ")
+            )));
+        }
+    }
+    for output in outputs {
+        let path = dir.join(&output.name);
+        write_file(&path, &output.contents, output.private)
+            .map_err(|error| Failure::Refused(format!("cannot write {}: {error}", path.display())))?;
+    }
+    Ok(())
+}
+
+/// Writes `contents` to `path` through a temporary file and a rename, so a reloading node never
+/// reads half a file; private files are readable by their owner only.
+fn write_file(path: &Path, contents: &str, private: bool) -> std::io::Result<()> {
+    let temporary = path.with_extension("tmp");
+    {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        if private {
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        }
+        let mut file = options.open(&temporary)?;
+        std::io::Write::write_all(&mut file, contents.as_bytes())?;
+        file.sync_all()?;
+    }
+    std::fs::rename(&temporary, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_certificates_name_their_node_and_the_hosts() {
+        let args = InitArgs {
+            dir: PathBuf::new(),
+            nodes: 2,
+            hosts: vec!["10.0.0.7".into(), "db.example".into()],
+            force: false,
+        };
+        let outputs = make(&args).unwrap();
+        let names: Vec<&str> = outputs.iter().map(|output| output.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["ca.pem", "ca.key", "node-1.pem", "node-1.key", "node-2.pem", "node-2.key", "client.pem", "client.key"]
+        );
+        let node = &outputs[4].contents;
+        let der = rustls_der(node);
+        let parsed = webpki_names(&der);
+        assert!(parsed.contains(&"strand-node-2".to_string()), "{parsed:?}");
+        assert!(parsed.contains(&"db.example".to_string()), "{parsed:?}");
+        assert!(!parsed.contains(&"strand-node-1".to_string()), "{parsed:?}");
+        let client = webpki_names(&rustls_der(&outputs[6].contents));
+        assert_eq!(client, ["strand-client"], "the client certificate names no node");
+    }
+
+    #[test]
+    fn bad_hosts_and_node_counts_are_refused() {
+        for (nodes, hosts) in
+            [(0, vec![]), (100, vec![]), (3, vec!["two words".to_string()]), (3, vec!["a:b".to_string()])]
+        {
+            let args = InitArgs { dir: PathBuf::new(), nodes, hosts, force: false };
+            assert!(matches!(make(&args), Err(Failure::Usage(_))), "{nodes} {:?}", args.hosts);
+        }
+    }
+
+    fn rustls_der(pem: &str) -> Vec<u8> {
+        use rustls::pki_types::pem::PemObject;
+        rustls::pki_types::CertificateDer::from_pem_slice(pem.as_bytes()).unwrap().to_vec()
+    }
+
+    fn webpki_names(der: &[u8]) -> Vec<String> {
+        api::tls::dns_names(&rustls::pki_types::CertificateDer::from(der.to_vec()))
+    }
+}
