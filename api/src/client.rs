@@ -149,7 +149,7 @@ impl Client {
             return Err(ClientError::Failed("no endpoints given; pass --endpoints host:port,...".into()));
         }
         let tls = match &config.tls {
-            Some(tls) => Some(tls.config().map_err(ClientError::Failed)?),
+            Some(tls) => Some(tls.dialer().map_err(ClientError::Failed)?),
             None => None,
         };
         let mut channels = Vec::with_capacity(config.endpoints.len());
@@ -204,6 +204,26 @@ impl Client {
         self.request_ids.client_id()
     }
 
+    /// What to do about a connection failure that looks like a TLS mismatch, or nothing.
+    fn tls_hint(&self, message: &str) -> &'static str {
+        let lower = message.to_lowercase();
+        match &self.config.tls {
+            None if lower.contains("h2 protocol error") || lower.contains("http2 error") => {
+                "; the node may serve TLS: pass --cacert with the CA that signed its certificate (or set $STRAND_CACERT)"
+            }
+            Some(_) if lower.contains("certificaterequired") || lower.contains("certificate required") => {
+                "; the cluster requires a client certificate: pass --cert and --key"
+            }
+            Some(_) if lower.contains("certificate") || lower.contains("unknownissuer") => {
+                "; check that --cacert is the CA that signed the nodes' certificates and that they name the host you dial"
+            }
+            Some(_) if lower.contains("tls") || lower.contains("handshake") || lower.contains("corrupt message") => {
+                "; the node may not serve TLS: drop --cacert, or check its [tls] settings"
+            }
+            _ => "",
+        }
+    }
+
     /// Moves the client's current endpoint past `index`, unless another call already did.
     fn move_past(&self, index: usize) {
         let _ = self.current.compare_exchange(index, index + 1, Ordering::Relaxed, Ordering::Relaxed);
@@ -234,16 +254,17 @@ impl Client {
                 )));
             }
             if !is_transient(&status) {
-                return Err(ClientError::Failed(status.message().to_string()));
+                return Err(ClientError::Failed(format!("{}{}", status.message(), self.tls_hint(status.message()))));
             }
             self.move_past(index);
             if started.elapsed() + backoff > self.config.deadline {
                 return Err(ClientError::Unavailable(format!(
-                    "no node of {} could serve the request within {:?} (last error from {}: {}); check that the cluster is running and --endpoints is right",
+                    "no node of {} could serve the request within {:?} (last error from {}: {}); check that the cluster is running and --endpoints is right{}",
                     self.endpoints.join(","),
                     self.config.deadline,
                     self.endpoints[index],
-                    status.message()
+                    status.message(),
+                    self.tls_hint(status.message())
                 )));
             }
             tokio::time::sleep(backoff).await;

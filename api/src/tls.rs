@@ -116,14 +116,53 @@ pub struct ClientTls {
     pub identity: Option<(PathBuf, PathBuf)>,
 }
 
+/// A client configuration, and, for one without a certificate, whether a server asked for one.
+#[derive(Clone, Debug)]
+pub struct Dialer {
+    /// The rustls configuration.
+    pub config: Arc<ClientConfig>,
+    /// Set once a server asked for a client certificate this client does not have.
+    certificate_asked: Option<Arc<NoCertificate>>,
+}
+
+impl From<Arc<ClientConfig>> for Dialer {
+    fn from(config: Arc<ClientConfig>) -> Dialer {
+        Dialer { config, certificate_asked: None }
+    }
+}
+
+/// Answers a server's request for a client certificate with none, noting that it asked, so the
+/// client can say what to do (under TLS 1.3 the server's refusal comes after the handshake and
+/// reads as a closed connection).
+#[derive(Debug, Default)]
+struct NoCertificate(std::sync::atomic::AtomicBool);
+
+impl rustls::client::ResolvesClientCert for NoCertificate {
+    fn resolve(&self, _: &[&[u8]], _: &[rustls::SignatureScheme]) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        None
+    }
+
+    fn has_certs(&self) -> bool {
+        true
+    }
+}
+
 impl ClientTls {
     /// The rustls configuration these files make.
     pub fn config(&self) -> Result<Arc<ClientConfig>, String> {
+        Ok(self.dialer()?.config)
+    }
+
+    /// The configuration these files make, noting a server's request for a certificate when
+    /// they hold none.
+    pub fn dialer(&self) -> Result<Dialer, String> {
         let roots = read_roots(&self.ca)?;
         let builder = ClientConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()
             .map_err(|error| format!("TLS protocol versions: {error}"))?
             .with_root_certificates(roots);
+        let asked = Arc::new(NoCertificate::default());
         let mut config = match &self.identity {
             Some((cert, key)) => {
                 let certified = certified_key(cert, key)?;
@@ -131,10 +170,11 @@ impl ClientTls {
                     .with_client_auth_cert(certified.cert.clone(), read_key(key)?)
                     .map_err(|error| format!("the client certificate {} cannot be used: {error}", cert.display()))?
             }
-            None => builder.with_no_client_auth(),
+            None => builder.with_client_cert_resolver(asked.clone()),
         };
         config.alpn_protocols = vec![ALPN_H2.to_vec()];
-        Ok(Arc::new(config))
+        let certificate_asked = self.identity.is_none().then_some(asked);
+        Ok(Dialer { config: Arc::new(config), certificate_asked })
     }
 }
 
@@ -145,13 +185,14 @@ impl ClientTls {
 /// handshake included, may take `connect_timeout`.
 pub fn channel(
     endpoint: Endpoint,
-    config: impl Fn() -> Arc<ClientConfig> + Send + Sync + 'static,
+    dialer: impl Fn() -> Dialer + Send + Sync + 'static,
     server_name: Option<String>,
     connect_timeout: Duration,
 ) -> Channel {
-    let config = Arc::new(config);
+    let dialer = Arc::new(dialer);
     endpoint.connect_with_connector_lazy(tower::service_fn(move |uri: Uri| {
-        let (connector, server_name) = (tokio_rustls::TlsConnector::from(config()), server_name.clone());
+        let (dialer, server_name) = (dialer(), server_name.clone());
+        let connector = tokio_rustls::TlsConnector::from(dialer.config.clone());
         async move {
             let host = uri.host().unwrap_or_default().trim_matches(|c| c == '[' || c == ']').to_string();
             let port = uri
@@ -170,6 +211,14 @@ pub fn channel(
                     format!("no TLS connection to {host}:{port} within {connect_timeout:?}"),
                 )
             })??;
+            let asked =
+                dialer.certificate_asked.is_some_and(|asked| asked.0.load(std::sync::atomic::Ordering::Relaxed));
+            if asked {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!("{host}:{port} requires a client certificate (TLS certificate required)"),
+                ));
+            }
             Ok::<_, io::Error>(hyper_util::rt::TokioIo::new(stream))
         }
     }))

@@ -39,6 +39,11 @@ pub struct InitArgs {
     /// certificate names them all).
     #[arg(long, value_delimiter = ',')]
     pub hosts: Vec<String>,
+    /// Sign with the CA already in this directory (its ca.pem and ca.key) instead of making a
+    /// new one: new node and client certificates that every holder of ca.pem still trusts, as
+    /// a rotation needs (`--dir D --ca-dir D --force` re-issues them in place).
+    #[arg(long)]
+    pub ca_dir: Option<PathBuf>,
     /// Replace files that already exist.
     #[arg(long)]
     pub force: bool,
@@ -76,6 +81,17 @@ fn failed(what: &str) -> impl Fn(rcgen::Error) -> Failure + '_ {
     move |error| Failure::Refused(format!("cannot make the {what}: {error}"))
 }
 
+/// Makes the certificates of `nodes` nodes in `dir` unless they are all there already (`strand
+/// dev --tls` keeps them across runs).
+pub fn ensure(dir: &Path, nodes: u64) -> Result<(), Failure> {
+    let args = InitArgs { dir: dir.to_path_buf(), nodes, hosts: Vec::new(), ca_dir: None, force: false };
+    let outputs = make(&args)?;
+    if outputs.iter().all(|output| dir.join(&output.name).exists()) {
+        return Ok(());
+    }
+    write(dir, &outputs, true)
+}
+
 /// Makes every file's contents, writing nothing.
 fn make(args: &InitArgs) -> Result<Vec<Output>, Failure> {
     if args.nodes == 0 || args.nodes > NODES_MAX {
@@ -96,18 +112,23 @@ fn make(args: &InitArgs) -> Result<Vec<Output>, Failure> {
             hosts.push(host.to_string());
         }
     }
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(failed("CA"))?;
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.key_usages =
-        vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
-    ca_params.distinguished_name.push(DnType::CommonName, "Strand development CA");
-    let ca_key = KeyPair::generate().map_err(failed("CA key"))?;
-    let ca_cert = ca_params.self_signed(&ca_key).map_err(failed("CA"))?;
-    let mut outputs = vec![
-        Output { name: "ca.pem".into(), contents: ca_cert.pem(), private: false },
-        Output { name: "ca.key".into(), contents: ca_key.serialize_pem(), private: true },
-    ];
-    let issuer = Issuer::new(ca_params, ca_key);
+    let (issuer, mut outputs) = match &args.ca_dir {
+        Some(ca_dir) => existing_ca(ca_dir, &args.dir)?,
+        None => {
+            let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(failed("CA"))?;
+            ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+            ca_params.key_usages =
+                vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+            ca_params.distinguished_name.push(DnType::CommonName, "Strand development CA");
+            let ca_key = KeyPair::generate().map_err(failed("CA key"))?;
+            let ca_cert = ca_params.self_signed(&ca_key).map_err(failed("CA"))?;
+            let outputs = vec![
+                Output { name: "ca.pem".into(), contents: ca_cert.pem(), private: false },
+                Output { name: "ca.key".into(), contents: ca_key.serialize_pem(), private: true },
+            ];
+            (Issuer::new(ca_params, ca_key), outputs)
+        }
+    };
     for id in 1..=args.nodes {
         let mut names = vec![api::tls::node_name(id)];
         names.extend(hosts.iter().cloned());
@@ -119,6 +140,31 @@ fn make(args: &InitArgs) -> Result<Vec<Output>, Failure> {
     outputs.push(Output { name: "client.pem".into(), contents: cert, private: false });
     outputs.push(Output { name: "client.key".into(), contents: key, private: true });
     Ok(outputs)
+}
+
+/// The CA of `ca_dir` (ca.pem, ca.key), and the files to write for it into `dir`: a copy of
+/// ca.pem when `dir` is another directory (never the key).
+fn existing_ca(ca_dir: &Path, dir: &Path) -> Result<(Issuer<'static, KeyPair>, Vec<Output>), Failure> {
+    let read = |name: &str| {
+        let path = ca_dir.join(name);
+        std::fs::read_to_string(&path).map_err(|error| {
+            Failure::Usage(format!(
+                "cannot read {} for --ca-dir: {error}; give the directory `certs init` wrote",
+                path.display()
+            ))
+        })
+    };
+    let (cert, key) = (read("ca.pem")?, read("ca.key")?);
+    let key = KeyPair::from_pem(&key).map_err(|error| {
+        Failure::Usage(format!("{} is not a PEM private key: {error}", ca_dir.join("ca.key").display()))
+    })?;
+    let issuer = Issuer::from_ca_cert_pem(&cert, key).map_err(|error| {
+        Failure::Usage(format!("{} is not a CA certificate for ca.key: {error}", ca_dir.join("ca.pem").display()))
+    })?;
+    let same = std::fs::canonicalize(ca_dir).ok().zip(std::fs::canonicalize(dir).ok()).is_some_and(|(a, b)| a == b);
+    let outputs =
+        if same { Vec::new() } else { vec![Output { name: "ca.pem".into(), contents: cert, private: false }] };
+    Ok((issuer, outputs))
 }
 
 /// A certificate signed by `issuer` for `names` (DNS names, or IP addresses as IP SANs); a
@@ -202,6 +248,7 @@ mod tests {
             dir: PathBuf::new(),
             nodes: 2,
             hosts: vec!["10.0.0.7".into(), "db.example".into()],
+            ca_dir: None,
             force: false,
         };
         let outputs = make(&args).unwrap();
@@ -225,7 +272,7 @@ mod tests {
         for (nodes, hosts) in
             [(0, vec![]), (100, vec![]), (3, vec!["two words".to_string()]), (3, vec!["a:b".to_string()])]
         {
-            let args = InitArgs { dir: PathBuf::new(), nodes, hosts, force: false };
+            let args = InitArgs { dir: PathBuf::new(), nodes, hosts, ca_dir: None, force: false };
             assert!(matches!(make(&args), Err(Failure::Usage(_))), "{nodes} {:?}", args.hosts);
         }
     }

@@ -48,6 +48,19 @@ pub struct NodeArgs {
     /// single-node cluster.
     #[arg(long)]
     peers: Option<String>,
+    /// TLS: this node's certificate (PEM); it must name the node as strand-node-<id>. With
+    /// --tls-key and --tls-ca it turns TLS on for both listeners ([tls] cert in the config).
+    #[arg(long, value_name = "PEM", requires_all = ["tls_key", "tls_ca"])]
+    tls_cert: Option<PathBuf>,
+    /// TLS: the certificate's private key (PEM).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// TLS: the CA that signs the members' certificates (PEM); peers must show one it signed.
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    tls_ca: Option<PathBuf>,
+    /// TLS: require client certificates signed by this CA (PEM) on the client listener.
+    #[arg(long, value_name = "PEM")]
+    tls_client_ca: Option<PathBuf>,
     /// TOML config file; flags override it.
     #[arg(long)]
     config: Option<PathBuf>,
@@ -103,6 +116,19 @@ fn load_config(args: &NodeArgs) -> Result<NodeConfig, Failure> {
     }
     if let Some(data_dir) = &args.data_dir {
         config.data_dir = data_dir.clone();
+    }
+    if let (Some(cert), Some(key), Some(ca)) = (&args.tls_cert, &args.tls_key, &args.tls_ca) {
+        let client_ca = config.tls.as_ref().and_then(|tls| tls.client_ca.clone());
+        config.tls =
+            Some(node::config::TlsSettings { cert: cert.clone(), key: key.clone(), ca: ca.clone(), client_ca });
+    }
+    if let Some(client_ca) = &args.tls_client_ca {
+        let tls = config.tls.as_mut().ok_or_else(|| {
+            Failure::Usage(
+                "--tls-client-ca needs TLS on: give --tls-cert, --tls-key and --tls-ca too (or [tls])".into(),
+            )
+        })?;
+        tls.client_ca = Some(client_ca.clone());
     }
     if let Some(peers) = &args.peers {
         config.peers = parse_peers(peers).map_err(|error| Failure::Usage(error.to_string()))?;
@@ -275,6 +301,11 @@ pub struct DevArgs {
     /// Directory for the nodes' data and logs.
     #[arg(long, default_value = "strand-dev")]
     dir: PathBuf,
+    /// Run TLS: mutual TLS between the nodes and TLS to clients, with certificates made in
+    /// DIR/certs by `strand certs init` (kept across runs), and a client config DIR/client.toml
+    /// for $STRAND_CONFIG.
+    #[arg(long)]
+    tls: bool,
 }
 
 /// Runs `strand dev`: starts the nodes as child processes, waits for a leader, prints the
@@ -301,6 +332,16 @@ pub async fn run_dev(args: &DevArgs) -> Outcome {
         peer_addresses.iter().enumerate().map(|(index, address)| format!("{}={address}", index + 1)).collect();
     std::fs::create_dir_all(&args.dir)
         .map_err(|error| Failure::Refused(format!("cannot create {}: {error}", args.dir.display())))?;
+    let certs = args.dir.join("certs");
+    let client_toml = args.dir.join("client.toml");
+    if args.tls {
+        crate::certs::ensure(&certs, args.nodes)?;
+        let text = format!(
+            "endpoints = {addresses:?}\ncacert = \"certs/ca.pem\"\ncert = \"certs/client.pem\"\nkey = \"certs/client.key\"\n"
+        );
+        std::fs::write(&client_toml, text)
+            .map_err(|error| Failure::Refused(format!("cannot write {}: {error}", client_toml.display())))?;
+    }
     let mut children = Vec::new();
     for (index, (address, peer_address)) in addresses.iter().zip(&peer_addresses).enumerate() {
         let id = index + 1;
@@ -312,6 +353,18 @@ pub async fn run_dev(args: &DevArgs) -> Outcome {
             .arg("--data-dir")
             .arg(args.dir.join(format!("node-{id}")))
             .args(["--peers", &peers.join(",")])
+            .args(if args.tls {
+                vec![
+                    "--tls-cert".into(),
+                    certs.join(format!("node-{id}.pem")).into_os_string(),
+                    "--tls-key".into(),
+                    certs.join(format!("node-{id}.key")).into_os_string(),
+                    "--tls-ca".into(),
+                    certs.join("ca.pem").into_os_string(),
+                ]
+            } else {
+                Vec::new()
+            })
             .stdout(std::process::Stdio::null())
             .stderr(log)
             .kill_on_drop(true);
@@ -320,10 +373,23 @@ pub async fn run_dev(args: &DevArgs) -> Outcome {
     }
     let mut config = api::client::ClientConfig::new(addresses.clone());
     config.deadline = Duration::from_secs(30);
+    if args.tls {
+        config.tls = Some(api::tls::ClientTls {
+            ca: certs.join("ca.pem"),
+            identity: Some((certs.join("client.pem"), certs.join("client.key"))),
+        });
+    }
     let client = api::client::Client::new(config).map_err(Failure::from)?;
     wait_for_leader(&client).await?;
     println!("strand dev: {} nodes ready, data and logs in {}", args.nodes, args.dir.display());
     println!("endpoints: {}", addresses.join(","));
+    if args.tls {
+        println!("TLS: mutual between the nodes, and to clients; certificates in {}", certs.display());
+        println!(
+            "export STRAND_CONFIG={}    (endpoints and TLS files for every strand command)",
+            client_toml.display()
+        );
+    }
     println!("try: strand create \"my first bead\" && strand ready    (Ctrl-C stops the cluster)");
     tokio::select! {
         _ = shutdown_signal() => {}

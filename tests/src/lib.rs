@@ -57,7 +57,18 @@ pub struct Cluster {
     /// The open-files limit (`ulimit -n`, soft and hard) the nodes start under; `None`: the
     /// test's own.
     open_files: Option<u64>,
+    /// The TLS files' directory (made by `strand certs init`) when the cluster runs TLS.
+    tls: Option<Tls>,
     dir: tempfile::TempDir,
+}
+
+/// How a cluster of the harness runs TLS.
+#[derive(Clone, Debug)]
+pub struct Tls {
+    /// Where `strand certs init` wrote the CA, node and client certificates.
+    pub dir: PathBuf,
+    /// Whether the client listener requires client certificates.
+    pub client_certificates: bool,
 }
 
 impl Cluster {
@@ -69,7 +80,33 @@ impl Cluster {
     /// Starts `size` nodes as [`Cluster::start`] does, each under an open-files limit (soft and
     /// hard, so the node cannot raise it) of `open_files`, if given.
     pub fn start_with(size: u64, config_toml: Option<&str>, open_files: Option<u64>) -> Cluster {
+        Cluster::start_full(size, config_toml, open_files, false, false)
+    }
+
+    /// Starts `size` nodes with TLS on both listeners (certificates from `strand certs init`),
+    /// requiring client certificates when `client_certificates`.
+    pub fn start_tls(size: u64, client_certificates: bool) -> Cluster {
+        Cluster::start_full(size, None, None, true, client_certificates)
+    }
+
+    fn start_full(
+        size: u64,
+        config_toml: Option<&str>,
+        open_files: Option<u64>,
+        tls: bool,
+        client_certificates: bool,
+    ) -> Cluster {
         let dir = tempfile::tempdir().expect("temporary directory");
+        let tls = tls.then(|| {
+            let certs = dir.path().join("certs");
+            let made = Command::new(strand_binary())
+                .args(["certs", "init", "--nodes", &size.to_string(), "--dir"])
+                .arg(&certs)
+                .output()
+                .expect("strand certs init runs");
+            assert!(made.status.success(), "certs init: {}", String::from_utf8_lossy(&made.stderr));
+            Tls { dir: certs, client_certificates }
+        });
         let config = config_toml.map(|text| {
             let path = dir.path().join("node.toml");
             std::fs::write(&path, text).expect("write config");
@@ -85,7 +122,7 @@ impl Cluster {
             })
             .collect();
         let peers = nodes.iter().map(|node| format!("{}={}", node.id, node.peer_address)).collect::<Vec<_>>().join(",");
-        let mut cluster = Cluster { nodes, peers, config, open_files, dir };
+        let mut cluster = Cluster { nodes, peers, config, open_files, tls, dir };
         for id in 1..=size {
             cluster.restart(id);
         }
@@ -113,6 +150,14 @@ impl Cluster {
         }
         if let Some(config) = &self.config {
             command.arg("--config").arg(config);
+        }
+        if let Some(tls) = &self.tls {
+            command.arg("--tls-cert").arg(tls.dir.join(format!("node-{id}.pem")));
+            command.arg("--tls-key").arg(tls.dir.join(format!("node-{id}.key")));
+            command.arg("--tls-ca").arg(tls.dir.join("ca.pem"));
+            if tls.client_certificates {
+                command.arg("--tls-client-ca").arg(tls.dir.join("ca.pem"));
+            }
         }
         command.env("RUST_LOG", "info,openraft=warn");
         command
@@ -187,9 +232,23 @@ impl Cluster {
         self.nodes.iter().map(|node| node.address.clone()).collect()
     }
 
+    /// The cluster's TLS, when it runs TLS.
+    pub fn tls(&self) -> Option<&Tls> {
+        self.tls.as_ref()
+    }
+
+    /// The client TLS settings for this cluster (the CA, and the client certificate).
+    pub fn client_tls(&self) -> Option<api::tls::ClientTls> {
+        self.tls.as_ref().map(|tls| api::tls::ClientTls {
+            ca: tls.dir.join("ca.pem"),
+            identity: Some((tls.dir.join("client.pem"), tls.dir.join("client.key"))),
+        })
+    }
+
     /// A client of the given endpoints.
     pub fn client_of(&self, endpoints: Vec<String>) -> Client {
         let mut config = ClientConfig::new(endpoints);
+        config.tls = self.client_tls();
         config.deadline = Duration::from_secs(30);
         config.attempt_timeout = Duration::from_secs(5);
         Client::new(config).expect("client")

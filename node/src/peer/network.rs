@@ -124,7 +124,7 @@ impl Connector for TcpConnector {
             Some(tls) => {
                 let tls = tls.clone();
                 let name = Some(api::tls::node_name(member));
-                api::tls::channel(endpoint, move || tls.dial_config(), name, self.connect_timeout)
+                api::tls::channel(endpoint, move || tls.dial_config().into(), name, self.connect_timeout)
             }
         })
     }
