@@ -184,12 +184,16 @@ fn read_stdin() -> Result<String, Failure> {
 /// Parses stdin as the JSON object an operation takes. Only an object is accepted: serde would
 /// also read a struct from an array, position by position, which no caller means.
 fn read_json<T: for<'de> Deserialize<'de>>(op: &str) -> Result<T, Failure> {
-    let text = read_stdin()?;
+    parse_json(&read_stdin()?, op)
+}
+
+/// Parses `text` as the JSON object operation `op` takes (see [`read_json`]).
+fn parse_json<T: for<'de> Deserialize<'de>>(text: &str, op: &str) -> Result<T, Failure> {
     let malformed = |reason: String| {
         error(format!("{op}: stdin is not the JSON object this operation takes ({reason}); nothing was written"))
     };
     let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|json_error| malformed(json_error.to_string()))?;
+        serde_json::from_str(text).map_err(|json_error| malformed(json_error.to_string()))?;
     if !value.is_object() {
         return Err(malformed("it is not an object".into()));
     }
@@ -543,7 +547,72 @@ async fn list_beads(
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    /// JSON values of every shape, nested a little.
+    fn json() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            any::<f64>().prop_map(serde_json::Value::from),
+            ".{0,40}".prop_map(serde_json::Value::from),
+            prop::sample::select(vec!["task", "bug", "open", "closed", "in_progress", "st-1", "", "a=b"])
+                .prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(3, 32, 8, |inner| {
+            let keys = prop::sample::select(vec![
+                "title",
+                "type",
+                "status",
+                "labels",
+                "metadata",
+                "parent",
+                "assignee",
+                "priority",
+                "description",
+                "formula",
+                "vars",
+                "dry_run",
+                "add_labels",
+                "remove_labels",
+                "other",
+            ]);
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
+                prop::collection::btree_map(keys.prop_map(String::from), inner, 0..6)
+                    .prop_map(|map| serde_json::Value::Object(map.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: std::env::var("STRAND_FUZZ_CASES").ok().and_then(|text| text.parse().ok()).unwrap_or(300),
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        /// The exec-store stdin parser, with the commands its input becomes: structure-aware
+        /// (JSON objects with the keys operations take, and values of every type) and raw
+        /// bytes through the bounded reader. Nothing may panic.
+        #[test]
+        fn exec_store_stdin_never_panics(value in json(), raw in prop::collection::vec(any::<u8>(), 0..256)) {
+            for text in [value.to_string(), String::from_utf8_lossy(&raw).into_owned()] {
+                let Ok(text) = crate::wire::read_request(std::io::Cursor::new(text.into_bytes()), "stdin") else { continue };
+                if let Ok(input) = parse_json::<CreateInput>(&text, "create") {
+                    let _ = input.command("create");
+                }
+                if let Ok(input) = parse_json::<UpdateInput>(&text, "update") {
+                    let _ = input.command("update", bead_id("st-1"));
+                }
+                let _ = parse_json::<CookInput>(&text, "cook");
+                let _ = parse_json::<PurgeInput>(&text, "purge");
+            }
+        }
+    }
 
     #[test]
     fn a_beads_dir_names_the_store_of_its_scope_root_apart_from_the_exec_stores() {

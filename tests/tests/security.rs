@@ -138,7 +138,17 @@ async fn certificate_rotation_under_load_fails_no_request() {
         // One writer keeps its connections; the other opens new ones (a new client) every write,
         // so it handshakes with whatever certificates the nodes hold at that moment.
         let endpoints = cluster.endpoints();
-        let client_tls = cluster.client_tls();
+        // The client's own files, copied aside: the rotation rewrites the directory's files one
+        // by one, and this test is about the nodes, not about a client reading a half-rotated pair.
+        let own = tls.join(format!("writer-{writer}"));
+        std::fs::create_dir_all(&own).unwrap();
+        for name in ["ca.pem", "client.pem", "client.key"] {
+            std::fs::copy(tls.join(name), own.join(name)).unwrap();
+        }
+        let client_tls = Some(api::tls::ClientTls {
+            ca: own.join("ca.pem"),
+            identity: Some((own.join("client.pem"), own.join("client.key"))),
+        });
         let kept = cluster.client();
         writers.push(tokio::spawn(async move {
             let mut number = 0;

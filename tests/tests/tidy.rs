@@ -5,7 +5,7 @@
 //! node       -> api, raft-store
 //! raft-store -> api
 //! simulation -> node, raft-store, api
-//! tests      -> api, node
+//! tests      -> api, node, raft-store (the fuzz targets decode what storage holds)
 //! ```
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
@@ -21,7 +21,7 @@ fn allowed() -> BTreeMap<&'static str, BTreeSet<&'static str>> {
         ("node", BTreeSet::from(["api", "raft-store"])),
         ("cli", BTreeSet::from(["api", "node", "raft-store"])),
         ("simulation", BTreeSet::from(["node", "raft-store", "api"])),
-        ("tests", BTreeSet::from(["api", "node"])),
+        ("tests", BTreeSet::from(["api", "node", "raft-store"])),
     ])
 }
 
