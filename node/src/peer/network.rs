@@ -1,8 +1,10 @@
 //! Outbound traffic between nodes: openraft's network over gRPC, through a [`Connector`].
 //!
 //! The connector is the simulation seam for outbound connections: real nodes use
-//! [`TcpConnector`], the simulator a connector over turmoil's network. Channels are made once per
-//! peer address and reused by every RPC to that peer. Every RPC has a timeout.
+//! [`TcpConnector`] (with TLS when configured: the peer's certificate must name the member
+//! dialled, `strand-node-<id>`), the simulator a connector over turmoil's network. Channels are
+//! made once per member and peer address and reused by every RPC to that peer. Every RPC has a
+//! timeout.
 //! Payloads are postcard-encoded openraft messages (the `strand.v1.Raft` service).
 //!
 //! Every call carries the sender's [`PeerIdentity`] (cluster id and member id) as gRPC metadata,
