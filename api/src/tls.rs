@@ -29,9 +29,19 @@ pub fn node_name(id: u64) -> String {
     format!("{NODE_NAME_PREFIX}{id}")
 }
 
-/// The node id a DNS name of a certificate names, if it names one.
+/// The node id a DNS name of a certificate names, if it names one, spelled exactly as
+/// [`node_name`] spells it (`strand-node-01` and `strand-node-+1` name no node).
 pub fn node_id_of(name: &str) -> Option<u64> {
-    name.strip_prefix(NODE_NAME_PREFIX)?.parse().ok().filter(|id| *id != 0)
+    let id: u64 = name.strip_prefix(NODE_NAME_PREFIX)?.parse().ok()?;
+    (id != 0 && node_name(id) == name).then_some(id)
+}
+
+/// The one node a certificate's DNS names name; `None` when they name none, or more than one
+/// (such a certificate could speak for several members and is never accepted as a peer's).
+pub fn named_node(names: &[String]) -> Option<u64> {
+    let mut ids = names.iter().filter_map(|name| node_id_of(name));
+    let first = ids.next()?;
+    ids.all(|id| id == first).then_some(first)
 }
 
 /// The DNS names a certificate holds (none if it does not parse).
@@ -121,7 +131,8 @@ pub struct ClientTls {
 pub struct Dialer {
     /// The rustls configuration.
     pub config: Arc<ClientConfig>,
-    /// Set once a server asked for a client certificate this client does not have.
+    /// For a client without a certificate: a resolver that notes a server's request (each
+    /// connection gets a fresh one).
     certificate_asked: Option<Arc<NoCertificate>>,
 }
 
@@ -192,7 +203,17 @@ pub fn channel(
     let dialer = Arc::new(dialer);
     endpoint.connect_with_connector_lazy(tower::service_fn(move |uri: Uri| {
         let (dialer, server_name) = (dialer(), server_name.clone());
-        let connector = tokio_rustls::TlsConnector::from(dialer.config.clone());
+        // A certificate request is noted per connection: one node asking says nothing of others.
+        let asked = dialer.certificate_asked.as_ref().map(|_| Arc::new(NoCertificate::default()));
+        let config = match &asked {
+            Some(asked) => {
+                let mut config = (*dialer.config).clone();
+                config.client_auth_cert_resolver = asked.clone();
+                Arc::new(config)
+            }
+            None => dialer.config.clone(),
+        };
+        let connector = tokio_rustls::TlsConnector::from(config);
         async move {
             let host = uri.host().unwrap_or_default().trim_matches(|c| c == '[' || c == ']').to_string();
             let port = uri
@@ -211,9 +232,7 @@ pub fn channel(
                     format!("no TLS connection to {host}:{port} within {connect_timeout:?}"),
                 )
             })??;
-            let asked =
-                dialer.certificate_asked.is_some_and(|asked| asked.0.load(std::sync::atomic::Ordering::Relaxed));
-            if asked {
+            if asked.is_some_and(|asked| asked.0.load(std::sync::atomic::Ordering::Relaxed)) {
                 return Err(io::Error::new(
                     io::ErrorKind::PermissionDenied,
                     format!("{host}:{port} requires a client certificate (TLS certificate required)"),

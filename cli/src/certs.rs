@@ -108,6 +108,12 @@ fn make(args: &InitArgs) -> Result<Vec<Output>, Failure> {
                 "--hosts entry {host:?} is not a host name or IP address; write e.g. --hosts 10.0.0.1,node1.example.com"
             )));
         }
+        if host.starts_with(api::tls::NODE_NAME_PREFIX) {
+            return Err(Failure::Usage(format!(
+                "--hosts entry {host:?} would let every node's certificate speak for a member; names starting with {} are given to each node by `certs init` itself",
+                api::tls::NODE_NAME_PREFIX
+            )));
+        }
         if !hosts.iter().any(|known| known == host) {
             hosts.push(host.to_string());
         }
@@ -223,15 +229,21 @@ fn write(dir: &Path, outputs: &[Output], force: bool) -> Result<(), Failure> {
 /// Writes `contents` to `path` through a temporary file and a rename, so a reloading node never
 /// reads half a file; private files are readable by their owner only.
 fn write_file(path: &Path, contents: &str, private: bool) -> std::io::Result<()> {
-    let temporary = path.with_extension("tmp");
+    let name = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+    let temporary = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&temporary);
     {
         let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
+        options.write(true).create_new(true);
         #[cfg(unix)]
         if private {
             std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         }
         let mut file = options.open(&temporary)?;
+        #[cfg(unix)]
+        if private {
+            std::fs::set_permissions(&temporary, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+        }
         std::io::Write::write_all(&mut file, contents.as_bytes())?;
         file.sync_all()?;
     }

@@ -46,10 +46,20 @@ use crate::metrics::{CloseReason, ConnectionMetrics};
 /// Bytes a connection must send before it counts as established: the length of the HTTP/2
 /// client preface, which every gRPC client sends before anything else.
 pub const HANDSHAKE_BYTES: usize = 24;
-/// File descriptors a node keeps for other things than inbound connections: RocksDB's table
-/// files ([`raft_store::rocks::TABLE_FILES_OPEN_MAX`]) and its WAL, manifest and info log,
-/// snapshot files, outbound peer channels, stdio and the runtime's own.
-pub const DESCRIPTORS_RESERVED: u64 = raft_store::rocks::TABLE_FILES_OPEN_MAX as u64 + 128;
+/// Connections the peer listener keeps open at most (members dial a few channels each); the
+/// client listener has `connections_max`.
+pub const PEER_CONNECTIONS_MAX: u64 = 64;
+/// File descriptors a node keeps for other things than the client listener's connections:
+/// RocksDB's table files ([`raft_store::rocks::TABLE_FILES_OPEN_MAX`]) and its WAL, manifest and
+/// info log, snapshot files, the peer listener's connections, outbound peer channels, stdio and
+/// the runtime's own.
+pub const DESCRIPTORS_RESERVED: u64 = raft_store::rocks::TABLE_FILES_OPEN_MAX as u64 + 128 + PEER_CONNECTIONS_MAX;
+
+/// The peer listener's limits: the configured ones, with at most [`PEER_CONNECTIONS_MAX`]
+/// connections.
+pub fn peer_limits(limits: &ConnectionLimits) -> ConnectionLimits {
+    ConnectionLimits { connections_max: limits.connections_max.min(PEER_CONNECTIONS_MAX), ..limits.clone() }
+}
 /// Below this open-files limit `strand node` warns at start.
 pub const OPEN_FILES_RECOMMENDED_MIN: u64 = 4096;
 /// First pause after a failed `accept`; it doubles with each further failure.
@@ -150,6 +160,8 @@ struct Limiter {
     idle_timeout: Duration,
     registry: Mutex<Registry>,
     metrics: ConnectionMetrics,
+    /// What this limiter last added to the gauges, which every listener's limiter shares.
+    published: [std::sync::atomic::AtomicI64; 2],
 }
 
 impl Limiter {
@@ -161,6 +173,7 @@ impl Limiter {
             idle_timeout: Duration::from_millis(limits.idle_timeout_ms),
             registry: Mutex::new(Registry::default()),
             metrics,
+            published: Default::default(),
         }
     }
 
@@ -274,9 +287,13 @@ impl Limiter {
         registry.warned_at = Some(now);
     }
 
+    /// Moves the shared gauges by this limiter's change, so they count every listener's
+    /// connections (called under the registry lock, so the changes add up in order).
     fn publish(&self, registry: &Registry) {
-        self.metrics.open.set(registry.open as i64);
-        self.metrics.pending.set(registry.pending as i64);
+        let open = self.published[0].swap(registry.open as i64, Ordering::Relaxed);
+        self.metrics.open.inc_by(registry.open as i64 - open);
+        let pending = self.published[1].swap(registry.pending as i64, Ordering::Relaxed);
+        self.metrics.pending.inc_by(registry.pending as i64 - pending);
     }
 }
 

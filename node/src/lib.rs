@@ -322,7 +322,11 @@ where
         handshake_timeout,
     );
     let peer_incoming = tls::accept(
-        connections::limit(peer_incoming, &core.config.connections, core.metrics.connections()),
+        connections::limit(
+            peer_incoming,
+            &connections::peer_limits(&core.config.connections),
+            core.metrics.connections(),
+        ),
         tls.clone().map(|tls| (tls, tls::Listener::Peer)),
         handshake_timeout,
     );
@@ -409,7 +413,7 @@ async fn start_raft<D: Disk>(
     let raft_config = Arc::new(config.raft.to_openraft(&config.cluster_name)?);
     let identity = PeerIdentity { cluster_id, member_id: config.id };
     let append_timeout = std::time::Duration::from_millis(config.raft.rpc_timeout_ms);
-    let peers = Arc::new(Peers::new(connector, identity, append_timeout));
+    let peers = Arc::new(Peers::new(connector, config.members(), identity, append_timeout));
     let network = Network::new(peers.clone());
     let raft: StrandRaft<D> = openraft::Raft::new(config.id, raft_config, network, log_store, state_machine.clone())
         .await

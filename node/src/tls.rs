@@ -1,7 +1,8 @@
 //! TLS on the node's two listeners and on its channels to peers (rustls, ring provider).
 //!
 //! - The **peer listener** is always mutual TLS when TLS is on: a peer must show a certificate
-//!   signed by the cluster's CA, and the peer plane then requires that it name, as
+//!   signed by the cluster's CA that names exactly one node (checked in the handshake), and the
+//!   peer plane then requires that it name, as
 //!   `strand-node-<id>`, the member its messages claim to come from ([`ConnectionInfo`]). The
 //!   node dialing a peer checks in turn that the certificate it is shown names the member it meant
 //!   to reach ([`api::tls::channel`] with the node name as server name).
@@ -14,7 +15,9 @@
 //! (a half-written file, a key that does not fit) is logged and the old certificates stay.
 //!
 //! Handshakes run in a task per connection, so a client that never finishes its handshake holds
-//! up no one else; each must finish within the connection limits' handshake timeout.
+//! up no other connection's handshake; each must finish within the connection limits'
+//! handshake timeout, and until then it holds its connection slot (its ClientHello counts as
+//! the handshake bytes the connection limits wait for).
 
 use std::io;
 use std::path::PathBuf;
@@ -95,10 +98,12 @@ impl NodeTls {
     /// Reads the files again and serves with them from now on; on an error the old
     /// certificates stay and the error is returned.
     pub fn reload(&self) -> Result<(), String> {
-        let stamps_now = stamps(&self.settings);
-        let configs = build(&self.settings, self.node_id)?;
-        *self.configs.write().expect("the TLS lock is never poisoned") = Arc::new(configs);
-        *self.stamps.lock().expect("the TLS stamps lock is never poisoned") = stamps_now;
+        // The stamps of before the files are read: a file replaced while they are read (a new
+        // certificate read with the old key) differs from them, so the next look reloads again.
+        let stamps_before = stamps(&self.settings);
+        let built = build(&self.settings, self.node_id);
+        *self.stamps.lock().expect("the TLS stamps lock is never poisoned") = stamps_before;
+        *self.configs.write().expect("the TLS lock is never poisoned") = Arc::new(built?);
         Ok(())
     }
 
@@ -134,10 +139,9 @@ impl NodeTls {
             };
             match self.reload() {
                 Ok(()) => tracing::info!(why, "TLS certificates reloaded"),
+                // Not retried on every tick: only once a file changes again.
                 Err(error) => {
-                    tracing::warn!(why, %error, "TLS certificates not reloaded; the previous ones stay in use");
-                    // Do not retry a half-written file on every tick: wait for the next change.
-                    *self.stamps.lock().expect("the TLS stamps lock is never poisoned") = stamps(&self.settings);
+                    tracing::warn!(why, %error, "TLS certificates not reloaded; the previous ones stay in use")
                 }
             }
         }
@@ -152,16 +156,16 @@ fn build(settings: &TlsSettings, node_id: u64) -> Result<Configs, String> {
     let certified = api::tls::certified_key(&settings.cert, &settings.key)?;
     let names = api::tls::dns_names(&certified.cert[0]);
     let own = api::tls::node_name(node_id);
-    if !names.contains(&own) {
+    if api::tls::named_node(&names) != Some(node_id) {
         return Err(format!(
-            "the certificate {} does not name this node: it must hold the DNS name {own} (it names {}); make node certificates with `strand certs init`",
+            "the certificate {} does not name this node alone: it must hold the DNS name {own} and no other strand-node-<id> (it names {}); make node certificates with `strand certs init`",
             settings.cert.display(),
             if names.is_empty() { "nothing".to_string() } else { names.join(", ") }
         ));
     }
     let roots = Arc::new(api::tls::read_roots(&settings.ca)?);
     let provider = api::tls::provider();
-    let server = |verifier: Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>| {
+    let server = |verifier: Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>, alpn: &[&[u8]]| {
         let builder = ServerConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
             .map_err(|error| format!("TLS protocol versions: {error}"))?;
@@ -172,7 +176,7 @@ fn build(settings: &TlsSettings, node_id: u64) -> Result<Configs, String> {
         let mut config = builder
             .with_single_cert(certified.cert.clone(), api::tls::read_key(&settings.key)?)
             .map_err(|error| format!("the certificate {} cannot be served: {error}", settings.cert.display()))?;
-        config.alpn_protocols = vec![api::tls::ALPN_H2.to_vec()];
+        config.alpn_protocols = alpn.iter().map(|protocol| protocol.to_vec()).collect();
         Ok::<_, String>(TlsAcceptor::from(Arc::new(config)))
     };
     let verifier = |roots: Arc<rustls::RootCertStore>, path: &PathBuf| {
@@ -180,15 +184,68 @@ fn build(settings: &TlsSettings, node_id: u64) -> Result<Configs, String> {
             .build()
             .map_err(|error| format!("the CA {} cannot verify certificates: {error}", path.display()))
     };
-    let peer = server(Some(verifier(roots.clone(), &settings.ca)?))?;
+    let members_only: Arc<dyn rustls::server::danger::ClientCertVerifier> =
+        Arc::new(MembersOnly(verifier(roots.clone(), &settings.ca)?));
+    let peer = server(Some(members_only), &[api::tls::ALPN_H2])?;
+    // The client listener also serves the metrics page, which Prometheus scrapes over HTTP/1.1.
+    let client_alpn: &[&[u8]] = &[api::tls::ALPN_H2, b"http/1.1"];
     let client = match &settings.client_ca {
-        Some(path) => server(Some(verifier(Arc::new(api::tls::read_roots(path)?), path)?))?,
-        None => server(None)?,
+        Some(path) => server(Some(verifier(Arc::new(api::tls::read_roots(path)?), path)?), client_alpn)?,
+        None => server(None, client_alpn)?,
     };
     let dial =
         api::tls::ClientTls { ca: settings.ca.clone(), identity: Some((settings.cert.clone(), settings.key.clone())) }
             .config()?;
     Ok(Configs { client, peer, dial })
+}
+
+/// The peer listener's client-certificate check: the CA's, and then the certificate must name
+/// exactly one node (`strand-node-<id>`), so a client certificate the same CA signed, which names
+/// no node, is refused in the handshake, before any message is read.
+#[derive(Debug)]
+struct MembersOnly(Arc<dyn rustls::server::danger::ClientCertVerifier>);
+
+impl rustls::server::danger::ClientCertVerifier for MembersOnly {
+    fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
+        self.0.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &rustls::pki_types::CertificateDer<'_>,
+        intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
+        let verified = self.0.verify_client_cert(end_entity, intermediates, now)?;
+        if api::tls::named_node(&api::tls::dns_names(end_entity)).is_none() {
+            return Err(rustls::Error::General(
+                "the certificate names no single strand-node-<id>: only members connect to the peer listener".into(),
+            ));
+        }
+        Ok(verified)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        signature: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, signature)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        signature: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, signature)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
 }
 
 /// What the server knows of a connection: the DNS names of the certificate its client showed
@@ -200,9 +257,10 @@ pub struct ConnectionInfo {
 }
 
 impl ConnectionInfo {
-    /// The node ids the certificate names as `strand-node-<id>`.
-    pub fn node_ids(&self) -> Vec<u64> {
-        self.names.iter().flat_map(|names| names.iter()).filter_map(|name| api::tls::node_id_of(name)).collect()
+    /// The one node the certificate names as `strand-node-<id>`; `None` when it names none or
+    /// several.
+    pub fn node(&self) -> Option<u64> {
+        self.names.as_ref().and_then(|names| api::tls::named_node(names))
     }
 }
 
@@ -302,6 +360,11 @@ where
                             .map(api::tls::dns_names);
                         let info = ConnectionInfo { names: names.map(Arc::new) };
                         let _ = sender.send(Ok(Connection::Tls(Box::new(stream), info))).await;
+                    }
+                    // A peer that fails its handshake is a misconfigured member (wrong CA, expired
+                    // certificate) and must show in the log; clients' failures are their own.
+                    Ok(Err(error)) if listener == Listener::Peer => {
+                        tracing::warn!(%error, "a TLS handshake on the peer listener failed")
                     }
                     Ok(Err(error)) => tracing::debug!(?listener, %error, "a TLS handshake failed"),
                     Err(_) => tracing::debug!(?listener, "a TLS handshake did not finish in time"),

@@ -1,14 +1,14 @@
 //! Fuzzing of everything Strand decodes or parses from outside: every gRPC request as protobuf
 //! bytes (decoded, converted, then applied to or read from a state machine that holds beads), the
 //! formula, order and cron parsers, and, from storage and peers, log entries, proposals, state
-//! records and keys, and whole snapshot files as a node verifies them on arrival. (The exec-store
+//! records and keys, whole snapshot files as a node verifies them on arrival, and the peer
+//! protocol's payloads (appends, votes, forwarded requests) as the peer plane decodes them. (The exec-store
 //! stdin parser is fuzzed in `cli/src/exec_store.rs`, inside the binary.)
 //!
 //! These are proptest-driven, structure-aware fuzz targets rather than `cargo fuzz` ones: `cargo
 //! fuzz` needs a nightly toolchain for its sanitizer flags, and none can be installed here. Each
 //! target mixes arbitrary bytes with mutations (flipped, cut, inserted and repeated bytes) of
-//! valid inputs, so most cases get past the first check. None may panic, and a damaged length
-//! must fail as cut short instead of allocating what it claims. CI runs `FUZZ_CASES_DEFAULT`
+//! valid inputs, so most cases get past the first check. None may panic. CI runs `FUZZ_CASES_DEFAULT`
 //! cases per target; set `STRAND_FUZZ_CASES` for a longer run. A failing case is shrunk and
 //! printed by proptest; add it as a test here so every later run replays it.
 #![allow(clippy::unwrap_used)]
@@ -266,6 +266,32 @@ proptest! {
         std::fs::write(&path, &bytes).unwrap();
         let _ = verify(&path);
     }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// What a peer sends: the payloads the peer plane decodes before it checks anything else.
+    #[test]
+    fn peer_payloads_never_panic(bytes in input(vec![peer_seed()])) {
+        use node::peer::network::{TypeConfig, decode};
+        let payload = pb::RaftPayload { data: bytes };
+        let _ = decode::<openraft::raft::AppendEntriesRequest<TypeConfig>>(&payload);
+        let _ = decode::<openraft::raft::VoteRequest<TypeConfig>>(&payload);
+        let _ = decode::<node::leader::LeaderRequest>(&payload);
+    }
+}
+
+/// A forwarded create, as a follower sends it to the leader.
+fn peer_seed() -> Vec<u8> {
+    let forwarded = node::leader::LeaderRequest::Write(node::leader::BeadWrite {
+        namespace: Namespace::default_namespace(),
+        request_id: api::command::RequestId { client_id: 1, request_seq: 1, lowest_unacked: 1 },
+        actor: Actor("fuzzer".into()),
+        prefix: None,
+        command: proposal().command,
+    });
+    node::peer::network::encode(&forwarded).data
 }
 
 /// The seed itself verifies, so the mutations start from a file the reader accepts.

@@ -135,6 +135,10 @@ impl Connector for TcpConnector {
 /// Channels to peers, made once per address and reused.
 pub struct Peers {
     connector: Arc<dyn Connector>,
+    /// The peer addresses this node's configuration gives (`peers`, and its own); they win over
+    /// the addresses the membership recorded, so a member's address can move (a cluster whose
+    /// membership recorded addresses before the peer listener had its own port).
+    configured: std::collections::BTreeMap<NodeId, String>,
     identity: PeerIdentity,
     /// The base timeout of a replication request (see [`append_timeout`]).
     append_timeout: Duration,
@@ -144,12 +148,19 @@ pub struct Peers {
 impl Peers {
     /// No channels yet; every call will carry `identity`, and an append may take `append_timeout`
     /// plus its transfer time.
-    pub fn new(connector: Arc<dyn Connector>, identity: PeerIdentity, append_timeout: Duration) -> Peers {
-        Peers { connector, identity, append_timeout, channels: Mutex::new(HashMap::new()) }
+    pub fn new(
+        connector: Arc<dyn Connector>,
+        configured: std::collections::BTreeMap<NodeId, String>,
+        identity: PeerIdentity,
+        append_timeout: Duration,
+    ) -> Peers {
+        Peers { connector, configured, identity, append_timeout, channels: Mutex::new(HashMap::new()) }
     }
 
-    /// The Raft-service client of member `member` at `address`.
+    /// The Raft-service client of member `member`, at its configured peer address, else at
+    /// `address` (the membership's).
     pub fn client(&self, member: NodeId, address: &str) -> Result<PeerRpc, String> {
+        let address = self.configured.get(&member).map_or(address, String::as_str);
         let mut channels = self.channels.lock().expect("peer channels lock");
         let key = (member, address.to_string());
         let channel = match channels.get(&key) {

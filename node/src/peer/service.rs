@@ -77,12 +77,11 @@ impl<D: Disk, L: LeaderPlane> RaftPeerService<D, L> {
         }
         if self.core.config.tls.is_some() {
             // Mutual TLS: the certificate shown must name the member the message claims to be from.
-            let named = request.extensions().get::<crate::tls::ConnectionInfo>().map(|info| info.node_ids());
-            let named = named.unwrap_or_default();
-            if !named.contains(&member_id) {
+            let named = request.extensions().get::<crate::tls::ConnectionInfo>().and_then(|info| info.node());
+            if named != Some(member_id) {
                 return Err(refuse(format!(
-                    "a Raft message in the name of node {member_id} over a connection whose certificate names {}: a peer must show a certificate naming {}",
-                    if named.is_empty() { "no node".to_string() } else { format!("node(s) {named:?}") },
+                    "a Raft message in the name of node {member_id} over a connection whose certificate names {}: a peer must show a certificate naming {} and no other node",
+                    named.map_or("no single node".to_string(), |id| format!("node {id}")),
                     api::tls::node_name(member_id)
                 )));
             }
