@@ -23,6 +23,7 @@ fn build(beads: u64) -> State {
             default_prefix: "st".into(),
             actor: Actor::default(),
             event_retention: api::limits::EVENT_RETENTION_DEFAULT,
+            credential: None,
             namespace: Namespace::default_namespace(),
             command: Command::Create(CreateBead {
                 title: format!("bead {n}"),

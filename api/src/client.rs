@@ -15,6 +15,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status as GrpcStatus, Streaming};
 
@@ -23,6 +24,7 @@ use crate::convert::{self, Consistency, IntoAnswer, ReadProto, WriteProto};
 use crate::model::{Event, Namespace};
 use crate::outcome::{Answer, Outcome, Refusal};
 use crate::proto as pb;
+use crate::proto::auth_client::AuthClient;
 use crate::proto::beads_client::BeadsClient;
 use crate::proto::cluster_client::ClusterClient;
 use crate::proto::convoys_client::ConvoysClient;
@@ -93,6 +95,9 @@ pub struct ClientConfig {
     /// TLS to the nodes (their CA, and a client certificate if the cluster requires one);
     /// `None`: plain TCP.
     pub tls: Option<crate::tls::ClientTls>,
+    /// The bearer token sent with every call (`strand_` and 64 hex digits); `None`: none, for a
+    /// cluster without auth.
+    pub token: Option<String>,
 }
 
 impl ClientConfig {
@@ -110,6 +115,7 @@ impl ClientConfig {
             actor: String::new(),
             prefix: None,
             tls: None,
+            token: None,
         }
     }
 }
@@ -131,7 +137,7 @@ pub enum ClientError {
 /// A client of a Strand cluster. Cheap to share behind an `Arc`; calls may run concurrently.
 pub struct Client {
     endpoints: Vec<String>,
-    channels: Vec<Channel>,
+    channels: Vec<ClientChannel>,
     current: AtomicUsize,
     request_ids: RequestIds,
     config: ClientConfig,
@@ -189,6 +195,8 @@ impl Client {
                 config.endpoints.len()
             )));
         }
+        let bearer = Bearer::new(config.token.as_deref())?;
+        let channels = channels.into_iter().map(|channel| InterceptedService::new(channel, bearer.clone())).collect();
         let client_id = config.client_id.unwrap_or_else(|| rand::random::<u64>() | 1);
         Ok(Client {
             endpoints: config.endpoints.clone(),
@@ -233,7 +241,7 @@ impl Client {
     /// off on transient failures until the deadline.
     async fn with_retries<T, F, Fut>(&self, mut attempt: F) -> Result<T, ClientError>
     where
-        F: FnMut(usize, Channel) -> Fut,
+        F: FnMut(usize, ClientChannel) -> Fut,
         Fut: std::future::Future<Output = Result<T, GrpcStatus>>,
     {
         let started = tokio::time::Instant::now();
@@ -398,6 +406,38 @@ impl Client {
     }
 }
 
+/// A channel that adds the client's token to every call.
+type ClientChannel = InterceptedService<Channel, Bearer>;
+
+/// Adds `authorization: Bearer <token>` to every call, when the client has a token.
+#[derive(Clone, Debug)]
+struct Bearer(Option<tonic::metadata::AsciiMetadataValue>);
+
+impl Bearer {
+    fn new(token: Option<&str>) -> Result<Bearer, ClientError> {
+        let Some(token) = token else { return Ok(Bearer(None)) };
+        let token = token.trim();
+        if !crate::auth::is_well_formed(token) {
+            return Err(ClientError::Failed(format!(
+                "the token is not `{}` and {} hex digits; pass the token `strand auth token create` printed (--token or $STRAND_TOKEN)",
+                crate::auth::TOKEN_PREFIX,
+                crate::auth::TOKEN_HEX_DIGITS
+            )));
+        }
+        let value = format!("Bearer {token}").parse().expect("a well-formed token is ASCII");
+        Ok(Bearer(Some(value)))
+    }
+}
+
+impl tonic::service::Interceptor for Bearer {
+    fn call(&mut self, mut request: tonic::Request<()>) -> Result<tonic::Request<()>, GrpcStatus> {
+        if let Some(value) = &self.0 {
+            request.metadata_mut().insert(crate::auth::AUTHORIZATION_HEADER, value.clone());
+        }
+        Ok(request)
+    }
+}
+
 /// The id a client takes after its session expired: a bijective mix of the old one (splitmix64),
 /// never 0.
 fn next_client_id(client_id: u64) -> u64 {
@@ -481,7 +521,7 @@ impl Watch<'_> {
     }
 }
 
-async fn send_write(channel: Channel, request: WriteProto) -> Result<Answer, GrpcStatus> {
+async fn send_write(channel: ClientChannel, request: WriteProto) -> Result<Answer, GrpcStatus> {
     Ok(dispatch!(request, channel, WriteProto {
         Create => BeadsClient.create,
         Update => BeadsClient.update,
@@ -517,10 +557,14 @@ async fn send_write(channel: Channel, request: WriteProto) -> Result<Answer, Grp
         Txn => BeadsClient.txn,
         Import => BeadsClient.import,
         ImportUndo => BeadsClient.import_undo,
+        AuthEnable => AuthClient.enable,
+        AuthDisable => AuthClient.disable,
+        TokenCreate => AuthClient.token_create,
+        TokenRevoke => AuthClient.token_revoke,
     }))
 }
 
-async fn send_read(channel: Channel, request: ReadProto) -> Result<Answer, GrpcStatus> {
+async fn send_read(channel: ClientChannel, request: ReadProto) -> Result<Answer, GrpcStatus> {
     Ok(dispatch!(request, channel, ReadProto {
         Get => BeadsClient.get,
         List => BeadsClient.list,
@@ -541,5 +585,7 @@ async fn send_read(channel: Channel, request: ReadProto) -> Result<Answer, GrpcS
         ConvoyStatus => ConvoysClient.status,
         Stranded => ConvoysClient.stranded,
         Events => EventsClient.list,
+        Tokens => AuthClient.token_list,
+        WhoAmI => AuthClient.who_am_i,
     }))
 }

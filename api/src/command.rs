@@ -38,6 +38,9 @@ pub struct Proposal {
     pub actor: Actor,
     /// How many events the namespace keeps (from the leader's config); older ones are compacted.
     pub event_retention: u64,
+    /// The SHA-256 of the token the client sent, if any: with auth enabled, the state machine
+    /// judges the command by that token's rights when it applies it (`crate::auth`).
+    pub credential: Option<crate::auth::TokenHash>,
     /// What to do.
     pub command: Command,
 }
@@ -250,6 +253,8 @@ pub enum Command {
         /// At most [`crate::limits::IMPORT_BEADS_MAX`].
         beads: Vec<ImportedBead>,
     },
+    /// A change of the cluster's auth settings or tokens (`strand auth`); its namespace is ignored.
+    Auth(crate::auth::AuthCommand),
 }
 
 /// What a leader's controller does, each conditional on the state it judged, so that applying it
@@ -469,6 +474,7 @@ impl Command {
             Command::Txn(_) => "txn",
             Command::Import { .. } => "import",
             Command::ImportUndo { .. } => "import_undo",
+            Command::Auth(auth) => auth.name(),
         }
     }
 }
@@ -904,6 +910,11 @@ pub enum Query {
     },
     /// Every namespace of the cluster (the request's namespace is ignored).
     Namespaces,
+    /// Whether auth is enabled, and every token (never a token itself: names, hashes and rights).
+    Tokens,
+    /// Whether auth is enabled, and the token the read was made with (the node judges reads by
+    /// their token, so this answers the caller's own).
+    WhoAmI,
 }
 
 impl std::fmt::Display for Proposal {

@@ -28,6 +28,8 @@ pub struct WriteRequest {
     pub prefix: Option<String>,
     /// The command.
     pub command: Command,
+    /// The SHA-256 of the token the request came with (set by the node from its metadata).
+    pub credential: Option<crate::auth::TokenHash>,
 }
 
 /// How a read is served.
@@ -49,6 +51,8 @@ pub struct ReadRequest {
     pub consistency: Consistency,
     /// What to read.
     pub query: Query,
+    /// The SHA-256 of the token the request came with (set by the node from its metadata).
+    pub credential: Option<crate::auth::TokenHash>,
 }
 
 fn namespace_of(name: &str) -> Namespace {
@@ -69,6 +73,7 @@ fn write_request_of(header: Option<pb::WriteHeader>, command: Command) -> WriteR
         actor: Actor(header.actor),
         prefix: non_empty(header.prefix),
         command,
+        credential: None,
     }
 }
 
@@ -457,7 +462,7 @@ macro_rules! read_request {
                 let (namespace, consistency) = read_header_of(self.header.clone());
                 let $value = self;
                 let query: Result<Query, Refusal> = $query;
-                Ok(ReadRequest { namespace, consistency, query: query? })
+                Ok(ReadRequest { namespace, consistency, query: query?, credential: None })
             }
         }
     };
@@ -680,6 +685,18 @@ pub fn write_to_proto(header: pb::WriteHeader, command: &Command) -> Option<Writ
                 })
                 .collect(),
         }),
+        Command::Auth(command) => match command {
+            crate::auth::AuthCommand::Enable(spec) => {
+                WriteProto::AuthEnable(pb::AuthEnableRequest { header, admin: Some(auth::spec_to_proto(spec)) })
+            }
+            crate::auth::AuthCommand::Disable => WriteProto::AuthDisable(pb::AuthDisableRequest { header }),
+            crate::auth::AuthCommand::TokenCreate(spec) => {
+                WriteProto::TokenCreate(pb::TokenCreateRequest { header, token: Some(auth::spec_to_proto(spec)) })
+            }
+            crate::auth::AuthCommand::TokenRevoke { name } => {
+                WriteProto::TokenRevoke(pb::TokenRevokeRequest { header, name })
+            }
+        },
     })
 }
 
@@ -823,6 +840,10 @@ request_enum!(
         Txn(pb::TxnRequest),
         Import(pb::ImportRequest),
         ImportUndo(pb::ImportUndoRequest),
+        AuthEnable(pb::AuthEnableRequest),
+        AuthDisable(pb::AuthDisableRequest),
+        TokenCreate(pb::TokenCreateRequest),
+        TokenRevoke(pb::TokenRevokeRequest),
     }
 );
 
@@ -869,6 +890,8 @@ pub fn read_to_proto(header: pb::ReadHeader, query: &Query) -> ReadProto {
             ReadProto::PurgePreview(pb::PurgePreviewRequest { header, older_than_ms })
         }
         Query::Namespaces => ReadProto::Namespaces(pb::NamespaceListRequest { header }),
+        Query::Tokens => ReadProto::Tokens(pb::TokenListRequest { header }),
+        Query::WhoAmI => ReadProto::WhoAmI(pb::WhoAmIRequest { header }),
     }
 }
 
@@ -917,6 +940,8 @@ request_enum!(
         OrderList(pb::OrderListRequest),
         PurgePreview(pb::PurgePreviewRequest),
         Namespaces(pb::NamespaceListRequest),
+        Tokens(pb::TokenListRequest),
+        WhoAmI(pb::WhoAmIRequest),
     }
 );
 
@@ -1288,6 +1313,8 @@ fn refusal_code(refusal: &Refusal) -> Code {
         }
         Refusal::SessionExpired { .. } | Refusal::RequestTooOld { .. } => Code::Aborted,
         Refusal::Compacted { .. } => Code::OutOfRange,
+        Refusal::Unauthenticated(_) => Code::Unauthenticated,
+        Refusal::PermissionDenied(_) => Code::PermissionDenied,
         Refusal::TxnWriteRefused { refusal, .. } => refusal_code(refusal),
     }
 }
@@ -1385,6 +1412,9 @@ impl IntoAnswer for pb::EventsResponse {
         Ok(Outcome::Events { events: self.events.into_iter().map(event_from_proto).collect(), last_seq: self.last_seq })
     }
 }
+
+// After the macros, which it uses.
+mod auth;
 
 #[cfg(test)]
 mod tests {

@@ -5,6 +5,7 @@
 //! no async, reads no clock and draws no random number. Protobuf types appear only in [`proto`]
 //! and are converted to and from the model in exactly one place, [`convert`].
 
+pub mod auth;
 pub mod client;
 pub mod command;
 pub mod convert;

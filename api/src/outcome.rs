@@ -45,6 +45,13 @@ pub enum Outcome {
     Namespaces(Vec<NamespaceInfo>),
     /// The outcome of each write of a transaction, in order.
     Txn(Vec<Outcome>),
+    /// Whether auth is enabled, and tokens (all of them, or the caller's own).
+    Tokens {
+        /// Whether auth is enabled.
+        enabled: bool,
+        /// The tokens, by name.
+        tokens: Vec<crate::auth::Token>,
+    },
 }
 
 /// A container's progress: a molecule root and its steps, or a convoy and its children.
@@ -269,6 +276,13 @@ pub enum Refusal {
         /// Why it was refused.
         refusal: Box<Refusal>,
     },
+    /// Auth is enabled and the request carries no token, or one the cluster does not know
+    /// (revoked, or never made).
+    #[error("{}", printable(.0))]
+    Unauthenticated(String),
+    /// The request's token may not do this.
+    #[error("{}", printable(.0))]
+    PermissionDenied(String),
     /// A retry of a request whose answer was already acknowledged and forgotten.
     #[error("request {request_seq} of client {client_id} was already answered and acknowledged")]
     RequestTooOld {

@@ -168,25 +168,31 @@ impl ClientTls {
     /// The configuration these files make, noting a server's request for a certificate when
     /// they hold none.
     pub fn dialer(&self) -> Result<Dialer, String> {
-        let roots = read_roots(&self.ca)?;
-        let builder = ClientConfig::builder_with_provider(provider())
-            .with_safe_default_protocol_versions()
-            .map_err(|error| format!("TLS protocol versions: {error}"))?
-            .with_root_certificates(roots);
-        let asked = Arc::new(NoCertificate::default());
-        let mut config = match &self.identity {
-            Some((cert, key)) => {
-                let certified = certified_key(cert, key)?;
-                builder
-                    .with_client_auth_cert(certified.cert.clone(), read_key(key)?)
-                    .map_err(|error| format!("the client certificate {} cannot be used: {error}", cert.display()))?
-            }
-            None => builder.with_client_cert_resolver(asked.clone()),
+        let identity = match &self.identity {
+            Some((cert, key)) => Some(certified_key(cert, key)?),
+            None => None,
         };
-        config.alpn_protocols = vec![ALPN_H2.to_vec()];
-        let certificate_asked = self.identity.is_none().then_some(asked);
-        Ok(Dialer { config: Arc::new(config), certificate_asked })
+        dialer(read_roots(&self.ca)?, identity)
     }
+}
+
+/// A client configuration trusting `roots`, showing `identity` (a certificate and its key) when
+/// given, else noting a server's request for one.
+pub fn dialer(roots: RootCertStore, identity: Option<Arc<rustls::sign::CertifiedKey>>) -> Result<Dialer, String> {
+    let builder = ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|error| format!("TLS protocol versions: {error}"))?
+        .with_root_certificates(roots);
+    let asked = Arc::new(NoCertificate::default());
+    let mut config = match &identity {
+        Some(certified) => {
+            builder.with_client_cert_resolver(Arc::new(rustls::sign::SingleCertAndKey::from(certified.clone())))
+        }
+        None => builder.with_client_cert_resolver(asked.clone()),
+    };
+    config.alpn_protocols = vec![ALPN_H2.to_vec()];
+    let certificate_asked = identity.is_none().then_some(asked);
+    Ok(Dialer { config: Arc::new(config), certificate_asked })
 }
 
 /// A lazily connecting channel over TLS for `endpoint` (an `http://host:port` endpoint: the

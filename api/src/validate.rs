@@ -306,6 +306,11 @@ pub fn validate_command(command: &Command) -> Result<(), Refusal> {
             Ok(())
         }
         Command::Txn(txn) => validate_txn(txn),
+        Command::Auth(crate::auth::AuthCommand::Enable(spec) | crate::auth::AuthCommand::TokenCreate(spec)) => {
+            crate::auth::validate_spec(spec)
+        }
+        Command::Auth(crate::auth::AuthCommand::TokenRevoke { name }) => check_names(&[("token name", name)]),
+        Command::Auth(crate::auth::AuthCommand::Disable) => Ok(()),
         Command::Import { beads } => validate_import(beads),
         Command::ImportUndo { beads } => {
             if beads.is_empty() || beads.len() > IMPORT_BEADS_MAX {

@@ -5,6 +5,7 @@
 //! `strand dev` call the `node` crate (feature `node`, on by default).
 
 mod annotate;
+mod auth;
 mod beads;
 mod bench;
 mod bench_lease;
@@ -75,6 +76,18 @@ pub struct Cli {
     /// TLS: the client certificate's private key (PEM) ($STRAND_KEY, `key`).
     #[arg(long, global = true, env = "STRAND_KEY", value_name = "PEM", requires = "cert")]
     key: Option<PathBuf>,
+    /// The bearer token of a cluster with auth enabled (`strand_` and 64 hex digits, as
+    /// `strand auth token create` printed it). Default: $STRAND_TOKEN, else `token` of the
+    /// $STRAND_CONFIG file.
+    #[arg(long, global = true, env = "STRAND_TOKEN", value_name = "TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// The actor of the token (from the cluster), when a token is given and nothing names the
+    /// actor: an agent's token fixes it.
+    #[arg(skip)]
+    token_actor: Option<String>,
+    /// Whether `--namespace` was written on the command line (not taken from the environment).
+    #[arg(skip)]
+    namespace_given: bool,
     /// A lease id (the fencing token a leased claim answered): a write to its bead is refused,
     /// "claim lost", once that lease is no longer the bead's current one.
     #[arg(long = "lease-id", global = true, env = "STRAND_LEASE_ID", value_name = "LEASE")]
@@ -160,6 +173,10 @@ enum Command {
     /// TLS certificates: `certs init` makes a development CA and node and client certificates.
     #[command(subcommand)]
     Certs(certs::CertsCommand),
+    /// Authentication: `auth enable` turns it on and prints the first admin token; `auth token
+    /// create|list|revoke` manage tokens (roles admin, agent, reader).
+    #[command(subcommand)]
+    Auth(auth::AuthCommand),
     /// Run one cluster member.
     #[cfg(feature = "node")]
     Node(run_node::NodeArgs),
@@ -329,6 +346,8 @@ struct ClientConfigFile {
     cert: Option<PathBuf>,
     /// Its private key.
     key: Option<PathBuf>,
+    /// The bearer token of a cluster with auth enabled.
+    token: Option<String>,
 }
 
 /// Reads the client config file named by `$STRAND_CONFIG`, if one is named.
@@ -396,12 +415,16 @@ impl Cli {
         self.lease_id
     }
 
-    /// The actor, resolved through the chain of BEADS-SPEC §3.
+    /// The actor, resolved through the chain of BEADS-SPEC §3; with a token and nothing naming
+    /// the actor, the token's actor comes before the OS user.
     pub fn actor(&self) -> String {
-        if let Some(actor) = &self.actor {
+        if let Some(actor) = self.named_actor() {
+            return actor;
+        }
+        if let Some(actor) = &self.token_actor {
             return actor.clone();
         }
-        for variable in ["STRAND_ACTOR", "BEADS_ACTOR", "GC_SESSION_NAME", "GC_AGENT", "USER", "USERNAME"] {
+        for variable in ["USER", "USERNAME"] {
             if let Ok(value) = std::env::var(variable)
                 && !value.is_empty()
             {
@@ -409,6 +432,55 @@ impl Cli {
             }
         }
         "unknown".into()
+    }
+
+    /// The actor `--actor` or an agent's variable names, if any.
+    fn named_actor(&self) -> Option<String> {
+        if let Some(actor) = &self.actor {
+            return Some(actor.clone());
+        }
+        ["STRAND_ACTOR", "BEADS_ACTOR", "GC_SESSION_NAME", "GC_AGENT"]
+            .into_iter()
+            .find_map(|variable| std::env::var(variable).ok().filter(|value| !value.is_empty()))
+    }
+
+    /// The bearer token: `--token` or `$STRAND_TOKEN`, else `token` of the client config file.
+    pub fn token(&self) -> Result<Option<String>, Failure> {
+        if let Some(token) = self.token.as_ref().filter(|token| !token.trim().is_empty()) {
+            return Ok(Some(token.trim().to_string()));
+        }
+        Ok(client_config_file()?.and_then(|file| file.token))
+    }
+
+    /// The namespace `--namespace` names on the command line, if it does.
+    pub fn namespace_given(&self) -> Option<&str> {
+        self.namespace.as_deref().filter(|_| self.namespace_given)
+    }
+
+    /// The actor `--actor` names on the command line, if it does.
+    pub fn actor_given(&self) -> Option<&str> {
+        self.actor.as_deref()
+    }
+
+    /// With a token and nothing naming the actor, asks the cluster for the token's actor, so that
+    /// writes and look-ups by actor (hook, inbox) use it. A failure leaves the actor as it was;
+    /// the command then meets the failure itself.
+    async fn resolve_token_actor(&mut self) {
+        let talks_to_cluster = !matches!(
+            &self.command,
+            Command::Certs(_) | Command::Version | Command::Auth(auth::AuthCommand::Enable(_))
+        );
+        #[cfg(feature = "node")]
+        let talks_to_cluster = talks_to_cluster && !matches!(&self.command, Command::Node(_) | Command::Dev(_));
+        if !talks_to_cluster || self.named_actor().is_some() || !matches!(self.token(), Ok(Some(_))) {
+            return;
+        }
+        let Ok(client) = self.client() else { return };
+        if let Ok(api::outcome::Outcome::Tokens { tokens, .. }) = client.query(api::command::Query::WhoAmI).await
+            && let Some(token) = tokens.into_iter().next()
+        {
+            self.token_actor = Some(token.actor.0);
+        }
     }
 
     /// The namespace the global flags name (see `--namespace`).
@@ -485,6 +557,7 @@ impl Cli {
     fn client_config(&self, namespace: &str, prefix: Option<String>) -> Result<ClientConfig, Failure> {
         let mut config = ClientConfig::new(self.endpoints()?);
         config.tls = self.tls()?;
+        config.token = self.token()?;
         config.prefix = prefix;
         config.namespace = Namespace(namespace.to_string());
         config.actor = self.actor();
@@ -510,6 +583,7 @@ async fn dispatch(cli: &Cli) -> Outcome {
         Command::Lease(command) => lease::run(cli, command).await,
         Command::Cluster(command) => cluster::run(cli, command).await,
         Command::Certs(command) => certs::run(cli, command),
+        Command::Auth(command) => auth::run(cli, command).await,
         #[cfg(feature = "node")]
         Command::Node(args) => run_node::run_node(args).await,
         #[cfg(feature = "node")]
@@ -549,6 +623,7 @@ fn parse() -> Result<Cli, ExitCode> {
     let parsed = command.try_get_matches().and_then(|matches| {
         let mut cli = Cli::from_arg_matches(&matches)?;
         cli.timeout_given = matches.value_source("timeout") == Some(clap::parser::ValueSource::CommandLine);
+        cli.namespace_given = matches.value_source("namespace") == Some(clap::parser::ValueSource::CommandLine);
         Ok(cli)
     });
     match parsed {
@@ -576,7 +651,7 @@ fn parse() -> Result<Cli, ExitCode> {
 }
 
 fn main() -> ExitCode {
-    let cli = match parse() {
+    let mut cli = match parse() {
         Ok(cli) => cli,
         Err(code) => return code,
     };
@@ -589,7 +664,11 @@ fn main() -> ExitCode {
     };
     // An error quotes user text (ids, titles) and nodes' messages; `printable` escapes control
     // characters, so it stays one line and cannot drive the terminal.
-    match runtime.block_on(dispatch(&cli)) {
+    let outcome = runtime.block_on(async {
+        cli.resolve_token_actor().await;
+        dispatch(&cli).await
+    });
+    match outcome {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(Failure::Refused(message)) => {

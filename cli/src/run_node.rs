@@ -61,6 +61,10 @@ pub struct NodeArgs {
     /// TLS: require client certificates signed by this CA (PEM) on the client listener.
     #[arg(long, value_name = "PEM")]
     tls_client_ca: Option<PathBuf>,
+    /// With auth enabled (`strand auth enable`), serve /metrics only to a request with a token
+    /// (`authorization: Bearer ...`, any role); `metrics_auth = true` in the config file.
+    #[arg(long)]
+    metrics_auth: bool,
     /// TOML config file; flags override it.
     #[arg(long)]
     config: Option<PathBuf>,
@@ -129,6 +133,9 @@ fn load_config(args: &NodeArgs) -> Result<NodeConfig, Failure> {
             )
         })?;
         tls.client_ca = Some(client_ca.clone());
+    }
+    if args.metrics_auth {
+        config.metrics_auth = true;
     }
     if let Some(peers) = &args.peers {
         config.peers = parse_peers(peers).map_err(|error| Failure::Usage(error.to_string()))?;
@@ -306,6 +313,10 @@ pub struct DevArgs {
     /// for $STRAND_CONFIG.
     #[arg(long)]
     tls: bool,
+    /// Turn auth on: the first admin token is written to DIR/admin.token (kept across runs) and
+    /// into DIR/client.toml for $STRAND_CONFIG.
+    #[arg(long)]
+    auth: bool,
 }
 
 /// Runs `strand dev`: starts the nodes as child processes, waits for a leader, prints the
@@ -334,13 +345,9 @@ pub async fn run_dev(args: &DevArgs) -> Outcome {
         .map_err(|error| Failure::Refused(format!("cannot create {}: {error}", args.dir.display())))?;
     let certs = args.dir.join("certs");
     let client_toml = args.dir.join("client.toml");
+    let token_file = args.dir.join("admin.token");
     if args.tls {
         crate::certs::ensure(&certs, args.nodes)?;
-        let text = format!(
-            "endpoints = {addresses:?}\ncacert = \"certs/ca.pem\"\ncert = \"certs/client.pem\"\nkey = \"certs/client.key\"\n"
-        );
-        std::fs::write(&client_toml, text)
-            .map_err(|error| Failure::Refused(format!("cannot write {}: {error}", client_toml.display())))?;
     }
     let mut children = Vec::new();
     for (index, (address, peer_address)) in addresses.iter().zip(&peer_addresses).enumerate() {
@@ -379,14 +386,34 @@ pub async fn run_dev(args: &DevArgs) -> Outcome {
             identity: Some((certs.join("client.pem"), certs.join("client.key"))),
         });
     }
-    let client = api::client::Client::new(config).map_err(Failure::from)?;
-    wait_for_leader(&client).await?;
+    // A token of an earlier `--auth` run of this directory, whose data keeps auth on.
+    let saved = std::fs::read_to_string(&token_file).ok().map(|text| text.trim().to_string());
+    config.token = saved.clone().filter(|token| api::auth::is_well_formed(token));
+    let client = api::client::Client::new(config.clone()).map_err(Failure::from)?;
+    wait_for_leader(&client, &token_file).await?;
+    let token = if args.auth { Some(dev_admin_token(&client, config, &token_file).await?) } else { config.token };
+    if args.tls || token.is_some() {
+        let mut text = format!("endpoints = {addresses:?}\n");
+        if args.tls {
+            text.push_str("cacert = \"certs/ca.pem\"\ncert = \"certs/client.pem\"\nkey = \"certs/client.key\"\n");
+        }
+        if let Some(token) = &token {
+            text.push_str(&format!("token = \"{token}\"\n"));
+        }
+        crate::certs::write_file(&client_toml, &text, token.is_some())
+            .map_err(|error| Failure::Refused(format!("cannot write {}: {error}", client_toml.display())))?;
+    }
     println!("strand dev: {} nodes ready, data and logs in {}", args.nodes, args.dir.display());
     println!("endpoints: {}", addresses.join(","));
     if args.tls {
         println!("TLS: mutual between the nodes, and to clients; certificates in {}", certs.display());
+    }
+    if token.is_some() {
+        println!("auth: enabled; the admin token is in {} (and in client.toml)", token_file.display());
+    }
+    if args.tls || token.is_some() {
         println!(
-            "export STRAND_CONFIG={}    (endpoints and TLS files for every strand command)",
+            "export STRAND_CONFIG={}    (endpoints, TLS files and token for every strand command)",
             client_toml.display()
         );
     }
@@ -409,13 +436,48 @@ async fn wait_any(children: &mut [tokio::process::Child]) -> String {
     }
 }
 
-async fn wait_for_leader(client: &api::client::Client) -> Result<(), Failure> {
+/// The admin token of a dev cluster with auth: the saved one while it still works, else a new
+/// one from `auth enable`, saved to `token_file`.
+async fn dev_admin_token(
+    client: &api::client::Client,
+    mut config: api::client::ClientConfig,
+    token_file: &std::path::Path,
+) -> Result<String, Failure> {
+    use api::outcome::Outcome as Answer;
+    let Answer::Tokens { enabled, tokens } = client.query(api::command::Query::WhoAmI).await? else {
+        return Err(Failure::Refused("the dev cluster answered whoami with something else".into()));
+    };
+    if enabled && let (Some(token), false) = (&config.token, tokens.is_empty()) {
+        return Ok(token.clone());
+    }
+    let token = api::auth::generate();
+    let spec = api::auth::TokenSpec {
+        name: format!("dev-admin-{}", &api::auth::TokenHash::of(&token).fingerprint()[..6]),
+        hash: api::auth::TokenHash::of(&token),
+        role: api::auth::Role::Admin,
+        namespaces: Default::default(),
+        actor: None,
+    };
+    config.token = None;
+    let enabling = api::client::Client::new(config).map_err(Failure::from)?;
+    enabling.execute(api::command::Command::Auth(api::auth::AuthCommand::Enable(spec))).await?;
+    crate::certs::write_file(token_file, &format!("{token}\n"), true)
+        .map_err(|error| Failure::Refused(format!("cannot write {}: {error}", token_file.display())))?;
+    Ok(token)
+}
+
+async fn wait_for_leader(client: &api::client::Client, token_file: &std::path::Path) -> Result<(), Failure> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
-        if let Ok(status) = client.status(false).await
-            && status.leader_id != 0
-        {
-            return Ok(());
+        match client.status(false).await {
+            Ok(status) if status.leader_id != 0 => return Ok(()),
+            Err(api::client::ClientError::Refused(api::outcome::Refusal::Unauthenticated(reason))) => {
+                return Err(Failure::Refused(format!(
+                    "this directory's cluster has auth enabled, and {} does not hold a token it knows ({reason}); pass --dir with a fresh directory, or restore the token",
+                    token_file.display()
+                )));
+            }
+            _ => {}
         }
         if tokio::time::Instant::now() > deadline {
             return Err(Failure::Unavailable(

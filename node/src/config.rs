@@ -357,6 +357,9 @@ pub struct NodeConfig {
     pub controller: ControllerSettings,
     /// TLS on both listeners and to peers; `None`: plain TCP.
     pub tls: Option<TlsSettings>,
+    /// With auth enabled, `/metrics` answers only a request with a token (any role) the node's
+    /// replica knows; without auth enabled it stays open.
+    pub metrics_auth: bool,
     /// Start as a member rejoining after its data was lost: on an empty data directory, the node
     /// does not vote until it has caught up with the leader (see `node::rejoin`). No effect on a
     /// directory that holds data.
@@ -379,6 +382,7 @@ impl Default for NodeConfig {
             connections: ConnectionLimits::default(),
             controller: ControllerSettings::default(),
             tls: None,
+            metrics_auth: false,
             raft: RaftSettings::default(),
             rejoin: false,
         }

@@ -125,9 +125,16 @@ impl<D: Disk> NodeCore<D> {
         self.raft.metrics().borrow_watched().current_leader
     }
 
-    /// Answers a query from this node's replica as it is now, with no consistency check.
-    pub fn read_local(&self, namespace: &api::model::Namespace, query: &api::command::Query) -> Answer {
-        self.state_machine.read(|state| state.query(namespace, query))
+    /// Answers a query made with `credential` from this node's replica as it is now, with no
+    /// consistency check: judged by the token (when auth is on) and answered in one look at the
+    /// state.
+    pub fn read_as(
+        &self,
+        credential: Option<&api::auth::TokenHash>,
+        namespace: &api::model::Namespace,
+        query: &api::command::Query,
+    ) -> Answer {
+        self.state_machine.read(|state| state.query_as(credential, namespace, query))
     }
 
     /// This node's own status, as `strand cluster status` shows each member.

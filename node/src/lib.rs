@@ -39,6 +39,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use api::proto::auth_server::AuthServer;
 use api::proto::beads_server::BeadsServer;
 use api::proto::cluster_server::ClusterServer;
 use api::proto::convoys_server::ConvoysServer;
@@ -59,8 +60,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tonic::transport::server::Connected;
 
 use crate::client::{
-    BeadsService, ClusterService, ConvoysService, EventsService, FormulasService, MailService, MoleculesService,
-    NamespacesService, OrdersService, WorkService,
+    AuthService, BeadsService, ClusterService, ConvoysService, EventsService, FormulasService, MailService,
+    MoleculesService, NamespacesService, OrdersService, WorkService,
 };
 use crate::clock::Clock;
 use crate::config::NodeConfig;
@@ -310,6 +311,7 @@ where
         "strand.v1.Convoys",
         "strand.v1.Events",
         "strand.v1.Cluster",
+        "strand.v1.Auth",
         "",
     ];
     for service in services {
@@ -354,6 +356,7 @@ where
         .add_service(limited!(MailServer::new(MailService::new(leader.clone()))))
         .add_service(limited!(ConvoysServer::new(ConvoysService::new(leader.clone()))))
         .add_service(limited!(EventsServer::new(EventsService::new(leader.clone()))))
+        .add_service(limited!(AuthServer::new(AuthService::new(leader.clone()))))
         .add_service(ClusterServer::new(ClusterService::new(core.clone(), peers.clone())))
         // Watch streams never end by themselves; they must end for the graceful shutdown to finish.
         .serve_with_incoming_shutdown(client_incoming, core.stopped());
@@ -379,11 +382,29 @@ where
     stopped.map_err(|error| NodeError::Raft(error.to_string()))
 }
 
-/// `GET /metrics`: the node's Prometheus metrics (see [`metrics`]).
+/// `GET /metrics`: the node's Prometheus metrics (see [`metrics`]). With `metrics_auth` and auth
+/// enabled, only for a bearer token this node's replica knows (401 otherwise).
 fn metrics_route<D: Disk>(core: Arc<NodeCore<D>>) -> axum::Router {
-    let page = move || {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+    let page = move |headers: axum::http::HeaderMap| {
         let core = core.clone();
-        async move { ([(axum::http::header::CONTENT_TYPE, metrics::CONTENT_TYPE)], core.metrics_page()) }
+        async move {
+            if core.config.metrics_auth {
+                let credential = match headers.get(header::AUTHORIZATION) {
+                    None => Ok(None),
+                    Some(value) => api::auth::parse_bearer(value.as_bytes()).map(Some),
+                };
+                let judged = credential.and_then(|credential| {
+                    core.state_machine.read(|state| state.authenticate(credential.as_ref()).map(|_| ()))
+                });
+                if let Err(refusal) = judged {
+                    let challenge = [(header::WWW_AUTHENTICATE, "Bearer")];
+                    return (StatusCode::UNAUTHORIZED, challenge, format!("{refusal}\n")).into_response();
+                }
+            }
+            ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], core.metrics_page()).into_response()
+        }
     };
     axum::Router::new().route("/metrics", axum::routing::get(page))
 }

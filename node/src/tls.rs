@@ -163,6 +163,7 @@ fn build(settings: &TlsSettings, node_id: u64) -> Result<Configs, String> {
             if names.is_empty() { "nothing".to_string() } else { names.join(", ") }
         ));
     }
+    // Each file is read once, so one build never mixes an old file with a new one it read twice.
     let roots = Arc::new(api::tls::read_roots(&settings.ca)?);
     let provider = api::tls::provider();
     let server = |verifier: Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>, alpn: &[&[u8]]| {
@@ -173,9 +174,7 @@ fn build(settings: &TlsSettings, node_id: u64) -> Result<Configs, String> {
             Some(verifier) => builder.with_client_cert_verifier(verifier),
             None => builder.with_no_client_auth(),
         };
-        let mut config = builder
-            .with_single_cert(certified.cert.clone(), api::tls::read_key(&settings.key)?)
-            .map_err(|error| format!("the certificate {} cannot be served: {error}", settings.cert.display()))?;
+        let mut config = builder.with_cert_resolver(Arc::new(rustls::sign::SingleCertAndKey::from(certified.clone())));
         config.alpn_protocols = alpn.iter().map(|protocol| protocol.to_vec()).collect();
         Ok::<_, String>(TlsAcceptor::from(Arc::new(config)))
     };
@@ -193,9 +192,7 @@ fn build(settings: &TlsSettings, node_id: u64) -> Result<Configs, String> {
         Some(path) => server(Some(verifier(Arc::new(api::tls::read_roots(path)?), path)?), client_alpn)?,
         None => server(None, client_alpn)?,
     };
-    let dial =
-        api::tls::ClientTls { ca: settings.ca.clone(), identity: Some((settings.cert.clone(), settings.key.clone())) }
-            .config()?;
+    let dial = api::tls::dialer(rustls::RootCertStore::clone(&roots), Some(certified.clone()))?.config;
     Ok(Configs { client, peer, dial })
 }
 

@@ -39,7 +39,7 @@ pub const META_FORMAT: &[u8] = b"format";
 /// their revision, and commands include transactions. 3: every stored value carries a CRC-32.
 /// 2: standard Raft leader ids (one leader per term) in votes and log ids. Directories without
 /// the key were written in format 1.
-pub const STORAGE_FORMAT: u32 = 7;
+pub const STORAGE_FORMAT: u32 = 8;
 /// Bytes of the checksum that ends every stored value.
 pub const CHECKSUM_BYTES: usize = 4;
 

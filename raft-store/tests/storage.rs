@@ -90,6 +90,7 @@ fn proposal(title: &str, index: i64) -> Proposal {
         default_prefix: "st".into(),
         actor: Actor::default(),
         event_retention: api::limits::EVENT_RETENTION_DEFAULT,
+        credential: None,
         namespace: Namespace::default_namespace(),
         command: Command::Create(CreateBead { title: title.into(), ..Default::default() }),
     }
@@ -212,6 +213,15 @@ fn borrowed_records_encode_exactly_like_owned_ones() {
     let mut order_run = proposal("unused", 14);
     order_run.command = Command::OrderRun { name: "nightly".into() };
     state.apply(5, &order_run).unwrap();
+    let mut enable = proposal("unused", 15);
+    enable.command = Command::Auth(api::auth::AuthCommand::Enable(api::auth::TokenSpec {
+        name: "root".into(),
+        hash: api::auth::TokenHash::of(&api::auth::generate()),
+        role: api::auth::Role::Admin,
+        namespaces: Default::default(),
+        actor: None,
+    }));
+    state.apply(6, &enable).unwrap();
     let mut kinds = std::collections::BTreeSet::new();
     for (key, record) in state.records() {
         let borrowed = state.record(&key).expect("every listed record can be borrowed");
@@ -231,9 +241,11 @@ fn borrowed_records_encode_exactly_like_owned_ones() {
             RecordKey::Formula(..) => "formula",
             RecordKey::LooseEdges(..) => "loose edges",
             RecordKey::Order(..) => "order",
+            RecordKey::AuthEnabled => "auth enabled",
+            RecordKey::Token(_) => "token",
         });
     }
-    assert_eq!(kinds.len(), 9, "every kind of record was compared: {kinds:?}");
+    assert_eq!(kinds.len(), 11, "every kind of record was compared: {kinds:?}");
 }
 
 /// On a current-thread runtime an inline build would finish before any other task ran; on the

@@ -256,6 +256,7 @@ fn node_config(setup: &ClusterSetup, id: u64, data_dir: PathBuf) -> NodeConfig {
         connections: node::config::ConnectionLimits::default(),
         controller: node::config::ControllerSettings::default(),
         tls: None,
+        metrics_auth: false,
         raft: raft_settings(),
         rejoin: false,
     }

@@ -28,6 +28,7 @@ fn created(title: &str) -> Bead {
         default_prefix: "st".into(),
         actor: Actor::default(),
         event_retention: api::limits::EVENT_RETENTION_DEFAULT,
+        credential: None,
         namespace: Namespace::default_namespace(),
         command: Command::Create(create),
     };

@@ -254,6 +254,17 @@ impl Cluster {
         Client::new(config).expect("client")
     }
 
+    /// A client of the given endpoints and `namespace` that sends `token` with every call.
+    pub fn client_with_token(&self, endpoints: Vec<String>, namespace: &str, token: &str) -> Client {
+        let mut config = ClientConfig::new(endpoints);
+        config.namespace = api::model::Namespace(namespace.into());
+        config.tls = self.client_tls();
+        config.token = Some(token.to_string());
+        config.deadline = Duration::from_secs(30);
+        config.attempt_timeout = Duration::from_secs(5);
+        Client::new(config).expect("client")
+    }
+
     /// A client of every node.
     pub fn client(&self) -> Client {
         self.client_of(self.endpoints())

@@ -101,6 +101,7 @@ fn populated() -> State {
         namespace: Namespace::default_namespace(),
         actor: Actor("fuzzer".into()),
         event_retention: api::limits::EVENT_RETENTION_DEFAULT,
+        credential: None,
         command,
     };
     for index in 1..=3 {
@@ -133,6 +134,7 @@ fn write<T: Message + Default + IntoWrite>(bytes: &[u8]) {
         namespace: write.namespace,
         actor: write.actor,
         event_retention: api::limits::EVENT_RETENTION_DEFAULT,
+        credential: None,
         command: write.command,
     };
     let _ = state.apply(10, &proposal);
@@ -226,6 +228,7 @@ fn proposal() -> Proposal {
         namespace: Namespace::default_namespace(),
         actor: Actor("fuzzer".into()),
         event_retention: api::limits::EVENT_RETENTION_DEFAULT,
+        credential: None,
         command: Command::Create(CreateBead { title: "seed".into(), ..Default::default() }),
     }
 }
@@ -290,6 +293,7 @@ fn peer_seed() -> Vec<u8> {
         actor: Actor("fuzzer".into()),
         prefix: None,
         command: proposal().command,
+        credential: None,
     });
     node::peer::network::encode(&forwarded).data
 }

@@ -201,6 +201,7 @@ fn forwarded(command: Command) -> RaftPayload {
         actor: api::model::Actor("forger".into()),
         prefix: None,
         command,
+        credential: None,
     });
     node::peer::network::encode(&forwarded)
 }

@@ -10,6 +10,7 @@
 //! a new leader's clock is behind the old one's.
 //! Invariant: a refused command changes nothing but the dedup table and the clock.
 
+mod auth;
 mod commands;
 mod import;
 mod index;
@@ -25,6 +26,7 @@ use std::hash::{Hash, Hasher};
 
 use serde::{Deserialize, Serialize};
 
+use crate::auth::{Token, TokenHash};
 use crate::command::{Command, ControllerAction, JudgedLease, Proposal, Query};
 use crate::model::{Bead, BeadId, DepType, Event, Namespace, Timestamp};
 use crate::outcome::{Answer, NamespaceInfo, Outcome, Refusal};
@@ -56,6 +58,10 @@ pub enum RecordKey {
     LooseEdges(Namespace, BeadId),
     /// A stored order of a namespace.
     Order(Namespace, String),
+    /// Whether auth is enabled.
+    AuthEnabled,
+    /// A token, by name.
+    Token(String),
 }
 
 /// One persisted record of the state.
@@ -79,6 +85,10 @@ pub enum Record {
     LooseEdges(BTreeMap<BeadId, DepType>),
     /// An order's TOML source and its firings.
     Order(OrderRecord),
+    /// Whether auth is enabled.
+    AuthEnabled(bool),
+    /// A token (its hash and rights, never the token).
+    Token(crate::auth::Token),
 }
 
 /// One record borrowed from the state. It serializes exactly as the [`Record`] it stands for
@@ -105,6 +115,10 @@ pub enum RecordRef<'a> {
     LooseEdges(&'a BTreeMap<BeadId, DepType>),
     /// An order.
     Order(&'a OrderRecord),
+    /// Whether auth is enabled.
+    AuthEnabled(bool),
+    /// A token.
+    Token(&'a crate::auth::Token),
 }
 
 impl RecordRef<'_> {
@@ -120,6 +134,8 @@ impl RecordRef<'_> {
             RecordRef::Formula(source) => Record::Formula(source.to_string()),
             RecordRef::LooseEdges(edges) => Record::LooseEdges(edges.clone()),
             RecordRef::Order(order) => Record::Order(order.clone()),
+            RecordRef::AuthEnabled(enabled) => Record::AuthEnabled(enabled),
+            RecordRef::Token(token) => Record::Token(token.clone()),
         }
     }
 }
@@ -194,6 +210,8 @@ pub struct State {
     removed_records: Vec<RecordKey>,
     /// The log index of the proposal being applied.
     revision: u64,
+    /// Whether auth is on, and the tokens.
+    auth: auth::AuthState,
 }
 
 impl State {
@@ -227,6 +245,8 @@ impl State {
                 }
                 (RecordKey::Bead(namespace, _), Record::Bead(bead)) => beads.push((namespace, bead)),
                 (RecordKey::Session(client_id), Record::Session(session)) => state.sessions.load(client_id, session),
+                (RecordKey::AuthEnabled, Record::AuthEnabled(enabled)) => state.auth.enabled = enabled,
+                (RecordKey::Token(name), Record::Token(token)) if token.name == name => state.auth.load(token),
                 (key, _) => return Err(LoadError { key }),
             }
         }
@@ -281,6 +301,8 @@ impl State {
         self.sessions.dirty.clear();
         self.clock_dirty = false;
         self.controller_term_dirty = false;
+        self.auth.enabled_dirty = false;
+        self.auth.dirty_tokens.clear();
         self.removed_namespaces.clear();
         self.removed_records.clear();
     }
@@ -305,6 +327,16 @@ impl State {
         }
         let now = self.clock;
         self.sessions.evict(now);
+        // Judged before the dedup table: a retry of a request is refused once its token is
+        // revoked, like any later request. An auth refusal is not recorded for the session.
+        if !matches!(proposal.command, Command::Controller { .. }) {
+            self.auth.authorize_write(
+                proposal.credential.as_ref(),
+                &proposal.namespace,
+                &proposal.actor,
+                &proposal.command,
+            )?;
+        }
         if let Some(request_id) = &proposal.request_id
             && let Seen::Answered(answer) = self.sessions.check(request_id)
         {
@@ -347,12 +379,15 @@ impl State {
             Command::NamespaceCreate { prefix } => return self.namespace_create(&proposal.namespace, prefix),
             Command::NamespaceDelete { force } => return self.namespace_delete(&proposal.namespace, *force),
             Command::Controller { term, action } => return self.controller(&proposal.namespace, *term, action, now),
+            Command::Auth(command) => return self.auth.apply(command, now),
             _ => {}
         }
         let namespace_state = self.namespace_for_write(&proposal.namespace, &proposal.default_prefix)?;
         let actor = &proposal.actor;
         match &proposal.command {
-            Command::NamespaceCreate { .. } | Command::NamespaceDelete { .. } => unreachable!("handled above"),
+            Command::NamespaceCreate { .. } | Command::NamespaceDelete { .. } | Command::Auth(_) => {
+                unreachable!("handled above")
+            }
             Command::FormulaPut { source } => namespace_state.formula_put(source),
             Command::FormulaDelete { name } => namespace_state.formula_delete(name),
             Command::OrderPut { name, source } => namespace_state.order_put(name, source, now),
@@ -435,6 +470,38 @@ impl State {
     /// How many orders are stored, across namespaces.
     pub fn order_count(&self) -> usize {
         self.namespaces.values().map(|namespace_state| namespace_state.orders.len()).sum()
+    }
+
+    /// Whether auth is enabled.
+    pub fn auth_enabled(&self) -> bool {
+        self.auth.enabled
+    }
+
+    /// The token a request's credential names: `Ok(None)` when auth is off, an `Unauthenticated`
+    /// refusal when the credential is missing or names no token.
+    pub fn authenticate(&self, credential: Option<&TokenHash>) -> Result<Option<&Token>, Refusal> {
+        self.auth.authenticate(credential)
+    }
+
+    /// Judges a write as [`State::apply`] will (`Ok(None)`: auth is off).
+    pub fn authorize_write(
+        &self,
+        credential: Option<&TokenHash>,
+        namespace: &Namespace,
+        actor: &crate::model::Actor,
+        command: &Command,
+    ) -> Result<Option<&Token>, Refusal> {
+        self.auth.authorize_write(credential, namespace, actor, command)
+    }
+
+    /// Judges a read by the token its credential names (`Ok(None)`: auth is off).
+    pub fn authorize_read(
+        &self,
+        credential: Option<&TokenHash>,
+        namespace: &Namespace,
+        query: &Query,
+    ) -> Result<Option<&Token>, Refusal> {
+        self.auth.authorize_read(credential, namespace, query)
     }
 
     /// The highest term of a controller action applied.
@@ -568,6 +635,12 @@ impl State {
             let infos = self.namespaces.iter().map(|(name, state)| Self::namespace_info(name, state)).collect();
             return Ok(Outcome::Namespaces(infos));
         }
+        if let Query::Tokens = query {
+            return Ok(self.auth.listing());
+        }
+        if let Query::WhoAmI = query {
+            return Ok(Outcome::Tokens { enabled: self.auth.enabled, tokens: Vec::new() });
+        }
         validate_namespace(namespace)?;
         let empty;
         let namespace_state = match self.namespaces.get(namespace) {
@@ -597,8 +670,23 @@ impl State {
             Query::OrderGet { name, now } => namespace_state.order_get(name, *now),
             Query::OrderList { now } => Ok(namespace_state.order_list(*now)),
             Query::PurgePreview { older_than_ms, now } => Ok(namespace_state.purge_preview(*older_than_ms, *now)),
-            Query::Namespaces => unreachable!("answered above"),
+            Query::Namespaces | Query::Tokens | Query::WhoAmI => unreachable!("answered above"),
         }
+    }
+
+    /// Answers a read made with `credential`: judged by its token (refused when auth is on and
+    /// the token may not make it), cut down to what the token may see, and `WhoAmI` answered
+    /// with the token itself.
+    pub fn query_as(&self, credential: Option<&TokenHash>, namespace: &Namespace, query: &Query) -> Answer {
+        let token = self.auth.authorize_read(credential, namespace, query)?;
+        if let Query::WhoAmI = query {
+            return Ok(Outcome::Tokens { enabled: self.auth.enabled, tokens: token.cloned().into_iter().collect() });
+        }
+        let outcome = self.query(namespace, query)?;
+        Ok(match token {
+            Some(token) => token.scope(outcome),
+            None => outcome,
+        })
     }
 
     /// Takes the keys of every record changed since the last call; [`State::changed_records`]
@@ -612,6 +700,10 @@ impl State {
         if self.controller_term_dirty {
             keys.push(RecordKey::ControllerTerm);
         }
+        if self.auth.enabled_dirty {
+            keys.push(RecordKey::AuthEnabled);
+        }
+        keys.extend(std::mem::take(&mut self.auth.dirty_tokens).into_iter().map(RecordKey::Token));
         keys.extend(std::mem::take(&mut self.removed_namespaces).into_iter().map(RecordKey::Namespace));
         keys.append(&mut self.removed_records);
         for (namespace, namespace_state) in &mut self.namespaces {
@@ -671,6 +763,8 @@ impl State {
             RecordKey::Order(namespace, name) => {
                 self.namespaces.get(namespace)?.orders.get(name).map(|stored| RecordRef::Order(&stored.record))
             }
+            RecordKey::AuthEnabled => Some(RecordRef::AuthEnabled(self.auth.enabled)),
+            RecordKey::Token(name) => self.auth.tokens.get(name).map(RecordRef::Token),
         }
     }
 
@@ -707,6 +801,12 @@ impl State {
         }
         for (client_id, session) in &self.sessions.by_client {
             records.push((RecordKey::Session(*client_id), Record::Session(session.clone())));
+        }
+        if self.auth.enabled || !self.auth.tokens.is_empty() {
+            records.push((RecordKey::AuthEnabled, Record::AuthEnabled(self.auth.enabled)));
+        }
+        for (name, token) in &self.auth.tokens {
+            records.push((RecordKey::Token(name.clone()), Record::Token(token.clone())));
         }
         records
     }

@@ -14,6 +14,7 @@ struct Harness {
     namespace: Namespace,
     actor: Actor,
     event_retention: u64,
+    credential: Option<crate::auth::TokenHash>,
 }
 
 impl Harness {
@@ -24,6 +25,7 @@ impl Harness {
             namespace: Namespace::default_namespace(),
             actor: Actor("tester".into()),
             event_retention: crate::limits::EVENT_RETENTION_DEFAULT,
+            credential: None,
         }
     }
 
@@ -36,6 +38,7 @@ impl Harness {
             namespace: self.namespace.clone(),
             actor: self.actor.clone(),
             event_retention: self.event_retention,
+            credential: self.credential,
             command,
         };
         let answer = self.state.apply(self.now as u64, &proposal);
@@ -66,6 +69,8 @@ impl Harness {
         assert_eq!(formulas(&reloaded), formulas(&self.state), "a reloaded replica parsed the same formulas");
         let orders = |state: &State| state.query(&self.namespace, &Query::OrderList { now: Timestamp(self.now) });
         assert_eq!(orders(&reloaded), orders(&self.state), "a reloaded replica has the same orders and firings");
+        let tokens = |state: &State| state.query(&self.namespace, &Query::Tokens);
+        assert_eq!(tokens(&reloaded), tokens(&self.state), "a reloaded replica has the same auth and tokens");
     }
 
     fn apply(&mut self, command: Command) -> Answer {
@@ -940,6 +945,7 @@ fn ready_limit_one_walks_one_entry_of_a_large_store() {
                     namespace: harness.namespace.clone(),
                     actor: Actor::default(),
                     event_retention: crate::limits::EVENT_RETENTION_DEFAULT,
+                    credential: None,
                     command: Command::Create(CreateBead { title: format!("b{n}"), ..Default::default() }),
                 },
             )
@@ -1018,6 +1024,7 @@ fn update_cannot_grow_labels_past_the_limit() {
     assert!(harness.apply(Command::Update(update)).unwrap_err().to_string().contains("more than"));
 }
 
+mod auth;
 mod import;
 mod lease;
 mod metadata;

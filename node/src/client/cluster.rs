@@ -1,5 +1,6 @@
 //! The `strand.v1.Cluster` service: the cluster's status as this node sees it, each member
-//! asked for its own over the peer channels (an unreachable member is shown as such).
+//! asked for its own over the peer channels (an unreachable member is shown as such). With auth
+//! on, any token this node's replica knows may ask.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +31,13 @@ impl<D: Disk> ClusterService<D> {
 #[tonic::async_trait]
 impl<D: Disk> Cluster for ClusterService<D> {
     async fn status(&self, request: Request<pb::StatusRequest>) -> Result<Response<pb::StatusResponse>, Status> {
+        // Judged on this replica without a read index, so that status answers while no leader is
+        // elected: any token the replica knows may ask.
+        let credential = super::credential_of(request.metadata())?;
+        self.core
+            .state_machine
+            .read(|state| state.authenticate(credential.as_ref()).map(|_| ()))
+            .map_err(api::convert::refusal_to_status)?;
         let include_digest = request.into_inner().include_digest;
         let metrics = self.core.raft.metrics().borrow_watched().clone();
         let membership = metrics.membership_config.membership().clone();

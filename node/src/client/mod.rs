@@ -12,6 +12,7 @@ mod watch;
 use std::sync::Arc;
 
 use api::convert::{FromAnswer, IntoRead, IntoWrite, refusal_to_status};
+use api::proto::auth_server::Auth;
 use api::proto::beads_server::Beads;
 use api::proto::convoys_server::Convoys;
 use api::proto::formulas_server::Formulas;
@@ -28,6 +29,15 @@ pub use cluster::ClusterService;
 
 use crate::leader::{Leader, Unavailable};
 
+/// The SHA-256 of the bearer token a request carries (`None`: it carries none). A malformed
+/// `authorization` header is refused as UNAUTHENTICATED, whether auth is on or not.
+pub fn credential_of(metadata: &tonic::metadata::MetadataMap) -> Result<Option<api::auth::TokenHash>, Status> {
+    match metadata.get(api::auth::AUTHORIZATION_HEADER) {
+        None => Ok(None),
+        Some(value) => api::auth::parse_bearer(value.as_bytes()).map(Some).map_err(refusal_to_status),
+    }
+}
+
 /// The gRPC status of a request no leader could serve.
 fn unavailable(error: Unavailable) -> Status {
     Status::unavailable(error.0)
@@ -38,7 +48,9 @@ pub async fn write<D: Disk, Req: IntoWrite, Resp: FromAnswer>(
     leader: &Leader<D>,
     request: Request<Req>,
 ) -> Result<Response<Resp>, Status> {
-    let write = request.into_inner().into_write().map_err(refusal_to_status)?;
+    let credential = credential_of(request.metadata())?;
+    let mut write = request.into_inner().into_write().map_err(refusal_to_status)?;
+    write.credential = credential;
     let answer = leader.write(write).await.map_err(unavailable)?;
     Resp::from_answer(answer).map(Response::new)
 }
@@ -49,7 +61,9 @@ pub async fn read<D: Disk, Req: IntoRead, Resp: FromAnswer>(
     request: Request<Req>,
 ) -> Result<Response<Resp>, Status> {
     let now = leader.core().clock.now();
-    let read = request.into_inner().into_read(now).map_err(refusal_to_status)?;
+    let credential = credential_of(request.metadata())?;
+    let mut read = request.into_inner().into_read(now).map_err(refusal_to_status)?;
+    read.credential = credential;
     let answer = leader.read(read).await.map_err(unavailable)?;
     Resp::from_answer(answer).map(Response::new)
 }
@@ -106,6 +120,10 @@ leader_service!(
 leader_service!(
     /// The `strand.v1.Events` service: event log pages and watch streams.
     EventsService
+);
+leader_service!(
+    /// The `strand.v1.Auth` service: enabling auth, and tokens.
+    AuthService
 );
 
 #[tonic::async_trait]
@@ -322,6 +340,34 @@ impl<D: Disk> Convoys for ConvoysService<D> {
         read(&self.leader, request).await
     }
     async fn stranded(&self, request: Request<pb::StrandedRequest>) -> Result<Response<pb::BeadsResponse>, Status> {
+        read(&self.leader, request).await
+    }
+}
+
+#[tonic::async_trait]
+impl<D: Disk> Auth for AuthService<D> {
+    async fn enable(&self, request: Request<pb::AuthEnableRequest>) -> Result<Response<pb::AuthResponse>, Status> {
+        write(&self.leader, request).await
+    }
+    async fn disable(&self, request: Request<pb::AuthDisableRequest>) -> Result<Response<pb::AuthResponse>, Status> {
+        write(&self.leader, request).await
+    }
+    async fn token_create(
+        &self,
+        request: Request<pb::TokenCreateRequest>,
+    ) -> Result<Response<pb::AuthResponse>, Status> {
+        write(&self.leader, request).await
+    }
+    async fn token_revoke(
+        &self,
+        request: Request<pb::TokenRevokeRequest>,
+    ) -> Result<Response<pb::AuthResponse>, Status> {
+        write(&self.leader, request).await
+    }
+    async fn token_list(&self, request: Request<pb::TokenListRequest>) -> Result<Response<pb::AuthResponse>, Status> {
+        read(&self.leader, request).await
+    }
+    async fn who_am_i(&self, request: Request<pb::WhoAmIRequest>) -> Result<Response<pb::AuthResponse>, Status> {
         read(&self.leader, request).await
     }
 }

@@ -1,6 +1,8 @@
 //! The `strand.v1.Events` service: pages of a namespace's event log, and watch streams.
 //!
-//! Invariant: a watch stream sends each event once, in sequence order, and holds at most
+//! Invariant: a watch stream sends each event once, in sequence order, is judged by its token at
+//! every read of the log (at least every [`WATCH_POLL_MS`], so it ends within about that long of
+//! the token's revocation), and holds at most
 //! [`WATCH_BUFFER_EVENTS_MAX`] events its client has not taken yet; a node serves at most
 //! [`WATCH_STREAMS_MAX`] watch streams at once.
 
@@ -45,7 +47,9 @@ impl<D: Disk> Events for EventsService<D> {
             ))
         })?;
         let now = core.clock.now();
-        let read = request.into_inner().into_read(now).map_err(refusal_to_status)?;
+        let credential = super::credential_of(request.metadata())?;
+        let mut read = request.into_inner().into_read(now).map_err(refusal_to_status)?;
+        read.credential = credential;
         let Query::Events { after, types, limit } = read.query.clone() else {
             unreachable!("a watch request converts to an events query")
         };
@@ -54,7 +58,15 @@ impl<D: Disk> Events for EventsService<D> {
         let changes = core.state_machine.namespace_changes(&read.namespace);
         let first = self.leader.read(read.clone()).await.map_err(unavailable)?.map_err(refusal_to_status)?;
         let (sender, receiver) = mpsc::channel(WATCH_BUFFER_EVENTS_MAX);
-        let feed = EventFeed { core: core.clone(), namespace: read.namespace, types, limit, cursor: after, changes };
+        let feed = EventFeed {
+            core: core.clone(),
+            namespace: read.namespace,
+            types,
+            limit,
+            cursor: after,
+            changes,
+            credential,
+        };
         tokio::spawn(async move {
             feed.run(first, sender).await;
             drop(permit);
@@ -79,6 +91,8 @@ struct EventFeed<D: Disk> {
     /// Changes after each applied batch that touched the namespace's event log; marked seen
     /// just before each read of the log.
     changes: tokio::sync::watch::Receiver<()>,
+    /// The stream's token, judged again at every read: the stream ends once it is revoked.
+    credential: Option<api::auth::TokenHash>,
 }
 
 impl<D: Disk> EventFeed<D> {
@@ -122,7 +136,7 @@ impl<D: Disk> EventFeed<D> {
             }
             self.changes.borrow_and_update();
             let query = Query::Events { after: self.cursor, types: self.types.clone(), limit: self.limit };
-            answer = self.core.read_local(&self.namespace, &query);
+            answer = self.core.read_as(self.credential.as_ref(), &self.namespace, &query);
         }
     }
 

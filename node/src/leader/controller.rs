@@ -118,6 +118,7 @@ async fn propose<D: Disk>(
         namespace,
         actor: Actor(CONTROLLER_ACTOR.into()),
         event_retention: core.config.event_retention,
+        credential: None,
         command: Command::Controller { term, action },
     };
     match core.raft.client_write(Arc::new(proposal)).await {

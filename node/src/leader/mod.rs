@@ -10,6 +10,11 @@
 //! get an id from the node's own numbering.
 //! Invariant: this plane speaks no gRPC status: its failure is [`Unavailable`], which the client
 //! plane maps to its protocol.
+//! Invariant: with auth enabled, a request is judged by its token against a replica that has
+//! applied everything committed before the request arrived: a write when the state machine
+//! applies it (this plane only refuses early what the replica refuses after the read index), a
+//! read after its read index (a serializable read confirms a refusal after the read index too).
+//! So a revoked token fails from the first request after the revocation was acknowledged.
 
 pub mod controller;
 
@@ -18,7 +23,7 @@ use std::time::Duration;
 
 use api::command::{Proposal, RequestId};
 use api::convert::{Consistency, ReadRequest, WriteRequest};
-use api::outcome::Answer;
+use api::outcome::{Answer, Refusal};
 use api::request_ids::RequestIds;
 use openraft::ReadPolicy;
 use openraft::async_runtime::WatchReceiver;
@@ -57,6 +62,8 @@ pub struct BeadWrite {
     pub prefix: Option<String>,
     /// The command.
     pub command: api::command::Command,
+    /// The SHA-256 of the client's token, judged by the state machine when it applies the write.
+    pub credential: Option<api::auth::TokenHash>,
 }
 
 /// No leader could serve the request in time, or Raft stopped on this node; why, and what to do.
@@ -121,7 +128,10 @@ impl<D: Disk> Leader<D> {
         result
     }
 
-    async fn write_counted(&self, request: WriteRequest) -> Result<Answer, Unavailable> {
+    async fn write_counted(&self, mut request: WriteRequest) -> Result<Answer, Unavailable> {
+        if let Err(refusal) = self.admit(&mut request).await? {
+            return Ok(Err(refusal));
+        }
         let own_id = request.request_id.is_none().then(|| self.request_ids.begin());
         let request_id = request.request_id.or(own_id).expect("a request id is set");
         let write = LeaderRequest::Write(BeadWrite {
@@ -130,6 +140,7 @@ impl<D: Disk> Leader<D> {
             actor: request.actor,
             prefix: request.prefix,
             command: request.command,
+            credential: request.credential,
         });
         let result = self.retry_until_deadline(|| self.attempt(&write)).await;
         if let Some(own_id) = own_id {
@@ -140,6 +151,36 @@ impl<D: Disk> Leader<D> {
             }
         }
         result
+    }
+
+    /// Judges a write by its token before it is proposed, and gives a client that named no actor
+    /// (nor claimant) its token's. A refusal on this replica, which may not have applied the token
+    /// yet, is confirmed after the read index; the state machine judges the write again when it
+    /// applies it, so this only spares the log requests that must fail.
+    async fn admit(&self, request: &mut WriteRequest) -> Result<Result<(), Refusal>, Unavailable> {
+        if self.judge_write(request).is_ok() {
+            return Ok(Ok(()));
+        }
+        self.retry_until_deadline(|| self.linearize_attempt()).await?;
+        Ok(self.judge_write(request))
+    }
+
+    fn judge_write(&self, request: &mut WriteRequest) -> Result<(), Refusal> {
+        self.core.state_machine.read(|state| {
+            if let Some(token) = state.authenticate(request.credential.as_ref())? {
+                if request.actor.0.is_empty() {
+                    request.actor = token.actor.clone();
+                }
+                api::auth::fill_claimants(&mut request.command, &token.actor);
+            }
+            let judged = state.authorize_write(
+                request.credential.as_ref(),
+                &request.namespace,
+                &request.actor,
+                &request.command,
+            );
+            judged.map(|_| ())
+        })
     }
 
     async fn retry_until_deadline<F, Fut, T>(&self, mut attempt: F) -> Result<T, Unavailable>
@@ -191,6 +232,7 @@ impl<D: Disk> Leader<D> {
             namespace: write.namespace.clone(),
             actor: write.actor.clone(),
             event_retention: config.event_retention,
+            credential: write.credential,
             command: write.command.clone(),
         };
         let commit_wait = Duration::from_millis(LEADER_WAIT_MS_MAX);
@@ -239,10 +281,17 @@ impl<D: Disk> Leader<D> {
     }
 
     async fn read_counted(&self, request: ReadRequest) -> Result<Answer, Unavailable> {
-        if request.consistency == Consistency::Linearizable {
+        let linearizable = request.consistency == Consistency::Linearizable;
+        if linearizable {
             self.retry_until_deadline(|| self.linearize_attempt()).await?;
         }
-        Ok(self.core.read_local(&request.namespace, &request.query))
+        let answer = self.core.read_as(request.credential.as_ref(), &request.namespace, &request.query);
+        if !linearizable && matches!(answer, Err(Refusal::Unauthenticated(_) | Refusal::PermissionDenied(_))) {
+            // This replica may not have applied the token yet: judge again after the read index.
+            self.retry_until_deadline(|| self.linearize_attempt()).await?;
+            return Ok(self.core.read_as(request.credential.as_ref(), &request.namespace, &request.query));
+        }
+        Ok(answer)
     }
 
     /// The leader side of a linearizable read: confirm leadership with a quorum, answer the

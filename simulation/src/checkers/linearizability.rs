@@ -217,6 +217,7 @@ fn apply(model: &mut State, command: &Command) -> Answer {
             default_prefix: "st".into(),
             actor: Actor::default(),
             event_retention: api::limits::EVENT_RETENTION_DEFAULT,
+            credential: None,
             namespace: Namespace::default_namespace(),
             command: command.clone(),
         },

@@ -639,6 +639,7 @@ fn bare_proposal(timestamp: i64, command: Command) -> Proposal {
         namespace: Namespace::default_namespace(),
         actor: Actor::default(),
         event_retention: crate::limits::EVENT_RETENTION_DEFAULT,
+        credential: None,
         command,
     }
 }

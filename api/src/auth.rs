@@ -1,0 +1,433 @@
+//! Who may do what once auth is enabled: bearer tokens, their roles, and the rules every write
+//! and read is judged by.
+//!
+//! A token is 256 random bits, written `strand_` and 64 hex digits ([`generate`]). The cluster
+//! never holds a token, only its SHA-256 ([`TokenHash`]): the CLI draws the token, sends its hash
+//! in `auth enable` or `auth token create`, and prints the token once. A client sends the token
+//! as `authorization: Bearer <token>` with every call; the node hashes it and looks the hash up
+//! in the replicated state (`state::auth`).
+//!
+//! Roles ([`Role`]): an admin may do everything and act as any actor; an agent may use the bead
+//! and orchestration commands in its namespaces, always as its own actor; a reader may only read
+//! (watch included) in its namespaces. The rules are pure functions of the token and the request
+//! ([`Token::may_write`], [`Token::may_read`]), so the state machine can apply them to a write at
+//! apply time, deterministically, on every replica.
+//!
+//! Invariant: no token, and nothing from which one could be recovered, is ever stored, logged or
+//! answered; only hashes.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::command::{Command, Query};
+use crate::model::{Actor, Namespace, Timestamp};
+use crate::outcome::{Outcome, Refusal};
+use crate::printable::printable;
+
+/// How every token begins.
+pub const TOKEN_PREFIX: &str = "strand_";
+/// Hex digits after the prefix: 256 random bits.
+pub const TOKEN_HEX_DIGITS: usize = 64;
+/// Longest token name, in bytes.
+pub const TOKEN_NAME_BYTES_MAX: usize = 128;
+/// Most namespaces one token may be limited to.
+pub const TOKEN_NAMESPACES_MAX: usize = 64;
+/// Most tokens a cluster holds.
+pub const TOKENS_MAX: usize = 10_000;
+/// The gRPC metadata key a token travels in.
+pub const AUTHORIZATION_HEADER: &str = "authorization";
+
+/// The SHA-256 of a token: what the cluster stores and looks tokens up by.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct TokenHash(pub [u8; 32]);
+
+impl TokenHash {
+    /// The hash of `token`, as the node computes it from a request.
+    pub fn of(token: &str) -> TokenHash {
+        TokenHash(Sha256::digest(token.as_bytes()).into())
+    }
+
+    /// The first 12 hex digits: enough to tell tokens apart in a listing, useless to an attacker.
+    pub fn fingerprint(&self) -> String {
+        hex(&self.0[..6])
+    }
+}
+
+impl fmt::Debug for TokenHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TokenHash({})", self.fingerprint())
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// A new token: [`TOKEN_PREFIX`] and 256 bits from the operating system's random source.
+pub fn generate() -> String {
+    let mut bytes = [0u8; 32];
+    rand::fill(&mut bytes);
+    format!("{TOKEN_PREFIX}{}", hex(&bytes))
+}
+
+/// Whether `token` is written as [`generate`] writes tokens.
+pub fn is_well_formed(token: &str) -> bool {
+    token
+        .strip_prefix(TOKEN_PREFIX)
+        .is_some_and(|digits| digits.len() == TOKEN_HEX_DIGITS && digits.bytes().all(|byte| byte.is_ascii_hexdigit()))
+}
+
+/// The hash of the token in an `authorization` header's value (`Bearer <token>`).
+pub fn parse_bearer(value: &[u8]) -> Result<TokenHash, Refusal> {
+    let malformed = || {
+        Refusal::Unauthenticated(format!(
+            "the authorization header is not `Bearer {TOKEN_PREFIX}…`; pass the token `strand auth token create` printed (--token or $STRAND_TOKEN)"
+        ))
+    };
+    let value = std::str::from_utf8(value).map_err(|_| malformed())?;
+    let (scheme, token) = value.trim().split_once(' ').ok_or_else(malformed)?;
+    let token = token.trim();
+    if !scheme.eq_ignore_ascii_case("bearer") || !is_well_formed(token) {
+        return Err(malformed());
+    }
+    Ok(TokenHash::of(token))
+}
+
+/// What a token may do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Role {
+    /// Everything: beads, orchestration, namespace settings and deletion, purge, import, auth.
+    Admin,
+    /// Bead and orchestration commands in its namespaces, as its own actor only.
+    Agent,
+    /// Reads and watches in its namespaces.
+    Reader,
+}
+
+impl Role {
+    /// The role's name, as the CLI takes and prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Admin => "admin",
+            Role::Agent => "agent",
+            Role::Reader => "reader",
+        }
+    }
+
+    /// The role named `name`.
+    pub fn parse(name: &str) -> Result<Role, Refusal> {
+        match name {
+            "admin" => Ok(Role::Admin),
+            "agent" => Ok(Role::Agent),
+            "reader" => Ok(Role::Reader),
+            other => Err(Refusal::Invalid(format!("unknown role {:?}; use admin, agent or reader", printable(other)))),
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A token as the cluster keeps it: its name, hash and rights.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Token {
+    /// Unique among the cluster's tokens.
+    pub name: String,
+    /// The SHA-256 of the token.
+    pub hash: TokenHash,
+    /// What it may do.
+    pub role: Role,
+    /// The namespaces it may use; empty: every namespace.
+    pub namespaces: BTreeSet<Namespace>,
+    /// Who its requests act as when they name no one; an agent's writes may name no one else.
+    pub actor: Actor,
+    /// When it was made (the state's clock).
+    pub created_at: Timestamp,
+}
+
+/// A token to add, as `auth enable` and `auth token create` send it (the hash, never the token).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenSpec {
+    /// The token's name.
+    pub name: String,
+    /// The SHA-256 of the token.
+    pub hash: TokenHash,
+    /// Its role.
+    pub role: Role,
+    /// The namespaces it may use; empty: every namespace.
+    pub namespaces: BTreeSet<Namespace>,
+    /// Its actor; `None`: its name.
+    pub actor: Option<Actor>,
+}
+
+/// A change of the cluster's auth settings; every one but `Enable` needs an admin token.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AuthCommand {
+    /// Turn auth on with a first token, which must be an admin's; refused while auth is on.
+    Enable(TokenSpec),
+    /// Turn auth off; the tokens stay, and work again once auth is enabled again.
+    Disable,
+    /// Add a token.
+    TokenCreate(TokenSpec),
+    /// Remove a token: it stops working with the next request applied or read after this.
+    TokenRevoke {
+        /// The token's name.
+        name: String,
+    },
+}
+
+impl AuthCommand {
+    /// The command's name, for messages and metrics.
+    pub fn name(&self) -> &'static str {
+        match self {
+            AuthCommand::Enable(_) => "auth_enable",
+            AuthCommand::Disable => "auth_disable",
+            AuthCommand::TokenCreate(_) => "token_create",
+            AuthCommand::TokenRevoke { .. } => "token_revoke",
+        }
+    }
+}
+
+/// Checks a token spec's fields: a printable name of at most [`TOKEN_NAME_BYTES_MAX`] bytes, at
+/// most [`TOKEN_NAMESPACES_MAX`] namespaces, and an actor only where it can be honoured.
+pub fn validate_spec(spec: &TokenSpec) -> Result<(), Refusal> {
+    let name = &spec.name;
+    if name.is_empty() || name.len() > TOKEN_NAME_BYTES_MAX {
+        return Err(Refusal::Invalid(format!(
+            "a token name must be 1 to {TOKEN_NAME_BYTES_MAX} bytes, not {}",
+            name.len()
+        )));
+    }
+    if name.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(Refusal::Invalid(format!(
+            "token name {:?} holds whitespace or control characters; use letters, digits, '-', '_', '.', '@'",
+            printable(name)
+        )));
+    }
+    if spec.namespaces.len() > TOKEN_NAMESPACES_MAX {
+        return Err(Refusal::Invalid(format!(
+            "a token may name at most {TOKEN_NAMESPACES_MAX} namespaces, not {}",
+            spec.namespaces.len()
+        )));
+    }
+    for namespace in &spec.namespaces {
+        crate::validate::validate_namespace(namespace)?;
+    }
+    if let Some(actor) = &spec.actor {
+        crate::validate::check_actor(&actor.0, "a token's --actor")?;
+    }
+    if spec.role == Role::Admin && !spec.namespaces.is_empty() {
+        return Err(Refusal::Invalid(
+            "an admin token reaches every namespace; drop --namespace, or make an agent or reader token".into(),
+        ));
+    }
+    Ok(())
+}
+
+impl Token {
+    /// The token a spec makes at `now`.
+    pub fn from_spec(spec: &TokenSpec, now: Timestamp) -> Token {
+        Token {
+            name: spec.name.clone(),
+            hash: spec.hash,
+            role: spec.role,
+            namespaces: spec.namespaces.clone(),
+            actor: spec.actor.clone().unwrap_or_else(|| Actor(spec.name.clone())),
+            created_at: now,
+        }
+    }
+
+    /// Whether it may use `namespace`.
+    pub fn covers(&self, namespace: &Namespace) -> bool {
+        self.namespaces.is_empty() || self.namespaces.contains(namespace)
+    }
+
+    fn namespace_refusal(&self, namespace: &Namespace) -> Refusal {
+        let allowed: Vec<&str> = self.namespaces.iter().map(|namespace| namespace.0.as_str()).collect();
+        Refusal::PermissionDenied(format!(
+            "token {} may use only namespace(s) {}, not {}; ask an admin for a token of that namespace",
+            printable(&self.name),
+            printable(&allowed.join(", ")),
+            printable(&namespace.0)
+        ))
+    }
+
+    /// Whether this token may apply `command` in `namespace` acting as `actor`.
+    pub fn may_write(&self, namespace: &Namespace, actor: &Actor, command: &Command) -> Result<(), Refusal> {
+        match self.role {
+            Role::Admin => Ok(()),
+            Role::Reader => Err(Refusal::PermissionDenied(format!(
+                "token {} has the reader role, which only reads; {} needs an agent or admin token",
+                printable(&self.name),
+                command.name()
+            ))),
+            Role::Agent => {
+                if admin_only(command) {
+                    return Err(Refusal::PermissionDenied(format!(
+                        "token {} has the agent role; {} needs an admin token",
+                        printable(&self.name),
+                        command.name()
+                    )));
+                }
+                if !self.covers(namespace) {
+                    return Err(self.namespace_refusal(namespace));
+                }
+                let mut named = vec![actor];
+                claimants(command, &mut named);
+                match named.into_iter().find(|named| **named != self.actor) {
+                    None => Ok(()),
+                    Some(other) => Err(Refusal::PermissionDenied(format!(
+                        "token {} acts only as {}, not as {}; drop --actor, or set it to {}",
+                        printable(&self.name),
+                        printable(&self.actor.0),
+                        printable(&other.0),
+                        printable(&self.actor.0)
+                    ))),
+                }
+            }
+        }
+    }
+
+    /// Whether this token may run `query` in `namespace`.
+    pub fn may_read(&self, namespace: &Namespace, query: &Query) -> Result<(), Refusal> {
+        match query {
+            Query::Tokens if self.role != Role::Admin => Err(Refusal::PermissionDenied(format!(
+                "token {} has the {} role; listing tokens needs an admin token",
+                printable(&self.name),
+                self.role
+            ))),
+            // Answered with only the namespaces the token covers (see `scope`).
+            Query::Namespaces | Query::Tokens | Query::WhoAmI => Ok(()),
+            _ if !self.covers(namespace) => Err(self.namespace_refusal(namespace)),
+            _ => Ok(()),
+        }
+    }
+
+    /// An answer cut down to what this token may see: a namespace listing keeps only the
+    /// namespaces it covers.
+    pub fn scope(&self, outcome: Outcome) -> Outcome {
+        match outcome {
+            Outcome::Namespaces(infos) if !self.namespaces.is_empty() => Outcome::Namespaces(
+                infos.into_iter().filter(|info| self.namespaces.contains(&Namespace(info.name.clone()))).collect(),
+            ),
+            other => other,
+        }
+    }
+}
+
+/// Commands only an admin may send: they reach beyond one agent's work (settings and deletion of
+/// a namespace, purge, import, auth).
+fn admin_only(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::NamespaceDelete { .. }
+            | Command::NamespaceConfigure { .. }
+            | Command::Purge { .. }
+            | Command::Import { .. }
+            | Command::ImportUndo { .. }
+            | Command::Auth(_)
+            | Command::Controller { .. }
+    )
+}
+
+/// Every actor `command` claims a bead for, a transaction's writes included.
+fn claimants<'a>(command: &'a Command, named: &mut Vec<&'a Actor>) {
+    match command {
+        Command::Claim { actor, .. } | Command::ClaimNext { actor, .. } => named.push(actor),
+        Command::HookClaim { agent, .. } => named.push(agent),
+        Command::Update(update) => named.extend(update.claim_for.as_ref()),
+        Command::Txn(txn) => txn.writes.iter().for_each(|write| claimants(write, named)),
+        _ => {}
+    }
+}
+
+/// Fills every claimant `command` leaves empty with `actor` (a client that named no one acts as
+/// its token's actor).
+pub fn fill_claimants(command: &mut Command, actor: &Actor) {
+    let fill = |named: &mut Actor| {
+        if named.0.is_empty() {
+            *named = actor.clone();
+        }
+    };
+    match command {
+        Command::Claim { actor, .. } | Command::ClaimNext { actor, .. } => fill(actor),
+        Command::HookClaim { agent, .. } => fill(agent),
+        Command::Update(update) => update.claim_for.iter_mut().for_each(fill),
+        Command::Txn(txn) => txn.writes.iter_mut().for_each(|write| fill_claimants(write, actor)),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token(role: Role, namespaces: &[&str]) -> Token {
+        Token {
+            name: "t".into(),
+            hash: TokenHash::of("x"),
+            role,
+            namespaces: namespaces.iter().map(|name| Namespace(name.to_string())).collect(),
+            actor: Actor("alice".into()),
+            created_at: Timestamp(0),
+        }
+    }
+
+    #[test]
+    fn generated_tokens_parse_and_others_do_not() {
+        let generated = generate();
+        assert!(is_well_formed(&generated), "{generated}");
+        assert_ne!(generate(), generated);
+        let hash = parse_bearer(format!("Bearer {generated}").as_bytes()).expect("parses");
+        assert_eq!(hash, TokenHash::of(&generated));
+        assert_eq!(parse_bearer(format!("bearer  {generated} ").as_bytes()).expect("parses"), hash);
+        for bad in ["", "Bearer", "Basic abc", &format!("Bearer {}", &generated[..20]), "Bearer strand_zz"] {
+            assert!(matches!(parse_bearer(bad.as_bytes()), Err(Refusal::Unauthenticated(_))), "{bad:?}");
+        }
+        assert!(!format!("{hash:?}").contains(&generated[7..]), "Debug shows only a fingerprint");
+    }
+
+    #[test]
+    fn an_agent_acts_only_as_itself_in_its_namespaces() {
+        let agent = token(Role::Agent, &["rig"]);
+        let rig = Namespace("rig".into());
+        let alice = Actor("alice".into());
+        let claim = |actor: &str| Command::Claim { id: "st-1".into(), actor: Actor(actor.into()), lease_ms: None };
+        assert!(agent.may_write(&rig, &alice, &claim("alice")).is_ok());
+        let refused = agent.may_write(&rig, &alice, &claim("bob")).unwrap_err();
+        assert!(matches!(&refused, Refusal::PermissionDenied(message) if message.contains("not as bob")), "{refused}");
+        assert!(agent.may_write(&rig, &Actor("bob".into()), &claim("alice")).is_err());
+        let other = Namespace("other".into());
+        assert!(matches!(agent.may_write(&other, &alice, &claim("alice")), Err(Refusal::PermissionDenied(_))));
+        assert!(agent.may_write(&rig, &alice, &Command::Purge { older_than_ms: 0 }).is_err());
+        let txn = Command::Txn(crate::command::Txn { writes: vec![claim("bob")], ..Default::default() });
+        assert!(agent.may_write(&rig, &alice, &txn).is_err());
+        let mut filled = Command::Txn(crate::command::Txn { writes: vec![claim("")], ..Default::default() });
+        fill_claimants(&mut filled, &alice);
+        assert!(agent.may_write(&rig, &alice, &filled).is_ok());
+        assert!(agent.may_read(&rig, &Query::FormulaList).is_ok());
+        assert!(agent.may_read(&other, &Query::FormulaList).is_err());
+        assert!(agent.may_read(&rig, &Query::Tokens).is_err());
+    }
+
+    #[test]
+    fn a_reader_only_reads_and_an_admin_does_anything() {
+        let reader = token(Role::Reader, &[]);
+        let namespace = Namespace("any".into());
+        let alice = Actor("alice".into());
+        assert!(matches!(
+            reader.may_write(&namespace, &alice, &Command::Reopen { id: "st-1".into() }),
+            Err(Refusal::PermissionDenied(_))
+        ));
+        assert!(reader.may_read(&namespace, &Query::FormulaList).is_ok());
+        let admin = token(Role::Admin, &[]);
+        assert!(admin.may_write(&namespace, &Actor("bob".into()), &Command::Purge { older_than_ms: 0 }).is_ok());
+        assert!(admin.may_read(&namespace, &Query::Tokens).is_ok());
+    }
+}

@@ -1,0 +1,159 @@
+//! The replicated auth settings: whether auth is enabled, and the tokens by name and by hash.
+//!
+//! Every write is judged here when it is applied ([`AuthState::authorize_write`]), so a write
+//! applied after a revocation is refused on every replica alike, whatever a node believed when it
+//! took the request. Reads are judged by the node against its replica after the read index
+//! (`node::client`), which has applied every revocation committed before the read began.
+//!
+//! Invariant: a token's hash names at most one token.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::auth::{AuthCommand, Role, TOKENS_MAX, Token, TokenHash, TokenSpec};
+use crate::command::{Command, Query};
+use crate::model::{Actor, Namespace, Timestamp};
+use crate::outcome::{Answer, Outcome, Refusal};
+use crate::printable::printable;
+
+/// Auth as the state keeps it, with what changed since the last batch.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct AuthState {
+    pub(crate) enabled: bool,
+    pub(crate) tokens: BTreeMap<String, Token>,
+    by_hash: BTreeMap<TokenHash, String>,
+    pub(crate) enabled_dirty: bool,
+    /// Tokens added or removed since the last batch.
+    pub(crate) dirty_tokens: BTreeSet<String>,
+}
+
+impl AuthState {
+    /// Adds a token read from disk.
+    pub(crate) fn load(&mut self, token: Token) {
+        self.by_hash.insert(token.hash, token.name.clone());
+        self.tokens.insert(token.name.clone(), token);
+    }
+
+    /// The token a request's credential names. `Ok(None)`: auth is off, anyone may do anything.
+    pub(crate) fn authenticate(&self, credential: Option<&TokenHash>) -> Result<Option<&Token>, Refusal> {
+        if !self.enabled {
+            return Ok(None);
+        }
+        let Some(hash) = credential else {
+            return Err(Refusal::Unauthenticated(
+                "this cluster requires a token: pass --token or set $STRAND_TOKEN (an admin makes one with `strand auth token create`)".into(),
+            ));
+        };
+        match self.by_hash.get(hash).and_then(|name| self.tokens.get(name)) {
+            Some(token) => Ok(Some(token)),
+            None => Err(Refusal::Unauthenticated(
+                "the token is not known to this cluster (revoked, or made for another cluster); ask an admin for a new one (`strand auth token create`)".into(),
+            )),
+        }
+    }
+
+    /// Judges a write; answers the token that allowed it (`None`: auth is off).
+    pub(crate) fn authorize_write(
+        &self,
+        credential: Option<&TokenHash>,
+        namespace: &Namespace,
+        actor: &Actor,
+        command: &Command,
+    ) -> Result<Option<&Token>, Refusal> {
+        let token = self.authenticate(credential)?;
+        if let Some(token) = token {
+            token.may_write(namespace, actor, command)?;
+        }
+        Ok(token)
+    }
+
+    /// Judges a read; answers the token that allowed it (`None`: auth is off).
+    pub(crate) fn authorize_read(
+        &self,
+        credential: Option<&TokenHash>,
+        namespace: &Namespace,
+        query: &Query,
+    ) -> Result<Option<&Token>, Refusal> {
+        let token = self.authenticate(credential)?;
+        if let Some(token) = token {
+            token.may_read(namespace, query)?;
+        }
+        Ok(token)
+    }
+
+    /// Every token, by name (`Query::Tokens`).
+    pub(crate) fn listing(&self) -> Outcome {
+        Outcome::Tokens { enabled: self.enabled, tokens: self.tokens.values().cloned().collect() }
+    }
+
+    /// Applies an auth command, already authorized and validated.
+    pub(crate) fn apply(&mut self, command: &AuthCommand, now: Timestamp) -> Answer {
+        match command {
+            AuthCommand::Enable(spec) => {
+                if self.enabled {
+                    return Err(Refusal::Invalid(
+                        "auth is already enabled; make more tokens with `strand auth token create`".into(),
+                    ));
+                }
+                if spec.role != Role::Admin {
+                    return Err(Refusal::Invalid(format!(
+                        "the first token must be an admin's, not {}; enable auth with an admin token",
+                        spec.role
+                    )));
+                }
+                self.add(spec, now)?;
+                self.enabled = true;
+                self.enabled_dirty = true;
+            }
+            AuthCommand::Disable => {
+                if self.enabled {
+                    self.enabled = false;
+                    self.enabled_dirty = true;
+                }
+            }
+            AuthCommand::TokenCreate(spec) => self.add(spec, now)?,
+            AuthCommand::TokenRevoke { name } => {
+                let Some(token) = self.tokens.get(name) else {
+                    return Err(Refusal::Invalid(format!(
+                        "no token is named {}; see `strand auth token list`",
+                        printable(name)
+                    )));
+                };
+                if self.enabled && token.role == Role::Admin && self.admins() == 1 {
+                    return Err(Refusal::Invalid(format!(
+                        "token {} is the last admin token; make another admin token first, or run `strand auth disable`",
+                        printable(name)
+                    )));
+                }
+                let token = self.tokens.remove(name).expect("found above");
+                self.by_hash.remove(&token.hash);
+                self.dirty_tokens.insert(token.name);
+            }
+        }
+        Ok(self.listing())
+    }
+
+    fn admins(&self) -> usize {
+        self.tokens.values().filter(|token| token.role == Role::Admin).count()
+    }
+
+    fn add(&mut self, spec: &TokenSpec, now: Timestamp) -> Result<(), Refusal> {
+        if self.tokens.contains_key(&spec.name) {
+            return Err(Refusal::Invalid(format!(
+                "a token named {} exists; pick another name, or revoke it first (`strand auth token revoke`)",
+                printable(&spec.name)
+            )));
+        }
+        if self.by_hash.contains_key(&spec.hash) {
+            return Err(Refusal::Invalid("a token with this hash exists; draw a new token".into()));
+        }
+        if self.tokens.len() >= TOKENS_MAX {
+            return Err(Refusal::Invalid(format!(
+                "the cluster holds {TOKENS_MAX} tokens, the most it may; revoke some"
+            )));
+        }
+        let token = Token::from_spec(spec, now);
+        self.dirty_tokens.insert(token.name.clone());
+        self.load(token);
+        Ok(())
+    }
+}
