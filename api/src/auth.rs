@@ -278,15 +278,15 @@ impl Token {
                 if !self.covers(namespace) {
                     return Err(self.namespace_refusal(namespace));
                 }
-                let mut named = vec![actor];
+                let mut named = vec![actor.0.as_str()];
                 claimants(command, &mut named);
-                match named.into_iter().find(|named| **named != self.actor) {
+                match named.into_iter().find(|named| *named != self.actor.0) {
                     None => Ok(()),
                     Some(other) => Err(Refusal::PermissionDenied(format!(
-                        "token {} acts only as {}, not as {}; drop --actor, or set it to {}",
+                        "token {} acts only as {}, not as {}; name no actor (--actor, $STRAND_ACTOR, $BEADS_ACTOR, $GC_SESSION_NAME, $GC_AGENT), or name {}",
                         printable(&self.name),
                         printable(&self.actor.0),
-                        printable(&other.0),
+                        printable(other),
                         printable(&self.actor.0)
                     ))),
                 }
@@ -336,12 +336,21 @@ fn admin_only(command: &Command) -> bool {
     )
 }
 
-/// Every actor `command` claims a bead for, a transaction's writes included.
-fn claimants<'a>(command: &'a Command, named: &mut Vec<&'a Actor>) {
+/// Every actor `command` claims or assigns a bead to, or sends as, a transaction's writes
+/// included: an agent may name only itself there (an empty assignee unassigns). It may still
+/// route work to others through `sling`, and take a bead over by assigning it to itself, as bd
+/// allows.
+fn claimants<'a>(command: &'a Command, named: &mut Vec<&'a str>) {
     match command {
-        Command::Claim { actor, .. } | Command::ClaimNext { actor, .. } => named.push(actor),
-        Command::HookClaim { agent, .. } => named.push(agent),
-        Command::Update(update) => named.extend(update.claim_for.as_ref()),
+        Command::Claim { actor, .. } | Command::ClaimNext { actor, .. } => named.push(&actor.0),
+        Command::HookClaim { agent, .. } => named.push(&agent.0),
+        Command::Update(update) => {
+            named.extend(update.claim_for.as_ref().map(|actor| actor.0.as_str()));
+            named.extend(update.assignee.as_deref().filter(|assignee| !assignee.is_empty()));
+        }
+        Command::Create(create) => {
+            named.extend([create.assignee.as_str(), create.from.as_str()].into_iter().filter(|name| !name.is_empty()));
+        }
         Command::Txn(txn) => txn.writes.iter().for_each(|write| claimants(write, named)),
         _ => {}
     }
@@ -411,6 +420,21 @@ mod tests {
         let mut filled = Command::Txn(crate::command::Txn { writes: vec![claim("")], ..Default::default() });
         fill_claimants(&mut filled, &alice);
         assert!(agent.may_write(&rig, &alice, &filled).is_ok());
+        let assign = |assignee: &str| {
+            Command::Update(crate::command::UpdateBead {
+                id: "st-1".into(),
+                assignee: Some(assignee.into()),
+                ..Default::default()
+            })
+        };
+        assert!(agent.may_write(&rig, &alice, &assign("alice")).is_ok());
+        assert!(agent.may_write(&rig, &alice, &assign("")).is_ok(), "unassigning names no one");
+        assert!(agent.may_write(&rig, &alice, &assign("bob")).is_err());
+        let message = |from: &str| {
+            Command::Create(crate::command::CreateBead { title: "hi".into(), from: from.into(), ..Default::default() })
+        };
+        assert!(agent.may_write(&rig, &alice, &message("alice")).is_ok());
+        assert!(agent.may_write(&rig, &alice, &message("bob")).is_err(), "a message cannot be sent as another");
         assert!(agent.may_read(&rig, &Query::FormulaList).is_ok());
         assert!(agent.may_read(&other, &Query::FormulaList).is_err());
         assert!(agent.may_read(&rig, &Query::Tokens).is_err());

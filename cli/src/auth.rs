@@ -81,8 +81,8 @@ pub async fn run(cli: &Cli, command: &AuthCommand) -> Outcome {
     match command {
         AuthCommand::Enable(args) => {
             let (token, spec) = draw(args.name.clone(), Role::Admin, BTreeSet::new(), None);
-            let answer = cli.client()?.execute(Command::Auth(Change::Enable(spec))).await?;
             save(args.token_file.as_ref(), &token)?;
+            let answer = send(cli, Change::Enable(spec), &token).await?;
             let made = own_token(answer, &args.name)?;
             print_made(cli, &made, &token, "auth is enabled; every request now needs a token");
             Ok(true)
@@ -128,8 +128,8 @@ pub async fn run(cli: &Cli, command: &AuthCommand) -> Outcome {
             };
             let actor = cli.actor_given().map(|actor| Actor(actor.to_string()));
             let (token, spec) = draw(name.clone(), role, namespaces, actor);
-            let answer = cli.client()?.execute(Command::Auth(Change::TokenCreate(spec))).await?;
             save(token_file.as_ref(), &token)?;
+            let answer = send(cli, Change::TokenCreate(spec), &token).await?;
             let made = own_token(answer, name)?;
             print_made(cli, &made, &token, "token made");
             Ok(true)
@@ -177,14 +177,27 @@ fn draw(name: String, role: Role, namespaces: BTreeSet<Namespace>, actor: Option
     (token, spec)
 }
 
+/// Writes the token to `path` before the cluster hears of it, so a made token is never lost.
 fn save(path: Option<&PathBuf>, token: &str) -> Result<(), Failure> {
     let Some(path) = path else { return Ok(()) };
     crate::certs::write_file(path, &format!("{token}\n"), true).map_err(|error| {
-        Failure::Refused(format!(
-            "the token was made, but writing it to {} failed ({error}); it is printed below, keep it",
-            path.display()
-        ))
+        Failure::Usage(format!("cannot write the token to {} ({error}); nothing was sent", path.display()))
     })
+}
+
+/// Sends a change that registers `token`'s hash. When its outcome is unknown (no answer), the
+/// cluster may have applied it, so the token is printed to stderr: it may be the only admin token.
+async fn send(cli: &Cli, change: Change, token: &str) -> Result<Answer, Failure> {
+    match cli.client()?.execute(Command::Auth(change)).await {
+        Ok(answer) => Ok(answer),
+        Err(error @ api::client::ClientError::Refused(_)) => Err(error.into()),
+        Err(error) => {
+            eprintln!(
+                "the cluster may have applied this before the failure below; if `strand auth token list` shows the token, it is: {token}"
+            );
+            Err(error.into())
+        }
+    }
 }
 
 /// The token named `name` in the cluster's answer.

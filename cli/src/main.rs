@@ -466,16 +466,21 @@ impl Cli {
     /// writes and look-ups by actor (hook, inbox) use it. A failure leaves the actor as it was;
     /// the command then meets the failure itself.
     async fn resolve_token_actor(&mut self) {
-        let talks_to_cluster = !matches!(
+        let needs_actor = !matches!(
             &self.command,
-            Command::Certs(_) | Command::Version | Command::Auth(auth::AuthCommand::Enable(_))
+            Command::Certs(_) | Command::Version | Command::Cluster(_) | Command::Auth(_) | Command::Bench(_)
         );
         #[cfg(feature = "node")]
-        let talks_to_cluster = talks_to_cluster && !matches!(&self.command, Command::Node(_) | Command::Dev(_));
-        if !talks_to_cluster || self.named_actor().is_some() || !matches!(self.token(), Ok(Some(_))) {
+        let needs_actor = needs_actor && !matches!(&self.command, Command::Node(_) | Command::Dev(_));
+        if !needs_actor || self.named_actor().is_some() || !matches!(self.token(), Ok(Some(_))) {
             return;
         }
-        let Ok(client) = self.client() else { return };
+        // From the contacted node's replica at once: no read index, so it costs no round to the
+        // leader, and it answers quickly or not at all.
+        let Ok(mut config) = self.client_config(&self.namespace(), None) else { return };
+        config.consistency = Consistency::Serializable;
+        config.deadline = config.deadline.min(Duration::from_secs(3));
+        let Ok(client) = Client::new(config) else { return };
         if let Ok(api::outcome::Outcome::Tokens { tokens, .. }) = client.query(api::command::Query::WhoAmI).await
             && let Some(token) = tokens.into_iter().next()
         {

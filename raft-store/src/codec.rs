@@ -31,7 +31,8 @@ pub const META_INSTALLING: &[u8] = b"installing";
 pub const META_IDENTITY: &[u8] = b"identity";
 /// Key of the storage format version a data directory was written with.
 pub const META_FORMAT: &[u8] = b"format";
-/// The storage format this build writes and reads. 7: namespaces carry a default lease and a
+/// The storage format this build writes and reads. 8: proposals carry the client's token hash,
+/// and the state keeps auth records (enabled, tokens). 7: namespaces carry a default lease and a
 /// delivery limit. 6: beads carry a lease and a delivery count,
 /// commands include lease renewals, releases and controller actions, transactions carry lease
 /// fences, and the state keeps the controller's term. 5: beads carry `no_history`, commands include

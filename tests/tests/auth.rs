@@ -102,6 +102,8 @@ async fn tokens_and_roles_bind_every_request() {
     let posing = strand(&cluster, Some(&agent), &["--namespace", "rig", "--actor", "bob", "close", &id]);
     assert_eq!(posing.status.code(), Some(1));
     assert!(stderr(&posing).contains("acts only as alice, not as bob"), "{}", stderr(&posing));
+    let assigning = strand(&cluster, Some(&agent), &["--namespace", "rig", "update", &id, "--assignee", "bob"]);
+    assert!(stderr(&assigning).contains("not as bob"), "no assigning as another: {}", stderr(&assigning));
     let elsewhere = strand(&cluster, Some(&agent), &["--namespace", "default", "list"]);
     assert_eq!(elsewhere.status.code(), Some(1));
     assert!(stderr(&elsewhere).contains("may use only namespace(s) rig"), "{}", stderr(&elsewhere));

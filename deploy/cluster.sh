@@ -1,0 +1,123 @@
+#!/bin/sh
+# cluster.sh: a three-node Strand cluster in containers, with mutual TLS between the nodes, TLS
+# to clients and auth enabled.
+#
+#   deploy/cluster.sh up      build the image, make certificates and configs, start, enable auth
+#   deploy/cluster.sh down    stop the cluster and delete its containers and data volumes
+#
+# Environment:
+#   STRAND_BIN          the strand binary to put in the image (default: the build of `make run`)
+#   STRAND_CLUSTER_DIR  where certificates, node configs, the admin token and client.toml go
+#                       (default: deploy/cluster; kept across runs)
+#   STRAND_PROJECT      the compose project name (default: strand)
+#   STRAND_PORT_1..3    host ports of the nodes' client listeners, on 127.0.0.1 (7400-7402)
+# After `up`:  export STRAND_CONFIG=$STRAND_CLUSTER_DIR/client.toml; strand cluster status
+set -eu
+
+here=$(cd "$(dirname -- "$0")" && pwd)
+dir=${STRAND_CLUSTER_DIR:-$here/cluster}
+project=${STRAND_PROJECT:-strand}
+strand=${STRAND_BIN:-${CARGO_TARGET_DIR:-$HOME/.cache/strand-target}/debug/strand}
+if command -v docker-compose >/dev/null 2>&1; then compose="docker-compose"; else compose="docker compose"; fi
+
+# Runs a command, showing its output only when it fails.
+quietly() {
+    if ! out=$("$@" 2>&1); then
+        echo "$out" >&2
+        exit 1
+    fi
+}
+
+run_compose() {
+    STRAND_CLUSTER_DIR=$dir $compose -p "$project" -f "$here/compose.yaml" "$@"
+}
+
+build_image() {
+    [ -x "$strand" ] || { echo "cluster.sh: no strand binary at $strand; run make build or set STRAND_BIN" >&2; exit 1; }
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+    mkdir -p "$work/rootfs/usr/local/bin" "$work/rootfs/tmp" "$work/rootfs/data"
+    cp "$strand" "$work/rootfs/usr/local/bin/strand"
+    # The binary's shared libraries (glibc, libstdc++ for RocksDB) and the loader, at their paths.
+    for lib in $(ldd "$strand" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
+        mkdir -p "$work/rootfs$(dirname "$lib")"
+        cp -L "$lib" "$work/rootfs$lib"
+    done
+    cp "$here/image/Dockerfile" "$work/Dockerfile"
+    quietly docker build -q -t strand:dev "$work"
+}
+
+write_configs() {
+    mkdir -p "$dir"
+    if [ ! -f "$dir/certs/ca.pem" ]; then
+        "$strand" certs init --dir "$dir/certs" --nodes 3 --hosts node1,node2,node3,127.0.0.1,localhost >/dev/null
+    fi
+    for id in 1 2 3; do
+        cat > "$dir/node-$id.toml" <<TOML
+id = $id
+listen_client = "0.0.0.0:7400"
+advertise_client = "node$id:7400"
+listen_peer = "0.0.0.0:7500"
+advertise_peer = "node$id:7500"
+data_dir = "/data"
+metrics_auth = true
+
+[peers]
+1 = "node1:7500"
+2 = "node2:7500"
+3 = "node3:7500"
+
+[tls]
+cert = "/etc/strand/certs/node-$id.pem"
+key = "/etc/strand/certs/node-$id.key"
+ca = "/etc/strand/certs/ca.pem"
+TOML
+    done
+}
+
+client_config() {
+    {
+        echo "endpoints = [\"127.0.0.1:${STRAND_PORT_1:-7400}\", \"127.0.0.1:${STRAND_PORT_2:-7401}\", \"127.0.0.1:${STRAND_PORT_3:-7402}\"]"
+        echo 'cacert = "certs/ca.pem"'
+        echo 'cert = "certs/client.pem"'
+        echo 'key = "certs/client.key"'
+        if [ -f "$dir/admin.token" ]; then echo "token = \"$(cat "$dir/admin.token")\""; fi
+    } > "$dir/client.toml"
+    chmod 0600 "$dir/client.toml"
+}
+
+case "${1:-}" in
+    up)
+        build_image
+        write_configs
+        client_config
+        quietly run_compose up -d
+        export STRAND_CONFIG="$dir/client.toml"
+        tries=0
+        until "$strand" cluster status --json 2>/dev/null | grep -q '"controller": *[1-9]'; do
+            tries=$((tries + 1))
+            if [ "$tries" -gt 120 ]; then
+                echo "cluster.sh: no leader after 60 s; see: $compose -p $project logs" >&2
+                exit 1
+            fi
+            sleep 0.5
+        done
+        # Fresh volumes have auth off: enable it, replacing a token of earlier volumes.
+        if ! "$strand" auth whoami --json | grep -q '"enabled": *true'; then
+            rm -f "$dir/admin.token"
+            client_config
+            "$strand" auth enable --token-file "$dir/admin.token" >/dev/null
+            client_config
+        fi
+        echo "cluster up: 3 nodes, mutual TLS between them, TLS and auth for clients"
+        echo "export STRAND_CONFIG=$dir/client.toml    (endpoints, TLS files and the admin token)"
+        ;;
+    down)
+        quietly run_compose down -v
+        echo "cluster down: containers and data volumes removed (certificates and token stay in $dir)"
+        ;;
+    *)
+        echo "usage: deploy/cluster.sh up|down" >&2
+        exit 2
+        ;;
+esac

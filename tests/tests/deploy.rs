@@ -1,0 +1,88 @@
+//! The compose cluster of `deploy/`: three containers of an image built `FROM scratch`, mutual
+//! TLS between the nodes, TLS to clients, and auth enabled, started and removed by
+//! `deploy/cluster.sh` as the README gives it.
+#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use tests::{free_port, strand_binary};
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/cluster.sh")
+}
+
+/// `deploy/cluster.sh` with this test's directory, project name and ports.
+struct Deployment {
+    dir: tempfile::TempDir,
+    project: String,
+    ports: [u16; 3],
+}
+
+impl Deployment {
+    fn run(&self, action: &str) -> Output {
+        let mut command = Command::new(script());
+        command
+            .arg(action)
+            .env("STRAND_BIN", strand_binary())
+            .env("STRAND_CLUSTER_DIR", self.dir.path())
+            .env("STRAND_PROJECT", &self.project);
+        for (index, port) in self.ports.iter().enumerate() {
+            command.env(format!("STRAND_PORT_{}", index + 1), port.to_string());
+        }
+        command.output().expect("deploy/cluster.sh runs")
+    }
+
+    fn strand(&self, config: &Path, args: &[&str]) -> Output {
+        let mut command = Command::new(strand_binary());
+        for variable in ["STRAND_TOKEN", "STRAND_ENDPOINTS", "STRAND_CACERT", "STRAND_NAMESPACE", "STRAND_ACTOR"] {
+            command.env_remove(variable);
+        }
+        command.env("STRAND_CONFIG", config).args(args).output().expect("strand runs")
+    }
+}
+
+impl Drop for Deployment {
+    fn drop(&mut self) {
+        let down = self.run("down");
+        if !down.status.success() {
+            eprintln!("cluster.sh down: {}", String::from_utf8_lossy(&down.stderr));
+        }
+    }
+}
+
+#[test]
+fn the_compose_cluster_runs_with_mutual_tls_and_auth() {
+    let deployment = Deployment {
+        dir: tempfile::tempdir().unwrap(),
+        project: format!("strandtest{}", std::process::id()),
+        ports: [free_port(), free_port(), free_port()],
+    };
+    let up = deployment.run("up");
+    assert!(up.status.success(), "cluster.sh up: {}", String::from_utf8_lossy(&up.stderr));
+    let config = deployment.dir.path().join("client.toml");
+
+    let created = deployment.strand(&config, &["create", "in a container", "--json"]);
+    assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
+    let status = deployment.strand(&config, &["cluster", "status", "--json"]);
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let nodes = status["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 3, "{status}");
+    assert!(nodes.iter().all(|node| node["peer_address"].as_str().unwrap().ends_with(":7500")), "{status}");
+    let whoami = deployment.strand(&config, &["auth", "whoami", "--json"]);
+    let whoami: serde_json::Value = serde_json::from_slice(&whoami.stdout).unwrap();
+    assert_eq!((whoami["enabled"].as_bool(), whoami["token"]["role"].as_str()), (Some(true), Some("admin")));
+
+    // Without the token, TLS still works and the request is refused; without the CA, TLS fails.
+    let text = std::fs::read_to_string(&config).unwrap();
+    let tokenless = deployment.dir.path().join("tokenless.toml");
+    std::fs::write(&tokenless, text.lines().filter(|line| !line.starts_with("token")).collect::<Vec<_>>().join("\n"))
+        .unwrap();
+    let refused = deployment.strand(&tokenless, &["list"]);
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("requires a token"), "{refused:?}");
+    let plain = deployment.dir.path().join("plain.toml");
+    std::fs::write(&plain, text.lines().filter(|line| line.starts_with("endpoints")).collect::<Vec<_>>().join("\n"))
+        .unwrap();
+    let refused = deployment.strand(&plain, &["list"]);
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--cacert"), "{refused:?}");
+}
