@@ -149,9 +149,9 @@ pub async fn run(cli: &Cli, command: &AuthCommand) -> Outcome {
                 println!(
                     "{:<24} {:<7} {:<24} {:<20} {:<24} {}",
                     token.name,
-                    token.role,
+                    token.role.name(),
                     namespaces_text(token),
-                    token.actor,
+                    token.actor.0,
                     token.created_at.to_rfc3339(),
                     token.hash.fingerprint()
                 );
