@@ -25,7 +25,7 @@ use sha2::{Digest, Sha256};
 use crate::command::{Command, Query};
 use crate::model::{Actor, Namespace, Timestamp};
 use crate::outcome::{Outcome, Refusal};
-use crate::printable::printable;
+use crate::printable::{hex, printable};
 
 /// How every token begins.
 pub const TOKEN_PREFIX: &str = "strand_";
@@ -60,10 +60,6 @@ impl fmt::Debug for TokenHash {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "TokenHash({})", self.fingerprint())
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// A new token: [`TOKEN_PREFIX`] and 256 bits from the operating system's random source.
@@ -278,9 +274,9 @@ impl Token {
                 if !self.covers(namespace) {
                     return Err(self.namespace_refusal(namespace));
                 }
-                let mut named = vec![actor.0.as_str()];
-                claimants(command, &mut named);
-                match named.into_iter().find(|named| *named != self.actor.0) {
+                let own = self.actor.0.as_str();
+                let other = if actor.0 != own { Some(actor.0.as_str()) } else { other_actor(command, own) };
+                match other {
                     None => Ok(()),
                     Some(other) => Err(Refusal::PermissionDenied(format!(
                         "token {} acts only as {}, not as {}; name no actor (--actor, $STRAND_ACTOR, $BEADS_ACTOR, $GC_SESSION_NAME, $GC_AGENT), or name {}",
@@ -336,23 +332,24 @@ fn admin_only(command: &Command) -> bool {
     )
 }
 
-/// Every actor `command` claims or assigns a bead to, or sends as, a transaction's writes
-/// included: an agent may name only itself there (an empty assignee unassigns). It may still
-/// route work to others through `sling`, and take a bead over by assigning it to itself, as bd
-/// allows.
-fn claimants<'a>(command: &'a Command, named: &mut Vec<&'a str>) {
+/// The first actor other than `own` that `command` claims or assigns a bead to, or sends as, a
+/// transaction's writes included: an agent may name only itself there (an empty assignee
+/// unassigns). It may still route work to others through `sling`, and take a bead over by
+/// assigning it to itself, as bd allows.
+fn other_actor<'a>(command: &'a Command, own: &str) -> Option<&'a str> {
+    let claimant = |name: &'a str| (name != own).then_some(name);
+    let named = |name: &'a str| (!name.is_empty() && name != own).then_some(name);
     match command {
-        Command::Claim { actor, .. } | Command::ClaimNext { actor, .. } => named.push(&actor.0),
-        Command::HookClaim { agent, .. } => named.push(&agent.0),
-        Command::Update(update) => {
-            named.extend(update.claim_for.as_ref().map(|actor| actor.0.as_str()));
-            named.extend(update.assignee.as_deref().filter(|assignee| !assignee.is_empty()));
-        }
-        Command::Create(create) => {
-            named.extend([create.assignee.as_str(), create.from.as_str()].into_iter().filter(|name| !name.is_empty()));
-        }
-        Command::Txn(txn) => txn.writes.iter().for_each(|write| claimants(write, named)),
-        _ => {}
+        Command::Claim { actor, .. } | Command::ClaimNext { actor, .. } => claimant(&actor.0),
+        Command::HookClaim { agent, .. } => claimant(&agent.0),
+        Command::Update(update) => update
+            .claim_for
+            .as_ref()
+            .and_then(|actor| claimant(&actor.0))
+            .or_else(|| update.assignee.as_deref().and_then(named)),
+        Command::Create(create) => named(&create.assignee).or_else(|| named(&create.from)),
+        Command::Txn(txn) => txn.writes.iter().find_map(|write| other_actor(write, own)),
+        _ => None,
     }
 }
 

@@ -701,7 +701,7 @@ impl ListCursor {
 
     /// The cursor as text, bound to the namespace it pages through.
     pub fn encode(&self, namespace: &crate::model::Namespace) -> String {
-        let hex = |text: &str| text.bytes().map(|byte| format!("{byte:02x}")).collect::<String>();
+        let hex = |text: &str| crate::printable::hex(text.as_bytes());
         format!("{CURSOR_VERSION}.{}.{}.{}.{}", hex(&namespace.0), self.created_at, self.seq, hex(&self.id.0))
     }
 

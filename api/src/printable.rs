@@ -5,6 +5,8 @@
 //! spells them (`\n`, `\u{1b}`, `\u{202e}`), and every other character as it is. An error that
 //! quotes a user's id thus stays one line and cannot recolour, move or rewrite the terminal.
 //!
+//! [`hex`] writes bytes (hashes, names in a cursor) as hex digits, which are always printable.
+//!
 //! Invariant: the output holds no control character, and printing it again changes nothing.
 
 use std::fmt::{self, Write};
@@ -12,6 +14,11 @@ use std::fmt::{self, Write};
 /// Displays its text with the characters that could break a line or drive a terminal escaped.
 #[derive(Clone, Copy, Debug)]
 pub struct Printable<'a>(&'a str);
+
+/// `bytes` as lower-case hex digits, two per byte.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
 
 /// `text`, displayed safely inside a one-line message.
 pub fn printable(text: &str) -> Printable<'_> {

@@ -171,7 +171,12 @@ pub async fn run(cli: &Cli, command: &AuthCommand) -> Outcome {
 }
 
 /// A new token and the spec that registers its hash.
-fn draw(name: String, role: Role, namespaces: BTreeSet<Namespace>, actor: Option<Actor>) -> (String, TokenSpec) {
+pub(crate) fn draw(
+    name: String,
+    role: Role,
+    namespaces: BTreeSet<Namespace>,
+    actor: Option<Actor>,
+) -> (String, TokenSpec) {
     let token = api::auth::generate();
     let spec = TokenSpec { name, hash: TokenHash::of(&token), role, namespaces, actor };
     (token, spec)

@@ -67,8 +67,7 @@ const ROOT_NAME_CHARS_MAX: usize = 48;
 /// so every distinct root (and scope within it) is its own store, and the name says which.
 pub fn namespace_of_store(root: &str, scope: &str) -> String {
     let digest = Sha256::digest(format!("{scope}\0{root}").as_bytes());
-    let hash: String =
-        digest.iter().map(|byte| format!("{byte:02x}")).collect::<String>()[..ROOT_HASH_HEX_DIGITS].into();
+    let hash: String = api::printable::hex(&digest)[..ROOT_HASH_HEX_DIGITS].into();
     let last = root.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
     let readable = |text: &str| -> String {
         text.chars()

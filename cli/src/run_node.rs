@@ -450,19 +450,14 @@ async fn dev_admin_token(
     if enabled && let (Some(token), false) = (&config.token, tokens.is_empty()) {
         return Ok(token.clone());
     }
-    let token = api::auth::generate();
-    let spec = api::auth::TokenSpec {
-        name: format!("dev-admin-{}", &api::auth::TokenHash::of(&token).fingerprint()[..6]),
-        hash: api::auth::TokenHash::of(&token),
-        role: api::auth::Role::Admin,
-        namespaces: Default::default(),
-        actor: None,
-    };
+    let (token, mut spec) = crate::auth::draw(String::new(), api::auth::Role::Admin, Default::default(), None);
+    spec.name = format!("dev-admin-{}", &spec.hash.fingerprint()[..6]);
+    // Saved before the cluster hears of it, so an enable whose answer is lost loses no token.
+    crate::certs::write_file(token_file, &format!("{token}\n"), true)
+        .map_err(|error| Failure::Refused(format!("cannot write {}: {error}", token_file.display())))?;
     config.token = None;
     let enabling = api::client::Client::new(config).map_err(Failure::from)?;
     enabling.execute(api::command::Command::Auth(api::auth::AuthCommand::Enable(spec))).await?;
-    crate::certs::write_file(token_file, &format!("{token}\n"), true)
-        .map_err(|error| Failure::Refused(format!("cannot write {}: {error}", token_file.display())))?;
     Ok(token)
 }
 

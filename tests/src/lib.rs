@@ -247,22 +247,24 @@ impl Cluster {
 
     /// A client of the given endpoints.
     pub fn client_of(&self, endpoints: Vec<String>) -> Client {
-        let mut config = ClientConfig::new(endpoints);
-        config.tls = self.client_tls();
-        config.deadline = Duration::from_secs(30);
-        config.attempt_timeout = Duration::from_secs(5);
-        Client::new(config).expect("client")
+        Client::new(self.client_config(endpoints)).expect("client")
     }
 
     /// A client of the given endpoints and `namespace` that sends `token` with every call.
     pub fn client_with_token(&self, endpoints: Vec<String>, namespace: &str, token: &str) -> Client {
-        let mut config = ClientConfig::new(endpoints);
+        let mut config = self.client_config(endpoints);
         config.namespace = api::model::Namespace(namespace.into());
-        config.tls = self.client_tls();
         config.token = Some(token.to_string());
+        Client::new(config).expect("client")
+    }
+
+    /// The settings of this harness's clients of the given endpoints.
+    fn client_config(&self, endpoints: Vec<String>) -> ClientConfig {
+        let mut config = ClientConfig::new(endpoints);
+        config.tls = self.client_tls();
         config.deadline = Duration::from_secs(30);
         config.attempt_timeout = Duration::from_secs(5);
-        Client::new(config).expect("client")
+        config
     }
 
     /// A client of every node.
