@@ -147,6 +147,37 @@ pub struct Token {
     pub created_at: Timestamp,
 }
 
+/// A token as listings show it: its name and rights, and of its hash only a fingerprint, so a
+/// listing never gives out what a forwarded request could carry in a token's place.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenInfo {
+    /// Unique among the cluster's tokens.
+    pub name: String,
+    /// What it may do.
+    pub role: Role,
+    /// The namespaces it may use; empty: every namespace.
+    pub namespaces: BTreeSet<Namespace>,
+    /// Who its requests act as.
+    pub actor: Actor,
+    /// When it was made (the state's clock).
+    pub created_at: Timestamp,
+    /// [`TokenHash::fingerprint`] of its hash.
+    pub fingerprint: String,
+}
+
+impl From<&Token> for TokenInfo {
+    fn from(token: &Token) -> TokenInfo {
+        TokenInfo {
+            name: token.name.clone(),
+            role: token.role,
+            namespaces: token.namespaces.clone(),
+            actor: token.actor.clone(),
+            created_at: token.created_at,
+            fingerprint: token.hash.fingerprint(),
+        }
+    }
+}
+
 /// A token to add, as `auth enable` and `auth token create` send it (the hash, never the token).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenSpec {

@@ -9,6 +9,7 @@ pub mod auth;
 pub mod client;
 pub mod command;
 pub mod convert;
+pub mod decode_budget;
 pub mod formula;
 pub mod go_duration;
 pub mod limits;

@@ -32,6 +32,13 @@ pub const NAMESPACE_BYTES_MAX: usize = 128;
 pub const PREFIX_BYTES_MAX: usize = 32;
 /// Largest encoded request the gRPC server accepts, in bytes.
 pub const REQUEST_BYTES_MAX: usize = 1024 * 1024;
+/// Most memory decoding one request may take, as estimated from its bytes before it is decoded
+/// (`crate::decode_budget`); a request over it is refused with RESOURCE_EXHAUSTED.
+pub const DECODED_REQUEST_BYTES_MAX: usize = 16 * REQUEST_BYTES_MAX;
+/// Most memory, as a multiple of [`REQUEST_BYTES_MAX`], that one request of at most that size
+/// makes a node allocate while it is decoded, checked and applied; measured by
+/// `tests/tests/request_memory.rs` on the requests that grow most when decoded.
+pub const REQUEST_MEMORY_MULTIPLE_MAX: usize = 64;
 /// Largest encoded response the gRPC server sends, in bytes.
 pub const RESPONSE_BYTES_MAX: usize = 64 * 1024 * 1024;
 /// Default number of beads `ready` returns.

@@ -49,8 +49,8 @@ pub enum Outcome {
     Tokens {
         /// Whether auth is enabled.
         enabled: bool,
-        /// The tokens, by name.
-        tokens: Vec<crate::auth::Token>,
+        /// The tokens, by name (a fingerprint of each hash, never the hash).
+        tokens: Vec<crate::auth::TokenInfo>,
     },
 }
 

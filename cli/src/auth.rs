@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use api::auth::{AuthCommand as Change, Role, Token, TokenHash, TokenSpec};
+use api::auth::{AuthCommand as Change, Role, TokenHash, TokenInfo, TokenSpec};
 use api::command::{Command, Query};
 use api::model::{Actor, Namespace};
 use api::outcome::Outcome as Answer;
@@ -153,7 +153,7 @@ pub async fn run(cli: &Cli, command: &AuthCommand) -> Outcome {
                     namespaces_text(token),
                     token.actor.0,
                     token.created_at.to_rfc3339(),
-                    token.hash.fingerprint()
+                    token.fingerprint
                 );
             }
             Ok(true)
@@ -206,7 +206,7 @@ async fn send(cli: &Cli, change: Change, token: &str) -> Result<Answer, Failure>
 }
 
 /// The token named `name` in the cluster's answer.
-fn own_token(answer: Answer, name: &str) -> Result<Token, Failure> {
+fn own_token(answer: Answer, name: &str) -> Result<TokenInfo, Failure> {
     match answer {
         Answer::Tokens { tokens, .. } => tokens
             .into_iter()
@@ -216,23 +216,23 @@ fn own_token(answer: Answer, name: &str) -> Result<Token, Failure> {
     }
 }
 
-fn namespaces_text(token: &Token) -> String {
+fn namespaces_text(token: &TokenInfo) -> String {
     if token.namespaces.is_empty() {
         return "*".into();
     }
     token.namespaces.iter().map(|namespace| namespace.0.as_str()).collect::<Vec<_>>().join(",")
 }
 
-fn token_json(token: &Token) -> serde_json::Value {
+fn token_json(token: &TokenInfo) -> serde_json::Value {
     json!({
         "name": token.name, "role": token.role.name(),
         "namespaces": token.namespaces.iter().map(|namespace| &namespace.0).collect::<Vec<_>>(),
         "actor": token.actor.0, "created_at": token.created_at.to_rfc3339(),
-        "sha256_prefix": token.hash.fingerprint(),
+        "sha256_prefix": token.fingerprint,
     })
 }
 
-fn print_made(cli: &Cli, made: &Token, token: &str, headline: &str) {
+fn print_made(cli: &Cli, made: &TokenInfo, token: &str, headline: &str) {
     if cli.json {
         let mut value = token_json(made);
         value["token"] = json!(token);

@@ -16,6 +16,28 @@ use std::time::Duration;
 use api::go_duration::parse_go_duration;
 use serde::{Deserialize, Serialize};
 
+/// Which listener a connection arrived on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Listener {
+    /// Clients' services, health and metrics (`listen_client`).
+    Client,
+    /// Raft between members (`listen_peer`).
+    Peer,
+}
+
+impl Listener {
+    /// Both listeners; a listener's index here is its discriminant.
+    pub const ALL: [Listener; 2] = [Listener::Client, Listener::Peer];
+
+    /// The listener as the metrics' `listener` label says it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Listener::Client => "client",
+            Listener::Peer => "peer",
+        }
+    }
+}
+
 /// The default client port.
 pub const DEFAULT_PORT: u16 = 7400;
 /// The default peer port.

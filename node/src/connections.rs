@@ -160,8 +160,6 @@ struct Limiter {
     idle_timeout: Duration,
     registry: Mutex<Registry>,
     metrics: ConnectionMetrics,
-    /// What this limiter last added to the gauges, which every listener's limiter shares.
-    published: [std::sync::atomic::AtomicI64; 2],
 }
 
 impl Limiter {
@@ -173,7 +171,6 @@ impl Limiter {
             idle_timeout: Duration::from_millis(limits.idle_timeout_ms),
             registry: Mutex::new(Registry::default()),
             metrics,
-            published: Default::default(),
         }
     }
 
@@ -287,13 +284,11 @@ impl Limiter {
         registry.warned_at = Some(now);
     }
 
-    /// Moves the shared gauges by this limiter's change, so they count every listener's
-    /// connections (called under the registry lock, so the changes add up in order).
+    /// Sets this listener's gauges to its counts (called under the registry lock, so the last
+    /// value set is the current one).
     fn publish(&self, registry: &Registry) {
-        let open = self.published[0].swap(registry.open as i64, Ordering::Relaxed);
-        self.metrics.open.inc_by(registry.open as i64 - open);
-        let pending = self.published[1].swap(registry.pending as i64, Ordering::Relaxed);
-        self.metrics.pending.inc_by(registry.pending as i64 - pending);
+        self.metrics.open.set(registry.open as i64);
+        self.metrics.pending.set(registry.pending as i64);
     }
 }
 

@@ -64,7 +64,7 @@ use crate::client::{
     MoleculesService, NamespacesService, OrdersService, WorkService,
 };
 use crate::clock::Clock;
-use crate::config::NodeConfig;
+use crate::config::{Listener, NodeConfig};
 use crate::core::{NodeCore, StrandRaft};
 use crate::leader::Leader;
 use crate::peer::RaftPeerService;
@@ -319,17 +319,17 @@ where
     }
     let handshake_timeout = std::time::Duration::from_millis(core.config.connections.handshake_timeout_ms);
     let client_incoming = tls::accept(
-        connections::limit(client_incoming, &core.config.connections, core.metrics.connections()),
-        tls.clone().map(|tls| (tls, tls::Listener::Client)),
+        connections::limit(client_incoming, &core.config.connections, core.metrics.connections(Listener::Client)),
+        tls.clone().map(|tls| (tls, Listener::Client)),
         handshake_timeout,
     );
     let peer_incoming = tls::accept(
         connections::limit(
             peer_incoming,
             &connections::peer_limits(&core.config.connections),
-            core.metrics.connections(),
+            core.metrics.connections(Listener::Peer),
         ),
-        tls.clone().map(|tls| (tls, tls::Listener::Peer)),
+        tls.clone().map(|tls| (tls, Listener::Peer)),
         handshake_timeout,
     );
     let tls_watcher = tls.map(|tls| tokio::spawn(tls.watch()));

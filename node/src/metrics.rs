@@ -16,6 +16,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::config::Listener;
+
 /// Reads one gauge's value off a [`RaftView`].
 type ReadGauge = fn(&RaftView) -> i64;
 
@@ -111,8 +113,8 @@ impl CloseReason {
     }
 }
 
-/// The inbound-connection metrics, shared with the connection limiter (clones update the same
-/// series).
+/// One listener's inbound-connection metrics, shared with its connection limiter (clones update
+/// the same series, labelled with the listener).
 #[derive(Clone, Debug)]
 pub struct ConnectionMetrics {
     /// Inbound connections open now, pending ones included.
@@ -143,26 +145,32 @@ impl ConnectionMetrics {
         }
     }
 
-    fn register(registry: &mut Registry) -> ConnectionMetrics {
-        let metrics = ConnectionMetrics::unregistered();
-        registry.register(
-            "connections_open",
-            "Inbound connections open now, pending ones included",
-            metrics.open.clone(),
-        );
+    /// Registers the connection metrics, labelled by listener; answers each listener's (index
+    /// in [`Listener::ALL`]).
+    fn register(registry: &mut Registry) -> [ConnectionMetrics; 2] {
+        let open = Family::<Vec<(&'static str, &'static str)>, Gauge>::default();
+        registry.register("connections_open", "Inbound connections open now, pending ones included", open.clone());
+        let pending = Family::<Vec<(&'static str, &'static str)>, Gauge>::default();
         registry.register(
             "connections_pending",
             "Inbound connections that have not sent their handshake yet",
-            metrics.pending.clone(),
+            pending.clone(),
         );
         let closed = Family::<Vec<(&'static str, &'static str)>, Counter>::default();
         registry.register(
             "connections_closed",
-            "Inbound connections the node closed because of its connection limits, by reason",
+            "Inbound connections the node closed because of its connection limits, by listener and reason",
             closed.clone(),
         );
-        let counters = CloseReason::ALL.map(|reason| closed.get_or_create(&vec![("reason", reason.label())]).clone());
-        ConnectionMetrics { closed: counters, ..metrics }
+        Listener::ALL.map(|listener| {
+            let label = ("listener", listener.label());
+            ConnectionMetrics {
+                open: open.get_or_create(&vec![label]).clone(),
+                pending: pending.get_or_create(&vec![label]).clone(),
+                closed: CloseReason::ALL
+                    .map(|reason| closed.get_or_create(&vec![label, ("reason", reason.label())]).clone()),
+            }
+        })
     }
 }
 
@@ -177,7 +185,7 @@ pub struct Metrics {
     leases_expired: Counter,
     controller: ControllerMetrics,
     gauges: [(ReadGauge, Gauge); GAUGES.len()],
-    connections: ConnectionMetrics,
+    connections: [ConnectionMetrics; 2],
 }
 
 /// The controller's counters, beside `leases_expired`.
@@ -282,9 +290,9 @@ impl Metrics {
         Metrics { registry, requests, write_seconds, forwarded, leases_expired, controller, gauges, connections }
     }
 
-    /// The inbound-connection metrics, for the connection limiter.
-    pub fn connections(&self) -> ConnectionMetrics {
-        self.connections.clone()
+    /// The inbound-connection metrics of `listener`, for its connection limiter.
+    pub fn connections(&self, listener: Listener) -> ConnectionMetrics {
+        self.connections[listener as usize].clone()
     }
 
     /// Counts a write and records how long it took.
@@ -354,8 +362,9 @@ mod tests {
         metrics.observe_write(RequestOutcome::Refused, 0.001);
         metrics.observe_read(RequestOutcome::Ok);
         metrics.observe_forward();
-        metrics.connections().open.set(5);
-        metrics.connections().observe_close(CloseReason::Handshake);
+        metrics.connections(Listener::Client).open.set(5);
+        metrics.connections(Listener::Client).observe_close(CloseReason::Handshake);
+        metrics.connections(Listener::Peer).open.set(2);
         let view = RaftView { term: 7, is_leader: true, leader: 2, applied_index: 41, beads: 3, ..RaftView::default() };
         let page = metrics.render(&view);
         for line in [
@@ -370,9 +379,11 @@ mod tests {
             "strand_raft_applied_index 41",
             "strand_raft_fatal 0",
             "strand_beads 3",
-            "strand_connections_open 5",
-            "strand_connections_closed_total{reason=\"handshake_timeout\"} 1",
-            "strand_connections_closed_total{reason=\"refused\"} 0",
+            "strand_connections_open{listener=\"client\"} 5",
+            "strand_connections_open{listener=\"peer\"} 2",
+            "strand_connections_closed_total{listener=\"client\",reason=\"handshake_timeout\"} 1",
+            "strand_connections_closed_total{listener=\"client\",reason=\"refused\"} 0",
+            "strand_connections_closed_total{listener=\"peer\",reason=\"handshake_timeout\"} 0",
             "# EOF",
         ] {
             assert!(page.lines().any(|candidate| candidate == line), "missing {line:?} in\n{page}");

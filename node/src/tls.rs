@@ -33,21 +33,12 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_rustls::TlsAcceptor;
 use tonic::transport::server::Connected;
 
-use crate::config::TlsSettings;
+use crate::config::{Listener, TlsSettings};
 
 /// How often the certificate files are looked at for changes.
 pub const RELOAD_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 /// Handshakes in flight whose connections the server has not taken yet.
 const ACCEPTED_QUEUE: usize = 64;
-
-/// Which listener a connection arrived on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Listener {
-    /// Clients' services.
-    Client,
-    /// Raft between members.
-    Peer,
-}
 
 /// What the node serves and dials with, built from the files at one moment.
 struct Configs {

@@ -8,7 +8,7 @@ use api::client::ClientError;
 use api::command::{Command, CreateBead, ListFilter, Query};
 use api::outcome::{Outcome, Refusal};
 use futures::StreamExt;
-use tests::{Cluster, http_get, json_of, strand_binary};
+use tests::{Cluster, http_get, json_of, strand_binary, wait_for};
 
 /// Runs the CLI against `cluster` with `token` (if any) and `args`, nothing taken from this
 /// process's environment that names an actor, a namespace or a token.
@@ -143,6 +143,15 @@ async fn tokens_and_roles_bind_every_request() {
     watch.next().await.unwrap().unwrap();
     let revoked = strand(&cluster, Some(&admin), &["auth", "token", "revoke", "worker"]);
     assert_eq!(revoked.status.code(), Some(0), "{}", stderr(&revoked));
+    // Every replica logs the change on the audit target, naming the token that made it.
+    for id in 1..=3 {
+        wait_for("the revocation in each node's audit log", || async {
+            let log = cluster.log(id);
+            let line = log.lines().find(|line| line.contains("strand::audit") && line.contains("token revoked"))?;
+            (line.contains("worker") && line.contains("admin")).then_some(())
+        })
+        .await;
+    }
     for client in &per_node {
         let refused = refusal(client.execute(create("after revocation")).await);
         assert!(matches!(refused, Refusal::Unauthenticated(_)), "{refused}");

@@ -93,11 +93,16 @@ async fn idle_connections_beyond_the_limit_are_closed_and_writes_go_on_through_e
     write_through_every_node(&cluster, "after the flood").await;
 
     let page = metrics_page(&address).await;
-    let evicted = sample(&page, "strand_connections_closed_total{reason=\"evicted\"}");
-    let timed_out = sample(&page, "strand_connections_closed_total{reason=\"handshake_timeout\"}");
+    let evicted = sample(&page, "strand_connections_closed_total{listener=\"client\",reason=\"evicted\"}");
+    let timed_out = sample(&page, "strand_connections_closed_total{listener=\"client\",reason=\"handshake_timeout\"}");
     assert!(evicted + timed_out >= PROBE_CONNECTIONS as f64, "every probe was closed by a limit:\n{page}");
     assert!(timed_out >= 1.0, "the last pending probes were closed at the handshake timeout:\n{page}");
-    assert!(sample(&page, "strand_connections_open") <= CONNECTIONS_MAX as f64, "{page}");
+    assert!(sample(&page, "strand_connections_open{listener=\"client\"}") <= CONNECTIONS_MAX as f64, "{page}");
+    // The flood reached the client listener only: the peer listener closed nothing.
+    for reason in ["refused", "evicted", "handshake_timeout"] {
+        let name = format!("strand_connections_closed_total{{listener=\"peer\",reason=\"{reason}\"}}");
+        assert_eq!(sample(&page, &name), 0.0, "{page}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,7 @@
 //! TLS on real node processes: clients over TLS and plain ones refused with a hint, peers that
 //! must show a certificate naming the member they speak for, required client certificates, and
-//! a certificate rotation under load that fails no request.
+//! a certificate rotation under load that fails no request; and a request that would grow past
+//! the decoding budget refused unread.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::sync::Arc;
@@ -217,4 +218,26 @@ async fn served_certificate(cluster: &Cluster, id: u64, tls: &std::path::Path) -
     let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
     let stream = tokio_rustls::TlsConnector::from(config).connect(name, tcp).await.unwrap();
     stream.get_ref().1.peer_certificates().unwrap()[0].to_vec()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_would_grow_past_the_decoding_budget_is_refused_unread() {
+    let cluster = Cluster::start(1, None);
+    cluster.wait_for_leader().await;
+    let address = format!("http://{}", cluster.nodes[0].address);
+    let mut beads = api::proto::beads_client::BeadsClient::connect(address).await.unwrap();
+    // 40,000 empty beads: 80 KB on the wire, far more decoded than the budget allows.
+    let bead_size = api::decode_budget::Schema::get().message(".strand.v1.Bead").unwrap().size as usize;
+    let count = 40_000;
+    assert!(count * bead_size > api::limits::DECODED_REQUEST_BYTES_MAX, "the request is over the budget");
+    let request = api::proto::ImportRequest { beads: vec![api::proto::Bead::default(); count], ..Default::default() };
+    let status = beads.import(request).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status:?}");
+    assert!(status.message().contains("send them in several requests"), "{}", status.message());
+    // The node goes on serving, and nothing was imported.
+    let client = cluster.client();
+    client.execute(create("after")).await.unwrap();
+    let filter = ListFilter { all: true, limit: 0, ..Default::default() };
+    let Outcome::Beads(listed) = client.query(Query::List(filter)).await.unwrap() else { panic!("list") };
+    assert_eq!(listed.iter().map(|bead| bead.title.as_str()).collect::<Vec<_>>(), ["after"]);
 }

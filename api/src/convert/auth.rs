@@ -1,5 +1,5 @@
 //! Conversions of the `Auth` service: token specs and listings. A token itself never appears
-//! here, only its SHA-256.
+//! here: a spec carries its SHA-256, a listing only a fingerprint of that.
 
 use std::collections::BTreeSet;
 
@@ -9,7 +9,7 @@ use super::{
     FromAnswer, IntoAnswer, IntoRead, IntoWrite, ReadRequest, WriteRequest, invalid, read_header_of, refusal_to_status,
     unexpected, write_request_of,
 };
-use crate::auth::{AuthCommand, Role, Token, TokenHash, TokenSpec};
+use crate::auth::{AuthCommand, Role, TokenHash, TokenInfo, TokenSpec};
 use crate::command::{Command, Query};
 use crate::model::{Actor, Namespace, Timestamp};
 use crate::outcome::{Answer, Outcome, Refusal};
@@ -51,15 +51,15 @@ write_request!(pb::TokenRevokeRequest, |request| Ok(Command::Auth(AuthCommand::T
 read_request!(pb::TokenListRequest, |_request, _now| Ok(Query::Tokens));
 read_request!(pb::WhoAmIRequest, |_request, _now| Ok(Query::WhoAmI));
 
-impl From<&Token> for pb::TokenInfo {
-    fn from(token: &Token) -> pb::TokenInfo {
+impl From<&TokenInfo> for pb::TokenInfo {
+    fn from(token: &TokenInfo) -> pb::TokenInfo {
         pb::TokenInfo {
             name: token.name.clone(),
             role: token.role.name().to_string(),
             namespaces: token.namespaces.iter().map(|namespace| namespace.0.clone()).collect(),
             actor: token.actor.0.clone(),
-            sha256: token.hash.0.to_vec(),
             created_at_ms: token.created_at.0,
+            sha256_prefix: token.fingerprint.clone(),
         }
     }
 }
@@ -81,13 +81,13 @@ impl IntoAnswer for pb::AuthResponse {
             .tokens
             .into_iter()
             .map(|info| {
-                Ok(Token {
+                Ok(TokenInfo {
                     name: info.name,
-                    hash: hash_of(&info.sha256)?,
                     role: Role::parse(&info.role)?,
                     namespaces: info.namespaces.into_iter().map(Namespace).collect(),
                     actor: Actor(info.actor),
                     created_at: Timestamp(info.created_at_ms),
+                    fingerprint: info.sha256_prefix,
                 })
             })
             .collect::<Result<_, Refusal>>()?;

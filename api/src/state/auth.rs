@@ -9,11 +9,45 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::auth::{AuthCommand, Role, TOKENS_MAX, Token, TokenHash, TokenSpec};
+use crate::auth::{AuthCommand, Role, TOKENS_MAX, Token, TokenHash, TokenInfo, TokenSpec};
 use crate::command::{Command, Query};
 use crate::model::{Actor, Namespace, Timestamp};
 use crate::outcome::{Answer, Outcome, Refusal};
 use crate::printable::printable;
+
+/// Logs an applied auth change on the `strand::audit` target, at info: the revision, the token
+/// that made it (`None`: auth was off, as for `auth enable`), the actor it named, and what
+/// changed (a token by name, role, rights and hash fingerprint, never the hash). Every replica
+/// logs the changes it applies, once each: a retry answered from the dedup table is not logged.
+pub(crate) fn audit(revision: u64, by: Option<&str>, actor: &Actor, command: &AuthCommand) {
+    let by = by.map_or_else(|| "(none: auth was off)".to_string(), |name| printable(name).to_string());
+    let actor = printable(&actor.0).to_string();
+    let spec_fields = |spec: &TokenSpec| {
+        let namespaces: Vec<String> =
+            spec.namespaces.iter().map(|namespace| printable(&namespace.0).to_string()).collect();
+        let token_actor = spec
+            .actor
+            .as_ref()
+            .map_or_else(|| printable(&spec.name).to_string(), |actor| printable(&actor.0).to_string());
+        (printable(&spec.name).to_string(), namespaces.join(","), token_actor, spec.hash.fingerprint())
+    };
+    match command {
+        AuthCommand::Enable(spec) => {
+            let (token, _, _, sha256_prefix) = spec_fields(spec);
+            tracing::info!(target: "strand::audit", revision, by, actor, token, sha256_prefix, "auth enabled with a first admin token");
+        }
+        AuthCommand::Disable => tracing::info!(target: "strand::audit", revision, by, actor, "auth disabled"),
+        AuthCommand::TokenCreate(spec) => {
+            let (token, namespaces, token_actor, sha256_prefix) = spec_fields(spec);
+            let role = spec.role.name();
+            tracing::info!(target: "strand::audit", revision, by, actor, token, role, namespaces, token_actor, sha256_prefix, "token created");
+        }
+        AuthCommand::TokenRevoke { name } => {
+            let token = printable(name).to_string();
+            tracing::info!(target: "strand::audit", revision, by, actor, token, "token revoked");
+        }
+    }
+}
 
 /// Auth as the state keeps it, with what changed since the last batch.
 #[derive(Clone, Debug, Default)]
@@ -82,7 +116,7 @@ impl AuthState {
 
     /// Every token, by name (`Query::Tokens`).
     pub(crate) fn listing(&self) -> Outcome {
-        Outcome::Tokens { enabled: self.enabled, tokens: self.tokens.values().cloned().collect() }
+        Outcome::Tokens { enabled: self.enabled, tokens: self.tokens.values().map(TokenInfo::from).collect() }
     }
 
     /// Applies an auth command, already authorized and validated.

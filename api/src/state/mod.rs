@@ -329,13 +329,19 @@ impl State {
         self.sessions.evict(now);
         // Judged before the dedup table: a retry of a request is refused once its token is
         // revoked, like any later request. An auth refusal is not recorded for the session.
+        // An auth change is logged with the token that made it (`auth::audit`), named before the
+        // change, which may revoke that very token.
+        let mut changed_by = None;
         if !matches!(proposal.command, Command::Controller { .. }) {
-            self.auth.authorize_write(
+            let token = self.auth.authorize_write(
                 proposal.credential.as_ref(),
                 &proposal.namespace,
                 &proposal.actor,
                 &proposal.command,
             )?;
+            if let Command::Auth(_) = proposal.command {
+                changed_by = Some(token.map(|token| token.name.clone()));
+            }
         }
         if let Some(request_id) = &proposal.request_id
             && let Seen::Answered(answer) = self.sessions.check(request_id)
@@ -343,6 +349,9 @@ impl State {
             return answer;
         }
         let answer = self.apply_command(proposal, now);
+        if let (Some(by), Ok(_), Command::Auth(command)) = (changed_by, &answer, &proposal.command) {
+            auth::audit(revision, by.as_deref(), &proposal.actor, command);
+        }
         if let Some(namespace_state) = self.namespaces.get_mut(&proposal.namespace) {
             if answer.is_ok() {
                 namespace_state.flush_events(now, &proposal.actor.0, proposal.event_retention);
@@ -680,7 +689,8 @@ impl State {
     pub fn query_as(&self, credential: Option<&TokenHash>, namespace: &Namespace, query: &Query) -> Answer {
         let token = self.auth.authorize_read(credential, namespace, query)?;
         if let Query::WhoAmI = query {
-            return Ok(Outcome::Tokens { enabled: self.auth.enabled, tokens: token.cloned().into_iter().collect() });
+            let tokens = token.map(crate::auth::TokenInfo::from).into_iter().collect();
+            return Ok(Outcome::Tokens { enabled: self.auth.enabled, tokens });
         }
         let outcome = self.query(namespace, query)?;
         Ok(match token {
