@@ -1,9 +1,10 @@
 //! Fuzzing of everything Strand decodes or parses from outside: every gRPC request as protobuf
-//! bytes (decoded, converted, then applied to or read from a state machine that holds beads), the
-//! formula, order and cron parsers, and, from storage and peers, log entries, proposals, state
-//! records and keys, whole snapshot files as a node verifies them on arrival, and the peer
-//! protocol's payloads (appends, votes, forwarded requests) as the peer plane decodes them. (The exec-store
-//! stdin parser is fuzzed in `cli/src/exec_store.rs`, inside the binary.)
+//! bytes (decoded through the services' codec and its decoding budget, converted, then applied
+//! to or read from a state machine that holds beads), the formula, order and cron parsers, and,
+//! from storage and peers, log entries, proposals, state records and keys, whole snapshot files
+//! as a node verifies them on arrival, and the peer protocol's payloads (appends, votes,
+//! forwarded requests) as the peer plane decodes them. (The exec-store stdin parser is fuzzed in
+//! `cli/src/exec_store.rs`, inside the binary.)
 //!
 //! These are proptest-driven, structure-aware fuzz targets rather than `cargo fuzz` ones: `cargo
 //! fuzz` needs a nightly toolchain for its sanitizer flags, and none can be installed here. Each
@@ -15,6 +16,7 @@
 
 use api::command::{Command, CreateBead, Proposal};
 use api::convert::{IntoRead, IntoWrite};
+use api::decode_budget::decode_budgeted;
 use api::model::{Actor, Namespace, Timestamp};
 use api::proto as pb;
 use api::state::State;
@@ -122,9 +124,10 @@ fn header() -> Option<pb::WriteHeader> {
     })
 }
 
-/// Decodes `bytes` as write request `T`, converts it and applies it to a populated state.
-fn write<T: Message + Default + IntoWrite>(bytes: &[u8]) {
-    let Ok(request) = T::decode(bytes) else { return };
+/// Decodes `bytes` as write request `T` through the services' codec (its decoding budget
+/// first), converts it and applies it to a populated state.
+fn write<T: Message + prost::Name + Default + IntoWrite>(bytes: &[u8]) {
+    let Ok(request) = decode_budgeted::<T>(&mut &bytes[..]) else { return };
     let Ok(write) = request.into_write() else { return };
     let mut state = populated();
     let proposal = Proposal {
@@ -140,9 +143,10 @@ fn write<T: Message + Default + IntoWrite>(bytes: &[u8]) {
     let _ = state.apply(10, &proposal);
 }
 
-/// Decodes `bytes` as read request `T`, converts it and answers it from a populated state.
-fn read<T: Message + Default + IntoRead>(bytes: &[u8]) {
-    let Ok(request) = T::decode(bytes) else { return };
+/// Decodes `bytes` as read request `T` through the services' codec, converts it and answers it
+/// from a populated state.
+fn read<T: Message + prost::Name + Default + IntoRead>(bytes: &[u8]) {
+    let Ok(request) = decode_budgeted::<T>(&mut &bytes[..]) else { return };
     let Ok(read) = request.into_read(Timestamp(1_767_225_700_000)) else { return };
     let _ = populated().query(&read.namespace, &read.query);
 }
