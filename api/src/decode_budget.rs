@@ -8,16 +8,17 @@
 //!
 //! So before a request message (the input of any method of `proto/strand.proto`) is decoded, its
 //! wire bytes are walked once against the schema, without allocating, and the memory its decoded
-//! form takes is estimated from above: every element of a repeated or map field costs the
-//! in-memory size of its type (bounded from the schema, [`MessageShape::size`]), every string and
-//! byte field its length. A request whose estimate passes [`DECODED_REQUEST_BYTES_MAX`] is
-//! refused with RESOURCE_EXHAUSTED, unread. Responses are decoded as prost decodes them: a client
-//! trusts the node it asked.
+//! form holds is estimated: every element of a repeated or map field costs the in-memory size of
+//! its type (bounded from the schema, [`MessageShape::size`]), a collection's first element the
+//! room it takes for several, every string and byte field the heap block that holds it. A
+//! request whose estimate passes [`DECODED_REQUEST_BYTES_MAX`] is refused with
+//! RESOURCE_EXHAUSTED, unread. Responses are decoded as prost decodes them: a client trusts the
+//! node it asked.
 //!
-//! Invariant: decoding an accepted request allocates at most its estimate times the growth of
-//! the collections it fills (a `Vec` or map at most doubles its room, and holds the old room
-//! while it moves), which `tests/tests/request_memory.rs` measures against
-//! [`crate::limits::REQUEST_MEMORY_MULTIPLE_MAX`].
+//! The estimate does not count the spare room of a growing collection (a `Vec` or map at most
+//! doubles its room, and holds the old room while it moves), so decoding may allocate a small
+//! multiple of it; `tests/tests/request_memory.rs` measures what the shapes that grow most
+//! allocate against [`crate::limits::REQUEST_MEMORY_MULTIPLE_MAX`].
 
 use std::collections::{HashMap, HashSet};
 use std::marker::PhantomData;
@@ -44,6 +45,12 @@ const SCALAR_BYTES: u64 = 16;
 /// A map entry's cost over its key and value: a hash table holds about twice the room of its
 /// entries after it grows.
 const MAP_ENTRY_FACTOR: u64 = 2;
+/// Elements a `Vec` takes room for at its first push (Rust's minimum for elements of 2 to 1024
+/// bytes; larger ones get room for one, smaller ones for 8, of at most 8 bytes in all), and the
+/// slots of a hash map's first table.
+const FIRST_ROOM: u64 = 4;
+/// The smallest heap block glibc hands out, and room for a hash map's control bytes.
+const BLOCK_MIN: u64 = 32;
 /// Deepest nesting the walk follows; prost refuses deeper messages too.
 const DEPTH_MAX: u32 = 100;
 
@@ -155,7 +162,7 @@ impl Schema {
     /// estimate so far: prost refuses them in turn.
     pub fn estimate(&self, full_name: &str, bytes: &[u8], budget: u64) -> Result<u64, OverBudget> {
         let Some(shape) = self.message(full_name) else { return Ok(0) };
-        let mut walk = Walk { schema: self, estimate: 0, budget };
+        let mut walk = Walk { schema: self, estimate: shape.size, budget };
         match walk.message(shape, bytes, 0) {
             Ok(()) | Err(Stop::Malformed) => Ok(walk.estimate),
             Err(Stop::Over) => Err(OverBudget { estimate: walk.estimate }),
@@ -231,6 +238,8 @@ impl Walk<'_> {
         if depth > DEPTH_MAX {
             return Err(Stop::Malformed);
         }
+        // The repeated fields (numbered below 64) that already hold an element.
+        let mut seen = 0u64;
         while bytes.has_remaining() {
             let key = decode_varint(&mut bytes).map_err(|_| Stop::Malformed)?;
             let (number, wire_type) = ((key >> 3) as u32, key & 7);
@@ -255,27 +264,53 @@ impl Walk<'_> {
                 _ => return Err(Stop::Malformed),
             };
             let Some(field) = shape.fields.get(&number) else { continue };
+            // A collection's first element makes it take room for several.
+            let first = field.repeated && first_element(&mut seen, number);
             match (&field.kind, payload) {
                 (FieldKind::Message(name), Some(payload)) => {
                     let Some(inner) = self.schema.message(name) else { continue };
                     if field.repeated {
                         let factor = if inner.map_entry { MAP_ENTRY_FACTOR } else { 1 };
-                        self.add(inner.size * factor)?;
+                        self.add(element(inner.size * factor, first))?;
                     }
                     self.message(inner, payload, depth + 1)?;
                 }
                 (FieldKind::Text, Some(payload)) => {
-                    let header = if field.repeated { COLLECTION_BYTES } else { 0 };
-                    self.add(header + payload.len() as u64)?;
+                    let header = if field.repeated { element(COLLECTION_BYTES, first) } else { 0 };
+                    self.add(header + block(payload.len() as u64))?;
                 }
                 // Packed numbers: at most one per byte, each in at most 8 bytes.
-                (FieldKind::Scalar, Some(payload)) => self.add(8 * payload.len() as u64)?,
-                (FieldKind::Scalar, None) if field.repeated => self.add(8)?,
+                (FieldKind::Scalar, Some(payload)) => self.add(element(8, first) + 8 * payload.len() as u64)?,
+                (FieldKind::Scalar, None) if field.repeated => self.add(element(8, first))?,
                 _ => {}
             }
         }
         Ok(())
     }
+}
+
+/// Whether field `number` gets its first element now (a field numbered 64 or more always counts
+/// as getting its first, which only raises the estimate).
+fn first_element(seen: &mut u64, number: u32) -> bool {
+    if number >= 64 {
+        return true;
+    }
+    let bit = 1u64 << number;
+    let first = *seen & bit == 0;
+    *seen |= bit;
+    first
+}
+
+/// What one element of `size` bytes costs a collection: the first makes a `Vec` take room for
+/// [`FIRST_ROOM`] (a hash map as many slots and its control bytes).
+fn element(size: u64, first: bool) -> u64 {
+    if first { FIRST_ROOM * size + BLOCK_MIN } else { size }
+}
+
+/// The heap block holding `len` bytes, as glibc's allocator sizes it: a header of 8 bytes,
+/// rounded up to 16, and never under [`BLOCK_MIN`]; nothing for an empty string.
+fn block(len: u64) -> u64 {
+    if len == 0 { 0 } else { ((len + 8).div_ceil(16) * 16).max(BLOCK_MIN) }
 }
 
 /// Takes the next `len` bytes off `bytes`.
@@ -405,7 +440,10 @@ impl<U: prost::Message + prost::Name + Default> Decoder for BudgetDecoder<U> {
 pub fn decode_budgeted<U: prost::Message + prost::Name + Default>(buf: &mut impl Buf) -> Result<U, Status> {
     let len = buf.remaining();
     if buf.chunk().len() == len {
-        check(&format!(".{}", U::full_name()), buf.chunk())?;
+        if let Err(refused) = check(&format!(".{}", U::full_name()), buf.chunk()) {
+            buf.advance(len); // the message is consumed, refused
+            return Err(refused);
+        }
     } else {
         // Not contiguous (never so for tonic's buffers): gather it once to walk it.
         let bytes = buf.copy_to_bytes(len);
@@ -489,7 +527,10 @@ mod tests {
         let bead = schema.message(".strand.v1.Bead").unwrap().size;
         // Field 2 (beads) of ImportRequest, 1000 empty beads.
         let bytes: Vec<u8> = std::iter::repeat_n([0x12, 0x00], 1000).flatten().collect();
-        assert_eq!(schema.estimate(".strand.v1.ImportRequest", &bytes, u64::MAX), Ok(1000 * bead));
+        let import = schema.message(".strand.v1.ImportRequest").unwrap().size;
+        // The first bead makes the list take room for four.
+        let expected = import + (FIRST_ROOM * bead + BLOCK_MIN) + 999 * bead;
+        assert_eq!(schema.estimate(".strand.v1.ImportRequest", &bytes, u64::MAX), Ok(expected));
         let bytes: Vec<u8> = std::iter::repeat_n([0x12, 0x00], REQUEST_BYTES_MAX / 2).flatten().collect();
         let status = check(".strand.v1.ImportRequest", &bytes).unwrap_err();
         assert_eq!(status.code(), tonic::Code::ResourceExhausted);
@@ -499,13 +540,16 @@ mod tests {
     }
 
     #[test]
-    fn strings_count_their_length_and_unknown_or_malformed_bytes_stop_nothing() {
+    fn strings_count_their_heap_block_and_unknown_or_malformed_bytes_stop_nothing() {
         let schema = Schema::get();
         // GetRequest: ids (2) "x", "yz"; an unknown field 99 (varint 5); an empty header (1).
         let bytes = [0x12, 1, b'x', 0x12, 2, b'y', b'z', 0x98, 0x06, 5, 0x0a, 0];
-        assert_eq!(schema.estimate(".strand.v1.GetRequest", &bytes, u64::MAX), Ok(2 * COLLECTION_BYTES + 3));
+        let get = schema.message(".strand.v1.GetRequest").unwrap().size;
+        let first = FIRST_ROOM * COLLECTION_BYTES + BLOCK_MIN + BLOCK_MIN;
+        let second = COLLECTION_BYTES + BLOCK_MIN;
+        assert_eq!(schema.estimate(".strand.v1.GetRequest", &bytes, u64::MAX), Ok(get + first + second));
         // A length past the end: the estimate so far, and prost refuses the bytes.
-        assert_eq!(schema.estimate(".strand.v1.GetRequest", &[0x0a, 9, b'a'], u64::MAX), Ok(0));
+        assert_eq!(schema.estimate(".strand.v1.GetRequest", &[0x0a, 9, b'a'], u64::MAX), Ok(get));
         let mut bytes: &[u8] = &[0x0a, 9, b'a'];
         let error = decode_budgeted::<pb::GetRequest>(&mut bytes).unwrap_err();
         assert_eq!(error.code(), tonic::Code::Internal);

@@ -177,6 +177,11 @@ async fn tokens_and_roles_bind_every_request() {
     assert!(stderr(&last).contains("last admin token"), "{}", stderr(&last));
     json_of(&strand(&cluster, Some(&admin), &["auth", "disable", "--json"]));
     open.execute(create("after disable")).await.unwrap();
+    wait_for("the disable in the audit log", || async {
+        let log = cluster.log(1);
+        log.lines().any(|line| line.contains("strand::audit") && line.contains("auth disabled")).then_some(())
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

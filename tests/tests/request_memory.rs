@@ -6,9 +6,9 @@
 //!
 //! The requests are the ones that grow most when decoded: every repeated field of submessages or
 //! strings filled with the smallest elements the wire allows, each as many as fit in the size
-//! limit and as many as fit just under the decoding budget, and a full-size import of beads that
-//! is applied. The counted figure is the bytes asked of the allocator (a `realloc` counts its old
-//! and new blocks both, as if it moved them).
+//! limit and as many as fit under the decoding budget, and a full-size import of beads that is
+//! applied. The counted figure is the heap blocks glibc's allocator would take for what is asked
+//! of it (a `realloc` counts its old and new blocks both, as if it moved them).
 #![allow(clippy::unwrap_used)]
 // Tests fail loudly on purpose.
 // The one `unsafe` block of the test suite: a global allocator that counts, delegating to the
@@ -28,7 +28,8 @@ use api::state::State;
 use prost::Message;
 use raft_store::codec;
 
-/// Counts the bytes allocated by each thread: now, and the most since the last [`reset_peak`].
+/// Counts the heap each thread holds, in blocks as glibc sizes them ([`block`]): now, and the
+/// most since [`peak_of`] began.
 struct Counting;
 
 thread_local! {
@@ -36,16 +37,21 @@ thread_local! {
     static PEAK: Cell<usize> = const { Cell::new(0) };
 }
 
-fn grow(bytes: usize) {
+/// The heap block glibc takes for `size` bytes: an 8-byte header, rounded up to 16, at least 32.
+fn block(size: usize) -> usize {
+    (size + 8).div_ceil(16).max(2) * 16
+}
+
+fn grow(size: usize) {
     let _ = LIVE.try_with(|live| {
-        let now = live.get() + bytes;
+        let now = live.get() + block(size);
         live.set(now);
         let _ = PEAK.try_with(|peak| peak.set(peak.get().max(now)));
     });
 }
 
-fn shrink(bytes: usize) {
-    let _ = LIVE.try_with(|live| live.set(live.get().saturating_sub(bytes)));
+fn shrink(size: usize) {
+    let _ = LIVE.try_with(|live| live.set(live.get().saturating_sub(block(size))));
 }
 
 // SAFETY: every call is passed to `System` unchanged; the counting touches only thread-local
@@ -138,14 +144,44 @@ fn serve<R: Message + prost::Name + Default + IntoWrite>(state: &mut State, revi
     }
 }
 
-/// `count` copies of the field `key` (its tag bytes) with the payload `element`, after `prefix`.
-fn repeated(prefix: &[u8], key: &[u8], element: &[u8], count: usize) -> Vec<u8> {
-    let mut bytes = prefix.to_vec();
-    for _ in 0..count {
-        bytes.extend_from_slice(key);
-        bytes.extend_from_slice(element);
+/// One hostile shape: a name, its bytes, the request type that decodes them, and how it ends.
+type Shape = (String, Vec<u8>, fn(&mut State, u64, &[u8]) -> Ended, Ended);
+
+/// A family of requests of `count` small elements each, as `bytes(count)` makes them.
+struct Family {
+    name: &'static str,
+    /// The message's full name in the schema.
+    message: &'static str,
+    /// Wire bytes per element.
+    element: usize,
+    bytes: fn(usize) -> Vec<u8>,
+    serve: fn(&mut State, u64, &[u8]) -> Ended,
+}
+
+impl Family {
+    /// Two shapes: as many elements as fit in the size limit, and as many as fit under the
+    /// decoding budget (found by the codec's own estimate), each with how it ends.
+    fn shapes(&self) -> Vec<Shape> {
+        let schema = Schema::get();
+        let budget = DECODED_REQUEST_BYTES_MAX as u64;
+        let fits = |count: usize| schema.estimate(self.message, &(self.bytes)(count), budget).is_ok();
+        let mut fill = REQUEST_BYTES_MAX / self.element;
+        while (self.bytes)(fill).len() > REQUEST_BYTES_MAX {
+            fill -= 1;
+        }
+        let (mut low, mut high) = (0, fill);
+        while low < high {
+            let middle = (low + high).div_ceil(2);
+            if fits(middle) { low = middle } else { high = middle - 1 }
+        }
+        let mut shapes = Vec::new();
+        for count in if low == fill { vec![fill] } else { vec![fill, low] } {
+            let ended = if fits(count) { Ended::Refused } else { Ended::OverBudget };
+            let name = format!("{}: {count}", self.name);
+            shapes.push((name, (self.bytes)(count), self.serve, ended));
+        }
+        shapes
     }
-    bytes
 }
 
 /// The length-delimited field `number` holding `payload`.
@@ -157,68 +193,85 @@ fn field(number: u32, payload: &[u8]) -> Vec<u8> {
     bytes
 }
 
-/// How many elements of `cost` bytes each fit just under the decoding budget beside `holder`
-/// bytes of the message holding them, at most `fill` (as many as fit in the size limit).
-fn under_budget(cost: u64, holder: u64, fill: usize) -> usize {
-    (((DECODED_REQUEST_BYTES_MAX as u64 - holder) / cost) as usize - 1).min(fill)
+/// `count` copies of `element`.
+fn repeated(element: &[u8], count: usize) -> Vec<u8> {
+    element.repeat(count)
 }
 
-fn size_of(message: &str) -> u64 {
-    Schema::get().message(&format!(".strand.v1.{message}")).unwrap().size
-}
-
-/// One hostile shape: a name, its bytes, the request type that decodes them, and how it ends.
-type Shape = (&'static str, Vec<u8>, fn(&mut State, u64, &[u8]) -> Ended, Ended);
-
-/// How a shape of `count` elements ends: refused unread when `count` is over what fits under
-/// the budget, else decoded and refused.
-fn expected(count: usize, under_budget: usize) -> Ended {
-    if count > under_budget { Ended::OverBudget } else { Ended::Refused }
-}
-
-fn shapes() -> Vec<Shape> {
-    let fill = |overhead: usize, element: usize| (REQUEST_BYTES_MAX - overhead) / element;
-    let bead = size_of("Bead");
-    let mut shapes: Vec<Shape> = Vec::new();
-    let most = under_budget(bead, 0, fill(0, 2));
-    for count in [fill(0, 2), most] {
-        let bytes = repeated(&[], &[0x12], &[0x00], count);
-        shapes.push(("import: empty beads", bytes, serve::<pb::ImportRequest>, expected(count, most)));
-    }
-    let write = size_of("TxnWrite");
-    let most = under_budget(write, 0, fill(0, 2));
-    for count in [fill(0, 2), most] {
-        let bytes = repeated(&[], &[0x1a], &[0x00], count);
-        shapes.push(("txn: empty writes", bytes, serve::<pb::TxnRequest>, expected(count, most)));
-    }
-    let dependency = size_of("Dependency");
-    let most = under_budget(dependency, bead, fill(8, 3));
-    for count in [fill(8, 3), most] {
-        // One bead (field 2) holding `count` empty dependencies (field 21).
-        let bytes = field(2, &repeated(&[], &[0xaa, 0x01], &[0x00], count));
-        let name = "import: one bead of empty dependencies";
-        shapes.push((name, bytes, serve::<pb::ImportRequest>, expected(count, most)));
-    }
-    // Empty ids: as many as fit in the size limit fit under the budget too.
-    let most = under_budget(24, 0, fill(0, 2));
-    let bytes = repeated(&[], &[0x12], &[0x00], most);
-    shapes.push(("close: empty ids", bytes, serve::<pb::CloseRequest>, expected(most, most)));
-    // Distinct metadata keys (a map keeps one entry per key): field 12, entries of a 3-byte key.
-    let entry = 2 * size_of("CreateRequest.MetadataEntry");
-    let most = under_budget(entry, 1, fill(16, 7));
-    let mut bytes = field(2, b"t");
-    for index in 0..most {
-        let key = [(index & 0x7f) as u8, ((index >> 7) & 0x7f) as u8, ((index >> 14) & 0x7f) as u8];
-        bytes.extend(field(12, &field(1, &key)));
-    }
-    shapes.push(("create: distinct empty metadata", bytes, serve::<pb::CreateRequest>, expected(most, most)));
-    shapes
+fn families() -> Vec<Family> {
+    vec![
+        Family {
+            name: "import: empty beads",
+            message: ".strand.v1.ImportRequest",
+            element: 2,
+            bytes: |count| repeated(&[0x12, 0x00], count),
+            serve: serve::<pb::ImportRequest>,
+        },
+        Family {
+            name: "import: beads of one empty metadata entry",
+            message: ".strand.v1.ImportRequest",
+            element: 4,
+            bytes: |count| repeated(&[0x12, 0x02, 0x6a, 0x00], count),
+            serve: serve::<pb::ImportRequest>,
+        },
+        Family {
+            name: "import: one bead of empty dependencies",
+            message: ".strand.v1.ImportRequest",
+            element: 3,
+            bytes: |count| field(2, &repeated(&[0xaa, 0x01, 0x00], count)),
+            serve: serve::<pb::ImportRequest>,
+        },
+        Family {
+            name: "import undo: beads of one empty edge",
+            message: ".strand.v1.ImportUndoRequest",
+            element: 4,
+            bytes: |count| repeated(&[0x12, 0x02, 0x1a, 0x00], count),
+            serve: serve::<pb::ImportUndoRequest>,
+        },
+        Family {
+            name: "txn: empty writes",
+            message: ".strand.v1.TxnRequest",
+            element: 2,
+            bytes: |count| repeated(&[0x1a, 0x00], count),
+            serve: serve::<pb::TxnRequest>,
+        },
+        Family {
+            name: "close: empty ids",
+            message: ".strand.v1.CloseRequest",
+            element: 2,
+            bytes: |count| repeated(&[0x12, 0x00], count),
+            serve: serve::<pb::CloseRequest>,
+        },
+        Family {
+            name: "close: one-byte ids",
+            message: ".strand.v1.CloseRequest",
+            element: 3,
+            bytes: |count| repeated(&[0x12, 0x01, b'a'], count),
+            serve: serve::<pb::CloseRequest>,
+        },
+        Family {
+            // A map keeps one entry per key: distinct 3-byte keys (field 12, key field 1).
+            name: "create: distinct empty metadata",
+            message: ".strand.v1.CreateRequest",
+            element: 7,
+            bytes: |count| {
+                let mut bytes = field(2, b"t");
+                for index in 0..count {
+                    let key = [(index & 0x7f) as u8, ((index >> 7) & 0x7f) as u8, ((index >> 14) & 0x7f) as u8];
+                    bytes.extend(field(12, &field(1, &key)));
+                }
+                bytes
+            },
+            serve: serve::<pb::CreateRequest>,
+        },
+    ]
 }
 
 #[test]
 fn a_request_of_the_maximum_size_allocates_a_bounded_multiple_of_it() {
     let mut state = State::new();
-    for (revision, (name, bytes, serve, expected)) in shapes().into_iter().enumerate() {
+    let shapes: Vec<Shape> = families().iter().flat_map(Family::shapes).collect();
+    for (revision, (name, bytes, serve, expected)) in shapes.into_iter().enumerate() {
         let size = bytes.len();
         assert!(size <= REQUEST_BYTES_MAX, "{name}: {size} bytes is over the request limit");
         let (ended, peak) = peak_of(|| serve(&mut state, revision as u64 + 1, &bytes));

@@ -18,7 +18,9 @@ use crate::printable::printable;
 /// Logs an applied auth change on the `strand::audit` target, at info: the revision, the token
 /// that made it (`None`: auth was off, as for `auth enable`), the actor it named, and what
 /// changed (a token by name, role, rights and hash fingerprint, never the hash). Every replica
-/// logs the changes it applies, once each: a retry answered from the dedup table is not logged.
+/// logs each change it applies; a refused change, a retry answered from the dedup table and a
+/// disable while auth is off are not logged. A node that restarts may apply its last entries,
+/// and log their changes, again.
 pub(crate) fn audit(revision: u64, by: Option<&str>, actor: &Actor, command: &AuthCommand) {
     let by = by.map_or_else(|| "(none: auth was off)".to_string(), |name| printable(name).to_string());
     let actor = printable(&actor.0).to_string();
