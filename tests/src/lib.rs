@@ -29,8 +29,27 @@ pub fn strand_binary() -> PathBuf {
     binary
 }
 
-/// A free loopback port (bound once, then released for the node to take).
+/// Lowest port the harness hands out.
+const PORTS_LOW: u16 = 10_000;
+
+/// A free loopback port, bound once to check it, then released for a node to take. It is drawn
+/// at random below the kernel's ephemeral range, so the outgoing connections of tests running
+/// beside this one (which take ephemeral ports) cannot take it before the node binds it; when
+/// that range leaves no room below it, the kernel picks one (port 0).
 pub fn free_port() -> u16 {
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|text| text.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32_768);
+    if ephemeral_low > PORTS_LOW + 1_000 {
+        for _ in 0..1_000 {
+            let random = std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), 0u8);
+            let port = PORTS_LOW + (random % u64::from(ephemeral_low - PORTS_LOW)) as u16;
+            if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                return port;
+            }
+        }
+    }
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
     listener.local_addr().expect("local address").port()
 }
