@@ -122,12 +122,9 @@ impl Schema {
                 schema.requests.insert(method.input_type().to_owned());
             }
         }
-        let names: Vec<String> = descriptors.keys().cloned().collect();
         let mut sizes = HashMap::new();
-        for name in &names {
-            size_of_message(&descriptors, &mut sizes, &mut HashSet::new(), name);
-        }
         for (name, descriptor) in &descriptors {
+            let size = size_of_message(&descriptors, &mut sizes, &mut HashSet::new(), name);
             let fields = descriptor
                 .field
                 .iter()
@@ -141,8 +138,7 @@ impl Schema {
                     (field.number() as u32, FieldShape { kind, repeated })
                 })
                 .collect();
-            let map_entry = descriptor.options.as_ref().is_some_and(|options| options.map_entry());
-            schema.messages.insert(name.clone(), MessageShape { size: sizes[name], map_entry, fields });
+            schema.messages.insert(name.clone(), MessageShape { size, map_entry: is_map_entry(descriptor), fields });
         }
         schema
     }
@@ -168,6 +164,11 @@ impl Schema {
             Err(Stop::Over) => Err(OverBudget { estimate: walk.estimate }),
         }
     }
+}
+
+/// Whether `message` is the entry type of a map field.
+fn is_map_entry(message: &DescriptorProto) -> bool {
+    message.options.as_ref().is_some_and(|options| options.map_entry())
 }
 
 /// Gathers every message of `message`'s tree under its full name.
@@ -200,8 +201,7 @@ fn size_of_message(
         let repeated = field.label() == Label::Repeated;
         size += match field.r#type() {
             Type::Message | Type::Group if repeated => {
-                let entry = descriptors.get(field.type_name());
-                let map = entry.and_then(|entry| entry.options.as_ref()).is_some_and(|options| options.map_entry());
+                let map = descriptors.get(field.type_name()).is_some_and(|entry| is_map_entry(entry));
                 if map { MAP_BYTES } else { COLLECTION_BYTES }
             }
             Type::Message | Type::Group => size_of_message(descriptors, sizes, visiting, field.type_name()) + 8,

@@ -21,8 +21,8 @@ use crate::config::Listener;
 /// Reads one gauge's value off a [`RaftView`].
 type ReadGauge = fn(&RaftView) -> i64;
 
-/// Labels of a request counter: `kind` (`write` or `read`) and `outcome`.
-type RequestLabels = Vec<(&'static str, &'static str)>;
+/// A metric's labels: names and values, all fixed strings.
+type Labels = Vec<(&'static str, &'static str)>;
 
 /// What a request ended with, as the `outcome` label says it. A variant's discriminant is its
 /// index in [`RequestOutcome::ALL`] and its column in [`Metrics::requests`].
@@ -148,15 +148,15 @@ impl ConnectionMetrics {
     /// Registers the connection metrics, labelled by listener; answers each listener's (index
     /// in [`Listener::ALL`]).
     fn register(registry: &mut Registry) -> [ConnectionMetrics; 2] {
-        let open = Family::<Vec<(&'static str, &'static str)>, Gauge>::default();
+        let open = Family::<Labels, Gauge>::default();
         registry.register("connections_open", "Inbound connections open now, pending ones included", open.clone());
-        let pending = Family::<Vec<(&'static str, &'static str)>, Gauge>::default();
+        let pending = Family::<Labels, Gauge>::default();
         registry.register(
             "connections_pending",
             "Inbound connections that have not sent their handshake yet",
             pending.clone(),
         );
-        let closed = Family::<Vec<(&'static str, &'static str)>, Counter>::default();
+        let closed = Family::<Labels, Counter>::default();
         registry.register(
             "connections_closed",
             "Inbound connections the node closed because of its connection limits, by listener and reason",
@@ -191,9 +191,9 @@ pub struct Metrics {
 /// The controller's counters, beside `leases_expired`.
 struct ControllerMetrics {
     /// Runs by `duty`.
-    duty_runs: Family<Vec<(&'static str, &'static str)>, Counter>,
+    duty_runs: Family<Labels, Counter>,
     /// Order firings by `outcome`.
-    orders: Family<Vec<(&'static str, &'static str)>, Counter>,
+    orders: Family<Labels, Counter>,
     wisps_collected: Counter,
     convoys_closed: Counter,
 }
@@ -231,7 +231,7 @@ impl Metrics {
     /// Registers every metric.
     pub fn new() -> Metrics {
         let mut registry = Registry::with_prefix("strand");
-        let requests = Family::<RequestLabels, Counter>::default();
+        let requests = Family::<Labels, Counter>::default();
         registry.register("requests", "Client requests answered by this node, by kind and outcome", requests.clone());
         // 0.25 ms to about 4 s.
         let write_seconds = Histogram::new(exponential_buckets(0.000_25, 2.0, 15));
@@ -252,13 +252,13 @@ impl Metrics {
             "Leases this node's controller expired while it led (their beads went back to open, or were dead-lettered)",
             leases_expired.clone(),
         );
-        let duty_runs = Family::<Vec<(&'static str, &'static str)>, Counter>::default();
+        let duty_runs = Family::<Labels, Counter>::default();
         registry.register(
             "controller_duty_runs",
             "Runs of each controller duty on this node while it led (lease_sweep, wisp_gc, convoy_check, orders)",
             duty_runs.clone(),
         );
-        let orders = Family::<Vec<(&'static str, &'static str)>, Counter>::default();
+        let orders = Family::<Labels, Counter>::default();
         registry.register(
             "controller_orders",
             "Order firings this node's controller proposed, by outcome: fired, or skipped (refused: fired elsewhere, no longer due, its formula gone)",

@@ -193,60 +193,55 @@ fn field(number: u32, payload: &[u8]) -> Vec<u8> {
     bytes
 }
 
-/// `count` copies of `element`.
-fn repeated(element: &[u8], count: usize) -> Vec<u8> {
-    element.repeat(count)
-}
-
 fn families() -> Vec<Family> {
     vec![
         Family {
             name: "import: empty beads",
             message: ".strand.v1.ImportRequest",
             element: 2,
-            bytes: |count| repeated(&[0x12, 0x00], count),
+            bytes: |count| [0x12, 0x00].repeat(count),
             serve: serve::<pb::ImportRequest>,
         },
         Family {
             name: "import: beads of one empty metadata entry",
             message: ".strand.v1.ImportRequest",
             element: 4,
-            bytes: |count| repeated(&[0x12, 0x02, 0x6a, 0x00], count),
+            bytes: |count| [0x12, 0x02, 0x6a, 0x00].repeat(count),
             serve: serve::<pb::ImportRequest>,
         },
         Family {
             name: "import: one bead of empty dependencies",
             message: ".strand.v1.ImportRequest",
             element: 3,
-            bytes: |count| field(2, &repeated(&[0xaa, 0x01, 0x00], count)),
+            bytes: |count| field(2, &[0xaa, 0x01, 0x00].repeat(count)),
             serve: serve::<pb::ImportRequest>,
         },
         Family {
             name: "import undo: beads of one empty edge",
             message: ".strand.v1.ImportUndoRequest",
             element: 4,
-            bytes: |count| repeated(&[0x12, 0x02, 0x1a, 0x00], count),
+            bytes: |count| [0x12, 0x02, 0x1a, 0x00].repeat(count),
             serve: serve::<pb::ImportUndoRequest>,
         },
         Family {
             name: "txn: empty writes",
             message: ".strand.v1.TxnRequest",
             element: 2,
-            bytes: |count| repeated(&[0x1a, 0x00], count),
+            bytes: |count| [0x1a, 0x00].repeat(count),
             serve: serve::<pb::TxnRequest>,
         },
         Family {
             name: "close: empty ids",
             message: ".strand.v1.CloseRequest",
             element: 2,
-            bytes: |count| repeated(&[0x12, 0x00], count),
+            bytes: |count| [0x12, 0x00].repeat(count),
             serve: serve::<pb::CloseRequest>,
         },
         Family {
             name: "close: one-byte ids",
             message: ".strand.v1.CloseRequest",
             element: 3,
-            bytes: |count| repeated(&[0x12, 0x01, b'a'], count),
+            bytes: |count| [0x12, 0x01, b'a'].repeat(count),
             serve: serve::<pb::CloseRequest>,
         },
         Family {

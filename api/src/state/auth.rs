@@ -116,6 +116,11 @@ impl AuthState {
         Ok(token)
     }
 
+    /// Whether `command`, if it is not refused, changes auth: all but a disable while auth is off.
+    pub(crate) fn changes(&self, command: &AuthCommand) -> bool {
+        self.enabled || !matches!(command, AuthCommand::Disable)
+    }
+
     /// Every token, by name (`Query::Tokens`).
     pub(crate) fn listing(&self) -> Outcome {
         Outcome::Tokens { enabled: self.enabled, tokens: self.tokens.values().map(TokenInfo::from).collect() }

@@ -26,7 +26,7 @@ use std::hash::{Hash, Hasher};
 
 use serde::{Deserialize, Serialize};
 
-use crate::auth::{AuthCommand, Token, TokenHash};
+use crate::auth::{Token, TokenHash};
 use crate::command::{Command, ControllerAction, JudgedLease, Proposal, Query};
 use crate::model::{Bead, BeadId, DepType, Event, Namespace, Timestamp};
 use crate::outcome::{Answer, NamespaceInfo, Outcome, Refusal};
@@ -339,9 +339,9 @@ impl State {
                 &proposal.actor,
                 &proposal.command,
             )?;
-            // Disabling auth while it is off changes nothing, and is not logged.
-            let changes = !matches!(proposal.command, Command::Auth(AuthCommand::Disable)) || self.auth.enabled;
-            if matches!(proposal.command, Command::Auth(_)) && changes {
+            if let Command::Auth(command) = &proposal.command
+                && self.auth.changes(command)
+            {
                 changed_by = Some(token.map(|token| token.name.clone()));
             }
         }
