@@ -1,5 +1,6 @@
 //! `strand cluster status`: members, leader, term, log and applied indexes per node, which node
-//! runs the controller, and when each of its duties last ran.
+//! runs the controller, when each of its duties last ran, and a note on a member that is not
+//! catching up or is rejoining.
 
 use clap::Subcommand;
 use serde_json::json;
@@ -38,6 +39,7 @@ pub async fn run(cli: &Cli, command: &ClusterCommand) -> Outcome {
                     "leader_id": node.leader_id, "digest": node.digest.map(|digest| format!("{digest:016x}")),
                     "bead_count": node.bead_count, "fatal_error": node.fatal_error, "error": node.error,
                     "controller_term": node.controller_term, "lease_count": node.lease_count,
+                    "rejoining": node.rejoining, "lag": node.lag, "note": node.note,
                     "duties": node.duties.iter().map(|duty| json!({
                         "name": duty.name, "interval_ms": duty.interval_ms,
                         "last_run": duty.last_run_ms.map(|ms| api::model::Timestamp(ms).to_rfc3339()),
@@ -92,6 +94,12 @@ pub async fn run(cli: &Cli, command: &ClusterCommand) -> Outcome {
         }
         if !node.fatal_error.is_empty() {
             notes.push(format!("FATAL: {}", node.fatal_error));
+        }
+        if node.rejoining {
+            notes.push("rejoining: does not vote until caught up".into());
+        }
+        if !node.note.is_empty() {
+            notes.push(node.note.clone());
         }
         if !node.error.is_empty() {
             notes.push(node.error.clone());

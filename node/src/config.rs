@@ -143,7 +143,13 @@ impl RaftSettings {
             // a regressed commit index as its read index and serve a stale linearizable read.
             // The simulator found exactly that (seed 103; simulation/tests/seeds.rs).
             enable_leader_restore: Some(false),
-            allow_log_reversion: Some(false),
+            // On: a member whose log went back (its data was lost and it came back empty, or was
+            // restored from an older copy) is replicated to from the start. Off, the leader keeps
+            // its old matching index for that member and retries the same conflict forever
+            // (openraft guards it only with a debug assertion). Safe because such a member must
+            // not vote until it has caught up, which `--rejoin` ensures (`crate::rejoin`): the
+            // argument is in ARCHITECTURE.md, "A member whose log went back".
+            allow_log_reversion: Some(true),
             broadcast_submitted_on_append: Some(self.replicate_before_local_sync),
             ..Default::default()
         };

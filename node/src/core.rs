@@ -49,6 +49,9 @@ pub struct NodeCore<D: Disk> {
     pub rejoin: Option<crate::rejoin::Rejoin<D>>,
     /// The controller's duties while it runs on this node (empty otherwise), for `cluster status`.
     pub duties: std::sync::Mutex<Vec<pb::DutyStatus>>,
+    /// What the member watch found of each other member while this node leads (empty otherwise),
+    /// for `cluster status`.
+    pub members: std::sync::Mutex<Vec<pb::MemberProgress>>,
 }
 
 impl<D: Disk> NodeCore<D> {
@@ -59,6 +62,7 @@ impl<D: Disk> NodeCore<D> {
         clock: Arc<dyn Clock>,
         config: NodeConfig,
         cluster_id: u64,
+        metrics: Metrics,
     ) -> NodeCore<D> {
         let (stopping, _) = tokio::sync::watch::channel(false);
         NodeCore {
@@ -70,9 +74,10 @@ impl<D: Disk> NodeCore<D> {
             cluster_id,
             stopping,
             watch_streams: Arc::new(tokio::sync::Semaphore::new(WATCH_STREAMS_MAX)),
-            metrics: Metrics::new(),
+            metrics,
             rejoin: None,
             duties: std::sync::Mutex::new(Vec::new()),
+            members: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -166,6 +171,10 @@ impl<D: Disk> NodeCore<D> {
             controller_term,
             lease_count,
             duties: self.duties.lock().expect("the duties lock is never poisoned").clone(),
+            rejoining: self.is_rejoining(),
+            lag: 0,
+            note: String::new(),
+            members: self.members.lock().expect("the members lock is never poisoned").clone(),
         }
     }
 }

@@ -23,6 +23,7 @@
 //! Invariant: a log that fails verification (a missing or corrupt entry) stops the node before it
 //! serves anything.
 
+pub mod bootstrap;
 pub mod client;
 pub mod clock;
 pub mod config;
@@ -34,7 +35,6 @@ pub mod peer;
 pub mod rejoin;
 pub mod tls;
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -51,7 +51,6 @@ use api::proto::namespaces_server::NamespacesServer;
 use api::proto::orders_server::OrdersServer;
 use api::proto::raft_server::RaftServer;
 use api::proto::work_server::WorkServer;
-use openraft::BasicNode;
 use openraft::async_runtime::WatchReceiver;
 use raft_store::codec::{self, META_FORMAT, META_IDENTITY, STORAGE_FORMAT};
 use raft_store::{Disk, Durability, FlushMode, LogStore, Op, Runtime, Space, StateMachineStore};
@@ -299,6 +298,8 @@ where
     let leader = Arc::new(Leader::new(core.clone(), peers.clone(), client_id));
     let watcher = tokio::spawn(watch_metrics(core.clone(), probes.metrics));
     let controller = tokio::spawn(leader::controller::run(core.clone(), stale_controller));
+    let member_watch = tokio::spawn(leader::members::run(core.clone(), peers.clone()));
+    let bootstrap = tokio::spawn(bootstrap::run(core.clone(), peers.clone()));
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     let services = [
         "strand.v1.Beads",
@@ -373,6 +374,8 @@ where
     tracing::info!(node = core.id, "shutting down");
     watcher.abort();
     controller.abort();
+    member_watch.abort();
+    bootstrap.abort();
     if let Some(tls_watcher) = tls_watcher {
         tls_watcher.abort();
     }
@@ -434,13 +437,13 @@ async fn start_raft<D: Disk>(
     let raft_config = Arc::new(config.raft.to_openraft(&config.cluster_name)?);
     let identity = PeerIdentity { cluster_id, member_id: config.id };
     let append_timeout = std::time::Duration::from_millis(config.raft.rpc_timeout_ms);
-    let peers = Arc::new(Peers::new(connector, config.members(), identity, append_timeout));
+    let metrics = metrics::Metrics::new();
+    let peers = Arc::new(Peers::new(connector, config.members(), identity, append_timeout, metrics.replication()));
     let network = Network::new(peers.clone());
     let raft: StrandRaft<D> = openraft::Raft::new(config.id, raft_config, network, log_store, state_machine.clone())
         .await
         .map_err(|fatal| NodeError::Raft(fatal.to_string()))?;
-    initialize_if_first(&raft, &config).await?;
-    let mut core = NodeCore::new(raft, state_machine, clock, config, cluster_id);
+    let mut core = NodeCore::new(raft, state_machine, clock, config, cluster_id, metrics);
     core.rejoin = Some(rejoin);
     Ok((core, peers))
 }
@@ -458,25 +461,6 @@ fn remove_incoming_snapshots(snapshot_dir: &std::path::Path) {
                 }
             }
         }
-    }
-}
-
-/// The lowest id of the configured members initialises the cluster on its first start; later
-/// starts (and every other node) just rejoin.
-async fn initialize_if_first<D: Disk>(raft: &StrandRaft<D>, config: &NodeConfig) -> Result<(), NodeError> {
-    let members = config.members();
-    let lowest = *members.keys().next().expect("members include this node");
-    let initialized = raft.is_initialized().await.map_err(|fatal| NodeError::Raft(fatal.to_string()))?;
-    if initialized || lowest != config.id {
-        return Ok(());
-    }
-    let nodes: BTreeMap<u64, BasicNode> =
-        members.into_iter().map(|(node_id, address)| (node_id, BasicNode::new(address))).collect();
-    tracing::info!(node = config.id, members = ?nodes.keys().collect::<Vec<_>>(), "initializing the cluster");
-    match raft.initialize(nodes).await {
-        Ok(()) => Ok(()),
-        Err(openraft::errors::RaftError::APIError(openraft::errors::InitializeError::NotAllowed(_))) => Ok(()),
-        Err(error) => Err(NodeError::Raft(error.to_string())),
     }
 }
 

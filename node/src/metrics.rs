@@ -7,7 +7,8 @@
 //! scrape always shows the node as it is then.
 //!
 //! Invariant: every metric name starts with `strand_`, and a metric's labels take only a few
-//! fixed values (the outcome of a request), never ids or namespaces, so the page stays small.
+//! fixed values (the outcome of a request, a listener), or a member id, which the membership
+//! bounds; never a bead id, a namespace or an actor, so the page stays small.
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -174,6 +175,101 @@ impl ConnectionMetrics {
     }
 }
 
+/// What this node, while it leads, counts and reports of each member's replication, labelled
+/// `member` (the membership bounds the ids). Shared by the peer plane, which opens replication
+/// sessions, and the leader plane's member watch, which reads each member's progress; clones
+/// update the same series.
+#[derive(Clone, Debug, Default)]
+pub struct ReplicationMetrics {
+    sessions: Family<MemberLabels, Counter>,
+    errors: Family<MemberLabels, Counter>,
+    lag: Family<MemberLabels, Gauge>,
+    reachable: Family<MemberLabels, Gauge>,
+}
+
+/// A metric's labels when one of them is a member id (not a fixed string).
+type MemberLabels = Vec<(&'static str, String)>;
+
+/// The label set of member `member`, with one more fixed label if given (a session's `kind`, an
+/// error's `reason`).
+fn member_labels(member: u64, more: Option<(&'static str, &'static str)>) -> MemberLabels {
+    let mut labels = vec![("member", member.to_string())];
+    labels.extend(more.map(|(name, value)| (name, value.to_string())));
+    labels
+}
+
+/// Why a replication session went wrong, as the `reason` label says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplicationError {
+    /// The member was unreachable, refused, or did not answer in time.
+    Failed,
+    /// It ended at the very conflict the last session ended at: no progress.
+    NoProgress,
+}
+
+impl ReplicationError {
+    fn label(self) -> &'static str {
+        match self {
+            ReplicationError::Failed => "failed",
+            ReplicationError::NoProgress => "no_progress",
+        }
+    }
+}
+
+impl ReplicationMetrics {
+    fn register(registry: &mut Registry) -> ReplicationMetrics {
+        let metrics = ReplicationMetrics::default();
+        registry.register(
+            "replication_sessions",
+            "Replication sessions this node opened to each member while it led, by kind: append (a stream of log entries; heartbeats are not counted) or snapshot",
+            metrics.sessions.clone(),
+        );
+        registry.register(
+            "replication_errors",
+            "Replication sessions to each member that went wrong, by reason: failed (unreachable, refused, timed out) or no_progress (it ended at the very conflict the last one ended at)",
+            metrics.errors.clone(),
+        );
+        registry.register(
+            "member_lag_entries",
+            "On the leader: how many entries each member lacks, from the leader's last log index to the lower of the member's own last log index and the leader's matching index for it",
+            metrics.lag.clone(),
+        );
+        registry.register(
+            "member_reachable",
+            "On the leader: 1 when each member answered the leader's last status request, else 0",
+            metrics.reachable.clone(),
+        );
+        metrics
+    }
+
+    /// Counts a replication session to `member` of `kind` (`append` or `snapshot`).
+    pub fn observe_session(&self, member: u64, kind: &'static str) {
+        self.sessions.get_or_create(&member_labels(member, Some(("kind", kind)))).inc();
+    }
+
+    /// Counts a replication session to `member` that went wrong.
+    pub fn observe_error(&self, member: u64, reason: ReplicationError) {
+        self.errors.get_or_create(&member_labels(member, Some(("reason", reason.label())))).inc();
+    }
+
+    /// Sets what the leader's member watch found of `member`.
+    pub fn set_member(&self, member: u64, lag: u64, reachable: bool) {
+        self.lag.get_or_create(&member_labels(member, None)).set(i64::try_from(lag).unwrap_or(i64::MAX));
+        self.reachable.get_or_create(&member_labels(member, None)).set(i64::from(reachable));
+    }
+
+    /// Drops the member gauges: this node no longer leads, or `member` is no longer a member.
+    pub fn clear_member(&self, member: u64) {
+        self.lag.remove(&member_labels(member, None));
+        self.reachable.remove(&member_labels(member, None));
+    }
+
+    /// How many replication sessions of `kind` this node opened to `member`.
+    pub fn sessions(&self, member: u64, kind: &'static str) -> u64 {
+        self.sessions.get_or_create(&member_labels(member, Some(("kind", kind)))).get()
+    }
+}
+
 /// The node's metrics.
 pub struct Metrics {
     registry: Registry,
@@ -186,6 +282,7 @@ pub struct Metrics {
     controller: ControllerMetrics,
     gauges: [(ReadGauge, Gauge); GAUGES.len()],
     connections: [ConnectionMetrics; 2],
+    replication: ReplicationMetrics,
 }
 
 /// The controller's counters, beside `leases_expired`.
@@ -287,7 +384,23 @@ impl Metrics {
                 .map(|outcome| requests.get_or_create(&vec![("kind", kind), ("outcome", outcome.label())]).clone())
         });
         let connections = ConnectionMetrics::register(&mut registry);
-        Metrics { registry, requests, write_seconds, forwarded, leases_expired, controller, gauges, connections }
+        let replication = ReplicationMetrics::register(&mut registry);
+        Metrics {
+            registry,
+            requests,
+            write_seconds,
+            forwarded,
+            leases_expired,
+            controller,
+            gauges,
+            connections,
+            replication,
+        }
+    }
+
+    /// The per-member replication metrics, for the peer plane and the member watch.
+    pub fn replication(&self) -> ReplicationMetrics {
+        self.replication.clone()
     }
 
     /// The inbound-connection metrics of `listener`, for its connection limiter.

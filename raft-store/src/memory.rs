@@ -12,10 +12,14 @@
 //! [`MemoryDisk::synced_keys`] with its seeded RNG, to see the node's start-up verification
 //! refuse it.
 //!
+//! [`MemoryDisk::wipe`] models a lost disk: everything it held, the log mark included, is gone,
+//! as for a node whose data directory was deleted or whose disk was replaced.
+//!
 //! Invariant: after a crash the contents are exactly the durable batches followed by the kept
 //! prefix of the unsynced ones, applied in write order; batches are never torn. The only other
-//! change to durable contents is [`MemoryDisk::corrupt`], which applies to a crashed disk alone
-//! (no unsynced writes, asserted) and changes its durable and current contents alike.
+//! changes to durable contents are [`MemoryDisk::corrupt`] and [`MemoryDisk::wipe`], which apply
+//! to a crashed disk alone (no unsynced writes, asserted) and change its durable and current
+//! contents alike.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -120,6 +124,14 @@ impl MemoryDisk {
         let damaged = value.clone();
         inner.current.entry(space).or_default().insert(key.to_vec(), damaged);
         true
+    }
+
+    /// Loses everything a stopped node's disk held, its log mark included. Only a crashed disk
+    /// (no unsynced writes) is wiped.
+    pub fn wipe(&self) {
+        let mut inner = self.inner.lock().expect("memory disk lock");
+        assert!(inner.unsynced.is_empty(), "only a crashed disk, with no unsynced writes, is wiped");
+        *inner = Inner::default();
     }
 }
 
@@ -236,6 +248,20 @@ mod tests {
         disk.crash(0);
         assert_eq!(read(&disk, "b").as_deref(), Some("3"), "and so are the durable ones");
         assert_eq!(read(&disk, "a").as_deref(), Some("1"));
+    }
+
+    #[test]
+    fn wipe_loses_everything_and_the_mark() {
+        let disk = MemoryDisk::new();
+        disk.write(vec![put("a", "1")], Durability::Sync).unwrap();
+        disk.write_mark(Some(7)).unwrap();
+        disk.crash(0);
+        disk.wipe();
+        assert_eq!(read(&disk, "a"), None);
+        assert!(disk.synced_keys(Space::State).is_empty());
+        assert_eq!(disk.read_mark().unwrap(), None);
+        disk.crash(0);
+        assert_eq!(read(&disk, "a"), None, "nothing comes back after a later crash");
     }
 
     #[test]

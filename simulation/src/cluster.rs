@@ -17,7 +17,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -112,6 +112,8 @@ pub struct Observation {
     pub last_log_index: u64,
     /// Its last applied entry: (index, term, the leader that proposed it).
     pub applied: Option<(u64, u64, String)>,
+    /// Why its Raft core stopped, when it did (a panic, a failed assertion, a storage error).
+    pub fatal: Option<String>,
 }
 
 /// Every node's readings, in the order they happened.
@@ -218,6 +220,27 @@ pub struct SimNode {
     pub clock_offset_ms: Arc<AtomicI64>,
     /// Holds the data directory (snapshots; RocksDB) until the run ends.
     pub dir: tempfile::TempDir,
+    /// Whether its next start is with `rejoin` (set once its storage was wiped).
+    pub rejoin: Arc<AtomicBool>,
+}
+
+impl SimNode {
+    /// Loses everything a stopped node stored: its disk (the memory disk, or the RocksDB
+    /// directory) and its snapshot files; its next start rejoins, as the README's recovery says.
+    pub fn wipe(&self) -> std::io::Result<()> {
+        self.disk.wipe();
+        for entry in std::fs::read_dir(self.dir.path())? {
+            let path = entry?.path();
+            if path.is_dir() { std::fs::remove_dir_all(&path)? } else { std::fs::remove_file(&path)? }
+        }
+        self.rejoin.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Whether the node is still rejoining: its memory disk holds the rejoin marker.
+    pub fn rejoining(&self) -> bool {
+        self.disk.get(Space::Meta, node::rejoin::META_REJOINING).ok().flatten().is_some()
+    }
 }
 
 /// Raft settings for the simulator: the real defaults, with snapshots frequent enough that
@@ -274,11 +297,18 @@ fn observer(node: u64, observations: Observations) -> MetricsObserver {
                 .last_applied
                 .as_ref()
                 .map(|log_id| (log_id.index, log_id.leader_id.term, log_id.leader_id.to_string())),
+            fatal: metrics.running_state.as_ref().err().map(ToString::to_string),
         };
         let mut observations = observations.lock().expect("observations lock");
         let same = |seen: &Observation| {
-            (seen.term, seen.leader, seen.last_log_index, &seen.applied)
-                == (observation.term, observation.leader, observation.last_log_index, &observation.applied)
+            (seen.term, seen.leader, seen.last_log_index, &seen.applied, &seen.fatal)
+                == (
+                    observation.term,
+                    observation.leader,
+                    observation.last_log_index,
+                    &observation.applied,
+                    &observation.fatal,
+                )
         };
         if !observations.iter().rev().find(|seen| seen.node == node).is_some_and(same) {
             observations.push(observation);
@@ -353,10 +383,12 @@ pub fn register(sim: &mut Sim<'_>, setup: &ClusterSetup, simulated: &SimNode, re
     let config = node_config(setup, id, simulated.dir.path().to_path_buf());
     let (disk, offset, kind, mutation) =
         (simulated.disk.clone(), simulated.clock_offset_ms.clone(), setup.disk_kind, setup.mutation);
+    let rejoin = simulated.rejoin.clone();
     let seed = setup.seed ^ id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
     let reports = reports.clone();
     sim.host(host_name(id), move || {
-        let (config, disk, reports) = (config.clone(), disk.clone(), reports.clone());
+        let (mut config, disk, reports) = (config.clone(), disk.clone(), reports.clone());
+        config.rejoin = rejoin.load(Ordering::Relaxed);
         let clock = SimClock { offset_ms: offset.clone() };
         let failed = reports.failed_starts.lock().expect("failed starts lock").contains_key(&id);
         assert!(!failed, "node {id} failed to start before and must stay down");
@@ -384,6 +416,7 @@ pub fn make_nodes(count: u64) -> std::io::Result<Vec<SimNode>> {
                 disk: Arc::new(MemoryDisk::new()),
                 clock_offset_ms: Arc::new(AtomicI64::new(0)),
                 dir: tempfile::Builder::new().prefix(&format!("strand-sim-n{id}-")).tempdir()?,
+                rejoin: Arc::new(AtomicBool::new(false)),
             })
         })
         .collect()

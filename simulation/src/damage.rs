@@ -11,7 +11,7 @@
 //!
 //! Invariant: only synced data is damaged, and only while the node is down (the memory disk
 //! asserts that it holds no unsynced write); only values that carry a checksum are chosen (the
-//! storage-format marker and the install marker carry none).
+//! storage-format marker, the install marker and the rejoin marker carry none).
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -71,7 +71,7 @@ pub fn damage_node(rng: &mut StdRng, node: &SimNode, sealing: Sealing) -> io::Re
 
 /// Whether the value under `key` carries a checksum.
 fn sealed(space: Space, key: &[u8]) -> bool {
-    space != Space::Meta || (key != META_FORMAT && key != META_INSTALLING)
+    space != Space::Meta || (key != META_FORMAT && key != META_INSTALLING && key != node::rejoin::META_REJOINING)
 }
 
 /// Names a key for the trace.

@@ -10,7 +10,9 @@
 //! [`lease_bound`] and lists the lease agents' beads, for the leases checker.
 //!
 //! Convergence is asked of every live node: every node but those whose start failed
-//! ([`cluster::FailedStarts`]), so a node that started on damaged storage is compared too.
+//! ([`cluster::FailedStarts`]), so a node that started on damaged storage is compared too, and so
+//! is a node whose storage was wiped (it rejoined empty). A node that never catches up is named
+//! as behind, with how far its log got.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -77,6 +79,9 @@ pub struct Healed {
     pub write_after_heal: Result<Duration, String>,
     /// Each live node's (id, applied index, digest) once they agreed, or how they disagreed.
     pub convergence: Result<Vec<(u64, u64, u64)>, String>,
+    /// The live nodes that still said they were rejoining (their rejoin marker set) when they
+    /// agreed: caught up in state, yet still refusing to vote.
+    pub rejoining_at_end: Vec<u64>,
     /// The orders' firings, or why they could not be read.
     pub orders: Result<OrderFirings, String>,
     /// The leasable beads once every unrenewed lease must have expired ([`lease_bound`] after
@@ -100,6 +105,7 @@ impl Default for Healed {
         Healed {
             write_after_heal: Err(never.clone()),
             convergence: Err(never.clone()),
+            rejoining_at_end: Vec::new(),
             orders: Err(never.clone()),
             leases_after_bound: Err(never.clone()),
             all_beads: Err(never),
@@ -157,7 +163,10 @@ async fn first_write(
     }
 }
 
-async fn statuses(node_ids: &[u64], timeout: Duration) -> Vec<Result<(u64, u64, u64), String>> {
+/// One node's own status at the end: (id, applied index, digest, last log index, rejoining).
+type NodeEnd = (u64, u64, u64, u64, bool);
+
+async fn statuses(node_ids: &[u64], timeout: Duration) -> Vec<Result<NodeEnd, String>> {
     let mut found = Vec::new();
     for id in node_ids {
         let status = async {
@@ -170,14 +179,36 @@ async fn statuses(node_ids: &[u64], timeout: Duration) -> Vec<Result<(u64, u64, 
                 .map_err(|status| format!("node {id}: {}", status.message()))?
                 .into_inner();
             let own = answer.nodes.iter().find(|node| node.id == *id).ok_or(format!("node {id} left itself out"))?;
-            Ok((*id, own.applied_index, own.digest.unwrap_or(0)))
+            Ok((*id, own.applied_index, own.digest.unwrap_or(0), own.last_log_index, own.rejoining))
         };
         found.push(status.await);
     }
     found
 }
 
-async fn converge(node_ids: &[u64], failed_starts: &cluster::FailedStarts) -> Result<Vec<(u64, u64, u64)>, String> {
+/// How the nodes disagree: the nodes behind the furthest one, named with how far their logs got.
+fn disagreement(all: &[NodeEnd]) -> String {
+    let furthest = all.iter().map(|node| node.1).max().unwrap_or(0);
+    let behind: Vec<String> = all
+        .iter()
+        .filter(|node| node.1 < furthest)
+        .map(|(id, applied, _, last_log, _)| {
+            format!("node {id} is behind: applied {applied} of {furthest}, its log ends at {last_log}")
+        })
+        .collect();
+    let digests = format!(
+        "(id, applied index, digest): {:?}",
+        all.iter().map(|node| (node.0, node.1, node.2)).collect::<Vec<_>>()
+    );
+    if behind.is_empty() { format!("nodes disagree {digests}") } else { format!("{}; {digests}", behind.join("; ")) }
+}
+
+/// Waits until every live node reports the same applied index and digest; answers them, and the
+/// nodes still rejoining then.
+async fn converge(
+    node_ids: &[u64],
+    failed_starts: &cluster::FailedStarts,
+) -> Result<(Vec<(u64, u64, u64)>, Vec<u64>), String> {
     let bound = now() + Duration::from_millis(CONVERGENCE_MS_MAX);
     loop {
         let live: Vec<u64> = {
@@ -185,10 +216,16 @@ async fn converge(node_ids: &[u64], failed_starts: &cluster::FailedStarts) -> Re
             node_ids.iter().copied().filter(|id| !failed.contains_key(id)).collect()
         };
         let found = statuses(&live, status_timeout(node_ids.len())).await;
-        let agreed: Result<Vec<_>, String> = found.iter().cloned().collect();
+        let agreed: Result<Vec<NodeEnd>, String> = found.iter().cloned().collect();
         let last = match agreed {
-            Ok(all) if all.windows(2).all(|pair| (pair[0].1, pair[0].2) == (pair[1].1, pair[1].2)) => return Ok(all),
-            Ok(all) => format!("nodes disagree (id, applied index, digest): {all:?}"),
+            Ok(all) if all.windows(2).all(|pair| (pair[0].1, pair[0].2) == (pair[1].1, pair[1].2)) => {
+                let rejoining = all.iter().filter(|node| node.4).map(|node| node.0).collect();
+                return Ok((
+                    all.into_iter().map(|(id, applied, digest, _, _)| (id, applied, digest)).collect(),
+                    rejoining,
+                ));
+            }
+            Ok(all) => disagreement(&all),
             Err(error) => error,
         };
         if now() >= bound {
@@ -315,7 +352,11 @@ async fn reader(schedule: Schedule, history: SharedHistory, report: Arc<Mutex<He
     let every = ListFilter { all: true, limit: FINAL_LIST_MAX, ..Default::default() };
     report.lock().expect("healed report lock").all_beads = list_retrying(&client, every).await;
     let convergence = converge(&schedule.node_ids, &schedule.failed_starts).await;
-    report.lock().expect("healed report lock").convergence = convergence;
+    let mut report = report.lock().expect("healed report lock");
+    match convergence {
+        Ok((agreed, rejoining)) => (report.convergence, report.rejoining_at_end) = (Ok(agreed), rejoining),
+        Err(error) => report.convergence = Err(error),
+    }
     Ok(())
 }
 

@@ -1,4 +1,4 @@
-//! `cargo run -p simulation --release -- --seeds N ...`: runs many seeds, prints a progress bar
+//! `cargo run --bin simulation -- --seeds N ...`: runs many seeds, prints a progress bar
 //! and a summary, and stops at the first violation with the seed and the command that replays it.
 
 use std::io::Write;
@@ -105,7 +105,7 @@ fn main() -> ExitCode {
     let started = Instant::now();
     let (mut ops, mut faults, mut unknown, mut simulated) = (0usize, 0usize, 0usize, Duration::ZERO);
     let (mut order_firings, mut controller_actions, mut controller_terms) = (0usize, 0usize, 0usize);
-    let (mut damaged, mut failed_starts) = (0usize, 0usize);
+    let (mut damaged, mut failed_starts, mut wipes) = (0usize, 0usize, 0usize);
     for (done, seed) in seeds.iter().enumerate() {
         let config = RunConfig {
             seed: *seed,
@@ -139,6 +139,7 @@ fn main() -> ExitCode {
         controller_terms += report.controller.terms;
         damaged += report.damaged_nodes;
         failed_starts += report.failed_starts;
+        wipes += report.wipes;
         simulated += report.simulated;
         progress(done as u64 + 1, seeds.len() as u64, &report);
         if !report.violations.is_empty() {
@@ -156,11 +157,11 @@ fn main() -> ExitCode {
     let wall = started.elapsed();
     eprintln!();
     println!(
-        "| seeds | nodes | ops | unknown outcome | order firings | controller actions (terms) | faults | damaged nodes | failed starts | simulated | wall | simulated/wall | seeds/min |"
+        "| seeds | nodes | ops | unknown outcome | order firings | controller actions (terms) | faults | damaged nodes | wipes | failed starts | simulated | wall | simulated/wall | seeds/min |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     println!(
-        "| {} | {} | {ops} | {unknown} | {order_firings} | {controller_actions} ({controller_terms}) | {faults} | {damaged} | {failed_starts} | {:.0} s | {:.1} s | {:.1} | {:.1} |",
+        "| {} | {} | {ops} | {unknown} | {order_firings} | {controller_actions} ({controller_terms}) | {faults} | {damaged} | {wipes} | {failed_starts} | {:.0} s | {:.1} s | {:.1} | {:.1} |",
         seeds.len(),
         args.nodes,
         simulated.as_secs_f64(),

@@ -3,14 +3,17 @@
 //!
 //! Faults: symmetric and one-way partitions, an isolated leader, a majority/minority split,
 //! message delay and loss on links, process crash and restart (the memory disk dropping a
-//! seeded share of its unsynced writes), a node's clock jumping forward, and damage to a stopped
-//! node's synced storage ([`Fault::Corrupt`], see [`crate::damage`]). At the end of the fault
-//! phase [`Nemesis::heal`] removes them all; clock jumps stay, as a real clock that jumped would
-//! until an operator fixed it, and so does damage, as on a real disk.
+//! seeded share of its unsynced writes), a node's clock jumping forward, damage to a stopped
+//! node's synced storage ([`Fault::Corrupt`], see [`crate::damage`]), and the loss of a node's
+//! whole storage ([`Fault::Wipe`]): the node crashes, everything it stored is gone, and it
+//! restarts empty with `rejoin`, as the README's recovery says. At the end of the fault phase
+//! [`Nemesis::heal`] removes them all; clock jumps stay, as a real clock that jumped would until
+//! an operator fixed it, and so does damage, as on a real disk.
 //!
-//! Invariant: the storage of at most a minority of the nodes is ever damaged
+//! Invariant: the storage of at most a minority of the nodes is ever damaged or wiped
 //! ([`Nemesis::damaged_nodes_max`]), so a majority with intact storage remains to keep the cluster
-//! live and to hold every acknowledged write.
+//! live and to hold every acknowledged write. A node is wiped only while no wiped node is still
+//! rejoining (its rejoin marker is set), one at a time, as an operator replaces one disk at a time.
 //! A node whose start failed ([`cluster::FailedStarts`]) is down for good: the nemesis neither
 //! crashes nor restarts it again, and says so in the trace once.
 
@@ -53,12 +56,15 @@ pub enum Fault {
     /// A node crashes, and while it is down a few bytes of its synced storage are flipped or
     /// zeroed (a log entry, a meta value, a state record, or its snapshot file).
     Corrupt,
+    /// A node crashes and its whole storage is lost; it restarts empty with `rejoin` and must
+    /// catch up from the leader.
+    Wipe,
 }
 
 impl Fault {
     /// Every fault kind.
-    pub const ALL: [Fault; 6] =
-        [Fault::Partition, Fault::Oneway, Fault::Lossy, Fault::Crash, Fault::Clock, Fault::Corrupt];
+    pub const ALL: [Fault; 7] =
+        [Fault::Partition, Fault::Oneway, Fault::Lossy, Fault::Crash, Fault::Clock, Fault::Corrupt, Fault::Wipe];
     /// The faults a run injects unless told otherwise.
     pub const DEFAULT: [Fault; 5] = [Fault::Partition, Fault::Oneway, Fault::Lossy, Fault::Crash, Fault::Clock];
 }
@@ -78,8 +84,10 @@ pub struct Nemesis {
     failures_told: BTreeSet<u64>,
     /// Faults injected so far.
     pub injected: usize,
-    /// What was damaged on each node's storage, by node.
+    /// What was damaged on each node's storage, by node (a wipe included).
     pub damaged: BTreeMap<u64, Vec<String>>,
+    /// Wipes so far.
+    pub wipes: usize,
 }
 
 impl Nemesis {
@@ -99,6 +107,7 @@ impl Nemesis {
             failures_told: BTreeSet::new(),
             injected: 0,
             damaged: BTreeMap::new(),
+            wipes: 0,
         }
     }
 
@@ -121,6 +130,7 @@ impl Nemesis {
             Fault::Crash => self.crash(sim, nodes, now),
             Fault::Clock => self.jump_clock(nodes),
             Fault::Corrupt => self.corrupt(sim, nodes, now),
+            Fault::Wipe => self.wipe(sim, nodes, now),
         };
         if let Some(event) = event {
             self.injected += 1;
@@ -223,21 +233,34 @@ impl Nemesis {
         (self.ids.len() - 1) / 2
     }
 
-    /// Crashes a node (unless it is down already) and damages its storage while it is down. Only
-    /// nodes already damaged qualify once a minority is.
-    fn corrupt(&mut self, sim: &mut Sim<'_>, nodes: &[SimNode], now: Duration) -> Option<String> {
+    /// Picks a node whose storage a fault may harm (not one whose start failed; only one already
+    /// harmed once a minority is) and crashes it unless it is down already; answers it and what
+    /// the crash did, for the trace.
+    fn stop_one_for_storage<'n>(
+        &mut self,
+        sim: &mut Sim<'_>,
+        nodes: &'n [SimNode],
+        now: Duration,
+    ) -> Option<(&'n SimNode, String)> {
         let failed = self.failed();
         let room = self.damaged.len() < self.damaged_nodes_max();
         let candidates: Vec<&SimNode> = nodes
             .iter()
             .filter(|node| !failed.contains(&node.id) && (room || self.damaged.contains_key(&node.id)))
             .collect();
-        let node = candidates.choose(&mut self.rng)?;
+        let node = *candidates.choose(&mut self.rng)?;
         let crashed = if self.down_until.contains_key(&node.id) {
             String::new()
         } else {
             format!("{}; ", self.crash_node(sim, node, now))
         };
+        Some((node, crashed))
+    }
+
+    /// Crashes a node (unless it is down already) and damages its storage while it is down. Only
+    /// nodes already damaged qualify once a minority is.
+    fn corrupt(&mut self, sim: &mut Sim<'_>, nodes: &[SimNode], now: Duration) -> Option<String> {
+        let (node, crashed) = self.stop_one_for_storage(sim, nodes, now)?;
         match damage::damage_node(&mut self.rng, node, self.sealing) {
             Ok(Some(what)) => {
                 self.damaged.entry(node.id).or_default().push(what.clone());
@@ -245,6 +268,23 @@ impl Nemesis {
             }
             Ok(None) => Some(format!("{crashed}n{} stores nothing to damage yet", node.id)),
             Err(error) => Some(format!("{crashed}could not damage n{}: {error}", node.id)),
+        }
+    }
+
+    /// Crashes a node (unless it is down already), loses its whole storage, and lets it restart
+    /// with `rejoin`. Only while no node is still rejoining, and within the damaged-nodes bound.
+    fn wipe(&mut self, sim: &mut Sim<'_>, nodes: &[SimNode], now: Duration) -> Option<String> {
+        if nodes.iter().any(SimNode::rejoining) {
+            return None;
+        }
+        let (node, crashed) = self.stop_one_for_storage(sim, nodes, now)?;
+        match node.wipe() {
+            Ok(()) => {
+                self.wipes += 1;
+                self.damaged.entry(node.id).or_default().push("wiped".into());
+                Some(format!("{crashed}wipe n{}: its storage is lost; it restarts with rejoin", node.id))
+            }
+            Err(error) => Some(format!("{crashed}could not wipe n{}: {error}", node.id)),
         }
     }
 

@@ -72,7 +72,7 @@ impl RunConfig {
     pub fn replay_command(&self) -> String {
         let faults: Vec<String> = self.faults.iter().map(|fault| format!("{fault:?}").to_lowercase()).collect();
         let mut command = format!(
-            "cargo run -p simulation --release -- --seed {} --nodes {} --duration {}s --agents {} --disk {} --faults {}",
+            "cargo run --bin simulation -- --seed {} --nodes {} --duration {}s --agents {} --disk {} --faults {}",
             self.seed,
             self.nodes,
             self.duration.as_secs(),
@@ -114,8 +114,10 @@ pub struct RunReport {
     pub controller: checkers::controller_terms::Summary,
     /// Faults injected.
     pub faults: usize,
-    /// Nodes whose storage the nemesis damaged.
+    /// Nodes whose storage the nemesis damaged or wiped.
     pub damaged_nodes: usize,
+    /// Wipes of a node's whole storage (each node then rejoined empty).
+    pub wipes: usize,
     /// Nodes whose start failed (they stayed down).
     pub failed_starts: usize,
     /// Simulated time the run covered.
@@ -154,8 +156,47 @@ fn current_leader(observations: &Observations) -> Option<u64> {
     latest.into_iter().filter(|(_, (_, leader))| *leader).max_by_key(|(_, (term, _))| *term).map(|(node, _)| node)
 }
 
+thread_local! {
+    /// The run this thread is simulating, for the panic hook.
+    static RUNNING: std::cell::RefCell<Option<RunConfig>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Installs, once per process, a panic hook that names the seed being simulated and how to replay
+/// it. A panic inside a simulated node (an assertion openraft makes, say: the workspace builds it
+/// with its debug assertions on) stops the whole simulation: turmoil shuts a host's runtime down
+/// on a panic and fails the step, and the unwinding through its runtime aborts the process. The
+/// seed fails, and this hook says which one.
+fn name_the_seed_on_panic() {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let told = RUNNING.with(|running| {
+                running.borrow_mut().take().map(|config| {
+                    eprintln!(
+                        "\nseed {} FAILED: a simulated node panicked: {info}\nreplay it with:\n  {}\n",
+                        config.seed,
+                        config.replay_command()
+                    );
+                })
+            });
+            if told.is_none() {
+                previous(info);
+            }
+        }));
+    });
+}
+
 /// Runs one seed and checks it.
 pub fn run(config: &RunConfig) -> Result<RunReport, String> {
+    name_the_seed_on_panic();
+    RUNNING.with(|running| *running.borrow_mut() = Some(config.clone()));
+    let report = run_seed(config);
+    RUNNING.with(|running| *running.borrow_mut() = None);
+    report
+}
+
+fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
     let started = Instant::now();
     let ids: Vec<u64> = (1..=config.nodes).collect();
     let nodes = cluster::make_nodes(config.nodes).map_err(|error| format!("cannot make node directories: {error}"))?;
@@ -309,6 +350,7 @@ pub fn run(config: &RunConfig) -> Result<RunReport, String> {
         controller,
         faults: nemesis.injected,
         damaged_nodes: nemesis.damaged.len(),
+        wipes: nemesis.wipes,
         failed_starts: failed_starts.len(),
         simulated,
         wall: started.elapsed(),

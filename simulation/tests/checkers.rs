@@ -177,6 +177,7 @@ fn two_leaders_in_one_term_are_rejected() {
         leader: true,
         last_log_index: 5,
         applied: None,
+        fatal: None,
     };
     assert!(raft_safety::check(&[leader(1, 3), leader(2, 4)]).is_empty());
     assert_eq!(raft_safety::check(&[leader(1, 3), leader(2, 3)]).len(), 1);
@@ -191,12 +192,32 @@ fn a_leader_missing_applied_entries_is_rejected() {
         leader: false,
         last_log_index: 10,
         applied: Some((10, 2, "T2-N1".into())),
+        fatal: None,
     };
     let leader = Observation { node: 2, term: 3, leader: true, last_log_index: 7, applied: None, ..applied.clone() };
     assert_eq!(raft_safety::check(&[applied.clone(), leader]).len(), 1);
     // A node restoring its own leadership of an older term owes nothing to later terms.
     let restored = Observation { node: 2, term: 1, leader: true, last_log_index: 7, applied: None, ..applied.clone() };
     assert!(raft_safety::check(&[applied, restored]).is_empty());
+}
+
+#[test]
+fn a_raft_core_that_stopped_is_rejected() {
+    let healthy = Observation {
+        at: std::time::Duration::ZERO,
+        node: 1,
+        term: 2,
+        leader: false,
+        last_log_index: 10,
+        applied: None,
+        fatal: None,
+    };
+    assert!(raft_safety::check(std::slice::from_ref(&healthy)).is_empty());
+    let panicked =
+        Observation { fatal: Some("panicked: follower log reversion is not allowed".into()), ..healthy.clone() };
+    let found = raft_safety::check(&[healthy, panicked.clone(), panicked]);
+    assert_eq!(found.len(), 1, "one violation a node: {found:?}");
+    assert_eq!(found[0].checker, "raft fatal");
 }
 
 #[test]
@@ -221,6 +242,7 @@ fn convergence_must_cover_every_live_node() {
     let healed = |agreed: Vec<(u64, u64, u64)>| Healed {
         write_after_heal: Ok(Duration::ZERO),
         convergence: Ok(agreed),
+        rejoining_at_end: Vec::new(),
         orders: Ok(OrderFirings::default()),
         leases_after_bound: Ok(Vec::new()),
         all_beads: Ok(Vec::new()),
@@ -229,14 +251,13 @@ fn convergence_must_cover_every_live_node() {
     assert!(convergence::check(&healed(vec![(1, 40, 7), (3, 40, 7)]), &[1, 3]).is_empty());
     // A live node left out of the comparison (a damaged node that started, say) is not.
     assert_eq!(convergence::check(&healed(vec![(1, 40, 7), (3, 40, 7)]), &[1, 2, 3]).len(), 1);
-    let disagreed = Healed {
-        write_after_heal: Ok(Duration::ZERO),
-        convergence: Err("digests differ".into()),
-        orders: Ok(OrderFirings::default()),
-        leases_after_bound: Ok(Vec::new()),
-        all_beads: Ok(Vec::new()),
-    };
+    let disagreed = Healed { convergence: Err("digests differ".into()), ..healed(Vec::new()) };
     assert_eq!(convergence::check(&disagreed, &[1, 2, 3]).len(), 1);
+    // A wiped node that holds the state but never left rejoining (it never votes again) fails.
+    let rejoining = Healed { rejoining_at_end: vec![2], ..healed(vec![(1, 40, 7), (2, 40, 7), (3, 40, 7)]) };
+    let found = convergence::check(&rejoining, &[1, 2, 3]);
+    assert_eq!(found.len(), 1);
+    assert!(found[0].detail.contains("node 2"), "{found:?}");
 }
 
 #[test]

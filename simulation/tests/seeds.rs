@@ -3,7 +3,9 @@
 //!
 //! The default bands run the default faults; storage damage (`Fault::Corrupt`) has bands of its
 //! own, because a damaged node often refuses to start and then stays down for the rest of its run,
-//! which would leave most runs of the default bands one node short.
+//! which would leave most runs of the default bands one node short. So does the loss of a node's
+//! whole storage (`Fault::Wipe`): the wiped node rejoins empty, and the wipe bands require it to
+//! catch up. Both are also in the corruption bands, which run every fault.
 //!
 //! The fixed bands run the same seeds on every commit; the fresh bands start at a seed taken
 //! from the commit hash (`STRAND_SIM_FRESH_SEED`, which the Makefile sets from `git rev-parse
@@ -32,6 +34,11 @@ const SEEDS_CORRUPTION_5_NODES: u64 = 20;
 const NO_CHECKSUM_SEEDS_MAX: u64 = 10;
 /// Seeds within which the stale-controller mutation must be caught.
 const STALE_CONTROLLER_SEEDS_MAX: u64 = 10;
+/// Seeds per band of 3-node clusters whose nodes lose their whole storage and rejoin.
+const SEEDS_WIPE_3_NODES: u64 = 30;
+/// The faults of the wipe bands: a node's storage lost, beside partitions, crashes and lossy
+/// links, so that it rejoins while the cluster keeps writing and failing over.
+const WIPE_FAULTS: [Fault; 4] = [Fault::Partition, Fault::Crash, Fault::Lossy, Fault::Wipe];
 
 fn config(seed: u64, nodes: u64) -> RunConfig {
     RunConfig { nodes, duration: Duration::from_secs(6), ..RunConfig::new(seed) }
@@ -92,6 +99,17 @@ fn corruption_band(start: u64, count: u64, nodes: u64) {
     assert!(failed_starts > 0, "no damaged node ever refused to start");
 }
 
+/// A band in which nodes lose their whole storage and rejoin empty: it must wipe, and every
+/// wiped node must catch up (the convergence checker), and stay clean.
+fn wipe_band(start: u64, count: u64, nodes: u64) {
+    let mut wipes = 0;
+    for seed in start..start + count {
+        let report = run_clean(&RunConfig { faults: WIPE_FAULTS.to_vec(), ..config(seed, nodes) });
+        wipes += report.wipes;
+    }
+    assert!(wipes as u64 >= count / 2, "the band wiped only {wipes} nodes' storage in {count} runs");
+}
+
 /// The first seed of the fresh bands: from the commit hash when the Makefile passes it, else
 /// from `git rev-parse HEAD` directly.
 fn fresh_start() -> u64 {
@@ -150,6 +168,16 @@ fn corruption_band_5_nodes() {
 #[test]
 fn fresh_corruption_band_3_nodes() {
     corruption_band(fresh_start().wrapping_add(3_000_000), SEEDS_CORRUPTION_3_NODES, 3);
+}
+
+#[test]
+fn wipe_band_3_nodes() {
+    wipe_band(4_000_000, SEEDS_WIPE_3_NODES, 3);
+}
+
+#[test]
+fn fresh_wipe_band_3_nodes() {
+    wipe_band(fresh_start().wrapping_add(4_000_000), SEEDS_WIPE_3_NODES, 3);
 }
 
 #[test]

@@ -150,6 +150,11 @@ impl Cluster {
 
     /// The command that starts node `id` (for tests that expect it to fail).
     pub fn node_command(&self, id: u64) -> Command {
+        self.node_command_with(id, self.config.as_deref())
+    }
+
+    /// The command that starts node `id` with the configuration file `config`, if any.
+    fn node_command_with(&self, id: u64, config: Option<&Path>) -> Command {
         let node = &self.nodes[(id - 1) as usize];
         let mut command = match self.open_files {
             None => Command::new(strand_binary()),
@@ -167,7 +172,7 @@ impl Cluster {
         if self.nodes.len() > 1 {
             command.args(["--peers", &self.peers]);
         }
-        if let Some(config) = &self.config {
+        if let Some(config) = config {
             command.arg("--config").arg(config);
         }
         if let Some(tls) = &self.tls {
@@ -189,8 +194,15 @@ impl Cluster {
 
     /// Starts (or restarts) node `id` with extra arguments.
     pub fn restart_with(&mut self, id: u64, args: &[&str]) {
+        let config = self.config.clone();
+        self.restart_with_config(id, config.as_deref(), args);
+    }
+
+    /// Starts (or restarts) node `id` with extra arguments and its own configuration file, in
+    /// place of the cluster's.
+    pub fn restart_with_config(&mut self, id: u64, config: Option<&Path>, args: &[&str]) {
         let log = std::fs::File::create(self.dir.path().join(format!("node-{id}.log"))).expect("log file");
-        let mut command = self.node_command(id);
+        let mut command = self.node_command_with(id, config);
         command.args(args).stdout(Stdio::null()).stderr(log);
         let child = command.spawn().expect("spawn strand node");
         self.nodes[(id - 1) as usize].child = Some(child);
@@ -210,6 +222,11 @@ impl Cluster {
         let child = self.nodes[(id - 1) as usize].child.as_ref().expect("node is running");
         let status = Command::new("kill").arg(format!("-{signal}")).arg(child.id().to_string()).status();
         assert!(status.as_ref().is_ok_and(|status| status.success()), "kill -{signal} node {id}: {status:?}");
+    }
+
+    /// The cluster's temporary directory (data directories, logs, configuration files).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
     }
 
     /// A node's log so far.
@@ -322,6 +339,28 @@ impl Cluster {
             None
         })
         .await
+    }
+
+    /// Node `id`'s metrics page: over HTTPS with the cluster's CA when it runs TLS (and its client
+    /// certificate when it requires one), else plain HTTP.
+    pub async fn metrics_page(&self, id: u64) -> String {
+        let address = &self.nodes[(id - 1) as usize].address;
+        let Some(tls) = self.client_tls() else { return http_get(address, "/metrics").await.2 };
+        let mut config = (*tls.config().expect("the cluster's client TLS files load")).clone();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let tcp = tokio::net::TcpStream::connect(address).await.expect("connect to the node");
+        let name = rustls::pki_types::ServerName::try_from("localhost").expect("a server name");
+        let mut stream = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+            .connect(name, tcp)
+            .await
+            .expect("a TLS handshake with the node");
+        let request = format!("GET /metrics HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.expect("send the request");
+        let mut response = Vec::new();
+        // A TLS peer may close without close_notify; what arrived is the page.
+        let _ = stream.read_to_end(&mut response).await;
+        let response = String::from_utf8(response).expect("a text response");
+        response.split_once("\r\n\r\n").map(|(_, body)| body.to_string()).unwrap_or_default()
     }
 
     /// Waits until every live node has the same applied index and state digest; answers it.

@@ -1,5 +1,6 @@
 //! The `strand.v1.Cluster` service: the cluster's status as this node sees it, each member
-//! asked for its own over the peer channels (an unreachable member is shown as such). With auth
+//! asked for its own over the peer channels (an unreachable member is shown as such), and each
+//! member's lag and note as the leader's member watch found them (`leader/members.rs`). With auth
 //! on, any token this node's replica knows may ask.
 
 use std::sync::Arc;
@@ -53,12 +54,17 @@ impl<D: Disk> Cluster for ClusterService<D> {
         if nodes.is_empty() {
             nodes.push(self.core.own_status(include_digest));
         }
-        Ok(Response::new(pb::StatusResponse {
-            leader_id: metrics.current_leader.unwrap_or(0),
-            term: metrics.current_term,
-            voters,
-            nodes,
-        }))
+        let leader_id = metrics.current_leader.unwrap_or(0);
+        let progress = nodes.iter().find(|node| node.id == leader_id).map(|leader| leader.members.clone());
+        for member in progress.unwrap_or_default() {
+            if let Some(node) = nodes.iter_mut().find(|node| node.id == member.id) {
+                node.lag = member.lag;
+                if node.state != "unreachable" {
+                    node.note = member.note;
+                }
+            }
+        }
+        Ok(Response::new(pb::StatusResponse { leader_id, term: metrics.current_term, voters, nodes }))
     }
 }
 

@@ -1,7 +1,7 @@
 //! The leader plane: what must go through the Raft leader. A write is stamped and proposed here
 //! when this node leads, and forwarded to the leader as a [`LeaderRequest`] when it does not; a
-//! linearizable read waits for the leader's read index. The controller (`controller.rs`) runs
-//! here while this node leads.
+//! linearizable read waits for the leader's read index. The controller (`controller.rs`) and the
+//! member watch (`members.rs`: how far behind each member is) run here while this node leads.
 //!
 //! Invariant: only the leader stamps a proposal (time, default prefix, event retention), so the
 //! state machine never reads a clock or the node's configuration.
@@ -17,6 +17,7 @@
 //! So a revoked token fails from the first request after the revocation was acknowledged.
 
 pub mod controller;
+pub mod members;
 
 use std::sync::Arc;
 use std::time::Duration;

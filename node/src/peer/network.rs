@@ -18,6 +18,18 @@
 //! state, which the next session needs). A request's deadline scales with its bytes
 //! ([`append_timeout`]) and counts from when the follower can start on it (its predecessors are
 //! answered in order), so a follower catching up on large entries is not cut off mid-request.
+//!
+//! While this node leads, [`Peers`] keeps a note of each member's replication ([`Replication`]):
+//! the highest index it answered as matching, and the conflict the last append session ended
+//! at. A member that answers a conflict at or below an index it had matched has lost part of its
+//! log (its data was wiped, or restored from an older copy): that is logged as a warning naming
+//! the member and whether it was started with `--rejoin` (asked of the member itself), and
+//! openraft, which `config.rs` lets accept a log going back, replicates to it from the start. An
+//! append session that opens at the very conflict the last one ended at, again, waits first
+//! ([`repeat_delay`]: from [`REPEAT_DELAY_MIN`], doubling to [`REPEAT_DELAY_MAX`]), so a member
+//! that cannot catch up costs the leader at most about one session a second; openraft itself
+//! backs off after a failed session. Sessions and failures are counted per member
+//! ([`crate::metrics::ReplicationMetrics`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -47,6 +59,8 @@ use tokio::time::Instant;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 
+use crate::metrics::{ReplicationError, ReplicationMetrics};
+
 /// Bytes per streamed snapshot chunk.
 pub const SNAPSHOT_CHUNK_BYTES: usize = 1024 * 1024;
 /// Room for a message's framing and metadata beside its payload (a proposal's stamp, a request's
@@ -69,6 +83,97 @@ pub const REPLICATION_BYTES_PER_SECOND_MIN: u64 = 2 * 1024 * 1024;
 pub const CLUSTER_ID_HEADER: &str = "strand-cluster-id";
 /// The metadata key of the sender's member id, on every `strand.v1.Raft` call.
 pub const MEMBER_ID_HEADER: &str = "strand-member-id";
+/// The wait before an append session that repeats the conflict the last one ended at.
+pub const REPEAT_DELAY_MIN: Duration = Duration::from_millis(50);
+/// The longest wait before an append session that repeats a conflict.
+pub const REPEAT_DELAY_MAX: Duration = Duration::from_secs(1);
+
+/// The wait before an append session after `repeats` sessions in a row ended at the conflict it
+/// opens at: none for the first, then [`REPEAT_DELAY_MIN`], doubling up to [`REPEAT_DELAY_MAX`].
+pub fn repeat_delay(repeats: u32) -> Duration {
+    match repeats {
+        0 => Duration::ZERO,
+        repeats => REPEAT_DELAY_MIN.saturating_mul(1 << (repeats - 1).min(16)).min(REPEAT_DELAY_MAX),
+    }
+}
+
+/// What this node, leading, has seen of its replication to one member in one leader term.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Replication {
+    /// The leader term these notes belong to; another term starts them afresh.
+    term: u64,
+    /// The highest index the member answered as matching this leader's log.
+    matched: Option<u64>,
+    /// The index an append session (one that carried entries) last ended at a conflict at.
+    conflict: Option<u64>,
+    /// How many sessions in a row ended at that same conflict, after the first.
+    repeats: u32,
+}
+
+/// A member's log went back: it answered a conflict at `conflict`, at or below `matched`, an
+/// index it had answered as matching.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reversion {
+    /// The index of the conflict.
+    pub conflict: u64,
+    /// The highest index it had matched.
+    pub matched: u64,
+}
+
+impl Replication {
+    /// A session of the leader of `term` opens at `prev` (the index its first request follows),
+    /// carrying entries or not (a heartbeat); answers how long to wait before sending it.
+    pub fn open(&mut self, term: u64, carries_entries: bool, prev: Option<u64>) -> Duration {
+        if term != self.term {
+            *self = Replication { term, ..Replication::default() };
+        }
+        if carries_entries && prev.is_some() && prev == self.conflict {
+            repeat_delay(self.repeats)
+        } else {
+            Duration::ZERO
+        }
+    }
+
+    /// Notes one answer of a session that carried entries or not; answers a reversion when the
+    /// member's log went back, and whether the answer shows no progress (the same conflict again).
+    pub fn answer(
+        &mut self,
+        carries_entries: bool,
+        answer: &StreamAppendResult<TypeConfig>,
+    ) -> (Option<Reversion>, bool) {
+        match answer {
+            Ok(matching) => {
+                if let Some(index) = matching.map(|log_id| log_id.index) {
+                    self.matched = self.matched.max(Some(index));
+                }
+                if carries_entries {
+                    (self.conflict, self.repeats) = (None, 0);
+                }
+                (None, false)
+            }
+            Err(openraft::raft::StreamAppendError::Conflict(log_id)) => {
+                let reversion = match self.matched {
+                    Some(matched) if log_id.index <= matched => {
+                        self.matched = None;
+                        Some(Reversion { conflict: log_id.index, matched })
+                    }
+                    _ => None,
+                };
+                let mut repeated = false;
+                if carries_entries {
+                    if self.conflict == Some(log_id.index) {
+                        self.repeats = self.repeats.saturating_add(1);
+                        repeated = true;
+                    } else {
+                        (self.conflict, self.repeats) = (Some(log_id.index), 0);
+                    }
+                }
+                (reversion, repeated)
+            }
+            Err(openraft::raft::StreamAppendError::HigherVote(_)) => (None, false),
+        }
+    }
+}
 
 /// Who sends a node's Raft messages: its cluster's id and its own member id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,6 +248,9 @@ pub struct Peers {
     /// The base timeout of a replication request (see [`append_timeout`]).
     append_timeout: Duration,
     channels: Mutex<HashMap<(NodeId, String), Channel>>,
+    /// What this node, leading, has seen of its replication to each member.
+    replication: Mutex<HashMap<NodeId, Replication>>,
+    metrics: ReplicationMetrics,
 }
 
 impl Peers {
@@ -153,8 +261,50 @@ impl Peers {
         configured: std::collections::BTreeMap<NodeId, String>,
         identity: PeerIdentity,
         append_timeout: Duration,
+        metrics: ReplicationMetrics,
     ) -> Peers {
-        Peers { connector, configured, identity, append_timeout, channels: Mutex::new(HashMap::new()) }
+        Peers {
+            connector,
+            configured,
+            identity,
+            append_timeout,
+            channels: Mutex::new(HashMap::new()),
+            replication: Mutex::new(HashMap::new()),
+            metrics,
+        }
+    }
+
+    /// The replication metrics this node keeps of each member.
+    pub fn metrics(&self) -> &ReplicationMetrics {
+        &self.metrics
+    }
+
+    /// Opens a replication session to `member` (see [`Replication::open`]): answers how long to
+    /// wait before sending it, and counts it when it carries entries.
+    fn open_session(&self, member: NodeId, term: u64, carries_entries: bool, prev: Option<u64>) -> Duration {
+        if carries_entries {
+            self.metrics.observe_session(member, "append");
+        }
+        let mut replication = self.replication.lock().expect("replication lock");
+        replication.entry(member).or_default().open(term, carries_entries, prev)
+    }
+
+    /// Notes an answer of a session to `member` (see [`Replication::answer`]); a failed session
+    /// and one that repeated its conflict count as errors.
+    fn note_answer(&self, member: NodeId, carries_entries: bool, answer: &AppendAnswer) -> Option<Reversion> {
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(_) => {
+                self.metrics.observe_error(member, ReplicationError::Failed);
+                return None;
+            }
+        };
+        let mut replication = self.replication.lock().expect("replication lock");
+        let (reversion, repeated) = replication.entry(member).or_default().answer(carries_entries, answer);
+        if repeated {
+            self.metrics.observe_error(member, ReplicationError::NoProgress);
+        }
+        reversion
     }
 
     /// The Raft-service client of member `member`, at its configured peer address, else at
@@ -209,6 +359,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             client: self.peers.client(target, &node.addr),
             address: node.addr.clone(),
             append_timeout: self.peers.append_timeout,
+            peers: self.peers.clone(),
         }
     }
 }
@@ -219,6 +370,36 @@ pub struct PeerClient {
     address: String,
     client: Result<PeerRpc, String>,
     append_timeout: Duration,
+    peers: Arc<Peers>,
+}
+
+/// Logs that member `target`'s log went back, saying whether it was started with `--rejoin`, as
+/// it answers itself (asked in the background, within `timeout`).
+fn warn_reversion(client: Option<PeerRpc>, target: NodeId, reversion: Reversion, timeout: Duration) {
+    tokio::spawn(async move {
+        let rejoining = match client {
+            Some(mut client) => {
+                let asked = client.get_node_status(api::proto::StatusRequest { include_digest: false });
+                match tokio::time::timeout(timeout, asked).await {
+                    Ok(Ok(status)) => Some(status.into_inner().rejoining),
+                    _ => None,
+                }
+            }
+            None => None,
+        };
+        let Reversion { conflict, matched } = reversion;
+        let went_back = format!(
+            "node {target}'s log went back: it answered a conflict at index {conflict}, at or below index {matched} it had matched (its data was lost, or restored from an older copy); replicating to it from the start"
+        );
+        match rejoining {
+            Some(true) => tracing::warn!(node = target, "{went_back} (--rejoin: yes; it votes again once caught up)"),
+            Some(false) => tracing::warn!(
+                node = target,
+                "{went_back} (--rejoin: no). This is unsafe: a node that lost its data votes at once, and may help elect a leader that lacks writes it had helped commit. Stop it, empty its --data-dir, and start it with --rejoin"
+            ),
+            None => tracing::warn!(node = target, "{went_back} (--rejoin: unknown; it did not say)"),
+        }
+    });
 }
 
 type RemoteResult<T> = Result<T, String>;
@@ -423,13 +604,27 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
             let Some(first) = requests.next().await else {
                 return Ok(Box::pin(futures::stream::empty()) as BoxStream<'s, AppendAnswer>);
             };
+            // A session that opens at the conflict the last one ended at, again, waits first.
+            let carries = !first.entries.is_empty();
+            let prev = first.prev_log_id.map(|log_id| log_id.index);
+            let delay = self.peers.open_session(target, first.vote.leader_id().term, carries, prev);
+            if !delay.is_zero() {
+                tracing::debug!(node = target, ?delay, "replication repeats its last conflict; waiting first");
+                tokio::time::sleep(delay).await;
+            }
             let (outgoing, receiver) = tokio::sync::mpsc::channel(APPEND_PIPELINE_MAX);
             let first = encode(&first);
             let deadline = next_deadline(None, timeout, first.data.len());
             outgoing.try_send(first).expect("an empty channel whose receiver is held here");
             let call = client.stream_append(tokio_stream::wrappers::ReceiverStream::new(receiver));
             let opening = deadline.saturating_duration_since(Instant::now());
-            let answers = within(target, &address, opening, "open a replication stream", call).await?;
+            let answers = match within(target, &address, opening, "open a replication stream", call).await {
+                Ok(answers) => answers,
+                Err(error) => {
+                    self.peers.metrics().observe_error(target, ReplicationError::Failed);
+                    return Err(error);
+                }
+            };
             let session = AppendSession {
                 requests: Some(requests),
                 outgoing: Some(outgoing),
@@ -439,13 +634,21 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
                 target,
                 address,
             };
-            let answers = futures::stream::unfold(Some(session), |session| async move {
-                let mut session = session?;
-                let answer = session.next_answer().await?;
-                // The follower ends its stream at the first refusal (conflict, higher vote) and
-                // openraft ends the session at it; so does this stream.
-                let session = matches!(answer, Ok(Ok(_))).then_some(session);
-                Some((answer, session))
+            let (peers, status_client, status_timeout) =
+                (self.peers.clone(), self.client.clone().ok(), self.append_timeout);
+            let answers = futures::stream::unfold(Some(session), move |session| {
+                let (peers, status_client) = (peers.clone(), status_client.clone());
+                async move {
+                    let mut session = session?;
+                    let answer = session.next_answer().await?;
+                    if let Some(reversion) = peers.note_answer(target, carries, &answer) {
+                        warn_reversion(status_client, target, reversion, status_timeout);
+                    }
+                    // The follower ends its stream at the first refusal (conflict, higher vote) and
+                    // openraft ends the session at it; so does this stream.
+                    let session = matches!(answer, Ok(Ok(_))).then_some(session);
+                    Some((answer, session))
+                }
             });
             Ok(Box::pin(answers) as BoxStream<'s, AppendAnswer>)
         })
@@ -484,6 +687,37 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
         cancel: impl Future<Output = ReplicationClosed> + Send + 'static,
         option: RPCOption,
     ) -> Result<SnapshotResponse<TypeConfig>, StreamingError<TypeConfig>> {
+        self.peers.metrics().observe_session(self.target, "snapshot");
+        let result = self.send_snapshot(vote, snapshot, cancel, option).await;
+        if matches!(&result, Err(error) if !matches!(error, StreamingError::Closed(_))) {
+            self.peers.metrics().observe_error(self.target, ReplicationError::Failed);
+        }
+        result
+    }
+
+    async fn transfer_leader(
+        &mut self,
+        request: TransferLeaderRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<TransferLeaderResponse<TypeConfig>, RPCError<TypeConfig>> {
+        self.call(
+            &request,
+            option.hard_ttl(),
+            |mut client, payload| async move { client.transfer_leader(payload).await },
+        )
+        .await
+    }
+}
+
+impl PeerClient {
+    /// Streams `snapshot` to the peer under `vote`, until `cancel` resolves.
+    async fn send_snapshot(
+        &mut self,
+        vote: Vote,
+        snapshot: SnapshotOf<TypeConfig, SnapshotFile>,
+        cancel: impl Future<Output = ReplicationClosed> + Send + 'static,
+        option: RPCOption,
+    ) -> Result<SnapshotResponse<TypeConfig>, StreamingError<TypeConfig>> {
         let mut client = self.client()?;
         let chunks = Self::snapshot_chunks(vote, snapshot)
             .map_err(|error| StreamingError::Network(NetworkError::new(&error)))?;
@@ -507,18 +741,5 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
         let result: RemoteResult<SnapshotResponse<TypeConfig>> =
             decode(&payload).map_err(|error| StreamingError::Network(NetworkError::from_string(error)))?;
         result.map_err(|error| StreamingError::Unreachable(Unreachable::from_string(error)))
-    }
-
-    async fn transfer_leader(
-        &mut self,
-        request: TransferLeaderRequest<TypeConfig>,
-        option: RPCOption,
-    ) -> Result<TransferLeaderResponse<TypeConfig>, RPCError<TypeConfig>> {
-        self.call(
-            &request,
-            option.hard_ttl(),
-            |mut client, payload| async move { client.transfer_leader(payload).await },
-        )
-        .await
     }
 }

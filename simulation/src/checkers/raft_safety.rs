@@ -12,6 +12,10 @@
 //!   of a lower term, and owes nothing to entries of later terms.)
 //! - **Log matching**: if two logs hold an entry with the same index and term, they are
 //!   identical up to that index. Checked on the nodes' memory disks at the end of the run.
+//!
+//! And no node's Raft core stops: a panic, a failed openraft assertion (the workspace builds
+//! openraft with its debug assertions on) or a storage error shows in the metrics as a fatal
+//! running state, and fails the run.
 
 use std::collections::BTreeMap;
 
@@ -29,7 +33,16 @@ pub fn check(observations: &[Observation]) -> Vec<Violation> {
     let mut applied: BTreeMap<u64, (&str, u64)> = BTreeMap::new();
     // Term of the entry -> (highest applied index of that term, the node that applied it).
     let mut highest_applied: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    let mut fatal_told = std::collections::BTreeSet::new();
     for observation in observations {
+        if let Some(fatal) = &observation.fatal
+            && fatal_told.insert(observation.node)
+        {
+            violations.push(Violation {
+                checker: "raft fatal",
+                detail: format!("node {}'s Raft core stopped at {:?}: {fatal}", observation.node, observation.at),
+            });
+        }
         if observation.leader {
             match leaders.insert(observation.term, observation.node) {
                 Some(other) if other != observation.node => violations.push(Violation {

@@ -1,0 +1,151 @@
+//! Bootstrap of a static cluster: the lowest id of the configured members initialises the
+//! cluster, once, on its first start; every other node, and every later start, waits for the
+//! leader to replicate to it.
+//!
+//! An empty data directory does not prove a first start: a member whose disk was lost comes back
+//! empty too, and a lowest id that initialised again would start a second cluster under the
+//! first one's name. So the lowest id initialises only when
+//! - its log is empty and it has no rejoin marker (a node started with `--rejoin` never
+//!   initialises), and
+//! - a majority of the other members answer that they are empty too: term 0 and an empty log. A
+//!   cluster that exists holds its first membership on a majority of its members, at least half
+//!   of the members once this node is left out (this node is at most one of them), so a majority
+//!   of the others always includes a member that holds it.
+//!   Until enough answer, it asks again; one that answers with a log stops it for good, with a
+//!   warning when the node was not started with `--rejoin` (the unsafe case: it votes at once).
+//!
+//! Invariant: [`openraft::Raft::initialize`] is called only by the lowest configured id, on an
+//! empty log, without a rejoin marker, after the other members' answers showed no cluster.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use api::proto as pb;
+use openraft::BasicNode;
+use raft_store::{Disk, NodeId};
+
+use crate::core::NodeCore;
+use crate::peer::network::Peers;
+
+/// How long the lowest id waits between two rounds of asking the other members.
+pub const ASK_AGAIN_AFTER: Duration = Duration::from_millis(500);
+
+/// What the other members' answers say about initialising.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Judgement {
+    /// Enough members answered, all empty: initialise.
+    Initialize,
+    /// A member answered with a log: the cluster exists (its id, term and last log index).
+    Exists(NodeId, u64, u64),
+    /// Too few answered yet (how many more are needed).
+    Wait(usize),
+}
+
+/// How many of `others` other members must answer empty before the lowest id initialises: a
+/// majority of them (none in a single-node cluster).
+pub fn answers_needed(others: usize) -> usize {
+    if others == 0 { 0 } else { others / 2 + 1 }
+}
+
+/// Judges the answers of the other members (`None`: no answer) of a cluster of `others + 1`.
+pub fn judge(answers: &BTreeMap<NodeId, Option<(u64, u64)>>) -> Judgement {
+    if let Some((id, (term, last))) =
+        answers.iter().find_map(|(id, answer)| answer.filter(|(term, last)| *term > 0 || *last > 0).map(|a| (*id, a)))
+    {
+        return Judgement::Exists(id, term, last);
+    }
+    let empty = answers.values().filter(|answer| answer.is_some()).count();
+    let needed = answers_needed(answers.len());
+    if empty >= needed { Judgement::Initialize } else { Judgement::Wait(needed - empty) }
+}
+
+/// Initialises the cluster when this node is its lowest configured id and the members' answers
+/// show no cluster yet (see the module header); returns at once otherwise.
+pub async fn run<D: Disk>(core: Arc<NodeCore<D>>, peers: Arc<Peers>) {
+    tokio::select! {
+        () = core.stopped() => {}
+        () = bootstrap(&core, &peers) => {}
+    }
+}
+
+async fn bootstrap<D: Disk>(core: &NodeCore<D>, peers: &Peers) {
+    let members = core.config.members();
+    let lowest = *members.keys().next().expect("members include this node");
+    if lowest != core.id || initialized(core).await {
+        return;
+    }
+    if core.is_rejoining() {
+        tracing::info!(node = core.id, "rejoining: not initializing a cluster; waiting for the leader to replicate");
+        return;
+    }
+    let others: Vec<(NodeId, String)> =
+        members.iter().filter(|(id, _)| **id != core.id).map(|(id, address)| (*id, address.clone())).collect();
+    let timeout = Duration::from_millis(core.config.raft.rpc_timeout_ms);
+    let mut told_wait = false;
+    loop {
+        let asked = others.iter().map(|(id, address)| async move {
+            let mut client = peers.client(*id, address).ok()?;
+            let status = tokio::time::timeout(timeout, client.get_node_status(pb::StatusRequest::default())).await;
+            let status = status.ok()?.ok()?.into_inner();
+            Some((status.term, status.last_log_index.max(status.applied_index)))
+        });
+        let answers: BTreeMap<NodeId, Option<(u64, u64)>> =
+            others.iter().map(|(id, _)| *id).zip(futures::future::join_all(asked).await).collect();
+        if initialized(core).await {
+            return;
+        }
+        match judge(&answers) {
+            Judgement::Initialize => break,
+            Judgement::Exists(id, term, last) => {
+                tracing::warn!(
+                    node = core.id,
+                    "this node started on an empty data directory, but the cluster already exists (node {id} is at term {term}, its log reaches {last}): not initializing; waiting for the leader to replicate to this node. It was started without --rejoin, which is unsafe: a node that lost its data votes at once, and may help elect a leader that lacks writes it had helped commit. Stop it, empty its --data-dir, and start it with --rejoin"
+                );
+                return;
+            }
+            Judgement::Wait(more) => {
+                if !told_wait {
+                    told_wait = true;
+                    tracing::info!(
+                        node = core.id,
+                        "waiting for {more} more member(s) to answer before initializing the cluster (each must show an empty log)"
+                    );
+                }
+                tokio::time::sleep(ASK_AGAIN_AFTER).await;
+            }
+        }
+    }
+    let nodes: BTreeMap<u64, BasicNode> =
+        members.into_iter().map(|(node_id, address)| (node_id, BasicNode::new(address))).collect();
+    tracing::info!(node = core.id, members = ?nodes.keys().collect::<Vec<_>>(), "initializing the cluster");
+    match core.raft.initialize(nodes).await {
+        Ok(()) | Err(openraft::errors::RaftError::APIError(openraft::errors::InitializeError::NotAllowed(_))) => {}
+        Err(error) => tracing::error!(%error, "initializing the cluster failed"),
+    }
+}
+
+async fn initialized<D: Disk>(core: &NodeCore<D>) -> bool {
+    core.raft.is_initialized().await.unwrap_or(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lowest_id_initialises_only_on_enough_empty_answers_and_never_over_a_log() {
+        assert_eq!((answers_needed(0), answers_needed(1), answers_needed(2), answers_needed(4)), (0, 1, 2, 3));
+        let answers = |list: &[(u64, Option<(u64, u64)>)]| list.iter().copied().collect::<BTreeMap<_, _>>();
+        assert_eq!(judge(&answers(&[])), Judgement::Initialize, "a single-node cluster");
+        assert_eq!(judge(&answers(&[(2, None), (3, None)])), Judgement::Wait(2));
+        assert_eq!(judge(&answers(&[(2, Some((0, 0))), (3, None)])), Judgement::Wait(1));
+        assert_eq!(judge(&answers(&[(2, Some((0, 0))), (3, Some((0, 0)))])), Judgement::Initialize);
+        assert_eq!(judge(&answers(&[(2, Some((0, 0))), (3, Some((4, 120)))])), Judgement::Exists(3, 4, 120));
+        // Four others: two empty answers are needed, and one with a log wins over any number.
+        let five = answers(&[(2, Some((0, 0))), (3, Some((0, 0))), (4, None), (5, None)]);
+        assert_eq!(judge(&five), Judgement::Wait(1));
+        let five = answers(&[(2, Some((0, 0))), (3, Some((0, 0))), (4, None), (5, Some((1, 0)))]);
+        assert_eq!(judge(&five), Judgement::Exists(5, 1, 0));
+    }
+}
