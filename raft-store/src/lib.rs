@@ -13,6 +13,7 @@ pub mod disk;
 pub mod log_store;
 pub mod memory;
 pub mod rocks;
+pub mod runtime;
 pub mod snapshot;
 pub mod state_machine;
 pub mod types;

@@ -23,10 +23,7 @@ openraft::declare_raft_types!(
         AsyncRuntime = Runtime,
 );
 
-/// openraft's runtime: tokio, with every random draw (election timeouts) taken from a seeded
-/// generator, so a node's elections replay from its seed. Raft must run inside
-/// `Runtime::scope(seed, ...)`.
-pub type Runtime = openraft_rt::deterministic_rng::DeterministicRng<openraft_rt_tokio::TokioRuntime>;
+pub use crate::runtime::Runtime;
 
 /// A Raft log entry.
 pub type Entry = EntryOf<TypeConfig>;

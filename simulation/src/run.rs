@@ -159,30 +159,31 @@ fn current_leader(observations: &Observations) -> Option<u64> {
 thread_local! {
     /// The run this thread is simulating, for the panic hook.
     static RUNNING: std::cell::RefCell<Option<RunConfig>> = const { std::cell::RefCell::new(None) };
+    /// Panics caught in the simulated nodes' openraft tasks during the current run.
+    static NODE_PANICS: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Installs, once per process, a panic hook that names the seed being simulated and how to replay
-/// it. A panic inside a simulated node (an assertion openraft makes, say: the workspace builds it
-/// with its debug assertions on) stops the whole simulation: turmoil shuts a host's runtime down
-/// on a panic and fails the step, and the unwinding through its runtime aborts the process. The
-/// seed fails, and this hook says which one.
+/// it, before the default hook prints where the panic happened. A panic in a node's openraft task
+/// (an assertion openraft makes, say: the workspace builds it with its debug assertions on) is
+/// caught by the runtime's probe (`raft_store::runtime`) and becomes a violation of the run; any
+/// other panic inside a host stops the whole simulation (turmoil shuts the host's runtime down
+/// and the unwinding aborts the process), and this line is then what says which seed it was.
 fn name_the_seed_on_panic() {
     static HOOK: std::sync::Once = std::sync::Once::new();
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            let told = RUNNING.with(|running| {
-                running.borrow_mut().take().map(|config| {
+            RUNNING.with(|running| {
+                if let Some(config) = &*running.borrow() {
                     eprintln!(
-                        "\nseed {} FAILED: a simulated node panicked: {info}\nreplay it with:\n  {}\n",
+                        "seed {}: a simulated node panicked; replay it with:\n  {}",
                         config.seed,
                         config.replay_command()
                     );
-                })
+                }
             });
-            if told.is_none() {
-                previous(info);
-            }
+            previous(info);
         }));
     });
 }
@@ -191,7 +192,12 @@ fn name_the_seed_on_panic() {
 pub fn run(config: &RunConfig) -> Result<RunReport, String> {
     name_the_seed_on_panic();
     RUNNING.with(|running| *running.borrow_mut() = Some(config.clone()));
+    NODE_PANICS.with(|panics| panics.borrow_mut().clear());
+    raft_store::runtime::observe_panics(Some(Box::new(|text| {
+        NODE_PANICS.with(|panics| panics.borrow_mut().push(text))
+    })));
     let report = run_seed(config);
+    raft_store::runtime::observe_panics(None);
     RUNNING.with(|running| *running.borrow_mut() = None);
     report
 }
@@ -309,6 +315,10 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
             damaged: &nemesis.damaged,
         };
         violations = checkers::check_all(&evidence);
+    }
+    for text in NODE_PANICS.with(|panics| std::mem::take(&mut *panics.borrow_mut())) {
+        violations
+            .push(Violation { checker: "raft fatal", detail: format!("an openraft task of a node panicked: {text}") });
     }
     let unknown_ops = history.entries.iter().filter(|entry| matches!(entry.result, OpResult::Unknown(_))).count();
     let large_creates = history

@@ -32,11 +32,25 @@ pub fn strand_binary() -> PathBuf {
 /// Lowest port the harness hands out.
 const PORTS_LOW: u16 = 10_000;
 
-/// A free loopback port, bound once to check it, then released for a node to take. It is drawn
+/// A free loopback port, bound once to check it, then released for a node to take, and never
+/// handed out twice in one test process. It is drawn
 /// at random below the kernel's ephemeral range, so the outgoing connections of tests running
 /// beside this one (which take ephemeral ports) cannot take it before the node binds it; when
 /// that range leaves no room below it, the kernel picks one (port 0).
 pub fn free_port() -> u16 {
+    // A port is handed out once per test process: checked free, it is released for its node to
+    // take, so without this a second call could hand the same port to another listener.
+    static HANDED_OUT: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    loop {
+        let port = free_port_once();
+        if HANDED_OUT.lock().expect("handed-out ports lock").insert(port) {
+            return port;
+        }
+    }
+}
+
+fn free_port_once() -> u16 {
     let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
         .ok()
         .and_then(|text| text.split_whitespace().next()?.parse::<u16>().ok())
