@@ -14,6 +14,10 @@
 //!   Until enough answer, it asks again; one that answers with a log stops it for good, with a
 //!   warning when the node was not started with `--rejoin` (the unsafe case: it votes at once).
 //!
+//! A node that starts with a rejoin marker never initialises: it asks the other members the same
+//! way for their last log ids, until enough answer to set the target its log must reach before it
+//! votes again (see [`crate::rejoin`]).
+//!
 //! Invariant: [`openraft::Raft::initialize`] is called only by the lowest configured id, on an
 //! empty log, without a rejoin marker, after the other members' answers showed no cluster.
 
@@ -27,6 +31,7 @@ use raft_store::{Disk, NodeId};
 
 use crate::core::NodeCore;
 use crate::peer::network::Peers;
+use crate::rejoin::{self, answers_needed};
 
 /// How long the lowest id waits between two rounds of asking the other members.
 pub const ASK_AGAIN_AFTER: Duration = Duration::from_millis(500);
@@ -42,12 +47,6 @@ pub enum Judgement {
     Wait(usize),
 }
 
-/// How many of `others` other members must answer empty before the lowest id initialises: a
-/// majority of them (none in a single-node cluster).
-pub fn answers_needed(others: usize) -> usize {
-    if others == 0 { 0 } else { others / 2 + 1 }
-}
-
 /// Judges the answers of the other members (`None`: no answer) of a cluster of `others + 1`.
 pub fn judge(answers: &BTreeMap<NodeId, Option<(u64, u64)>>) -> Judgement {
     if let Some((id, (term, last))) =
@@ -61,11 +60,97 @@ pub fn judge(answers: &BTreeMap<NodeId, Option<(u64, u64)>>) -> Judgement {
 }
 
 /// Initialises the cluster when this node is its lowest configured id and the members' answers
-/// show no cluster yet (see the module header); returns at once otherwise.
+/// show no cluster yet, or finds a rejoining node's target (see the module header); returns at
+/// once otherwise.
 pub async fn run<D: Disk>(core: Arc<NodeCore<D>>, peers: Arc<Peers>) {
     tokio::select! {
         () = core.stopped() => {}
-        () = bootstrap(&core, &peers) => {}
+        () = async {
+            if core.is_rejoining() {
+                find_rejoin_target(&core, &peers).await;
+            } else {
+                bootstrap(&core, &peers).await;
+            }
+        } => {}
+    }
+}
+
+/// The other configured members, each with its peer address.
+fn others<D: Disk>(core: &NodeCore<D>) -> Vec<(NodeId, String)> {
+    core.config.members().into_iter().filter(|(id, _)| *id != core.id).collect()
+}
+
+/// Asks each of `others` for its status, at once; `None` for one that did not answer in time.
+async fn ask(
+    peers: &Peers,
+    others: &[(NodeId, String)],
+    timeout: Duration,
+) -> BTreeMap<NodeId, Option<pb::NodeStatus>> {
+    let asked = others.iter().map(|(id, address)| async move {
+        let mut client = peers.client(*id, address).ok()?;
+        let status = tokio::time::timeout(timeout, client.get_node_status(pb::StatusRequest::default())).await;
+        Some(status.ok()?.ok()?.into_inner())
+    });
+    others.iter().map(|(id, _)| *id).zip(futures::future::join_all(asked).await).collect()
+}
+
+/// Says that answers are awaited (`say`), the first time only (`told`), then waits before the
+/// next round of asking.
+async fn wait_for_answers(told: &mut bool, say: impl FnOnce()) {
+    if !std::mem::replace(told, true) {
+        say();
+    }
+    tokio::time::sleep(ASK_AGAIN_AFTER).await;
+}
+
+/// Asks the other members until enough answered to set this rejoining node's target, then sets
+/// it (and clears the marker at once if the log already reaches it).
+async fn find_rejoin_target<D: Disk>(core: &NodeCore<D>, peers: &Peers) {
+    let Some(rejoin) = &core.rejoin else { return };
+    tracing::info!(
+        node = core.id,
+        "rejoining: not initializing a cluster; asking the other members how far their logs reach"
+    );
+    let others = others(core);
+    let timeout = Duration::from_millis(core.config.raft.rpc_timeout_ms);
+    let mut told_wait = false;
+    loop {
+        let answers: BTreeMap<NodeId, Option<rejoin::Answer>> = ask(peers, &others, timeout)
+            .await
+            .into_iter()
+            .map(|(id, status)| {
+                let answer = status.map(|status| rejoin::Answer {
+                    rejoining: status.rejoining,
+                    term: status.term,
+                    last_log: (status.last_log_term, status.last_log_index),
+                });
+                (id, answer)
+            })
+            .collect();
+        match rejoin::judge_target(&answers) {
+            Ok(target) => {
+                tracing::info!(
+                    node = core.id,
+                    term = target.term,
+                    last_log = ?target.last_log,
+                    "rejoining: this node accepts leaders of this term or later, and votes again once its log reaches the other members' greatest last log id"
+                );
+                rejoin.set_target(target);
+                if let Err(error) = rejoin.check_caught_up(core.last_log()) {
+                    tracing::error!(%error, "could not clear the rejoin marker; this node still does not vote");
+                }
+                return;
+            }
+            Err(more) => {
+                wait_for_answers(&mut told_wait, || {
+                    tracing::warn!(
+                        node = core.id,
+                        "rejoining: this node does not vote until {more} more member(s) that kept their data answer with how far their logs reach; start them, or check the network between the members"
+                    );
+                })
+                .await;
+            }
+        }
     }
 }
 
@@ -75,23 +160,17 @@ async fn bootstrap<D: Disk>(core: &NodeCore<D>, peers: &Peers) {
     if lowest != core.id || initialized(core).await {
         return;
     }
-    if core.is_rejoining() {
-        tracing::info!(node = core.id, "rejoining: not initializing a cluster; waiting for the leader to replicate");
-        return;
-    }
-    let others: Vec<(NodeId, String)> =
-        members.iter().filter(|(id, _)| **id != core.id).map(|(id, address)| (*id, address.clone())).collect();
+    let others = others(core);
     let timeout = Duration::from_millis(core.config.raft.rpc_timeout_ms);
     let mut told_wait = false;
     loop {
-        let asked = others.iter().map(|(id, address)| async move {
-            let mut client = peers.client(*id, address).ok()?;
-            let status = tokio::time::timeout(timeout, client.get_node_status(pb::StatusRequest::default())).await;
-            let status = status.ok()?.ok()?.into_inner();
-            Some((status.term, status.last_log_index.max(status.applied_index)))
-        });
-        let answers: BTreeMap<NodeId, Option<(u64, u64)>> =
-            others.iter().map(|(id, _)| *id).zip(futures::future::join_all(asked).await).collect();
+        let answers: BTreeMap<NodeId, Option<(u64, u64)>> = ask(peers, &others, timeout)
+            .await
+            .into_iter()
+            .map(|(id, status)| {
+                (id, status.map(|status| (status.term, status.last_log_index.max(status.applied_index))))
+            })
+            .collect();
         if initialized(core).await {
             return;
         }
@@ -105,14 +184,13 @@ async fn bootstrap<D: Disk>(core: &NodeCore<D>, peers: &Peers) {
                 return;
             }
             Judgement::Wait(more) => {
-                if !told_wait {
-                    told_wait = true;
+                wait_for_answers(&mut told_wait, || {
                     tracing::info!(
                         node = core.id,
                         "waiting for {more} more member(s) to answer before initializing the cluster (each must show an empty log)"
                     );
-                }
-                tokio::time::sleep(ASK_AGAIN_AFTER).await;
+                })
+                .await;
             }
         }
     }

@@ -110,12 +110,20 @@ impl<D: Disk> NodeCore<D> {
         self.rejoin.as_ref().is_some_and(crate::rejoin::Rejoin::is_rejoining)
     }
 
-    /// Notes an append from the leader, for a rejoining node's catch-up target.
-    pub fn observe_append(&self, request: &openraft::raft::AppendEntriesRequest<TypeConfig>) {
-        if let Some(rejoin) = &self.rejoin {
-            let log_end = request.prev_log_id.map_or(0, |log_id| log_id.index) + request.entries.len() as u64;
-            rejoin.observe_append(request.vote.leader_id().term, log_end);
-        }
+    /// Whether this node may accept an append or a snapshot from a leader of `term` (a rejoining
+    /// node refuses one until it knows the cluster's term, and a deposed one after; see
+    /// `crate::rejoin`).
+    pub fn admit_leader(&self, term: u64) -> Result<(), String> {
+        self.rejoin.as_ref().map_or(Ok(()), |rejoin| rejoin.admit_leader(term))
+    }
+
+    /// The id of the last entry in this node's log, as (term, index); (0, 0) when empty.
+    pub fn last_log(&self) -> (u64, u64) {
+        self.raft
+            .data_metrics()
+            .borrow_watched()
+            .last_log
+            .map_or((0, 0), |log_id| (log_id.leader_id.term, log_id.index))
     }
 
     /// Resolves when the node begins to shut down.
@@ -160,6 +168,7 @@ impl<D: Disk> NodeCore<D> {
             state: format!("{:?}", metrics.state).to_lowercase(),
             term: metrics.current_term,
             last_log_index: metrics.last_log_index.unwrap_or(0),
+            last_log_term: self.last_log().0,
             applied_index: metrics.last_applied.map_or(0, |log_id| log_id.index),
             snapshot_index: metrics.snapshot.map_or(0, |log_id| log_id.index),
             purged_index: metrics.purged.map_or(0, |log_id| log_id.index),

@@ -470,19 +470,19 @@ fn remove_incoming_snapshots(snapshot_dir: &std::path::Path) {
 async fn watch_metrics<D: Disk>(core: Arc<NodeCore<D>>, observer: Option<MetricsObserver>) {
     let mut metrics = core.raft.metrics();
     loop {
-        let (fatal, last_log_index) = {
+        let fatal = {
             let current = metrics.borrow_watched();
             if let Some(observer) = &observer {
                 observer(&current);
             }
-            (current.running_state.as_ref().err().map(ToString::to_string), current.last_log_index)
+            current.running_state.as_ref().err().map(ToString::to_string)
         };
         if let Some(fatal) = fatal {
             tracing::error!(%fatal, "raft core stopped; this node no longer serves writes or linearizable reads");
             return;
         }
         if let Some(rejoin) = &core.rejoin
-            && let Err(error) = rejoin.check_caught_up(last_log_index)
+            && let Err(error) = rejoin.check_caught_up(core.last_log())
         {
             tracing::error!(%error, "could not clear the rejoin marker; this node still does not vote");
         }

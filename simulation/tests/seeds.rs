@@ -289,6 +289,20 @@ fn regression_seed_4000000_a_wiped_node_catches_up() {
     assert!(report.wipes > 0, "the seed wiped no node");
 }
 
+/// Seed 249 628 576 259 355 (3 nodes, 6 s, the wipe band's faults) found a wiped node that helped
+/// a deposed leader commit: node 1, leader of term 1, was cut off while nodes 2 and 3 elected node
+/// 2 in term 2 and committed entries 96 to 99; node 2 was then wiped, and on its return, with its
+/// vote lost, it accepted node 1's term-1 appends, so node 1 counted it towards committing its own
+/// entries 96 to 128. openraft's assertion that a follower's committed entries never conflict
+/// stopped the run; without it, the leader-completeness checker saw node 3 lead term 3 without
+/// them. Fixed by a rejoining node accepting no replication before the other members told it the
+/// cluster's term, and none from a leader of an older term after (`node::rejoin`).
+#[test]
+fn regression_seed_249628576259355_a_wiped_node_refuses_a_deposed_leader() {
+    let report = run_clean(&RunConfig { faults: WIPE_FAULTS.to_vec(), ..config(249_628_576_259_355, 3) });
+    assert!(report.wipes > 0, "the seed wiped no node");
+}
+
 /// Seed 17 (3 nodes, 6 s) once reported a leader-completeness violation: a restarted node
 /// restored its leadership of term 1 after the cluster had moved to term 2. The checker was wrong
 /// (it held a leader to entries of later terms); this keeps that seed clean.

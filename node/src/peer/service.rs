@@ -187,7 +187,10 @@ async fn next_append<D: Disk>(
     };
     match decode::<openraft::raft::AppendEntriesRequest<TypeConfig>>(&payload) {
         Ok(request) if check_vote(sender, &request.vote, "an append").is_ok() => {
-            core.observe_append(&request);
+            if let Err(refused) = core.admit_leader(request.vote.leader_id().term) {
+                tracing::debug!(leader = sender, %refused, "ending a replication stream");
+                return None;
+            }
             Some((request, incoming))
         }
         Ok(_) => None,
@@ -209,7 +212,7 @@ impl<D: Disk, L: LeaderPlane> RaftService for RaftPeerService<D, L> {
         let sender = self.sender(&request)?;
         let rpc: openraft::raft::AppendEntriesRequest<TypeConfig> = decode(request.get_ref()).map_err(malformed)?;
         check_vote(sender, &rpc.vote, "an append")?;
-        self.core.observe_append(&rpc);
+        self.core.admit_leader(rpc.vote.leader_id().term).map_err(Status::unavailable)?;
         answer(self.core.raft.append_entries(rpc).await)
     }
 
@@ -252,6 +255,7 @@ impl<D: Disk, L: LeaderPlane> RaftService for RaftPeerService<D, L> {
         let mut chunks = request.into_inner();
         let (vote, meta) = snapshot::header(&mut chunks, deadline).await?;
         check_vote(sender, &vote, "a snapshot")?;
+        self.core.admit_leader(vote.leader_id().term).map_err(Status::unavailable)?;
         if !vote.is_committed() {
             return Err(refuse(format!("node {sender} sent a snapshot under a vote it has not won")));
         }
