@@ -396,6 +396,18 @@ impl Client {
         .await
     }
 
+    /// Moves the leadership to voter `to` and answers once it leads (`timeout`: how long the
+    /// cluster waits for that; each attempt must be allowed longer, see
+    /// [`ClientConfig::attempt_timeout`]).
+    pub async fn move_leader(&self, to: u64, timeout: Duration) -> Result<pb::MoveLeaderResponse, ClientError> {
+        let timeout_ms = timeout.as_millis() as u64;
+        self.with_retries(|_, channel| async move {
+            let response = ClusterClient::new(channel).move_leader(pb::MoveLeaderRequest { to, timeout_ms }).await?;
+            Ok(response.into_inner())
+        })
+        .await
+    }
+
     /// The cluster's status as the first reachable node sees it.
     pub async fn status(&self, include_digest: bool) -> Result<pb::StatusResponse, ClientError> {
         self.with_retries(|_, channel| async move {

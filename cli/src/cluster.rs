@@ -1,6 +1,7 @@
 //! `strand cluster status`: members, leader, term, log and applied indexes per node, which node
 //! runs the controller, when each of its duties last ran, and a note on a member that is not
-//! catching up or is rejoining.
+//! catching up or is rejoining. `strand cluster move-leader ID`: moves the leadership to another
+//! voter and returns once it leads.
 
 use clap::Subcommand;
 use serde_json::json;
@@ -15,6 +16,16 @@ pub enum ClusterCommand {
         #[arg(long)]
         digest: bool,
     },
+    /// Move the leadership to another voter (as `etcdctl move-leader`); returns once it leads.
+    /// Refused for an unknown id, a learner, and a member that is unreachable, rejoining or far
+    /// behind. Needs an admin token when auth is on.
+    MoveLeader {
+        /// The id of the voter that is to lead.
+        id: u64,
+        /// How long to wait for it to lead, e.g. 10s (at most 2m).
+        #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+        wait: std::time::Duration,
+    },
 }
 
 /// The node whose controller runs: the leader, once its replica applied the `Begin` of its term.
@@ -25,8 +36,31 @@ fn controller(status: &api::proto::StatusResponse) -> Option<u64> {
 
 /// Runs a cluster command.
 pub async fn run(cli: &Cli, command: &ClusterCommand) -> Outcome {
-    let ClusterCommand::Status { digest } = command;
-    let status = cli.client()?.status(*digest).await?;
+    match command {
+        ClusterCommand::Status { digest } => status(cli, *digest).await,
+        ClusterCommand::MoveLeader { id, wait } => move_leader(cli, *id, *wait).await,
+    }
+}
+
+async fn move_leader(cli: &Cli, id: u64, wait: std::time::Duration) -> Outcome {
+    let moved = cli.client_waiting(wait)?.move_leader(id, wait).await?;
+    if cli.json {
+        crate::output::print_value(&json!({
+            "previous_leader_id": moved.previous_leader_id, "leader_id": moved.leader_id, "term": moved.term,
+        }));
+    } else if moved.previous_leader_id == moved.leader_id {
+        println!("node {} already leads (term {})", moved.leader_id, moved.term);
+    } else {
+        println!(
+            "leadership moved from node {} to node {} (term {})",
+            moved.previous_leader_id, moved.leader_id, moved.term
+        );
+    }
+    Ok(true)
+}
+
+async fn status(cli: &Cli, digest: bool) -> Outcome {
+    let status = cli.client()?.status(digest).await?;
     if cli.json {
         let nodes: Vec<_> = status
             .nodes

@@ -551,6 +551,15 @@ impl Cli {
         Client::new(self.client_config(namespace, prefix)?).map_err(|error| Failure::Usage(error.to_string()))
     }
 
+    /// A client whose attempts and deadline allow a server-side wait of `wait` (a leadership move
+    /// answers only once the new leader is in office).
+    pub fn client_waiting(&self, wait: Duration) -> Result<Client, Failure> {
+        let mut config = self.client_config(&self.namespace(), None)?;
+        config.attempt_timeout = config.attempt_timeout.max(wait + Duration::from_secs(2));
+        config.deadline = config.deadline.max(config.attempt_timeout);
+        Client::new(config).map_err(|error| Failure::Usage(error.to_string()))
+    }
+
     /// A client of `namespace` whose writes are sent as `actor` (the benchmarks' agents).
     pub fn client_as(&self, namespace: &str, actor: &str) -> Result<Client, Failure> {
         let mut config = self.client_config(namespace, None)?;

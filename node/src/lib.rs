@@ -342,7 +342,15 @@ where
         connections_max = core.config.connections.connections_max,
         "serving"
     );
-    tokio::spawn(core.clone().stop_streams_on(shutdown));
+    // A leader hands its leadership over before the servers stop (see `leader/transfer.rs`).
+    let drained = {
+        let core = core.clone();
+        async move {
+            shutdown.await;
+            leader::transfer::drain(&core).await;
+        }
+    };
+    tokio::spawn(core.clone().stop_streams_on(drained));
     let client_server = tonic::transport::Server::builder()
         // HTTP/1.1 for the metrics page (Prometheus scrapes with it); gRPC stays on HTTP/2.
         .accept_http1(true)
@@ -358,7 +366,7 @@ where
         .add_service(limited!(ConvoysServer::new(ConvoysService::new(leader.clone()))))
         .add_service(limited!(EventsServer::new(EventsService::new(leader.clone()))))
         .add_service(limited!(AuthServer::new(AuthService::new(leader.clone()))))
-        .add_service(ClusterServer::new(ClusterService::new(core.clone(), peers.clone())))
+        .add_service(ClusterServer::new(ClusterService::new(core.clone(), peers.clone(), leader.clone())))
         // Watch streams never end by themselves; they must end for the graceful shutdown to finish.
         .serve_with_incoming_shutdown(client_incoming, core.stopped());
     // The peer listener serves Raft (and health) only; the client listener never serves Raft.

@@ -122,6 +122,20 @@ async fn tokens_and_roles_bind_every_request() {
     assert_eq!(read.as_array().unwrap().len(), 1, "{read}");
     let write = strand(&cluster, Some(&reader), &["--namespace", "rig", "create", "nope"]);
     assert!(stderr(&write).contains("reader role, which only reads"), "{}", stderr(&write));
+    // Moving the leader needs an admin token; the agent's and the reader's are refused.
+    let leader =
+        cluster.client_with_token(cluster.endpoints(), "default", &admin).status(false).await.unwrap().leader_id;
+    for (token, role) in [(&agent, "agent"), (&reader, "reader")] {
+        let moved = strand(&cluster, Some(token), &["cluster", "move-leader", &leader.to_string()]);
+        assert_eq!(moved.status.code(), Some(1), "{}", stderr(&moved));
+        assert!(
+            stderr(&moved).contains(&format!("has the {role} role; moving the leader needs an admin token")),
+            "{}",
+            stderr(&moved)
+        );
+    }
+    let moved = strand(&cluster, Some(&admin), &["cluster", "move-leader", &leader.to_string()]);
+    assert!(moved.status.success(), "{}", stderr(&moved));
     let whoami = json_of(&strand(&cluster, Some(&reader), &["auth", "whoami", "--json"]));
     assert_eq!(whoami["token"]["name"], "auditor");
 

@@ -1,7 +1,8 @@
 //! The `strand.v1.Cluster` service: the cluster's status as this node sees it, each member
 //! asked for its own over the peer channels (an unreachable member is shown as such), and each
 //! member's lag and note as the leader's member watch found them (`leader/members.rs`). With auth
-//! on, any token this node's replica knows may ask.
+//! on, any token this node's replica knows may ask. `MoveLeader` hands a leadership move to the
+//! leader plane (`leader/transfer.rs`); with auth on it needs an admin token.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,19 +14,50 @@ use raft_store::Disk;
 use tonic::{Request, Response, Status};
 
 use crate::core::NodeCore;
+use crate::leader::Leader;
+use crate::peer::MoveRefused;
 use crate::peer::network::Peers;
+
+/// How long a leadership move waits for the target to lead when the request names no time.
+pub const MOVE_LEADER_TIMEOUT_MS_DEFAULT: u64 = 10_000;
+/// The longest wait a leadership move may ask for.
+pub const MOVE_LEADER_TIMEOUT_MS_MAX: u64 = 120_000;
 
 /// The `strand.v1.Cluster` service.
 pub struct ClusterService<D: Disk> {
     core: Arc<NodeCore<D>>,
     /// Channels to the other members, which are asked for their own status.
     peers: Arc<Peers>,
+    /// The leader plane, which moves the leadership.
+    leader: Arc<Leader<D>>,
 }
 
 impl<D: Disk> ClusterService<D> {
-    /// Serves cluster status from this node.
-    pub fn new(core: Arc<NodeCore<D>>, peers: Arc<Peers>) -> Self {
-        ClusterService { core, peers }
+    /// Serves cluster status and leadership moves from this node.
+    pub fn new(core: Arc<NodeCore<D>>, peers: Arc<Peers>, leader: Arc<Leader<D>>) -> Self {
+        ClusterService { core, peers, leader }
+    }
+}
+
+/// The gRPC status of a move that did not happen.
+fn move_refused(refused: &MoveRefused) -> Status {
+    match refused {
+        MoveRefused::Unknown(message) => Status::not_found(message.clone()),
+        MoveRefused::NotReady(message) => Status::failed_precondition(message.clone()),
+        MoveRefused::Unavailable(message) => Status::unavailable(message.clone()),
+        MoveRefused::Timeout(message) => Status::deadline_exceeded(message.clone()),
+    }
+}
+
+/// Refuses a token of another role than admin (auth off: no token, anything goes).
+fn require_admin(token: Option<&api::auth::Token>, what: &str) -> Result<(), api::outcome::Refusal> {
+    match token {
+        Some(token) if token.role != api::auth::Role::Admin => Err(api::outcome::Refusal::PermissionDenied(format!(
+            "token {} has the {} role; {what} needs an admin token",
+            api::printable::printable(&token.name),
+            token.role
+        ))),
+        _ => Ok(()),
     }
 }
 
@@ -65,6 +97,34 @@ impl<D: Disk> Cluster for ClusterService<D> {
             }
         }
         Ok(Response::new(pb::StatusResponse { leader_id, term: metrics.current_term, voters, nodes }))
+    }
+
+    async fn move_leader(
+        &self,
+        request: Request<pb::MoveLeaderRequest>,
+    ) -> Result<Response<pb::MoveLeaderResponse>, Status> {
+        let credential = super::credential_of(request.metadata())?;
+        self.core
+            .state_machine
+            .read(|state| {
+                state.authenticate(credential.as_ref()).and_then(|token| require_admin(token, "moving the leader"))
+            })
+            .map_err(api::convert::refusal_to_status)?;
+        let request = request.into_inner();
+        let timeout_ms = match request.timeout_ms {
+            0 => MOVE_LEADER_TIMEOUT_MS_DEFAULT,
+            ms => ms.min(MOVE_LEADER_TIMEOUT_MS_MAX),
+        };
+        let moved = self
+            .leader
+            .move_leader(request.to, Duration::from_millis(timeout_ms))
+            .await
+            .map_err(|refused| move_refused(&refused))?;
+        Ok(Response::new(pb::MoveLeaderResponse {
+            previous_leader_id: moved.from,
+            leader_id: moved.to,
+            term: moved.term,
+        }))
     }
 }
 

@@ -18,6 +18,7 @@
 
 pub mod controller;
 pub mod members;
+pub mod transfer;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use crate::core::NodeCore;
 use crate::metrics::RequestOutcome;
 use crate::peer::network::{PeerRpc, Peers, decode, encode};
-use crate::peer::{LeaderPlane, ReadIndex};
+use crate::peer::{LeaderPlane, MoveLeader, MoveRefused, Moved, ReadIndex};
 
 /// How long a write or a linearizable read may wait for a leader before failing.
 pub const LEADER_WAIT_MS_MAX: u64 = 10_000;
@@ -274,6 +275,31 @@ impl<D: Disk> Leader<D> {
         }
     }
 
+    /// Moves the leadership to `to` (see `transfer.rs`): here when this node leads, else through
+    /// the leader it knows.
+    pub async fn move_leader(&self, to: NodeId, timeout: Duration) -> Result<Moved, MoveRefused> {
+        let leader = self.core.leader();
+        match leader {
+            Some(leader) if leader == self.core.id => transfer::move_here(&self.core, to, timeout).await,
+            Some(leader) => {
+                let mut client = self.leader_client(leader).map_err(MoveRefused::Unavailable)?;
+                let request = MoveLeader { to, timeout_ms: timeout.as_millis() as u64 };
+                let wait = timeout + self.rpc_timeout() * 2;
+                match tokio::time::timeout(wait, client.move_leader(encode(&request))).await {
+                    Err(_) => Err(MoveRefused::Unavailable(format!(
+                        "leader {leader} did not answer within {wait:?}; check `strand cluster status`"
+                    ))),
+                    Ok(Err(status)) => Err(MoveRefused::Unavailable(format!("leader {leader}: {}", status.message()))),
+                    Ok(Ok(response)) => decode::<Result<Moved, MoveRefused>>(&response.into_inner())
+                        .map_err(MoveRefused::Unavailable)?,
+                }
+            }
+            None => Err(MoveRefused::Unavailable(
+                "no leader is known (an election is under way, or a majority is down); try again in a moment".into(),
+            )),
+        }
+    }
+
     /// Answers a read with the requested consistency.
     pub async fn read(&self, request: ReadRequest) -> Result<Answer, Unavailable> {
         let result = self.read_counted(request).await;
@@ -352,5 +378,9 @@ impl<D: Disk> LeaderPlane for Leader<D> {
 
     async fn read_index(&self) -> Result<ReadIndex, String> {
         self.local_read_index().await
+    }
+
+    async fn move_leader(&self, request: MoveLeader) -> Result<Moved, MoveRefused> {
+        transfer::move_here(&self.core, request.to, Duration::from_millis(request.timeout_ms)).await
     }
 }

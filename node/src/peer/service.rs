@@ -294,6 +294,13 @@ impl<D: Disk, L: LeaderPlane> RaftService for RaftPeerService<D, L> {
         answer(self.leader.read_index().await)
     }
 
+    async fn move_leader(&self, request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
+        self.sender(&request)?;
+        small(&request, "a leadership move")?;
+        let forwarded: super::MoveLeader = decode(request.get_ref()).map_err(malformed)?;
+        Ok(Response::new(encode(&self.leader.move_leader(forwarded).await)))
+    }
+
     async fn get_node_status(&self, request: Request<pb::StatusRequest>) -> Result<Response<pb::NodeStatus>, Status> {
         self.sender(&request)?;
         Ok(Response::new(self.core.own_status(request.into_inner().include_digest)))

@@ -1,0 +1,166 @@
+//! Moving the leadership to another voter (`strand cluster move-leader`): asked of any node, done
+//! by the leader. A follower forwards the request to the leader over the peer channel; the
+//! leader checks the target, has openraft transfer the leadership (it announces the transfer to
+//! every voter, so they grant the target's vote at once instead of waiting out their leader
+//! lease), and answers once the target leads, or with a timeout naming the leader it found.
+//!
+//! Refused, each with what to do, and nothing changes: an unknown id, a learner, a member the
+//! leader's member watch found unreachable, rejoining after data loss or not catching up, or
+//! more than [`MOVE_LAG_ENTRIES_MAX`] entries behind openraft's matched index for it. Moving to
+//! the leader itself answers at once.
+//!
+//! A leader that is shutting down (SIGTERM, Ctrl-C) first hands the leadership the same way to
+//! its most caught-up voter that is reachable and not rejoining ([`drain`]), so that clients see
+//! a handover instead of waiting out an election.
+//!
+//! Invariant: the leader is asked to transfer only after every check passed, and only on the
+//! node that leads.
+
+use std::time::Duration;
+
+use api::proto as pb;
+use openraft::async_runtime::WatchReceiver;
+use raft_store::{Disk, NodeId};
+
+use crate::core::NodeCore;
+use crate::peer::{MoveRefused, Moved};
+
+/// Most entries a target may lack when the move is asked: openraft's transfer has the target
+/// catch up to the leader's log before it stands, so a target far behind would keep the cluster
+/// without a leader that long.
+pub const MOVE_LAG_ENTRIES_MAX: u64 = 1_000;
+
+/// Checks that `to` may lead, from the membership and the member watch's last look
+/// (`progress`), on the leader `core`: `Ok(true)` when it already leads.
+fn check_target<D: Disk>(core: &NodeCore<D>, to: NodeId, progress: &[pb::MemberProgress]) -> Result<bool, MoveRefused> {
+    let metrics = core.raft.metrics().borrow_watched().clone();
+    let membership = metrics.membership_config.membership();
+    let voters: Vec<NodeId> = membership.voter_ids().collect();
+    if membership.get_node(&to).is_none() {
+        let members: Vec<String> = membership.nodes().map(|(id, _)| id.to_string()).collect();
+        return Err(MoveRefused::Unknown(format!(
+            "node {to} is not a member of this cluster (members: {}); name one of them",
+            members.join(", ")
+        )));
+    }
+    if !voters.contains(&to) {
+        return Err(MoveRefused::NotReady(format!(
+            "node {to} is a learner, and only a voter can lead; promote it first, or name a voter ({})",
+            voters.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    if to == core.id {
+        return Ok(true);
+    }
+    let matched = metrics.replication.as_ref().and_then(|replication| replication.get(&to).cloned().flatten());
+    let last = metrics.last_log_index.unwrap_or(0);
+    let member = progress.iter().find(|member| member.id == to);
+    if let Some(member) = member {
+        if !member.reachable {
+            return Err(MoveRefused::NotReady(format!(
+                "node {to} did not answer the leader's last status request; start it, or check the network, then try again"
+            )));
+        }
+        if member.rejoining {
+            return Err(MoveRefused::NotReady(format!(
+                "node {to} is rejoining after losing its data and does not vote until it has caught up; try again once `strand cluster status` no longer notes it"
+            )));
+        }
+    }
+    // The member watch looks once a second; openraft's own matched index is fresher.
+    let lag = last.saturating_sub(matched.map_or(0, |log_id| log_id.index));
+    let note = member.map(|member| member.note.as_str()).unwrap_or_default();
+    if lag > MOVE_LAG_ENTRIES_MAX || !note.is_empty() {
+        let note = if note.is_empty() { String::new() } else { format!(" ({note})") };
+        return Err(MoveRefused::NotReady(format!(
+            "node {to} is {lag} entries behind the leader{note}, more than the {MOVE_LAG_ENTRIES_MAX} a move allows; try again once it has caught up"
+        )));
+    }
+    Ok(false)
+}
+
+/// Moves the leadership to `to` on this node, which must lead; waits up to `timeout` for `to` to
+/// lead.
+pub async fn move_here<D: Disk>(core: &NodeCore<D>, to: NodeId, timeout: Duration) -> Result<Moved, MoveRefused> {
+    let (leader, term) = {
+        let metrics = core.raft.metrics();
+        let metrics = metrics.borrow_watched();
+        (metrics.current_leader, metrics.current_term)
+    };
+    if leader != Some(core.id) {
+        return Err(MoveRefused::Unavailable(format!(
+            "node {} is no longer the leader (it knows {}); ask again",
+            core.id,
+            leader.map_or("no leader".to_string(), |leader| format!("node {leader} leads"))
+        )));
+    }
+    let progress = core.members.lock().expect("the members lock is never poisoned").clone();
+    if check_target(core, to, &progress)? {
+        return Ok(Moved { from: core.id, to, term });
+    }
+    tracing::info!(from = core.id, to, term, "moving the leadership");
+    core.raft
+        .trigger()
+        .transfer_leader(to)
+        .await
+        .map_err(|fatal| MoveRefused::Unavailable(format!("raft stopped on node {}: {fatal}", core.id)))?;
+    let waited = core
+        .raft
+        .wait(Some(timeout))
+        .metrics(|metrics| metrics.current_leader == Some(to) && metrics.current_term > term, "the target leads")
+        .await;
+    match waited {
+        Ok(metrics) => Ok(Moved { from: core.id, to, term: metrics.current_term }),
+        Err(_) => {
+            let now = core.raft.metrics().borrow_watched().current_leader;
+            Err(MoveRefused::Timeout(format!(
+                "node {to} did not lead within {timeout:?} ({}); check `strand cluster status`, and try again",
+                now.map_or("no leader is known now".to_string(), |leader| format!("node {leader} leads now"))
+            )))
+        }
+    }
+}
+
+/// On shutdown: when this node leads, moves the leadership to the other voter with the highest
+/// matched index that the member watch did not find unreachable, rejoining or not catching up,
+/// waiting up to three election timeouts;
+/// returns at once otherwise. It only logs what happened: shutdown goes on either way.
+pub async fn drain<D: Disk>(core: &NodeCore<D>) {
+    if core.leader() != Some(core.id) {
+        return;
+    }
+    let metrics = core.raft.metrics().borrow_watched().clone();
+    let voters: Vec<NodeId> = metrics.membership_config.membership().voter_ids().collect();
+    let progress = core.members.lock().expect("the members lock is never poisoned").clone();
+    let matched = |id: NodeId| {
+        metrics
+            .replication
+            .as_ref()
+            .and_then(|replication| replication.get(&id).cloned().flatten())
+            .map(|log_id| log_id.index)
+    };
+    // Not one the member watch found unreachable, rejoining or not catching up.
+    let ready = voters.iter().copied().filter(|id| {
+        *id != core.id
+            && matched(*id).is_some()
+            && progress
+                .iter()
+                .find(|member| member.id == *id)
+                .is_none_or(|member| member.reachable && !member.rejoining && member.note.is_empty())
+    });
+    let Some(to) = ready.max_by_key(|id| (matched(*id), std::cmp::Reverse(*id))) else {
+        tracing::warn!(
+            node = core.id,
+            "shutting down as leader with no other voter ready to take over; the others elect a leader after their election timeout"
+        );
+        return;
+    };
+    tracing::info!(node = core.id, to, "shutting down: handing the leadership to node {to} first");
+    let wait = Duration::from_millis(core.config.raft.election_timeout_ms_max * 3);
+    match move_here(core, to, wait).await {
+        Ok(moved) => tracing::info!(node = core.id, to, term = moved.term, "node {to} leads; shutting down"),
+        Err(refused) => {
+            tracing::warn!(node = core.id, to, %refused, "could not hand the leadership over; shutting down anyway")
+        }
+    }
+}

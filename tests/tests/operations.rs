@@ -1,0 +1,160 @@
+//! Day-2 operations on a real 3-node cluster, as the README's "Operating Strand" recipes give
+//! them: moving the leader under write load (no client request fails), and the moves that are
+//! refused, each with its message and no change of leader.
+#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use api::command::{Command, CreateBead};
+use api::outcome::Outcome;
+use tests::{Cluster, json_of, strand_as, wait_for};
+
+/// Writers creating beads through every node until stopped, counting acknowledged creates and
+/// failed requests.
+struct Load {
+    stop: Arc<AtomicBool>,
+    acked: Arc<AtomicUsize>,
+    failed: Arc<AtomicUsize>,
+    writers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Load {
+    fn start(cluster: &Cluster, writers: usize) -> Load {
+        let (stop, acked, failed) = (Arc::new(AtomicBool::new(false)), Arc::default(), Arc::default());
+        let writers = (0..writers)
+            .map(|_| {
+                tokio::spawn(Load::write(cluster.client(), Arc::clone(&stop), Arc::clone(&acked), Arc::clone(&failed)))
+            })
+            .collect();
+        Load { stop, acked, failed, writers }
+    }
+
+    async fn write(
+        client: api::client::Client,
+        stop: Arc<AtomicBool>,
+        acked: Arc<AtomicUsize>,
+        failed: Arc<AtomicUsize>,
+    ) {
+        while !stop.load(Ordering::Relaxed) {
+            let create = CreateBead { title: "load".into(), ..Default::default() };
+            match client.execute(Command::Create(create)).await {
+                Ok(Outcome::Bead(_)) => acked.fetch_add(1, Ordering::Relaxed),
+                other => {
+                    eprintln!("a write failed: {other:?}");
+                    failed.fetch_add(1, Ordering::Relaxed)
+                }
+            };
+        }
+    }
+
+    /// Waits until `more` writes beyond those acknowledged so far are acknowledged.
+    async fn acknowledges(&self, more: usize) {
+        let target = self.acked.load(Ordering::Relaxed) + more;
+        wait_for("writes to be acknowledged", || async {
+            (self.acked.load(Ordering::Relaxed) >= target).then_some(())
+        })
+        .await;
+    }
+
+    /// Stops the writers; answers (acknowledged, failed).
+    async fn stop(self) -> (usize, usize) {
+        self.stop.store(true, Ordering::Relaxed);
+        for writer in self.writers {
+            writer.await.unwrap();
+        }
+        (self.acked.load(Ordering::Relaxed), self.failed.load(Ordering::Relaxed))
+    }
+}
+
+async fn leader_of(cluster: &Cluster) -> u64 {
+    cluster.client().status(false).await.unwrap().leader_id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn move_leader_under_load_fails_no_request() {
+    let cluster = Cluster::start(3, None);
+    let first = cluster.wait_for_leader().await;
+    let load = Load::start(&cluster, 4);
+    load.acknowledges(50).await;
+
+    // To a follower, asked of the leader; then back, asked of a node that is not the leader
+    // (the request is forwarded to the leader).
+    let target = (1..=3).find(|id| *id != first).unwrap();
+    let moved = json_of(&strand_as(&cluster, "ops", &["--json", "cluster", "move-leader", &target.to_string()]));
+    assert_eq!(moved["previous_leader_id"], first, "{moved}");
+    assert_eq!(moved["leader_id"], target, "{moved}");
+    assert_eq!(leader_of(&cluster).await, target, "the command returns once the target leads");
+    load.acknowledges(50).await;
+
+    let third = (1..=3).find(|id| *id != first && *id != target).unwrap();
+    let endpoint = cluster.nodes.iter().find(|node| node.id == third).unwrap().address.clone();
+    let output = std::process::Command::new(tests::strand_binary())
+        .args(["--endpoints", &endpoint, "cluster", "move-leader", &first.to_string()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{text}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(text.contains(&format!("leadership moved from node {target} to node {first}")), "{text}");
+    load.acknowledges(50).await;
+
+    let (acked, failed) = load.stop().await;
+    assert_eq!(failed, 0, "a client request failed while the leadership moved");
+    println!("acknowledged {acked} writes across two moves, none failed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn refused_moves_say_why_and_leave_the_leader() {
+    let mut cluster = Cluster::start(3, None);
+    let leader = cluster.wait_for_leader().await;
+    let refused = |args: &[&str]| {
+        let output = strand_as(&cluster, "ops", args);
+        assert_eq!(output.status.code(), Some(1), "{args:?} should be refused");
+        String::from_utf8_lossy(&output.stderr).to_string()
+    };
+
+    let unknown = refused(&["cluster", "move-leader", "9"]);
+    assert!(unknown.contains("node 9 is not a member of this cluster (members: 1, 2, 3)"), "{unknown}");
+
+    let same = strand_as(&cluster, "ops", &["cluster", "move-leader", &leader.to_string()]);
+    let text = String::from_utf8_lossy(&same.stdout);
+    assert!(same.status.success() && text.contains(&format!("node {leader} already leads")), "{text}");
+
+    // A follower that is down: the leader's member watch finds it unreachable within seconds.
+    let down = (1..=3).find(|id| *id != leader).unwrap();
+    cluster.kill(down);
+    let unreachable = wait_for("the leader to find the stopped node unreachable", || async {
+        let output = strand_as(&cluster, "ops", &["cluster", "move-leader", &down.to_string(), "--wait", "1s"]);
+        let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+        (output.status.code() == Some(1) && stderr.contains("did not answer the leader's last status request"))
+            .then_some(stderr)
+    })
+    .await;
+    assert!(unreachable.contains("start it, or check the network"), "{unreachable}");
+    assert_eq!(leader_of(&cluster).await, leader, "a refused move changes nothing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sigterm_of_the_leader_under_load_hands_over_and_fails_no_request() {
+    let mut cluster = Cluster::start(3, None);
+    let leader = cluster.wait_for_leader().await;
+    let term = cluster.client().status(false).await.unwrap().term;
+    let load = Load::start(&cluster, 4);
+    load.acknowledges(50).await;
+
+    cluster.signal(leader, "TERM");
+    let exit = cluster.wait_for_exit(leader).await;
+    assert!(exit.success(), "the leader exits cleanly on SIGTERM: {exit:?}");
+    let log = cluster.log(leader);
+    assert!(log.contains("shutting down: handing the leadership to node"), "{log}");
+    assert!(log.contains("leads; shutting down"), "the handover completed before the exit:\n{log}");
+    load.acknowledges(50).await;
+
+    let (_, failed) = load.stop().await;
+    assert_eq!(failed, 0, "a client request failed while the leader shut down");
+    let survivors: Vec<String> =
+        cluster.nodes.iter().filter(|node| node.id != leader).map(|node| node.address.clone()).collect();
+    let status = cluster.client_of(survivors).status(false).await.unwrap();
+    assert_ne!(status.leader_id, leader);
+    assert_eq!(status.term, term + 1, "the handover took one term: no election was contested");
+}
