@@ -1,7 +1,8 @@
 //! `strand cluster status`: members, leader, term, log and applied indexes per node, which node
 //! runs the controller, when each of its duties last ran, and a note on a member that is not
 //! catching up or is rejoining. `strand cluster move-leader ID`: moves the leadership to another
-//! voter and returns once it leads.
+//! voter and returns once it leads. `strand member list`: each member's addresses, role, and
+//! replication as the leader's member watch last saw it.
 
 use clap::Subcommand;
 use serde_json::json;
@@ -26,6 +27,85 @@ pub enum ClusterCommand {
         #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
         wait: std::time::Duration,
     },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum MemberCommand {
+    /// Every member: id, client and peer addresses, role (voter or learner), whether it leads, the
+    /// index the leader knows its log to match, its lag behind the leader, and whether it answered
+    /// the leader's last status request (once a second).
+    List,
+}
+
+/// One member as `member list` shows it.
+struct MemberRow<'s> {
+    node: &'s api::proto::NodeStatus,
+    role: &'static str,
+    leader: bool,
+    match_index: Option<u64>,
+    lag: Option<u64>,
+    reachable: Option<bool>,
+}
+
+/// The members of `status`, with the leader's view of each one's replication (`None` where no
+/// leader answered, or it has not looked at the member yet).
+fn member_rows(status: &api::proto::StatusResponse) -> Vec<MemberRow<'_>> {
+    let leader = status.nodes.iter().find(|node| node.id == status.leader_id && node.state == "leader");
+    status
+        .nodes
+        .iter()
+        .map(|node| {
+            let role = if status.voters.contains(&node.id) { "voter" } else { "learner" };
+            let is_leader = leader.is_some_and(|leader| leader.id == node.id);
+            let progress = leader.and_then(|leader| leader.members.iter().find(|member| member.id == node.id));
+            let (match_index, lag, reachable) = match (is_leader, progress) {
+                (true, _) => (Some(node.last_log_index), Some(0), Some(true)),
+                (false, Some(member)) => (Some(member.match_index), Some(member.lag), Some(member.reachable)),
+                (false, None) => (None, None, None),
+            };
+            MemberRow { node, role, leader: is_leader, match_index, lag, reachable }
+        })
+        .collect()
+}
+
+/// Runs a member command.
+pub async fn run_member(cli: &Cli, command: &MemberCommand) -> Outcome {
+    let MemberCommand::List = command;
+    let status = cli.client()?.status(false).await?;
+    let rows = member_rows(&status);
+    if cli.json {
+        let members: Vec<_> = rows
+            .iter()
+            .map(|row| {
+                json!({
+                    "id": row.node.id, "client_address": row.node.client_address, "peer_address": row.node.address,
+                    "role": row.role, "leader": row.leader, "match_index": row.match_index, "lag": row.lag,
+                    "reachable": row.reachable,
+                })
+            })
+            .collect();
+        crate::output::print_value(&json!({ "leader_id": status.leader_id, "term": status.term, "members": members }));
+        return Ok(true);
+    }
+    let shown = |value: Option<u64>| value.map_or("?".to_string(), |value| value.to_string());
+    println!(
+        "{:>4}  {:<22} {:<22} {:<8} {:<7} {:>10} {:>8}  reachable",
+        "id", "client", "peer", "role", "leader", "match", "lag"
+    );
+    for row in &rows {
+        println!(
+            "{:>4}  {:<22} {:<22} {:<8} {:<7} {:>10} {:>8}  {}",
+            row.node.id,
+            if row.node.client_address.is_empty() { "?" } else { &row.node.client_address },
+            row.node.address,
+            row.role,
+            if row.leader { "yes" } else { "" },
+            shown(row.match_index),
+            shown(row.lag),
+            row.reachable.map_or("?", |reachable| if reachable { "yes" } else { "no" }),
+        );
+    }
+    Ok(true)
 }
 
 /// The node whose controller runs: the leader, once its replica applied the `Begin` of its term.

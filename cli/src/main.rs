@@ -170,6 +170,9 @@ enum Command {
     /// Cluster administration.
     #[command(subcommand)]
     Cluster(cluster::ClusterCommand),
+    /// The cluster's members: `member list`.
+    #[command(subcommand)]
+    Member(cluster::MemberCommand),
     /// TLS certificates: `certs init` makes a development CA and node and client certificates.
     #[command(subcommand)]
     Certs(certs::CertsCommand),
@@ -468,7 +471,12 @@ impl Cli {
     async fn resolve_token_actor(&mut self) {
         let needs_actor = !matches!(
             &self.command,
-            Command::Certs(_) | Command::Version | Command::Cluster(_) | Command::Auth(_) | Command::Bench(_)
+            Command::Certs(_)
+                | Command::Version
+                | Command::Cluster(_)
+                | Command::Member(_)
+                | Command::Auth(_)
+                | Command::Bench(_)
         );
         #[cfg(feature = "node")]
         let needs_actor = needs_actor && !matches!(&self.command, Command::Node(_) | Command::Dev(_));
@@ -596,6 +604,7 @@ async fn dispatch(cli: &Cli) -> Outcome {
         Command::Gate(command) => gate::run(cli, command).await,
         Command::Lease(command) => lease::run(cli, command).await,
         Command::Cluster(command) => cluster::run(cli, command).await,
+        Command::Member(command) => cluster::run_member(cli, command).await,
         Command::Certs(command) => certs::run(cli, command),
         Command::Auth(command) => auth::run(cli, command).await,
         #[cfg(feature = "node")]

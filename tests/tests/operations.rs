@@ -120,6 +120,18 @@ async fn refused_moves_say_why_and_leave_the_leader() {
     let text = String::from_utf8_lossy(&same.stdout);
     assert!(same.status.success() && text.contains(&format!("node {leader} already leads")), "{text}");
 
+    // `member list`: every member a voter, one leader, each reachable once the watch looked.
+    let listed = wait_for("the member watch to look at every member", || async {
+        let listed = json_of(&strand_as(&cluster, "ops", &["--json", "member", "list"]));
+        listed["members"].as_array().unwrap().iter().all(|member| member["reachable"] == true).then_some(listed)
+    })
+    .await;
+    let members = listed["members"].as_array().unwrap();
+    assert_eq!(members.len(), 3, "{listed}");
+    assert!(members.iter().all(|member| member["role"] == "voter" && member["lag"].is_u64()), "{listed}");
+    let leaders: Vec<_> = members.iter().filter(|member| member["leader"] == true).collect();
+    assert_eq!((leaders.len(), &leaders[0]["id"]), (1, &serde_json::json!(leader)), "{listed}");
+
     // A follower that is down: the leader's member watch finds it unreachable within seconds.
     let down = (1..=3).find(|id| *id != leader).unwrap();
     cluster.kill(down);
@@ -131,6 +143,11 @@ async fn refused_moves_say_why_and_leave_the_leader() {
     })
     .await;
     assert!(unreachable.contains("start it, or check the network"), "{unreachable}");
+    let listed = json_of(&strand_as(&cluster, "ops", &["--json", "member", "list"]));
+    let row = listed["members"].as_array().unwrap().iter().find(|member| member["id"] == down).unwrap().clone();
+    assert_eq!(row["reachable"], false, "{listed}");
+    let text = String::from_utf8_lossy(&strand_as(&cluster, "ops", &["member", "list"]).stdout).to_string();
+    assert!(text.lines().next().unwrap().contains("reachable") && text.lines().count() == 4, "{text}");
     assert_eq!(leader_of(&cluster).await, leader, "a refused move changes nothing");
 }
 
