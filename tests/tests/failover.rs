@@ -138,3 +138,66 @@ async fn without_a_majority_writes_fail_with_a_clear_error_within_the_deadline()
     assert!(error.to_string().contains("check that the cluster is running"), "{error}");
     assert!(started.elapsed() < Duration::from_secs(10), "gave up after {:?}", started.elapsed());
 }
+
+/// Reads a gauge's value from a metrics page (0 when absent).
+fn gauge(page: &str, name: &str) -> u64 {
+    page.lines().find_map(|line| line.strip_prefix(name)?.trim().parse::<f64>().ok()).map_or(0, |value| value as u64)
+}
+
+/// The p-th percentile (nearest rank) of `values`.
+fn percentile(values: &[Duration], p: f64) -> Duration {
+    let mut sorted = values.to_vec();
+    sorted.sort();
+    sorted[((p / 100.0 * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1]
+}
+
+/// The failover a client sees, measured over several SIGKILLs of the leader (5 here;
+/// `STRAND_FAILOVER_KILLS=20` for the README's figures): from the kill to the first write a
+/// client of the surviving nodes has acknowledged, split at the moment a survivor's metrics page
+/// first shows it leading a later term. Prints medians and p99; asserts only that every kill ended
+/// in a served write and a new leader.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn failover_seen_by_a_client_over_repeated_leader_kills() {
+    let kills: usize = std::env::var("STRAND_FAILOVER_KILLS").ok().and_then(|kills| kills.parse().ok()).unwrap_or(5);
+    let mut cluster = Cluster::start(3, None);
+    let (mut elected, mut served) = (Vec::new(), Vec::new());
+    for _ in 0..kills {
+        let leader = cluster.wait_for_leader().await;
+        cluster.wait_for_convergence(3).await;
+        let term = cluster.client().status(false).await.unwrap().term;
+        let survivors: Vec<String> =
+            cluster.nodes.iter().filter(|node| node.id != leader).map(|node| node.address.clone()).collect();
+        let probe = cluster.client_of(survivors.clone());
+        let killed_at = Instant::now();
+        cluster.kill(leader);
+        let write = tokio::spawn(async move {
+            let create = Command::Create(CreateBead { title: "after failover".into(), ..Default::default() });
+            probe.execute(create).await.map(|_| killed_at.elapsed())
+        });
+        let leading = wait_for("a survivor to lead a later term", || async {
+            for address in &survivors {
+                let (_, _, page) = tests::http_get(address, "/metrics").await;
+                if gauge(&page, "strand_raft_is_leader") == 1 && gauge(&page, "strand_raft_term") > term {
+                    return Some(killed_at.elapsed());
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            None
+        })
+        .await;
+        let write = write.await.unwrap().expect("a new leader serves a write");
+        elected.push(leading);
+        served.push(write.max(leading));
+        cluster.restart(leader);
+    }
+    let after: Vec<Duration> = served.iter().zip(&elected).map(|(served, elected)| *served - *elected).collect();
+    println!(
+        "failover over {kills} leader kills: kill to served write p50 {:?} p99 {:?}; kill to new leader p50 {:?} p99 {:?}; new leader to served write p50 {:?} p99 {:?}",
+        percentile(&served, 50.0),
+        percentile(&served, 99.0),
+        percentile(&elected, 50.0),
+        percentile(&elected, 99.0),
+        percentile(&after, 50.0),
+        percentile(&after, 99.0)
+    );
+}
