@@ -1,12 +1,13 @@
 //! The compose cluster of `deploy/`: three containers of an image built `FROM scratch`, mutual
 //! TLS between the nodes, TLS to clients, and auth enabled, started and removed by
-//! `deploy/cluster.sh` as the README gives it.
+//! `deploy/cluster.sh` as the README gives it; the operator commands (`member list`,
+//! `cluster move-leader`) run against it over mutual TLS with the admin token.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use tests::{free_port, strand_binary};
+use tests::{free_port, strand_binary, wait_for};
 
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/cluster.sh")
@@ -51,8 +52,8 @@ impl Drop for Deployment {
     }
 }
 
-#[test]
-fn the_compose_cluster_runs_with_mutual_tls_and_auth() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_compose_cluster_runs_with_mutual_tls_and_auth() {
     let deployment = Deployment {
         dir: tempfile::tempdir().unwrap(),
         project: format!("strandtest{}", std::process::id()),
@@ -72,6 +73,24 @@ fn the_compose_cluster_runs_with_mutual_tls_and_auth() {
     let whoami = deployment.strand(&config, &["auth", "whoami", "--json"]);
     let whoami: serde_json::Value = serde_json::from_slice(&whoami.stdout).unwrap();
     assert_eq!((whoami["enabled"].as_bool(), whoami["token"]["role"].as_str()), (Some(true), Some("admin")));
+
+    // The operator commands over mutual TLS with the admin token: move the leadership to another
+    // member once the leader has looked at every member, and see it in `member list`.
+    let json = |output: Output| -> serde_json::Value {
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let leader = status["leader_id"].as_u64().unwrap();
+    let listed = wait_for("the leader to look at every member", || async {
+        let listed = json(deployment.strand(&config, &["member", "list", "--json"]));
+        let members = listed["members"].as_array().unwrap();
+        members.iter().all(|member| member["reachable"] == true && member["role"] == "voter").then_some(listed)
+    })
+    .await;
+    assert_eq!(listed["members"].as_array().unwrap().len(), 3, "{listed}");
+    let target = (1..=3u64).find(|id| *id != leader).unwrap();
+    let moved = json(deployment.strand(&config, &["cluster", "move-leader", &target.to_string(), "--json"]));
+    assert_eq!((moved["previous_leader_id"].as_u64(), moved["leader_id"].as_u64()), (Some(leader), Some(target)));
 
     // Without the token, TLS still works and the request is refused; without the CA, TLS fails.
     let text = std::fs::read_to_string(&config).unwrap();
