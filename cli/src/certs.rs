@@ -1,5 +1,6 @@
 //! `strand certs init`: a development CA, a certificate for each node and one for clients, made
-//! with rcgen (ring; no OpenSSL), so the secure setup is also the easy one to try.
+//! with rcgen (ring; no OpenSSL), so the secure setup is also the easy one to try. `strand certs
+//! node --id N --ca-dir D`: one more node's certificate under that CA, the others untouched.
 //!
 //! Node `i`'s certificate names it `strand-node-<i>` (how peers recognise each other, see
 //! `api::tls`), `localhost`, `127.0.0.1` and `::1`, and every `--hosts` entry, and serves both
@@ -25,6 +26,28 @@ pub const NODES_MAX: u64 = 99;
 pub enum CertsCommand {
     /// Make a development CA and certificates for N nodes and one client in DIR.
     Init(InitArgs),
+    /// Make the certificate of one node id under an existing CA (ca.pem, ca.key in --ca-dir),
+    /// for a node added to a running cluster; the other nodes' certificates stay as they are.
+    Node(NodeArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct NodeArgs {
+    /// Directory to write node-<id>.pem, node-<id>.key (and a copy of ca.pem) to.
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// The node's id.
+    #[arg(long)]
+    pub id: u64,
+    /// The directory holding the CA that signed the cluster's certificates (ca.pem, ca.key).
+    #[arg(long)]
+    pub ca_dir: PathBuf,
+    /// More host names or IP addresses the node is reached at, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub hosts: Vec<String>,
+    /// Replace files that already exist.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Args, Debug)]
@@ -58,14 +81,16 @@ struct Output {
 
 /// Runs a `certs` command.
 pub fn run(cli: &Cli, command: &CertsCommand) -> Outcome {
-    let CertsCommand::Init(args) = command;
-    let outputs = make(args)?;
-    write(&args.dir, &outputs, args.force)?;
-    let files: Vec<String> = outputs.iter().map(|output| args.dir.join(&output.name).display().to_string()).collect();
+    let (dir, outputs, force) = match command {
+        CertsCommand::Init(args) => (&args.dir, make(args)?, args.force),
+        CertsCommand::Node(args) => (&args.dir, make_node(args)?, args.force),
+    };
+    write(dir, &outputs, force)?;
+    let files: Vec<String> = outputs.iter().map(|output| dir.join(&output.name).display().to_string()).collect();
     if cli.json {
-        crate::output::print_value(&serde_json::json!({ "dir": args.dir.display().to_string(), "files": files }));
+        crate::output::print_value(&serde_json::json!({ "dir": dir.display().to_string(), "files": files }));
     } else {
-        println!("wrote {} files to {}:", files.len(), args.dir.display());
+        println!("wrote {} files to {}:", files.len(), dir.display());
         for output in &outputs {
             println!("  {}", output.name);
         }
@@ -97,8 +122,37 @@ fn make(args: &InitArgs) -> Result<Vec<Output>, Failure> {
     if args.nodes == 0 || args.nodes > NODES_MAX {
         return Err(Failure::Usage(format!("--nodes must be between 1 and {NODES_MAX}")));
     }
+    let hosts = hosts(&args.hosts)?;
+    let (issuer, mut outputs) = match &args.ca_dir {
+        Some(ca_dir) => existing_ca(ca_dir, &args.dir)?,
+        None => {
+            let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(failed("CA"))?;
+            ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+            ca_params.key_usages =
+                vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+            ca_params.distinguished_name.push(DnType::CommonName, "Strand development CA");
+            let ca_key = KeyPair::generate().map_err(failed("CA key"))?;
+            let ca_cert = ca_params.self_signed(&ca_key).map_err(failed("CA"))?;
+            let outputs = vec![
+                Output { name: "ca.pem".into(), contents: ca_cert.pem(), private: false },
+                Output { name: "ca.key".into(), contents: ca_key.serialize_pem(), private: true },
+            ];
+            (Issuer::new(ca_params, ca_key), outputs)
+        }
+    };
+    for id in 1..=args.nodes {
+        outputs.extend(node_files(&issuer, id, &hosts)?);
+    }
+    let (cert, key) = leaf(&issuer, "strand-client", vec!["strand-client".into()], false)?;
+    outputs.push(Output { name: "client.pem".into(), contents: cert, private: false });
+    outputs.push(Output { name: "client.key".into(), contents: key, private: true });
+    Ok(outputs)
+}
+
+/// The host names every node certificate names: localhost's, and `given` once checked.
+fn hosts(given: &[String]) -> Result<Vec<String>, Failure> {
     let mut hosts = vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()];
-    for host in &args.hosts {
+    for host in given {
         let host = host.trim();
         if host.is_empty()
             || host.contains(char::is_whitespace)
@@ -118,33 +172,28 @@ fn make(args: &InitArgs) -> Result<Vec<Output>, Failure> {
             hosts.push(host.to_string());
         }
     }
-    let (issuer, mut outputs) = match &args.ca_dir {
-        Some(ca_dir) => existing_ca(ca_dir, &args.dir)?,
-        None => {
-            let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(failed("CA"))?;
-            ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-            ca_params.key_usages =
-                vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
-            ca_params.distinguished_name.push(DnType::CommonName, "Strand development CA");
-            let ca_key = KeyPair::generate().map_err(failed("CA key"))?;
-            let ca_cert = ca_params.self_signed(&ca_key).map_err(failed("CA"))?;
-            let outputs = vec![
-                Output { name: "ca.pem".into(), contents: ca_cert.pem(), private: false },
-                Output { name: "ca.key".into(), contents: ca_key.serialize_pem(), private: true },
-            ];
-            (Issuer::new(ca_params, ca_key), outputs)
-        }
-    };
-    for id in 1..=args.nodes {
-        let mut names = vec![api::tls::node_name(id)];
-        names.extend(hosts.iter().cloned());
-        let (cert, key) = leaf(&issuer, &api::tls::node_name(id), names, true)?;
-        outputs.push(Output { name: format!("node-{id}.pem"), contents: cert, private: false });
-        outputs.push(Output { name: format!("node-{id}.key"), contents: key, private: true });
+    Ok(hosts)
+}
+
+/// The certificate and key of node `id`, naming `strand-node-<id>` and `hosts`.
+fn node_files(issuer: &Issuer<'_, KeyPair>, id: u64, hosts: &[String]) -> Result<Vec<Output>, Failure> {
+    let mut names = vec![api::tls::node_name(id)];
+    names.extend(hosts.iter().cloned());
+    let (cert, key) = leaf(issuer, &api::tls::node_name(id), names, true)?;
+    Ok(vec![
+        Output { name: format!("node-{id}.pem"), contents: cert, private: false },
+        Output { name: format!("node-{id}.key"), contents: key, private: true },
+    ])
+}
+
+/// `certs node`: one node's files under the CA of `--ca-dir`, writing nothing.
+fn make_node(args: &NodeArgs) -> Result<Vec<Output>, Failure> {
+    if args.id == 0 {
+        return Err(Failure::Usage("--id must be a node id above 0".into()));
     }
-    let (cert, key) = leaf(&issuer, "strand-client", vec!["strand-client".into()], false)?;
-    outputs.push(Output { name: "client.pem".into(), contents: cert, private: false });
-    outputs.push(Output { name: "client.key".into(), contents: key, private: true });
+    let hosts = hosts(&args.hosts)?;
+    let (issuer, mut outputs) = existing_ca(&args.ca_dir, &args.dir)?;
+    outputs.extend(node_files(&issuer, args.id, &hosts)?);
     Ok(outputs)
 }
 

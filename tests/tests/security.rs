@@ -241,3 +241,49 @@ async fn a_request_that_would_grow_past_the_decoding_budget_is_refused_unread() 
     let Outcome::Beads(listed) = client.query(Query::List(filter)).await.unwrap() else { panic!("list") };
     assert_eq!(listed.iter().map(|bead| bead.title.as_str()).collect::<Vec<_>>(), ["after"]);
 }
+
+/// `certs node` issues one node's certificate under the cluster's CA, leaving the others: node 3
+/// takes it over its old one and goes on replicating over mutual TLS, and serves it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_certificate_issued_for_one_node_under_the_existing_ca_is_accepted_by_its_peers() {
+    let cluster = Cluster::start_tls(3, false);
+    cluster.wait_for_leader().await;
+    let tls = cluster.tls().unwrap().dir.clone();
+    let before: Vec<String> =
+        (1..=2).map(|id| std::fs::read_to_string(tls.join(format!("node-{id}.pem"))).unwrap()).collect();
+    let issued = cluster.dir().join("issued");
+    let run = |args: &[&str]| std::process::Command::new(strand_binary()).args(args).output().unwrap();
+    let (ca_dir, dir) = (tls.to_str().unwrap(), issued.to_str().unwrap());
+    let made = run(&["--json", "certs", "node", "--id", "3", "--ca-dir", ca_dir, "--dir", dir]);
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let listed: serde_json::Value = serde_json::from_slice(&made.stdout).unwrap();
+    assert_eq!(listed["files"].as_array().unwrap().len(), 3, "ca.pem, node-3.pem, node-3.key: {listed}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(issued.join("node-3.key")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "the key is readable by its owner only");
+    }
+    let again = run(&["certs", "node", "--id", "3", "--ca-dir", ca_dir, "--dir", dir]);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("nothing was written"), "{again:?}");
+    let missing = run(&["certs", "node", "--id", "3", "--ca-dir", dir, "--dir", dir]);
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("ca.key"), "{missing:?}");
+
+    for name in ["node-3.pem", "node-3.key"] {
+        std::fs::copy(issued.join(name), tls.join(name)).unwrap();
+    }
+    wait_for("node 3 to reload its certificate", || async {
+        cluster.log(3).contains("TLS certificates reloaded").then_some(())
+    })
+    .await;
+    let (_, digest) = cluster.wait_for_convergence(3).await;
+    cluster.client().execute(create("after node 3's new certificate")).await.unwrap();
+    assert_ne!(cluster.wait_for_convergence(3).await.1, digest, "the write reached every node");
+    assert_eq!(
+        served_certificate(&cluster, 3, &tls).await,
+        pem_der(&std::fs::read_to_string(issued.join("node-3.pem")).unwrap())
+    );
+    for (id, pem) in (1..=2).zip(before) {
+        assert_eq!(std::fs::read_to_string(tls.join(format!("node-{id}.pem"))).unwrap(), pem, "node {id} untouched");
+    }
+}
