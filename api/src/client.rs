@@ -408,6 +408,16 @@ impl Client {
         .await
     }
 
+    /// A backup of the whole state from the first reachable node: the chunks of the backup file,
+    /// in order (see `Cluster.SnapshotSave`).
+    pub async fn snapshot_save(&self) -> Result<BackupChunks, ClientError> {
+        self.with_retries(|_, channel| async move {
+            let response = ClusterClient::new(channel).snapshot_save(pb::SnapshotSaveRequest {}).await?;
+            Ok(BackupChunks(response.into_inner()))
+        })
+        .await
+    }
+
     /// The cluster's status as the first reachable node sees it.
     pub async fn status(&self, include_digest: bool) -> Result<pb::StatusResponse, ClientError> {
         self.with_retries(|_, channel| async move {
@@ -415,6 +425,22 @@ impl Client {
             Ok(response.into_inner())
         })
         .await
+    }
+}
+
+/// The chunks of a backup file as a node streams them ([`Client::snapshot_save`]).
+pub struct BackupChunks(tonic::Streaming<pb::SnapshotSaveChunk>);
+
+impl BackupChunks {
+    /// The next chunk's bytes, `None` at the end; an error when the node stopped sending.
+    pub async fn next(&mut self) -> Result<Option<Vec<u8>>, ClientError> {
+        match self.0.message().await {
+            Ok(chunk) => Ok(chunk.map(|chunk| chunk.data)),
+            Err(status) => Err(ClientError::Unavailable(format!(
+                "the node stopped sending the backup: {}; try again",
+                status.message()
+            ))),
+        }
     }
 }
 

@@ -31,6 +31,8 @@ mod prune;
 mod query;
 #[cfg(feature = "node")]
 mod run_node;
+#[cfg(feature = "node")]
+mod snapshot;
 mod tx;
 mod wire;
 
@@ -186,6 +188,11 @@ enum Command {
     /// Start a local cluster of child processes for trying things out; Ctrl-C stops it.
     #[cfg(feature = "node")]
     Dev(run_node::DevArgs),
+    /// Backups: `snapshot save FILE` (the whole state, at a linearized point), `snapshot status
+    /// FILE` (checks a backup and says what it holds).
+    #[cfg(feature = "node")]
+    #[command(subcommand)]
+    Snapshot(snapshot::SnapshotCommand),
     /// Benchmarks against a running cluster.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -479,7 +486,8 @@ impl Cli {
                 | Command::Bench(_)
         );
         #[cfg(feature = "node")]
-        let needs_actor = needs_actor && !matches!(&self.command, Command::Node(_) | Command::Dev(_));
+        let needs_actor =
+            needs_actor && !matches!(&self.command, Command::Node(_) | Command::Dev(_) | Command::Snapshot(_));
         if !needs_actor || self.named_actor().is_some() || !matches!(self.token(), Ok(Some(_))) {
             return;
         }
@@ -609,6 +617,8 @@ async fn dispatch(cli: &Cli) -> Outcome {
         Command::Auth(command) => auth::run(cli, command).await,
         #[cfg(feature = "node")]
         Command::Node(args) => run_node::run_node(args).await,
+        #[cfg(feature = "node")]
+        Command::Snapshot(command) => snapshot::run(cli, command).await,
         #[cfg(feature = "node")]
         Command::Dev(args) => run_node::run_dev(args).await,
         Command::Bench(command) => bench::run(cli, command).await,

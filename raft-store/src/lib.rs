@@ -8,6 +8,7 @@
 //!
 //! Invariant: this is the only crate that knows RocksDB; it knows nothing of gRPC or the network.
 
+pub mod backup;
 pub mod codec;
 pub mod disk;
 pub mod log_store;

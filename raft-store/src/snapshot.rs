@@ -146,9 +146,15 @@ fn read_bytes(input: &mut impl Read, length: u32) -> io::Result<Vec<u8>> {
 
 impl SnapshotReader {
     /// Opens a snapshot file from its start and reads its header.
-    pub fn new(mut file: File) -> io::Result<SnapshotReader> {
+    pub fn new(file: File) -> io::Result<SnapshotReader> {
+        SnapshotReader::at(file, 0)
+    }
+
+    /// Reads a snapshot that starts `offset` bytes into `file` and runs to its end (a backup
+    /// file's, after its header).
+    pub fn at(mut file: File, offset: u64) -> io::Result<SnapshotReader> {
         use std::io::Seek;
-        file.seek(io::SeekFrom::Start(0))?;
+        file.seek(io::SeekFrom::Start(offset))?;
         let mut input = Verifying { inner: BufReader::new(file), hasher: crc32fast::Hasher::new() };
         let mut magic = vec![0u8; MAGIC.len()];
         input.read_exact(&mut magic).map_err(|_| corrupt("snapshot file is too short".into()))?;

@@ -136,6 +136,14 @@ async fn tokens_and_roles_bind_every_request() {
     }
     let moved = strand(&cluster, Some(&admin), &["cluster", "move-leader", &leader.to_string()]);
     assert!(moved.status.success(), "{}", stderr(&moved));
+    // So does a backup: the state holds token hashes.
+    let backup = std::env::temp_dir().join(format!("strand-auth-test-{}.backup", std::process::id()));
+    let refused = strand(&cluster, Some(&agent), &["snapshot", "save", backup.to_str().unwrap()]);
+    assert!(stderr(&refused).contains("saving a snapshot needs an admin token"), "{}", stderr(&refused));
+    assert!(!backup.exists(), "a refused save writes nothing");
+    let saved = json_of(&strand(&cluster, Some(&admin), &["--json", "snapshot", "save", backup.to_str().unwrap()]));
+    assert!(saved["counts"]["tokens"].as_u64().unwrap() >= 3, "{saved}");
+    std::fs::remove_file(&backup).unwrap();
     let whoami = json_of(&strand(&cluster, Some(&reader), &["auth", "whoami", "--json"]));
     assert_eq!(whoami["token"]["name"], "auditor");
 

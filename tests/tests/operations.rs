@@ -67,16 +67,22 @@ impl Load {
     }
 }
 
+/// A 3-node cluster under write load that has acknowledged `acks` writes; its leader.
+async fn loaded_cluster(acks: usize) -> (Cluster, u64, Load) {
+    let cluster = Cluster::start(3, None);
+    let leader = cluster.wait_for_leader().await;
+    let load = Load::start(&cluster, 4);
+    load.acknowledges(acks).await;
+    (cluster, leader, load)
+}
+
 async fn leader_of(cluster: &Cluster) -> u64 {
     cluster.client().status(false).await.unwrap().leader_id
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn move_leader_under_load_fails_no_request() {
-    let cluster = Cluster::start(3, None);
-    let first = cluster.wait_for_leader().await;
-    let load = Load::start(&cluster, 4);
-    load.acknowledges(50).await;
+    let (cluster, first, load) = loaded_cluster(50).await;
 
     // To a follower, asked of the leader; then back, asked of a node that is not the leader
     // (the request is forwarded to the leader).
@@ -153,11 +159,8 @@ async fn refused_moves_say_why_and_leave_the_leader() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sigterm_of_the_leader_under_load_hands_over_and_fails_no_request() {
-    let mut cluster = Cluster::start(3, None);
-    let leader = cluster.wait_for_leader().await;
+    let (mut cluster, leader, load) = loaded_cluster(50).await;
     let term = cluster.client().status(false).await.unwrap().term;
-    let load = Load::start(&cluster, 4);
-    load.acknowledges(50).await;
 
     cluster.signal(leader, "TERM");
     let exit = cluster.wait_for_exit(leader).await;
@@ -174,4 +177,59 @@ async fn sigterm_of_the_leader_under_load_hands_over_and_fails_no_request() {
     let status = cluster.client_of(survivors).status(false).await.unwrap();
     assert_ne!(status.leader_id, leader);
     assert_eq!(status.term, term + 1, "the handover took one term: no election was contested");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_backup_under_load_holds_every_write_acknowledged_before_it_and_checks_its_bytes() {
+    let (cluster, leader, load) = loaded_cluster(200).await;
+    let acked_before = load.acked.load(Ordering::Relaxed) as u64;
+    let dir = cluster.dir().join("backups");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("strand.backup");
+    let path = file.to_str().unwrap();
+
+    // Asked of a follower, under load.
+    let follower = cluster.nodes.iter().find(|node| node.id != leader).unwrap().address.clone();
+    let run = |endpoint: &str, args: &[&str]| {
+        std::process::Command::new(tests::strand_binary()).args(["--endpoints", endpoint]).args(args).output().unwrap()
+    };
+    let saved = run(&follower, &["--json", "snapshot", "save", path]);
+    let saved = json_of(&saved);
+    load.acknowledges(50).await;
+    let (_, failed) = load.stop().await;
+    assert_eq!(failed, 0, "no write failed while the backup was taken");
+    assert!(saved["counts"]["beads"].as_u64().unwrap() >= acked_before, "every acknowledged create is in it: {saved}");
+    assert_eq!(saved["counts"]["namespaces"], 1, "{saved}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600, "owner-only");
+    }
+    assert!(!dir.join("strand.backup.part").exists(), "no part file is left");
+    let status = json_of(&run(&follower, &["--json", "snapshot", "status", path]));
+    assert_eq!(status["header"], saved["header"], "status reads what save wrote");
+    assert_eq!(status["header"]["cluster_id"], cluster.cluster_id(), "{status}");
+
+    // Refused, changing nothing: an existing file; a damaged, a cut and a foreign file.
+    let bytes = std::fs::read(&file).unwrap();
+    let again = run(&follower, &["snapshot", "save", path]);
+    assert_eq!(again.status.code(), Some(2), "{again:?}");
+    assert!(String::from_utf8_lossy(&again.stderr).contains("exists; nothing was written"), "{again:?}");
+    assert_eq!(std::fs::read(&file).unwrap(), bytes, "the existing file is untouched");
+    let damaged = dir.join("damaged.backup");
+    let mut flipped = bytes.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0x20;
+    std::fs::write(&damaged, &flipped).unwrap();
+    let cut = dir.join("cut.backup");
+    std::fs::write(&cut, &bytes[..bytes.len() - 10]).unwrap();
+    let foreign = dir.join("foreign.backup");
+    std::fs::write(&foreign, b"not a backup at all").unwrap();
+    for (bad, reason) in [(&damaged, "fails its checksum"), (&cut, "cut short"), (&foreign, "not a Strand backup file")]
+    {
+        let checked = run(&follower, &["snapshot", "status", bad.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&checked.stderr);
+        assert_eq!(checked.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(reason), "{}: {stderr}", bad.display());
+    }
 }

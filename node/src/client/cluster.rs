@@ -2,7 +2,9 @@
 //! asked for its own over the peer channels (an unreachable member is shown as such), and each
 //! member's lag and note as the leader's member watch found them (`leader/members.rs`). With auth
 //! on, any token this node's replica knows may ask. `MoveLeader` hands a leadership move to the
-//! leader plane (`leader/transfer.rs`); with auth on it needs an admin token.
+//! leader plane (`leader/transfer.rs`); `SnapshotSave` streams a backup file
+//! (`raft_store::backup`) of a snapshot this node builds once it has applied everything committed
+//! when the request arrived. With auth on, both need an admin token.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -61,6 +63,57 @@ fn require_admin(token: Option<&api::auth::Token>, what: &str) -> Result<(), api
     }
 }
 
+/// Bytes of a backup's snapshot per streamed chunk.
+const SNAPSHOT_CHUNK_BYTES: usize = 1 << 20;
+/// How long `SnapshotSave` waits for the snapshot to be built.
+const SNAPSHOT_BUILD_WAIT: Duration = Duration::from_secs(120);
+
+/// The chunks of a backup file, as `SnapshotSave` streams them.
+type BackupChunks = std::pin::Pin<Box<dyn futures::Stream<Item = Result<pb::SnapshotSaveChunk, Status>> + Send>>;
+
+/// The length and CRC-32 of a file's bytes, read from its start.
+fn length_and_crc(file: &mut std::fs::File) -> std::io::Result<(u64, u32)> {
+    use std::io::{Read, Seek};
+    file.seek(std::io::SeekFrom::Start(0))?;
+    let (mut hasher, mut length, mut buffer) = (crc32fast::Hasher::new(), 0u64, vec![0u8; SNAPSHOT_CHUNK_BYTES]);
+    loop {
+        let read = file.read(&mut buffer)?;
+        if read == 0 {
+            return Ok((length, hasher.finalize()));
+        }
+        hasher.update(&buffer[..read]);
+        length += read as u64;
+    }
+}
+
+/// Sends the header, then `file`'s bytes from its start, into `sender`, until the receiver goes.
+fn send_backup(
+    header: Vec<u8>,
+    mut file: std::fs::File,
+    sender: tokio::sync::mpsc::Sender<Result<pb::SnapshotSaveChunk, Status>>,
+) {
+    use std::io::{Read, Seek};
+    if sender.blocking_send(Ok(pb::SnapshotSaveChunk { data: header })).is_err() {
+        return;
+    }
+    if let Err(error) = file.seek(std::io::SeekFrom::Start(0)) {
+        let _ = sender.blocking_send(Err(Status::internal(format!("cannot read the snapshot: {error}"))));
+        return;
+    }
+    let mut buffer = vec![0u8; SNAPSHOT_CHUNK_BYTES];
+    loop {
+        let chunk = match file.read(&mut buffer) {
+            Ok(0) => return,
+            Ok(read) => Ok(pb::SnapshotSaveChunk { data: buffer[..read].to_vec() }),
+            Err(error) => Err(Status::internal(format!("cannot read the snapshot: {error}"))),
+        };
+        let failed = chunk.is_err();
+        if sender.blocking_send(chunk).is_err() || failed {
+            return;
+        }
+    }
+}
+
 #[tonic::async_trait]
 impl<D: Disk> Cluster for ClusterService<D> {
     async fn status(&self, request: Request<pb::StatusRequest>) -> Result<Response<pb::StatusResponse>, Status> {
@@ -99,17 +152,70 @@ impl<D: Disk> Cluster for ClusterService<D> {
         Ok(Response::new(pb::StatusResponse { leader_id, term: metrics.current_term, voters, nodes }))
     }
 
+    type SnapshotSaveStream = BackupChunks;
+
+    async fn snapshot_save(
+        &self,
+        request: Request<pb::SnapshotSaveRequest>,
+    ) -> Result<Response<Self::SnapshotSaveStream>, Status> {
+        self.require_admin(request.metadata(), "saving a snapshot")?;
+        self.leader.linearize().await.map_err(|error| Status::unavailable(error.0))?;
+        let applied = self.core.raft.metrics().borrow_watched().last_applied.map_or(0, |log_id| log_id.index);
+        let raft = &self.core.raft;
+        let stopped = |error: openraft::errors::Fatal<raft_store::TypeConfig>| {
+            Status::unavailable(format!("raft stopped on this node: {error}; ask another node"))
+        };
+        raft.trigger().snapshot().await.map_err(stopped)?;
+        raft.wait(Some(SNAPSHOT_BUILD_WAIT))
+            .metrics(|metrics| metrics.snapshot.is_some_and(|log_id| log_id.index >= applied), "the snapshot is built")
+            .await
+            .map_err(|_| {
+                Status::unavailable(format!(
+                    "this node did not build a snapshot through index {applied} within {SNAPSHOT_BUILD_WAIT:?}; try again, or ask another node"
+                ))
+            })?;
+        let snapshot = raft
+            .get_snapshot()
+            .await
+            .map_err(|error| Status::unavailable(error.to_string()))?
+            .ok_or_else(|| Status::unavailable("this node holds no snapshot; try again"))?;
+        let (last_log_index, last_log_term) =
+            snapshot.meta.last_log_id.map_or((0, 0), |log_id| (log_id.index, log_id.leader_id.term));
+        let mut file = snapshot.snapshot.file;
+        let (file, (snapshot_bytes, snapshot_crc32)) = tokio::task::spawn_blocking(move || {
+            let summed = length_and_crc(&mut file);
+            summed.map(|summed| (file, summed))
+        })
+        .await
+        .map_err(|error| Status::internal(error.to_string()))?
+        .map_err(|error| Status::internal(format!("cannot read the snapshot: {error}")))?;
+        let header = raft_store::backup::BackupHeader {
+            storage_format: raft_store::codec::STORAGE_FORMAT,
+            cluster_id: self.core.cluster_id,
+            node_id: self.core.id,
+            last_log_index,
+            last_log_term,
+            created_ms: self.core.clock.now().0,
+            snapshot_bytes,
+            snapshot_crc32,
+        };
+        tracing::info!(
+            node = self.core.id,
+            index = last_log_index,
+            bytes = snapshot_bytes,
+            "streaming a snapshot for a backup"
+        );
+        let (sender, receiver) = tokio::sync::mpsc::channel(4);
+        let header = raft_store::backup::encode_header(&header);
+        tokio::task::spawn_blocking(move || send_backup(header, file, sender));
+        Ok(Response::new(Box::pin(tokio_stream::wrappers::ReceiverStream::new(receiver))))
+    }
+
     async fn move_leader(
         &self,
         request: Request<pb::MoveLeaderRequest>,
     ) -> Result<Response<pb::MoveLeaderResponse>, Status> {
-        let credential = super::credential_of(request.metadata())?;
-        self.core
-            .state_machine
-            .read(|state| {
-                state.authenticate(credential.as_ref()).and_then(|token| require_admin(token, "moving the leader"))
-            })
-            .map_err(api::convert::refusal_to_status)?;
+        self.require_admin(request.metadata(), "moving the leader")?;
         let request = request.into_inner();
         let timeout_ms = match request.timeout_ms {
             0 => MOVE_LEADER_TIMEOUT_MS_DEFAULT,
@@ -129,6 +235,16 @@ impl<D: Disk> Cluster for ClusterService<D> {
 }
 
 impl<D: Disk> ClusterService<D> {
+    /// Refuses a request (`what`, for the message) whose token is not an admin's, judged on this
+    /// replica (auth off: anything goes).
+    fn require_admin(&self, metadata: &tonic::metadata::MetadataMap, what: &str) -> Result<(), Status> {
+        let credential = super::credential_of(metadata)?;
+        self.core
+            .state_machine
+            .read(|state| state.authenticate(credential.as_ref()).and_then(|token| require_admin(token, what)))
+            .map_err(api::convert::refusal_to_status)
+    }
+
     async fn peer_status(&self, node_id: u64, address: &str, include_digest: bool) -> pb::NodeStatus {
         let unreachable = |error: String| pb::NodeStatus {
             id: node_id,

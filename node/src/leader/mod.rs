@@ -300,6 +300,12 @@ impl<D: Disk> Leader<D> {
         }
     }
 
+    /// Waits until this node has applied everything committed before the call (a read index
+    /// confirmed by the leader), as a linearizable read does.
+    pub async fn linearize(&self) -> Result<(), Unavailable> {
+        self.retry_until_deadline(|| self.linearize_attempt()).await
+    }
+
     /// Answers a read with the requested consistency.
     pub async fn read(&self, request: ReadRequest) -> Result<Answer, Unavailable> {
         let result = self.read_counted(request).await;
