@@ -1,6 +1,8 @@
 //! `strand snapshot save FILE` and `strand snapshot status FILE`: a backup of the whole state,
 //! taken by one node at a linearized point (`Cluster.SnapshotSave`), and its check
 //! (`raft_store::backup`): header, checksums, and what it holds, as `etcdutl snapshot status`.
+//! `strand snapshot restore FILE --data-dir DIR --id N --peers ...`: the data directory of one
+//! member of a new cluster, made from the backup (`node::restore`).
 //!
 //! `save` writes `FILE.part` (owner-only: the state holds token hashes), syncs it, checks it
 //! whole, and only then renames it to FILE; a failure removes the part and leaves no FILE. It
@@ -29,6 +31,31 @@ pub enum SnapshotCommand {
         /// The backup file.
         file: PathBuf,
     },
+    /// Make the data directory of one member of a new cluster from a backup (as `etcdutl
+    /// snapshot restore`): run it for every member, with the same --peers (and --cluster-token),
+    /// then start each with `strand node`. The new cluster gets a new cluster id, so its nodes
+    /// never talk to the old cluster.
+    Restore {
+        /// The backup file.
+        file: PathBuf,
+        /// The new, empty data directory of this member.
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// This member's id.
+        #[arg(long)]
+        id: u64,
+        /// Every member of the new cluster, this one included: id=host:port of its peer listener,
+        /// comma-separated (as `strand node --peers`).
+        #[arg(long)]
+        peers: String,
+        /// Mixed into the new cluster id; give every member the same one. Default: from the
+        /// backup's cluster id and index.
+        #[arg(long)]
+        cluster_token: Option<String>,
+        /// The new cluster's name (as `strand node --cluster-name`).
+        #[arg(long, default_value = "strand")]
+        cluster_name: String,
+    },
 }
 
 /// Runs a snapshot command.
@@ -36,7 +63,80 @@ pub async fn run(cli: &Cli, command: &SnapshotCommand) -> Outcome {
     match command {
         SnapshotCommand::Save { file } => save(cli, file).await,
         SnapshotCommand::Status { file } => status(cli, file),
+        SnapshotCommand::Restore { file, data_dir, id, peers, cluster_token, cluster_name } => {
+            let target = Target { data_dir, id: *id, peers, cluster_name };
+            restore(cli, file, &target, cluster_token.as_deref()).await
+        }
     }
+}
+
+/// The member a restore makes a data directory for.
+struct Target<'a> {
+    data_dir: &'a Path,
+    id: u64,
+    peers: &'a str,
+    cluster_name: &'a str,
+}
+
+async fn restore(cli: &Cli, file: &Path, target: &Target<'_>, token: Option<&str>) -> Outcome {
+    let peers = node::config::parse_peers(target.peers).map_err(|error| Failure::Usage(error.to_string()))?;
+    let Some(own) = peers.get(&target.id).cloned() else {
+        return Err(Failure::Usage(format!(
+            "--peers must name every member of the new cluster, this one (id {}) included",
+            target.id
+        )));
+    };
+    if target.id == 0 {
+        return Err(Failure::Usage("--id must be a node id above 0".into()));
+    }
+    let dir = target.data_dir;
+    if std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some()) {
+        return Err(Failure::Usage(format!(
+            "--data-dir {} is not empty; nothing was written. Restore only into a new, empty directory",
+            dir.display()
+        )));
+    }
+    // Checked before the directory is made, so that a bad file leaves nothing behind.
+    raft_store::backup::inspect(file)
+        .map_err(|error| refused(format!("{} does not check out: {error}; nothing was written", file.display())))?;
+    let config = node::config::NodeConfig {
+        id: target.id,
+        data_dir: dir.to_path_buf(),
+        cluster_name: target.cluster_name.to_string(),
+        advertise_peer: Some(own),
+        peers,
+        ..Default::default()
+    };
+    let disk = raft_store::RocksDisk::open(&dir.join("db"))
+        .map_err(|error| refused(format!("cannot create the data directory {}: {error}", dir.display())))?;
+    let restored = node::restore::restore(std::sync::Arc::new(disk), &config, file, token)
+        .await
+        .map_err(|error| refused(format!("{error}; remove {} before trying again", dir.display())))?;
+    if cli.json {
+        crate::output::print_value(&json!({
+            "data_dir": dir.display().to_string(), "id": target.id, "cluster_id": format!("{:016x}", restored.cluster_id),
+            "members": restored.members, "last_log_index": restored.header.last_log_index, "counts": restored.counts,
+        }));
+    } else {
+        println!(
+            "restored {} into {} for node {} of a new cluster {:016x} (members {:?}), through index {}: {} beads in {} namespaces",
+            file.display(),
+            dir.display(),
+            target.id,
+            restored.cluster_id,
+            restored.members,
+            restored.header.last_log_index,
+            restored.counts.beads,
+            restored.counts.namespaces
+        );
+        println!(
+            "start it with: strand node --id {} --data-dir {} --peers {} ...",
+            target.id,
+            dir.display(),
+            target.peers
+        );
+    }
+    Ok(true)
 }
 
 fn refused(what: String) -> Failure {

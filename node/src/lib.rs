@@ -33,6 +33,7 @@ pub mod leader;
 pub mod metrics;
 pub mod peer;
 pub mod rejoin;
+pub mod restore;
 pub mod tls;
 
 use std::future::Future;
@@ -181,14 +182,21 @@ fn check_identity<D: Disk>(disk: &D, config: &NodeConfig) -> Result<(u64, bool),
             Ok((found.cluster_id, false))
         }
         None => {
-            let ops = vec![
-                Op::Put(Space::Meta, META_IDENTITY.to_vec(), codec::encode(&ours).map_err(corrupt)?),
-                Op::Put(Space::Meta, META_FORMAT.to_vec(), codec::encode_plain(&STORAGE_FORMAT).map_err(corrupt)?),
-            ];
-            disk.write(ops, Durability::Sync).map_err(corrupt)?;
+            record_identity(disk, config, ours.cluster_id).map_err(corrupt)?;
             Ok((ours.cluster_id, true))
         }
     }
+}
+
+/// Records in a new data directory that it is node `config.id`'s of the cluster `cluster_id`, in
+/// this build's storage format.
+fn record_identity<D: Disk>(disk: &D, config: &NodeConfig, cluster_id: u64) -> std::io::Result<()> {
+    let identity = Identity { cluster_name: config.cluster_name.clone(), node_id: config.id, cluster_id };
+    let ops = vec![
+        Op::Put(Space::Meta, META_IDENTITY.to_vec(), codec::encode(&identity)?),
+        Op::Put(Space::Meta, META_FORMAT.to_vec(), codec::encode_plain(&STORAGE_FORMAT)?),
+    ];
+    disk.write(ops, Durability::Sync)
 }
 
 /// Everything a node runs with. The caller owns every resource; [`run`] only uses them.

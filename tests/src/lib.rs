@@ -238,6 +238,11 @@ impl Cluster {
         assert!(status.as_ref().is_ok_and(|status| status.success()), "kill -{signal} node {id}: {status:?}");
     }
 
+    /// The `--peers` every node is started with (`id=host:port` of each peer listener).
+    pub fn peers(&self) -> &str {
+        &self.peers
+    }
+
     /// The cluster's temporary directory (data directories, logs, configuration files).
     pub fn dir(&self) -> &Path {
         self.dir.path()

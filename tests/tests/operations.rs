@@ -233,3 +233,77 @@ async fn a_backup_under_load_holds_every_write_acknowledged_before_it_and_checks
         assert!(stderr.contains(reason), "{}: {stderr}", bad.display());
     }
 }
+
+/// Every bead a client of `cluster` lists: (id, title, status), in id order.
+async fn all_beads(cluster: &Cluster) -> Vec<(String, String, String)> {
+    let filter = api::command::ListFilter { all: true, limit: 0, ..Default::default() };
+    let Outcome::Beads(beads) = cluster.client().query(api::command::Query::List(filter)).await.unwrap() else {
+        panic!("a list answers beads")
+    };
+    let mut beads: Vec<_> =
+        beads.into_iter().map(|bead| (bead.id.0, bead.title, format!("{:?}", bead.status))).collect();
+    beads.sort();
+    beads
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_backup_restored_into_a_new_cluster_serves_the_same_beads_under_a_new_cluster_id() {
+    let (source, _, load) = loaded_cluster(100).await;
+    let (_, failed) = load.stop().await;
+    assert_eq!(failed, 0);
+    let before = all_beads(&source).await;
+    let file = source.dir().join("source.backup");
+    let saved = json_of(&strand_as(&source, "ops", &["--json", "snapshot", "save", file.to_str().unwrap()]));
+    assert_eq!(saved["counts"]["beads"].as_u64().unwrap(), before.len() as u64, "{saved}");
+
+    // A new cluster's three directories, restored from the backup, then started.
+    let mut target = Cluster::start(3, None);
+    target.wait_for_leader().await;
+    let peers = target.peers().to_string();
+    let restore = |id: u64, data_dir: &std::path::Path, file: &std::path::Path| {
+        std::process::Command::new(tests::strand_binary())
+            .args(["--json", "snapshot", "restore"])
+            .arg(file)
+            .arg("--data-dir")
+            .arg(data_dir)
+            .args(["--id", &id.to_string(), "--peers", &peers, "--cluster-token", "restored-in-test"])
+            .output()
+            .unwrap()
+    };
+    let node_1 = target.nodes[0].data_dir.clone();
+    let refused = restore(1, &node_1, &file);
+    assert_eq!(refused.status.code(), Some(2), "a directory in use is refused: {refused:?}");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("is not empty; nothing was written"), "{refused:?}");
+    let damaged = source.dir().join("damaged.backup");
+    let mut bytes = std::fs::read(&file).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&damaged, bytes).unwrap();
+    let fresh = target.dir().join("never-made");
+    let refused = restore(1, &fresh, &damaged);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("fails its checksum"), "{refused:?}");
+    assert!(!fresh.exists(), "a bad backup leaves no directory behind");
+
+    let mut cluster_ids = Vec::new();
+    for id in 1..=3 {
+        target.kill(id);
+        let data_dir = target.nodes[(id - 1) as usize].data_dir.clone();
+        std::fs::remove_dir_all(&data_dir).unwrap();
+        let restored = json_of(&restore(id, &data_dir, &file));
+        cluster_ids.push(restored["cluster_id"].as_str().unwrap().to_string());
+    }
+    assert!(cluster_ids.iter().all(|id| *id == cluster_ids[0]), "members restored apart agree: {cluster_ids:?}");
+    assert_ne!(cluster_ids[0], format!("{:016x}", source.cluster_id()), "a new cluster id");
+    for id in 1..=3 {
+        target.restart(id);
+    }
+    target.wait_for_leader().await;
+    assert_eq!(all_beads(&target).await, before, "the restored cluster serves every bead of the backup");
+    target
+        .client()
+        .execute(Command::Create(CreateBead { title: "after the restore".into(), ..Default::default() }))
+        .await
+        .unwrap();
+    target.wait_for_convergence(3).await;
+}

@@ -1,0 +1,94 @@
+//! `strand snapshot restore`: builds the data directory of one member of a new cluster from a
+//! backup file (`raft_store::backup`), as `etcdutl snapshot restore` does. Every member of the new
+//! cluster is restored from the same file with the same `--peers` (and `--cluster-token`, if
+//! any), and then started with `strand node` as usual.
+//!
+//! What a restored directory holds: its identity, under a new cluster id (mixed from the cluster
+//! name, the token and the member ids, so that restored nodes never talk to the old cluster, and
+//! members restored separately agree on it; without a token, the backup's cluster id and index
+//! stand in for one); the state of the backup, applied through the backup's last log id; as
+//! membership, the `--peers` members, all voters, recorded at that log id; a snapshot of it all,
+//! for members that fall behind; and a log purged through that log id, so the log continues after
+//! it. No vote: the members elect a leader among themselves at start.
+//!
+//! Invariant: the directory is new (the caller refuses a non-empty one), and the backup was
+//! checked whole before anything is written.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use openraft::storage::{RaftLogStorage, RaftStateMachine};
+use raft_store::backup::{self, BackupHeader, Counts};
+use raft_store::snapshot::{SnapshotReader, SnapshotWriter};
+use raft_store::types::SnapshotMeta;
+use raft_store::{Disk, FlushMode, LogStore, SnapshotFile, StateMachineStore};
+
+use crate::config::NodeConfig;
+
+/// What a restore made.
+#[derive(Debug)]
+pub struct Restored {
+    /// The backup's header.
+    pub header: BackupHeader,
+    /// What the backup holds.
+    pub counts: Counts,
+    /// The new cluster's id.
+    pub cluster_id: u64,
+    /// The new cluster's members (all voters).
+    pub members: Vec<u64>,
+}
+
+/// The id of a cluster restored from a backup whose header is `header`, under `token` (see the
+/// module header).
+pub fn restored_cluster_id(config: &NodeConfig, header: &BackupHeader, token: Option<&str>) -> u64 {
+    let token =
+        token.map(str::to_string).unwrap_or_else(|| format!("{:016x}/{}", header.cluster_id, header.last_log_index));
+    crate::cluster_id(&format!("{}\0restored\0{token}", config.cluster_name), config.members().into_keys())
+}
+
+/// Restores `file` into `disk`, the new data directory of `config.id` (see the module header).
+pub async fn restore<D: Disk>(
+    disk: Arc<D>,
+    config: &NodeConfig,
+    file: &Path,
+    token: Option<&str>,
+) -> Result<Restored, String> {
+    let shown = file.display();
+    let (header, counts) = backup::inspect(file).map_err(|error| format!("{shown} does not check out: {error}"))?;
+    let io = |what: &'static str| move |error: std::io::Error| format!("cannot {what}: {error}");
+    let mut opened = std::fs::File::open(file).map_err(io("read the backup"))?;
+    let (_, offset) = backup::read_header(&mut std::io::BufReader::new(&mut opened)).map_err(io("read the backup"))?;
+    let mut reader = SnapshotReader::at(opened, offset).map_err(io("read the backup"))?;
+    let Some(last_log_id) = reader.meta.last_log_id else {
+        return Err(format!("{shown} holds an empty state (no log entry applied); there is nothing to restore"));
+    };
+    let members = config.members();
+    let nodes: BTreeMap<u64, openraft::BasicNode> =
+        members.iter().map(|(id, address)| (*id, openraft::BasicNode::new(address))).collect();
+    let voters: BTreeSet<u64> = members.keys().copied().collect();
+    let membership = openraft::Membership::new(vec![voters.clone()], nodes)
+        .map_err(|error| format!("the members given are not a valid membership: {error}"))?;
+    let meta = SnapshotMeta {
+        last_log_id: Some(last_log_id),
+        last_membership: openraft::StoredMembership::new(Some(last_log_id), membership),
+    };
+    let cluster_id = restored_cluster_id(config, &header, token);
+    crate::record_identity(disk.as_ref(), config, cluster_id).map_err(io("write the data directory"))?;
+
+    let snapshot_dir = config.data_dir.join("snapshots");
+    std::fs::create_dir_all(&snapshot_dir).map_err(io("create the snapshot directory"))?;
+    let path = snapshot_dir.join("restoring.snapshot");
+    let mut writer = SnapshotWriter::create(&path, &meta).map_err(io("write the snapshot"))?;
+    while let Some((key, value)) = reader.next_record().map_err(io("read the backup"))? {
+        writer.record(&key, &value).map_err(io("write the snapshot"))?;
+    }
+    writer.finish().map_err(io("write the snapshot"))?;
+    let mut state_machine = StateMachineStore::open(disk.clone(), &snapshot_dir).map_err(io("open the state"))?;
+    let snapshot = SnapshotFile::open(&path).map_err(io("read the snapshot"))?;
+    state_machine.install_snapshot(&meta, snapshot).await.map_err(io("install the state"))?;
+    let mut log = LogStore::open(disk.clone(), FlushMode::Inline).map_err(io("open the log"))?;
+    log.purge(last_log_id).await.map_err(io("start the log"))?;
+    disk.sync().map_err(io("sync the data directory"))?;
+    Ok(Restored { header, counts, cluster_id, members: voters.into_iter().collect() })
+}
