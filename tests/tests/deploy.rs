@@ -1,7 +1,8 @@
 //! The compose cluster of `deploy/`: three containers of an image built `FROM scratch`, mutual
 //! TLS between the nodes, TLS to clients, and auth enabled, started and removed by
 //! `deploy/cluster.sh` as the README gives it; the operator commands (`member list`,
-//! `cluster move-leader`) run against it over mutual TLS with the admin token.
+//! `cluster move-leader`, `snapshot save` and `status`) run against it over mutual TLS with the
+//! admin token.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::path::{Path, PathBuf};
@@ -91,6 +92,14 @@ async fn the_compose_cluster_runs_with_mutual_tls_and_auth() {
     let target = (1..=3u64).find(|id| *id != leader).unwrap();
     let moved = json(deployment.strand(&config, &["cluster", "move-leader", &target.to_string(), "--json"]));
     assert_eq!((moved["previous_leader_id"].as_u64(), moved["leader_id"].as_u64()), (Some(leader), Some(target)));
+    let backup = deployment.dir.path().join("compose.backup");
+    let saved = json(deployment.strand(&config, &["snapshot", "save", backup.to_str().unwrap(), "--json"]));
+    assert!(
+        saved["counts"]["beads"].as_u64().unwrap() >= 1 && saved["counts"]["tokens"].as_u64().unwrap() >= 1,
+        "{saved}"
+    );
+    let status = json(deployment.strand(&config, &["snapshot", "status", backup.to_str().unwrap(), "--json"]));
+    assert_eq!(status["header"], saved["header"]);
 
     // Without the token, TLS still works and the request is refused; without the CA, TLS fails.
     let text = std::fs::read_to_string(&config).unwrap();
