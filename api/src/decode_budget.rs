@@ -34,7 +34,7 @@ use tonic::codec::{BufferSettings, Codec, DecodeBuf, Decoder, EncodeBuf, Encoder
 use crate::limits::{DECODED_REQUEST_BYTES_MAX, REQUEST_BYTES_MAX};
 
 /// The compiled schema of `proto/strand.proto`, written by the build script.
-const DESCRIPTOR: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/strand_descriptor.bin"));
+pub(crate) const DESCRIPTOR: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/strand_descriptor.bin"));
 
 /// Bytes a `String`, `Vec` or `Option` of either takes in its parent, besides its contents.
 const COLLECTION_BYTES: u64 = 24;

@@ -359,11 +359,22 @@ where
         }
     };
     tokio::spawn(core.clone().stop_streams_on(drained));
+    // gRPC reflection (grpcurl) on the client listener: the public services and health, never
+    // the internal Raft service. Open like health: it tells the schema, which is public.
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(api::proto::client_descriptor_set())
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let reflection_v1 = reflection().build_v1().expect("the built-in descriptor sets decode");
+    let reflection_v1alpha = reflection().build_v1alpha().expect("the built-in descriptor sets decode");
     let client_server = tonic::transport::Server::builder()
         // HTTP/1.1 for the metrics page (Prometheus scrapes with it); gRPC stays on HTTP/2.
         .accept_http1(true)
         .add_routes(tonic::service::Routes::from(metrics_route(core.clone())))
         .add_service(health_service.clone())
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
         .add_service(limited!(BeadsServer::new(BeadsService::new(leader.clone()))))
         .add_service(limited!(NamespacesServer::new(NamespacesService::new(leader.clone()))))
         .add_service(limited!(FormulasServer::new(FormulasService::new(leader.clone()))))
