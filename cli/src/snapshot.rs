@@ -97,8 +97,7 @@ async fn restore(cli: &Cli, file: &Path, target: &Target<'_>, token: Option<&str
         )));
     }
     // Checked before the directory is made, so that a bad file leaves nothing behind.
-    raft_store::backup::inspect(file)
-        .map_err(|error| refused(format!("{} does not check out: {error}; nothing was written", file.display())))?;
+    let checked = node::restore::check(file).map_err(|error| refused(format!("{error}; nothing was written")))?;
     let config = node::config::NodeConfig {
         id: target.id,
         data_dir: dir.to_path_buf(),
@@ -109,7 +108,7 @@ async fn restore(cli: &Cli, file: &Path, target: &Target<'_>, token: Option<&str
     };
     let disk = raft_store::RocksDisk::open(&dir.join("db"))
         .map_err(|error| refused(format!("cannot create the data directory {}: {error}", dir.display())))?;
-    let restored = node::restore::restore(std::sync::Arc::new(disk), &config, file, token)
+    let restored = node::restore::restore(std::sync::Arc::new(disk), &config, file, checked, token)
         .await
         .map_err(|error| refused(format!("{error}; remove {} before trying again", dir.display())))?;
     if cli.json {

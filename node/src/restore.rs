@@ -12,7 +12,7 @@
 //! it. No vote: the members elect a leader among themselves at start.
 //!
 //! Invariant: the directory is new (the caller refuses a non-empty one), and the backup was
-//! checked whole before anything is written.
+//! checked whole ([`check`]) before anything is written.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -39,23 +39,41 @@ pub struct Restored {
     pub members: Vec<u64>,
 }
 
+/// A backup file that was read and checked whole ([`check`]).
+pub struct Checked {
+    /// Its header.
+    pub header: BackupHeader,
+    /// What it holds.
+    pub counts: Counts,
+}
+
+/// Reads and checks `file` whole (before anything is written, so that a bad backup leaves
+/// nothing behind).
+pub fn check(file: &Path) -> Result<Checked, String> {
+    let (header, counts) =
+        backup::inspect(file).map_err(|error| format!("{} does not check out: {error}", file.display()))?;
+    Ok(Checked { header, counts })
+}
+
 /// The id of a cluster restored from a backup whose header is `header`, under `token` (see the
 /// module header).
-pub fn restored_cluster_id(config: &NodeConfig, header: &BackupHeader, token: Option<&str>) -> u64 {
+fn restored_cluster_id(config: &NodeConfig, header: &BackupHeader, token: Option<&str>) -> u64 {
     let token =
         token.map(str::to_string).unwrap_or_else(|| format!("{:016x}/{}", header.cluster_id, header.last_log_index));
     crate::cluster_id(&format!("{}\0restored\0{token}", config.cluster_name), config.members().into_keys())
 }
 
-/// Restores `file` into `disk`, the new data directory of `config.id` (see the module header).
+/// Restores `file`, as [`check`] found it, into `disk`, the new data directory of `config.id`
+/// (see the module header).
 pub async fn restore<D: Disk>(
     disk: Arc<D>,
     config: &NodeConfig,
     file: &Path,
+    checked: Checked,
     token: Option<&str>,
 ) -> Result<Restored, String> {
     let shown = file.display();
-    let (header, counts) = backup::inspect(file).map_err(|error| format!("{shown} does not check out: {error}"))?;
+    let Checked { header, counts } = checked;
     let io = |what: &'static str| move |error: std::io::Error| format!("cannot {what}: {error}");
     let mut opened = std::fs::File::open(file).map_err(io("read the backup"))?;
     let (_, offset) = backup::read_header(&mut std::io::BufReader::new(&mut opened)).map_err(io("read the backup"))?;

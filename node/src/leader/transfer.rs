@@ -30,6 +30,15 @@ use crate::peer::{MoveRefused, Moved};
 /// without a leader that long.
 pub const MOVE_LAG_ENTRIES_MAX: u64 = 1_000;
 
+/// The index openraft's replication to `id` has matched, while this node leads.
+fn matched_index(metrics: &openraft::RaftMetrics<raft_store::TypeConfig>, id: NodeId) -> Option<u64> {
+    metrics
+        .replication
+        .as_ref()
+        .and_then(|replication| replication.get(&id).cloned().flatten())
+        .map(|log_id| log_id.index)
+}
+
 /// Checks that `to` may lead, from the membership and the member watch's last look
 /// (`progress`), on the leader `core`: `Ok(true)` when it already leads.
 fn check_target<D: Disk>(core: &NodeCore<D>, to: NodeId, progress: &[pb::MemberProgress]) -> Result<bool, MoveRefused> {
@@ -52,7 +61,6 @@ fn check_target<D: Disk>(core: &NodeCore<D>, to: NodeId, progress: &[pb::MemberP
     if to == core.id {
         return Ok(true);
     }
-    let matched = metrics.replication.as_ref().and_then(|replication| replication.get(&to).cloned().flatten());
     let last = metrics.last_log_index.unwrap_or(0);
     let member = progress.iter().find(|member| member.id == to);
     if let Some(member) = member {
@@ -68,7 +76,7 @@ fn check_target<D: Disk>(core: &NodeCore<D>, to: NodeId, progress: &[pb::MemberP
         }
     }
     // The member watch looks once a second; openraft's own matched index is fresher.
-    let lag = last.saturating_sub(matched.map_or(0, |log_id| log_id.index));
+    let lag = last.saturating_sub(matched_index(&metrics, to).unwrap_or(0));
     let note = member.map(|member| member.note.as_str()).unwrap_or_default();
     if lag > MOVE_LAG_ENTRIES_MAX || !note.is_empty() {
         let note = if note.is_empty() { String::new() } else { format!(" ({note})") };
@@ -122,9 +130,8 @@ pub async fn move_here<D: Disk>(core: &NodeCore<D>, to: NodeId, timeout: Duratio
 }
 
 /// On shutdown: when this node leads, moves the leadership to the other voter with the highest
-/// matched index that the member watch did not find unreachable, rejoining or not catching up,
-/// waiting up to three election timeouts;
-/// returns at once otherwise. It only logs what happened: shutdown goes on either way.
+/// matched index that a move could go to (not unreachable, rejoining, not catching up or far
+/// behind), waiting up to three election timeouts; returns at once otherwise. It only logs what happened: shutdown goes on either way.
 pub async fn drain<D: Disk>(core: &NodeCore<D>) {
     if core.leader() != Some(core.id) {
         return;
@@ -132,21 +139,10 @@ pub async fn drain<D: Disk>(core: &NodeCore<D>) {
     let metrics = core.raft.metrics().borrow_watched().clone();
     let voters: Vec<NodeId> = metrics.membership_config.membership().voter_ids().collect();
     let progress = core.members.lock().expect("the members lock is never poisoned").clone();
-    let matched = |id: NodeId| {
-        metrics
-            .replication
-            .as_ref()
-            .and_then(|replication| replication.get(&id).cloned().flatten())
-            .map(|log_id| log_id.index)
-    };
-    // Not one the member watch found unreachable, rejoining or not catching up.
+    let matched = |id: NodeId| matched_index(&metrics, id);
+    // One a move could go to now (see `check_target`), that replication has matched.
     let ready = voters.iter().copied().filter(|id| {
-        *id != core.id
-            && matched(*id).is_some()
-            && progress
-                .iter()
-                .find(|member| member.id == *id)
-                .is_none_or(|member| member.reachable && !member.rejoining && member.note.is_empty())
+        *id != core.id && matched(*id).is_some() && matches!(check_target(core, *id, &progress), Ok(false))
     });
     let Some(to) = ready.max_by_key(|id| (matched(*id), std::cmp::Reverse(*id))) else {
         tracing::warn!(
