@@ -52,6 +52,10 @@ pub struct NodeCore<D: Disk> {
     /// What the member watch found of each other member while this node leads (empty otherwise),
     /// for `cluster status`.
     pub members: std::sync::Mutex<Vec<pb::MemberProgress>>,
+    /// The leadership transfer last announced to this node by its leader, or begun by this node
+    /// as leader: the target, and until when that target's vote requests may pass the leader
+    /// lease.
+    transfer: std::sync::Mutex<Option<(NodeId, tokio::time::Instant)>>,
 }
 
 impl<D: Disk> NodeCore<D> {
@@ -78,6 +82,7 @@ impl<D: Disk> NodeCore<D> {
             rejoin: None,
             duties: std::sync::Mutex::new(Vec::new()),
             members: std::sync::Mutex::new(Vec::new()),
+            transfer: std::sync::Mutex::new(None),
         }
     }
 
@@ -103,6 +108,20 @@ impl<D: Disk> NodeCore<D> {
     pub async fn stop_streams_on(self: Arc<Self>, shutdown: impl Future<Output = ()>) {
         shutdown.await;
         self.stopping.send_replace(true);
+    }
+
+    /// Notes a leadership transfer to `to`: announced by the leader, or begun by this node as
+    /// leader (whose own vote the target needs too). It stands for two election timeouts.
+    pub fn announce_transfer(&self, to: NodeId) {
+        let window = std::time::Duration::from_millis(self.config.raft.election_timeout_ms_max * 2);
+        *self.transfer.lock().expect("transfer lock") = Some((to, tokio::time::Instant::now() + window));
+    }
+
+    /// Whether a transfer to `candidate` was noted ([`NodeCore::announce_transfer`]) and still
+    /// stands.
+    pub fn transfer_announced_to(&self, candidate: NodeId) -> bool {
+        let announced = *self.transfer.lock().expect("transfer lock");
+        announced.is_some_and(|(target, until)| target == candidate && tokio::time::Instant::now() <= until)
     }
 
     /// Whether this node must not vote yet (it is rejoining after losing its data).

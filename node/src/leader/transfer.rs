@@ -107,6 +107,8 @@ pub async fn move_here<D: Disk>(core: &NodeCore<D>, to: NodeId, timeout: Duratio
         return Ok(Moved { from: core.id, to, term });
     }
     tracing::info!(from = core.id, to, term, "moving the leadership");
+    // The target needs this node's vote too: openraft announces the transfer to the others only.
+    core.announce_transfer(to);
     core.raft
         .trigger()
         .transfer_leader(to)

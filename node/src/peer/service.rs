@@ -11,7 +11,6 @@
 //! received as `snapshot.rs` says.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use api::proto::raft_server::Raft as RaftService;
 use api::proto::{self as pb, RaftPayload, SnapshotChunk};
@@ -34,9 +33,6 @@ pub struct RaftPeerService<D: Disk, L: LeaderPlane> {
     core: Arc<NodeCore<D>>,
     /// Where forwarded proposals and read-index requests go.
     leader: Arc<L>,
-    /// The leadership transfer the current leader announced: its target, and until when that
-    /// target's vote requests may pass the leader lease.
-    transfer: std::sync::Mutex<Option<(NodeId, tokio::time::Instant)>>,
 }
 
 /// Refuses a Raft message, logging why.
@@ -48,7 +44,7 @@ fn refuse(message: String) -> Status {
 impl<D: Disk, L: LeaderPlane> RaftPeerService<D, L> {
     /// Serves Raft traffic into this node, handing what is for the leader to `leader`.
     pub fn new(core: Arc<NodeCore<D>>, leader: Arc<L>) -> Self {
-        RaftPeerService { core, leader, transfer: std::sync::Mutex::new(None) }
+        RaftPeerService { core, leader }
     }
 
     /// The member that sent `request`, once its cluster id is this node's and it is a member.
@@ -126,14 +122,12 @@ impl<D: Disk, L: LeaderPlane> RaftPeerService<D, L> {
     }
 
     /// Lets a vote request's `leadership_transfer` flag stand only when the current leader
-    /// announced a transfer to its sender, and recently.
+    /// announced a transfer to its sender, and recently (or this node, leading, began it).
     fn gate_transfer(&self, sender: NodeId, request: &mut openraft::raft::VoteRequest<TypeConfig>) {
         if !request.leadership_transfer {
             return;
         }
-        let announced = *self.transfer.lock().expect("transfer lock");
-        let allowed = announced.is_some_and(|(target, until)| target == sender && tokio::time::Instant::now() <= until);
-        if !allowed {
+        if !self.core.transfer_announced_to(sender) {
             tracing::warn!(
                 node = sender,
                 "a vote request claims a leadership transfer no leader announced; treating it as an ordinary vote"
@@ -271,8 +265,7 @@ impl<D: Disk, L: LeaderPlane> RaftService for RaftPeerService<D, L> {
         small(&request, "a leadership transfer")?;
         let rpc: openraft::raft::TransferLeaderRequest<TypeConfig> = decode(request.get_ref()).map_err(malformed)?;
         check_vote(sender, rpc.from_leader(), "a leadership transfer")?;
-        let window = Duration::from_millis(self.core.config.raft.election_timeout_ms_max * 2);
-        *self.transfer.lock().expect("transfer lock") = Some((*rpc.to_node_id(), tokio::time::Instant::now() + window));
+        self.core.announce_transfer(*rpc.to_node_id());
         answer(self.core.raft.handle_transfer_leader(rpc).await)
     }
 
