@@ -1,8 +1,8 @@
 //! Moving the leadership to another voter (`strand cluster move-leader`): asked of any node, done
 //! by the leader. A follower forwards the request to the leader over the peer channel; the
-//! leader checks the target, has openraft transfer the leadership (it announces the transfer to
-//! every voter, so they grant the target's vote at once instead of waiting out their leader
-//! lease), and answers once the target leads, or with a timeout naming the leader it found.
+//! leader checks the target, notes the transfer itself and has openraft transfer the leadership
+//! (which announces it to the other members), so that every voter, the old leader included,
+//! grants the target's vote at once instead of waiting out its leader lease; it answers once the target leads, or with a timeout naming the leader it found.
 //!
 //! Refused, each with what to do, and nothing changes: an unknown id, a learner, a member the
 //! leader's member watch found unreachable, rejoining after data loss or not catching up, or

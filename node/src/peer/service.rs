@@ -7,7 +7,7 @@
 //! that same member. A refusal is logged
 //! and answered `PERMISSION_DENIED`. A vote request's `leadership_transfer` flag (which lets it
 //! past the leader lease) is honoured only from the node the current leader announced as its
-//! transfer target. A forwarded proposal larger than a client request is refused. A snapshot is
+//! transfer target (or this node, leading, began a transfer to; see `NodeCore::announce_transfer`). A forwarded proposal larger than a client request is refused. A snapshot is
 //! received as `snapshot.rs` says.
 
 use std::sync::Arc;
