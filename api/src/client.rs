@@ -408,6 +408,32 @@ impl Client {
         .await
     }
 
+    /// Adds member `id` as a learner (see `Cluster.AddMember`); answers the membership once the
+    /// change committed.
+    pub async fn add_member(&self, request: pb::AddMemberRequest) -> Result<pb::MembershipResponse, ClientError> {
+        self.with_retries(|_, channel| {
+            let request = request.clone();
+            async move { Ok(ClusterClient::new(channel).add_member(request).await?.into_inner()) }
+        })
+        .await
+    }
+
+    /// Makes learner `id` a voter (see `Cluster.PromoteMember`).
+    pub async fn promote_member(&self, id: u64) -> Result<pb::MembershipResponse, ClientError> {
+        self.with_retries(|_, channel| async move {
+            Ok(ClusterClient::new(channel).promote_member(pb::MemberRequest { id }).await?.into_inner())
+        })
+        .await
+    }
+
+    /// Removes member `id` (see `Cluster.RemoveMember`).
+    pub async fn remove_member(&self, id: u64) -> Result<pb::MembershipResponse, ClientError> {
+        self.with_retries(|_, channel| async move {
+            Ok(ClusterClient::new(channel).remove_member(pb::MemberRequest { id }).await?.into_inner())
+        })
+        .await
+    }
+
     /// A backup of the whole state from the first reachable node: the chunks of the backup file,
     /// in order (see `Cluster.SnapshotSave`).
     pub async fn snapshot_save(&self) -> Result<BackupChunks, ClientError> {

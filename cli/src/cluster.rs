@@ -2,7 +2,8 @@
 //! runs the controller, when each of its duties last ran, and a note on a member that is not
 //! catching up or is rejoining. `strand cluster move-leader ID`: moves the leadership to another
 //! voter and returns once it leads. `strand member list`: each member's addresses, role, and
-//! replication as the leader's member watch last saw it.
+//! replication as the leader's member watch last saw it. `strand member add|promote|remove`:
+//! membership changes, made by the leader through joint consensus.
 
 use clap::Subcommand;
 use serde_json::json;
@@ -35,6 +36,33 @@ pub enum MemberCommand {
     /// index the leader knows its log to match, its lag behind the leader, and whether it answered
     /// the leader's last status request (once a second).
     List,
+    /// Add a member (as `etcdctl member add`). It always enters as a learner, which the quorum
+    /// never waits for; the leader promotes it to a voter once it has stayed caught up for the
+    /// stabilization time (10 s), unless --learner. Then start it with `strand node --join`.
+    /// Needs an admin token when auth is on.
+    Add {
+        /// The new member's id: one no member has, and never one a removed member had.
+        id: u64,
+        /// Where the other members reach its peer listener, HOST:PORT.
+        peer_address: String,
+        /// Where clients reach it, HOST:PORT (it reports it itself once it runs).
+        #[arg(long, value_name = "ADDR")]
+        client_address: Option<String>,
+        /// Keep it a learner until `strand member promote`.
+        #[arg(long)]
+        learner: bool,
+    },
+    /// Make a learner a voter. Refused while it is unreachable or far behind the leader.
+    Promote {
+        /// The learner's id.
+        id: u64,
+    },
+    /// Remove a member, voter or learner; the leader itself hands its leadership over first.
+    /// The removed node stops serving and never starts again on its data directory.
+    Remove {
+        /// The member's id.
+        id: u64,
+    },
 }
 
 /// One member as `member list` shows it.
@@ -70,7 +98,60 @@ fn member_rows(status: &api::proto::StatusResponse) -> Vec<MemberRow<'_>> {
 
 /// Runs a member command.
 pub async fn run_member(cli: &Cli, command: &MemberCommand) -> Outcome {
-    let MemberCommand::List = command;
+    let client = cli.client()?;
+    let (changed, what) = match command {
+        MemberCommand::List => return member_list(cli).await,
+        MemberCommand::Add { id, peer_address, client_address, learner } => {
+            let request = api::proto::AddMemberRequest {
+                id: *id,
+                peer_address: peer_address.clone(),
+                client_address: client_address.clone().unwrap_or_default(),
+                learner: *learner,
+            };
+            let promoted = if *learner {
+                "it stays a learner until `strand member promote`"
+            } else {
+                "the leader promotes it once it has stayed caught up"
+            };
+            let what =
+                format!("added node {id} as a learner; start it with `strand node --id {id} --join ...`; {promoted}");
+            (client.add_member(request).await?, what)
+        }
+        MemberCommand::Promote { id } => (client.promote_member(*id).await?, format!("node {id} is a voter")),
+        MemberCommand::Remove { id } => (client.remove_member(*id).await?, format!("removed node {id}")),
+    };
+    let members: Vec<_> = changed
+        .members
+        .iter()
+        .map(|member| {
+            json!({
+                "id": member.id, "peer_address": member.peer_address, "client_address": member.client_address,
+                "role": if member.voter { "voter" } else { "learner" }, "auto_promote": member.auto_promote,
+            })
+        })
+        .collect();
+    if cli.json {
+        crate::output::print_value(
+            &json!({ "index": changed.index, "leader_id": changed.leader_id, "members": members }),
+        );
+        return Ok(true);
+    }
+    println!("{what} (membership at index {})", changed.index);
+    for member in &changed.members {
+        let role = if member.voter {
+            "voter"
+        } else if member.auto_promote {
+            "learner (promoted once caught up)"
+        } else {
+            "learner"
+        };
+        println!("{:>4}  {:<22} {}", member.id, member.peer_address, role);
+    }
+    Ok(true)
+}
+
+/// `strand member list`.
+async fn member_list(cli: &Cli) -> Outcome {
     let status = cli.client()?.status(false).await?;
     let rows = member_rows(&status);
     if cli.json {

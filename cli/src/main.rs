@@ -616,7 +616,7 @@ async fn dispatch(cli: &Cli) -> Outcome {
         Command::Certs(command) => certs::run(cli, command),
         Command::Auth(command) => auth::run(cli, command).await,
         #[cfg(feature = "node")]
-        Command::Node(args) => run_node::run_node(args).await,
+        Command::Node(args) => run_node::run_node(args, cli.token()?).await,
         #[cfg(feature = "node")]
         Command::Snapshot(command) => snapshot::run(cli, command).await,
         #[cfg(feature = "node")]

@@ -78,6 +78,20 @@ pub struct NodeArgs {
     /// caught up with the leader (no effect on a directory that holds data).
     #[arg(long)]
     rejoin: bool,
+    /// Join a running cluster through these members' peer addresses (HOST:PORT,...): on an empty
+    /// --data-dir the node asks to be added as a learner, catches up, and is promoted to a voter
+    /// once it stayed caught up. It never initialises a cluster. Not with --peers. With auth on,
+    /// give an admin token (--token or $STRAND_TOKEN).
+    #[arg(long, value_name = "ADDRS", conflicts_with = "peers")]
+    join: Option<String>,
+    /// With --join: stay a learner until `strand member promote`.
+    #[arg(long, requires = "join")]
+    no_auto_promote: bool,
+    /// Recover from a lost quorum: start a one-voter cluster from this node's data, keeping every
+    /// entry of its log; then add members with `member add` / `--join`. Never start the other
+    /// old members' data directories again.
+    #[arg(long, conflicts_with_all = ["join", "rejoin"])]
+    force_new_cluster: bool,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -149,6 +163,20 @@ fn load_config(args: &NodeArgs) -> Result<NodeConfig, Failure> {
     }
     if args.rejoin {
         config.rejoin = true;
+    }
+    if let Some(join) = &args.join {
+        config.join = join.split(',').map(str::trim).filter(|address| !address.is_empty()).map(String::from).collect();
+        if config.join.is_empty() {
+            return Err(Failure::Usage(
+                "--join needs the peer address of at least one member, e.g. --join 10.0.0.1:7500".into(),
+            ));
+        }
+    }
+    if args.no_auto_promote {
+        config.auto_promote = false;
+    }
+    if args.force_new_cluster {
+        config.force_new_cluster = true;
     }
     config.validate().map_err(|error| Failure::Usage(error.to_string()))?;
     Ok(config)
@@ -252,8 +280,9 @@ async fn listen(
 }
 
 /// Runs `strand node`.
-pub async fn run_node(args: &NodeArgs) -> Outcome {
+pub async fn run_node(args: &NodeArgs, token: Option<String>) -> Outcome {
     let mut config = load_config(args)?;
+    config.join_token = token;
     init_logging(args.log_format);
     fit_open_files(&mut config);
     std::fs::create_dir_all(&config.data_dir).map_err(|error| {

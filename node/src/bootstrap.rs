@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use api::proto as pb;
-use openraft::BasicNode;
+use raft_store::types::Member;
 use raft_store::{Disk, NodeId};
 
 use crate::core::NodeCore;
@@ -155,6 +155,9 @@ async fn find_rejoin_target<D: Disk>(core: &NodeCore<D>, peers: &Peers) {
 }
 
 async fn bootstrap<D: Disk>(core: &NodeCore<D>, peers: &Peers) {
+    if core.standing.as_ref().is_some_and(crate::standing::Standing::joined) || !core.config.join.is_empty() {
+        return;
+    }
     let members = core.config.members();
     let lowest = *members.keys().next().expect("members include this node");
     if lowest != core.id || initialized(core).await {
@@ -194,8 +197,11 @@ async fn bootstrap<D: Disk>(core: &NodeCore<D>, peers: &Peers) {
             }
         }
     }
-    let nodes: BTreeMap<u64, BasicNode> =
-        members.into_iter().map(|(node_id, address)| (node_id, BasicNode::new(address))).collect();
+    let mut nodes: BTreeMap<u64, Member> =
+        members.into_iter().map(|(node_id, address)| (node_id, Member::new(address))).collect();
+    if let Some(own) = nodes.get_mut(&core.id) {
+        own.client_addr = core.config.advertised_client();
+    }
     tracing::info!(node = core.id, members = ?nodes.keys().collect::<Vec<_>>(), "initializing the cluster");
     match core.raft.initialize(nodes).await {
         Ok(()) | Err(openraft::errors::RaftError::APIError(openraft::errors::InitializeError::NotAllowed(_))) => {}

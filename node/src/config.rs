@@ -76,6 +76,10 @@ pub struct RaftSettings {
     /// Longest a received snapshot may take to arrive; a slower one is refused and its file
     /// deleted.
     pub snapshot_receive_timeout_ms: u64,
+    /// How long a learner marked for auto-promotion must stay caught up (reachable, within
+    /// `leader::membership::PROMOTE_LAG_ENTRIES_MAX` entries) before the leader promotes it to a
+    /// voter: Consul autopilot's server stabilization time.
+    pub promote_after_ms: u64,
 }
 
 impl Default for RaftSettings {
@@ -93,6 +97,7 @@ impl Default for RaftSettings {
             replicate_before_local_sync: false,
             snapshot_receive_bytes_max: 8 * 1024 * 1024 * 1024,
             snapshot_receive_timeout_ms: 180_000,
+            promote_after_ms: 10_000,
         }
     }
 }
@@ -392,6 +397,21 @@ pub struct NodeConfig {
     /// does not vote until it has caught up with the leader (see `node::rejoin`). No effect on a
     /// directory that holds data.
     pub rejoin: bool,
+    /// Peer addresses of members of a running cluster to ask to join (`--join`); on an empty
+    /// data directory the node joins as a learner instead of initialising a cluster. No effect on
+    /// a directory that holds data. Not together with `peers`.
+    pub join: Vec<String>,
+    /// With `join`: whether the leader promotes this node to a voter once it stayed caught up
+    /// (`--no-auto-promote` turns it off; it stays a learner until `strand member promote`).
+    pub auto_promote: bool,
+    /// The admin token a join presents when auth is on (`--token`); never read from the config
+    /// file.
+    #[serde(skip)]
+    pub join_token: Option<String>,
+    /// Start a one-voter cluster from this node's data after the quorum was lost for good
+    /// (`--force-new-cluster`; see `node::force`). Never read from the config file.
+    #[serde(skip)]
+    pub force_new_cluster: bool,
 }
 
 impl Default for NodeConfig {
@@ -413,6 +433,10 @@ impl Default for NodeConfig {
             metrics_auth: false,
             raft: RaftSettings::default(),
             rejoin: false,
+            join: Vec::new(),
+            auto_promote: true,
+            join_token: None,
+            force_new_cluster: false,
         }
     }
 }
@@ -447,6 +471,16 @@ impl NodeConfig {
                 self.peers[&self.id],
                 self.advertised_peer()
             )));
+        }
+        if !self.join.is_empty() && !self.peers.is_empty() {
+            return Err(ConfigError::Invalid(
+                "both --join and --peers are given: --peers is for the first start of a static cluster, --join for a node added to a running one; give one".into(),
+            ));
+        }
+        if self.force_new_cluster && !self.join.is_empty() {
+            return Err(ConfigError::Invalid(
+                "--force-new-cluster starts a cluster from this node's own data; it cannot --join another".into(),
+            ));
         }
         if self.listen_client == self.listen_peer {
             return Err(ConfigError::Invalid(format!(

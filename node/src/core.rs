@@ -47,6 +47,9 @@ pub struct NodeCore<D: Disk> {
     pub metrics: Metrics,
     /// The rejoin state of a node that came back after losing its data (`None` in unit tests).
     pub rejoin: Option<crate::rejoin::Rejoin<D>>,
+    /// Its standing in the membership: the seed members, and whether it was removed (`None` in
+    /// unit tests: the configured members count, and it is never removed).
+    pub standing: Option<crate::standing::Standing<D>>,
     /// The controller's duties while it runs on this node (empty otherwise), for `cluster status`.
     pub duties: std::sync::Mutex<Vec<pb::DutyStatus>>,
     /// What the member watch found of each other member while this node leads (empty otherwise),
@@ -80,6 +83,7 @@ impl<D: Disk> NodeCore<D> {
             watch_streams: Arc::new(tokio::sync::Semaphore::new(WATCH_STREAMS_MAX)),
             metrics,
             rejoin: None,
+            standing: None,
             duties: std::sync::Mutex::new(Vec::new()),
             members: std::sync::Mutex::new(Vec::new()),
             transfer: std::sync::Mutex::new(None),
@@ -122,6 +126,32 @@ impl<D: Disk> NodeCore<D> {
     pub fn transfer_announced_to(&self, candidate: NodeId) -> bool {
         let announced = *self.transfer.lock().expect("transfer lock");
         announced.is_some_and(|(target, until)| target == candidate && tokio::time::Instant::now() <= until)
+    }
+
+    /// Whether `id` is a member: of the membership this node's log holds, or, while it holds
+    /// none, of the seed (see `crate::standing`).
+    pub fn is_member(&self, id: NodeId) -> bool {
+        let metrics = self.raft.metrics();
+        let metrics = metrics.borrow_watched();
+        let membership = metrics.membership_config.membership();
+        if membership.nodes().next().is_some() {
+            return membership.get_node(&id).is_some();
+        }
+        match &self.standing {
+            Some(standing) => standing.seed().contains(&id),
+            None => id == self.id || self.config.peers.contains_key(&id),
+        }
+    }
+
+    /// Whether this node takes a leader's message (an append, a snapshot) from `id`: a member,
+    /// or a node it never saw leave a membership (one added after this node's last entry).
+    pub fn may_lead(&self, id: NodeId) -> bool {
+        self.is_member(id) || self.standing.as_ref().is_some_and(|standing| !standing.saw_leave(id))
+    }
+
+    /// Why this node no longer serves, once it was removed from the cluster.
+    pub fn removed(&self) -> Option<String> {
+        self.standing.as_ref().and_then(crate::standing::Standing::removed)
     }
 
     /// Whether this node must not vote yet (it is rejoining after losing its data).

@@ -29,11 +29,14 @@ pub mod clock;
 pub mod config;
 pub mod connections;
 pub mod core;
+pub mod force;
+pub mod join;
 pub mod leader;
 pub mod metrics;
 pub mod peer;
 pub mod rejoin;
 pub mod restore;
+pub mod standing;
 pub mod tls;
 
 use std::future::Future;
@@ -115,6 +118,15 @@ pub enum NodeError {
     /// Raft could not start or stopped with an error.
     #[error("raft failed: {0}")]
     Raft(String),
+    /// The node was removed from its cluster; its data directory never serves again.
+    #[error("refusing to start: {0}")]
+    Removed(String),
+    /// The node could not join the cluster (`--join`).
+    #[error("{0}")]
+    Join(String),
+    /// `--force-new-cluster` could not rewrite the membership.
+    #[error("{0}")]
+    Force(String),
     /// Serving gRPC failed.
     #[error("serving failed: {0}")]
     Serve(#[from] tonic::transport::Error),
@@ -278,7 +290,7 @@ where
         flush_mode,
         clock,
         seed,
-        shutdown,
+        mut shutdown,
         probes,
         tls,
     } = params;
@@ -289,17 +301,40 @@ where
         )));
     }
     config.validate()?;
+    let dir = config.data_dir.display().to_string();
+    let corrupt = |error: std::io::Error| NodeError::Corrupt { dir: dir.clone(), detail: error.to_string() };
+    if let Some(record) = standing::removed(disk.as_ref()).map_err(corrupt)? {
+        return Err(NodeError::Removed(record.message()));
+    }
+    let has_identity = disk.get(Space::Meta, META_IDENTITY).map_err(corrupt)?.is_some();
+    if config.force_new_cluster && !has_identity {
+        return Err(NodeError::Force(format!(
+            "refusing --force-new-cluster: {dir} holds no state; run it on the data directory of a member that survived"
+        )));
+    }
+    if !config.join.is_empty() {
+        if has_identity {
+            tracing::info!("--join has no effect: the data directory already holds this node's data");
+        } else {
+            let joined = match join::join(connector.as_ref(), &config, &mut shutdown).await {
+                Ok(Some(joined)) => joined,
+                Ok(None) => return Ok(()),
+                Err(message) => return Err(NodeError::Join(message)),
+            };
+            record_identity(disk.as_ref(), &config, joined.cluster_id).map_err(corrupt)?;
+            standing::record_joined(disk.as_ref(), &joined).map_err(corrupt)?;
+        }
+    }
     let (cluster_id, fresh) = check_identity(disk.as_ref(), &config)?;
     if config.rejoin && !fresh {
         tracing::info!("--rejoin has no effect: the data directory already holds this node's data");
     }
-    let dir = config.data_dir.display().to_string();
-    let rejoin = rejoin::Rejoin::open(disk.clone(), config.rejoin && fresh)
-        .map_err(|error| NodeError::Corrupt { dir, detail: error.to_string() })?;
+    let rejoin = rejoin::Rejoin::open(disk.clone(), config.rejoin && fresh).map_err(corrupt)?;
+    let standing = standing::Standing::open(disk.clone(), config.members().into_keys()).map_err(corrupt)?;
     let stale_controller = probes.planted == Some(PlantedBug::StaleController);
     let apply_probes = raft_store::ApplyProbes { observer: probes.applies, unfenced_controller: stale_controller };
     let storage = Storage { disk, flush_mode, probes: apply_probes };
-    let start = start_raft(config, cluster_id, connector, storage, clock, rejoin);
+    let start = start_raft(config, cluster_id, connector, storage, clock, (rejoin, standing));
     let (core, peers) = Runtime::scope(seed, start).await?;
     let core = Arc::new(core);
     let client_id = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
@@ -452,12 +487,15 @@ async fn start_raft<D: Disk>(
     connector: Arc<dyn Connector>,
     storage: Storage<D>,
     clock: Arc<dyn Clock>,
-    rejoin: rejoin::Rejoin<D>,
+    (rejoin, standing): (rejoin::Rejoin<D>, standing::Standing<D>),
 ) -> Result<(NodeCore<D>, Arc<Peers>), NodeError> {
     let Storage { disk, flush_mode, probes } = storage;
     let dir = config.data_dir.display().to_string();
     let corrupt = |error: std::io::Error| NodeError::Corrupt { dir: dir.clone(), detail: error.to_string() };
-    let log_store = LogStore::open(disk.clone(), flush_mode).map_err(corrupt)?;
+    let mut log_store = LogStore::open(disk.clone(), flush_mode).map_err(corrupt)?;
+    if config.force_new_cluster {
+        force::force_new_cluster(&mut log_store, &config).await.map_err(NodeError::Force)?;
+    }
     let snapshot_dir = config.data_dir.join("snapshots");
     remove_incoming_snapshots(&snapshot_dir);
     let state_machine = StateMachineStore::open_probed(disk, &snapshot_dir, probes).map_err(corrupt)?;
@@ -465,13 +503,14 @@ async fn start_raft<D: Disk>(
     let identity = PeerIdentity { cluster_id, member_id: config.id };
     let append_timeout = std::time::Duration::from_millis(config.raft.rpc_timeout_ms);
     let metrics = metrics::Metrics::new();
-    let peers = Arc::new(Peers::new(connector, config.members(), identity, append_timeout, metrics.replication()));
+    let peers = Arc::new(Peers::new(connector, identity, append_timeout, metrics.replication()));
     let network = Network::new(peers.clone());
     let raft: StrandRaft<D> = openraft::Raft::new(config.id, raft_config, network, log_store, state_machine.clone())
         .await
         .map_err(|fatal| NodeError::Raft(fatal.to_string()))?;
     let mut core = NodeCore::new(raft, state_machine, clock, config, cluster_id, metrics);
     core.rejoin = Some(rejoin);
+    core.standing = Some(standing);
     Ok((core, peers))
 }
 
@@ -507,6 +546,10 @@ async fn watch_metrics<D: Disk>(core: Arc<NodeCore<D>>, observer: Option<Metrics
         if let Some(fatal) = fatal {
             tracing::error!(%fatal, "raft core stopped; this node no longer serves writes or linearizable reads");
             return;
+        }
+        if let Some(standing) = &core.standing {
+            let membership = metrics.borrow_watched().membership_config.clone();
+            standing.note_membership(membership.membership().nodes().map(|(id, _)| *id).collect());
         }
         if let Some(rejoin) = &core.rejoin
             && let Err(error) = rejoin.check_caught_up(core.last_log())

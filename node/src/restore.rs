@@ -82,8 +82,8 @@ pub async fn restore<D: Disk>(
         return Err(format!("{shown} holds an empty state (no log entry applied); there is nothing to restore"));
     };
     let members = config.members();
-    let nodes: BTreeMap<u64, openraft::BasicNode> =
-        members.iter().map(|(id, address)| (*id, openraft::BasicNode::new(address))).collect();
+    let nodes: BTreeMap<u64, raft_store::types::Member> =
+        members.iter().map(|(id, address)| (*id, raft_store::types::Member::new(address))).collect();
     let voters: BTreeSet<u64> = members.keys().copied().collect();
     let membership = openraft::Membership::new(vec![voters.clone()], nodes)
         .map_err(|error| format!("the members given are not a valid membership: {error}"))?;

@@ -31,7 +31,9 @@ pub const META_INSTALLING: &[u8] = b"installing";
 pub const META_IDENTITY: &[u8] = b"identity";
 /// Key of the storage format version a data directory was written with.
 pub const META_FORMAT: &[u8] = b"format";
-/// The storage format this build writes and reads. 9: the answers the dedup table keeps list
+/// The storage format this build writes and reads. 10: the membership records each member's
+/// peer address, client address and auto-promotion (`types::Member`, was openraft's `BasicNode`).
+/// 9: the answers the dedup table keeps list
 /// tokens by a fingerprint of their hash, never the hash. 8: proposals carry the client's token hash,
 /// and the state keeps auth records (enabled, tokens). 7: namespaces carry a default lease and a
 /// delivery limit. 6: beads carry a lease and a delivery count,
@@ -41,7 +43,7 @@ pub const META_FORMAT: &[u8] = b"format";
 /// their revision, and commands include transactions. 3: every stored value carries a CRC-32.
 /// 2: standard Raft leader ids (one leader per term) in votes and log ids. Directories without
 /// the key were written in format 1.
-pub const STORAGE_FORMAT: u32 = 9;
+pub const STORAGE_FORMAT: u32 = 10;
 /// Bytes of the checksum that ends every stored value.
 pub const CHECKSUM_BYTES: usize = 4;
 

@@ -273,6 +273,40 @@ impl<D: Disk> LogStore<D> {
         self.inner.disk.as_ref()
     }
 
+    /// The id of the last entry (or of the last purged one, when the log holds none).
+    pub fn last_log_id(&self) -> io::Result<Option<LogId>> {
+        let last_purged: Option<LogId> = read_meta(self.disk(), META_PURGED)?;
+        Ok(self.inner.last_log_id.lock().expect("last log id lock").or(last_purged))
+    }
+
+    /// The vote stored, if any.
+    pub fn vote(&self) -> io::Result<Option<Vote>> {
+        read_meta(self.disk(), META_VOTE)
+    }
+
+    /// Appends `entry` after the last entry and syncs it and the mark, outside Raft: only for a
+    /// node that is not running Raft (`node::force`, which writes the membership of a forced new
+    /// cluster). Refuses an entry that does not follow the last one.
+    pub fn append_offline(&self, entry: Entry) -> io::Result<()> {
+        let expected = self.last_log_id()?.map_or(0, |log_id| log_id.index + 1);
+        if entry.log_id.index != expected {
+            return Err(io::Error::other(format!(
+                "an entry at index {} does not follow the log, which ends before {expected}",
+                entry.log_id.index
+            )));
+        }
+        let bytes = codec::encode(&entry)?;
+        let (log_id, size) = (entry.log_id, bytes.len());
+        self.disk().write(vec![Op::Put(Space::Log, codec::log_key(log_id.index), bytes)], Durability::Sync)?;
+        self.cache().append([(entry, size)]);
+        self.set_last(Some(log_id));
+        let mut result = Ok(());
+        sync_and_mark(self.disk(), &self.inner.last_log_id, &self.inner.mark, true, |synced| {
+            result = synced.as_ref().map(|_| ()).map_err(|error| io::Error::new(error.kind(), error.to_string()));
+        });
+        result
+    }
+
     fn cache(&self) -> std::sync::MutexGuard<'_, LogCache> {
         self.inner.cache.lock().expect("log cache lock")
     }

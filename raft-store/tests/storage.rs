@@ -165,7 +165,7 @@ async fn a_corrupt_log_entry_is_refused_at_open() {
 async fn membership_written_once_survives_later_batches_and_restart() {
     let dir = tempfile::tempdir().unwrap();
     let voters = vec![std::collections::BTreeSet::from([1u64])];
-    let nodes = std::collections::BTreeMap::from([(1u64, openraft::BasicNode::new("127.0.0.1:1"))]);
+    let nodes = std::collections::BTreeMap::from([(1u64, raft_store::types::Member::new("127.0.0.1:1"))]);
     let membership = openraft::Membership::new(voters, nodes).unwrap();
     let expected = {
         let (_, mut state_machine) = open(dir.path()).unwrap();

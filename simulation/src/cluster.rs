@@ -259,6 +259,7 @@ pub fn raft_settings() -> RaftSettings {
         replicate_before_local_sync: false,
         snapshot_receive_bytes_max: 1024 * 1024 * 1024,
         snapshot_receive_timeout_ms: 20_000,
+        promote_after_ms: 2_000,
     }
 }
 
@@ -282,6 +283,7 @@ fn node_config(setup: &ClusterSetup, id: u64, data_dir: PathBuf) -> NodeConfig {
         metrics_auth: false,
         raft: raft_settings(),
         rejoin: false,
+        ..NodeConfig::default()
     }
 }
 

@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use api::client::{Client, ClientConfig};
@@ -78,6 +80,9 @@ pub struct NodeProcess {
     pub peer_address: String,
     /// Its data directory.
     pub data_dir: PathBuf,
+    /// The peer addresses it joins through (`--join`), for a node added to the running cluster;
+    /// `None`: a member of the first start (`--peers`).
+    pub join: Option<String>,
     child: Option<Child>,
 }
 
@@ -151,6 +156,7 @@ impl Cluster {
                 address: format!("127.0.0.1:{}", free_port()),
                 peer_address: format!("127.0.0.1:{}", free_port()),
                 data_dir: dir.path().join(format!("node-{id}")),
+                join: None,
                 child: None,
             })
             .collect();
@@ -183,8 +189,14 @@ impl Cluster {
             .args(["node", "--id", &id.to_string(), "--listen", &node.address, "--listen-peer", &node.peer_address])
             .arg("--data-dir")
             .arg(&node.data_dir);
-        if self.nodes.len() > 1 {
-            command.args(["--peers", &self.peers]);
+        match &node.join {
+            Some(join) => {
+                command.args(["--join", join]);
+            }
+            None if self.peers.contains(',') => {
+                command.args(["--peers", &self.peers]);
+            }
+            None => {}
         }
         if let Some(config) = config {
             command.arg("--config").arg(config);
@@ -199,6 +211,34 @@ impl Cluster {
         }
         command.env("RUST_LOG", "info,openraft=warn");
         command
+    }
+
+    /// Adds a node with the next id, fresh ports and an empty data directory, and starts it with
+    /// `--join` through the peer listeners of `through`, and `args`; with TLS, its certificate is
+    /// issued first (`strand certs node`) unless its files are there already. Answers its id.
+    pub fn join(&mut self, through: &[u64], args: &[&str]) -> u64 {
+        let id = self.nodes.len() as u64 + 1;
+        if let Some(tls) = self.tls.as_ref().filter(|tls| !tls.dir.join(format!("node-{id}.pem")).exists()) {
+            let made = Command::new(strand_binary())
+                .args(["certs", "node", "--id", &id.to_string(), "--ca-dir"])
+                .arg(&tls.dir)
+                .arg("--dir")
+                .arg(&tls.dir)
+                .output()
+                .expect("strand certs node runs");
+            assert!(made.status.success(), "certs node: {}", String::from_utf8_lossy(&made.stderr));
+        }
+        let join = through.iter().map(|id| self.nodes[(id - 1) as usize].peer_address.clone()).collect::<Vec<_>>();
+        self.nodes.push(NodeProcess {
+            id,
+            address: format!("127.0.0.1:{}", free_port()),
+            peer_address: format!("127.0.0.1:{}", free_port()),
+            data_dir: self.dir.path().join(format!("node-{id}")),
+            join: Some(join.join(",")),
+            child: None,
+        });
+        self.restart_with(id, args);
+        id
     }
 
     /// Starts (or restarts) node `id`; its log goes to `node-<id>.log` in the cluster directory.
@@ -269,7 +309,7 @@ impl Cluster {
     /// The cluster id every node computed at its first start (the default cluster name, ids 1..=N).
     pub fn cluster_id(&self) -> u64 {
         let name = node::config::NodeConfig::default().cluster_name;
-        node::cluster_id(&name, 1..=self.nodes.len() as u64)
+        node::cluster_id(&name, self.nodes.iter().filter(|node| node.join.is_none()).map(|node| node.id))
     }
 
     /// A raw `strand.v1.Raft` client of node `id` whose calls claim to come from `identity`.
@@ -382,6 +422,13 @@ impl Cluster {
         response.split_once("\r\n\r\n").map(|(_, body)| body.to_string()).unwrap_or_default()
     }
 
+    /// Node `id`'s own status, as it answers it.
+    pub async fn own_status(&self, id: u64) -> api::proto::NodeStatus {
+        let client = self.client_of(vec![self.nodes[(id - 1) as usize].address.clone()]);
+        let status = client.status(false).await.expect("the node answers its status");
+        status.nodes.into_iter().find(|node| node.id == id).expect("the node lists itself")
+    }
+
     /// Waits until every live node has the same applied index and state digest; answers it.
     pub async fn wait_for_convergence(&self, expected_nodes: usize) -> (u64, u64) {
         let client = self.client();
@@ -394,6 +441,66 @@ impl Cluster {
             converged.then_some((first.applied_index, first.digest?))
         })
         .await
+    }
+}
+
+/// Writers creating beads through every node until stopped, counting acknowledged creates and
+/// failed requests.
+pub struct Load {
+    stop: Arc<AtomicBool>,
+    /// Creates acknowledged so far.
+    pub acked: Arc<AtomicUsize>,
+    /// Requests failed so far.
+    pub failed: Arc<AtomicUsize>,
+    writers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Load {
+    /// Starts `writers` writers through every node of `cluster`.
+    pub fn start(cluster: &Cluster, writers: usize) -> Load {
+        let (stop, acked, failed) = (Arc::new(AtomicBool::new(false)), Arc::default(), Arc::default());
+        let writers = (0..writers)
+            .map(|_| {
+                tokio::spawn(Load::write(cluster.client(), Arc::clone(&stop), Arc::clone(&acked), Arc::clone(&failed)))
+            })
+            .collect();
+        Load { stop, acked, failed, writers }
+    }
+
+    async fn write(
+        client: api::client::Client,
+        stop: Arc<AtomicBool>,
+        acked: Arc<AtomicUsize>,
+        failed: Arc<AtomicUsize>,
+    ) {
+        while !stop.load(Ordering::Relaxed) {
+            let create = api::command::CreateBead { title: "load".into(), ..Default::default() };
+            match client.execute(api::command::Command::Create(create)).await {
+                Ok(api::outcome::Outcome::Bead(_)) => acked.fetch_add(1, Ordering::Relaxed),
+                other => {
+                    eprintln!("a write failed: {other:?}");
+                    failed.fetch_add(1, Ordering::Relaxed)
+                }
+            };
+        }
+    }
+
+    /// Waits until `more` writes beyond those acknowledged so far are acknowledged.
+    pub async fn acknowledges(&self, more: usize) {
+        let target = self.acked.load(Ordering::Relaxed) + more;
+        wait_for("writes to be acknowledged", || async {
+            (self.acked.load(Ordering::Relaxed) >= target).then_some(())
+        })
+        .await;
+    }
+
+    /// Stops the writers; answers (acknowledged, failed).
+    pub async fn stop(self) -> (usize, usize) {
+        self.stop.store(true, Ordering::Relaxed);
+        for writer in self.writers {
+            writer.await.unwrap();
+        }
+        (self.acked.load(Ordering::Relaxed), self.failed.load(Ordering::Relaxed))
     }
 }
 

@@ -3,69 +3,11 @@
 //! refused, each with its message and no change of leader.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
 use api::command::{Command, CreateBead};
 use api::outcome::Outcome;
-use tests::{Cluster, json_of, strand_as, wait_for};
-
-/// Writers creating beads through every node until stopped, counting acknowledged creates and
-/// failed requests.
-struct Load {
-    stop: Arc<AtomicBool>,
-    acked: Arc<AtomicUsize>,
-    failed: Arc<AtomicUsize>,
-    writers: Vec<tokio::task::JoinHandle<()>>,
-}
-
-impl Load {
-    fn start(cluster: &Cluster, writers: usize) -> Load {
-        let (stop, acked, failed) = (Arc::new(AtomicBool::new(false)), Arc::default(), Arc::default());
-        let writers = (0..writers)
-            .map(|_| {
-                tokio::spawn(Load::write(cluster.client(), Arc::clone(&stop), Arc::clone(&acked), Arc::clone(&failed)))
-            })
-            .collect();
-        Load { stop, acked, failed, writers }
-    }
-
-    async fn write(
-        client: api::client::Client,
-        stop: Arc<AtomicBool>,
-        acked: Arc<AtomicUsize>,
-        failed: Arc<AtomicUsize>,
-    ) {
-        while !stop.load(Ordering::Relaxed) {
-            let create = CreateBead { title: "load".into(), ..Default::default() };
-            match client.execute(Command::Create(create)).await {
-                Ok(Outcome::Bead(_)) => acked.fetch_add(1, Ordering::Relaxed),
-                other => {
-                    eprintln!("a write failed: {other:?}");
-                    failed.fetch_add(1, Ordering::Relaxed)
-                }
-            };
-        }
-    }
-
-    /// Waits until `more` writes beyond those acknowledged so far are acknowledged.
-    async fn acknowledges(&self, more: usize) {
-        let target = self.acked.load(Ordering::Relaxed) + more;
-        wait_for("writes to be acknowledged", || async {
-            (self.acked.load(Ordering::Relaxed) >= target).then_some(())
-        })
-        .await;
-    }
-
-    /// Stops the writers; answers (acknowledged, failed).
-    async fn stop(self) -> (usize, usize) {
-        self.stop.store(true, Ordering::Relaxed);
-        for writer in self.writers {
-            writer.await.unwrap();
-        }
-        (self.acked.load(Ordering::Relaxed), self.failed.load(Ordering::Relaxed))
-    }
-}
+use tests::{Cluster, Load, json_of, strand_as, wait_for};
 
 /// A 3-node cluster under write load that has acknowledged `acks` writes; its leader.
 async fn loaded_cluster(acks: usize) -> (Cluster, u64, Load) {

@@ -119,13 +119,6 @@ async fn leader_and_term(cluster: &Cluster, from: &[u64]) -> (u64, u64) {
     .await
 }
 
-/// Node `id`'s own status.
-async fn own_status(cluster: &Cluster, id: u64) -> api::proto::NodeStatus {
-    let client = cluster.client_of(vec![cluster.nodes[(id - 1) as usize].address.clone()]);
-    let status = client.status(false).await.unwrap();
-    status.nodes.into_iter().find(|node| node.id == id).unwrap()
-}
-
 /// Kills node `id`, deletes its data directory, and starts it again with `args`; answers when.
 fn wipe_and_restart(cluster: &mut Cluster, id: u64, args: &[&str]) -> Instant {
     cluster.kill(id);
@@ -182,7 +175,7 @@ async fn a_wiped_follower_rejoins_from_the_log_under_load() {
     let load = Load::start(cluster.client(), 4);
     wait_for("load", || async { (load.acknowledged().await >= 20).then_some(()) }).await;
     let started = wipe_and_restart(&mut cluster, follower, &["--rejoin"]);
-    let index = own_status(&cluster, leader).await.last_log_index;
+    let index = cluster.own_status(leader).await.last_log_index;
     caught_up_without_leader_change(&cluster, (follower, started), index, load, (leader, term)).await;
     let held = ids_on(&cluster, follower).await;
     assert!(before.iter().all(|bead_id| held.contains(bead_id)), "the rejoined node lacks an early write");
@@ -203,18 +196,18 @@ async fn a_wiped_follower_rejoins_through_a_snapshot_under_load() {
     let (leader, term) = leader_and_term(&cluster, &[1, 2, 3]).await;
     let before = create_many(&cluster, 2_400, 16).await;
     wait_for("the leader to purge its log", || async {
-        let status = own_status(&cluster, leader).await;
+        let status = cluster.own_status(leader).await;
         (status.purged_index > 0).then_some(())
     })
     .await;
     let follower = a_follower(leader);
     let load = Load::start(cluster.client(), 4);
     let started = wipe_and_restart(&mut cluster, follower, &["--rejoin"]);
-    let index = own_status(&cluster, leader).await.last_log_index;
+    let index = cluster.own_status(leader).await.last_log_index;
     caught_up_without_leader_change(&cluster, (follower, started), index, load, (leader, term)).await;
     let held = ids_on(&cluster, follower).await;
     assert!(before.iter().all(|bead_id| held.contains(bead_id)), "the rejoined node lacks a write of its snapshot");
-    assert!(own_status(&cluster, follower).await.snapshot_index > 0, "the node caught up through a snapshot");
+    assert!(cluster.own_status(follower).await.snapshot_index > 0, "the node caught up through a snapshot");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -225,7 +218,7 @@ async fn a_wiped_follower_without_rejoin_catches_up_over_tls_and_the_leader_warn
     let follower = a_follower(leader);
     let load = Load::start(cluster.client(), 4);
     let started = wipe_and_restart(&mut cluster, follower, &[]);
-    let index = own_status(&cluster, leader).await.last_log_index;
+    let index = cluster.own_status(leader).await.last_log_index;
     caught_up_without_leader_change(&cluster, (follower, started), index, load, (leader, term)).await;
     let leader_log = cluster.log(leader);
     assert!(
@@ -280,7 +273,7 @@ async fn an_old_leader_with_a_diverged_log_catches_up() {
     // The old leader's log holds entries of its term where the others now hold the new leader's.
     cluster.signal(old_leader, "CONT");
     let started = Instant::now();
-    let index = own_status(&cluster, leader).await.last_log_index;
+    let index = cluster.own_status(leader).await.last_log_index;
     caught_up_without_leader_change(&cluster, (old_leader, started), index, load, (leader, term)).await;
     let filter = ListFilter { all: true, limit: 0, ..Default::default() };
     let Outcome::Beads(beads) = cluster.client().query(Query::List(filter)).await.unwrap() else { panic!("list") };
@@ -305,7 +298,7 @@ async fn node_1_wiped_rejoins_and_never_initialises_a_second_cluster() {
     wait_for("load", || async { (load.acknowledged().await >= 20).then_some(()) }).await;
     let (leader, term) = leader_and_term(&cluster, &[2, 3]).await;
     let started = wipe_and_restart(&mut cluster, 1, &["--rejoin"]);
-    let index = own_status(&cluster, leader).await.last_log_index;
+    let index = cluster.own_status(leader).await.last_log_index;
     caught_up_without_leader_change(&cluster, (1, started), index, load, (leader, term)).await;
     let log = cluster.log(1);
     assert!(!log.contains("initializing the cluster"), "node 1 initialised a cluster on its rejoin: {log}");
@@ -342,7 +335,7 @@ async fn a_node_that_cannot_catch_up_backs_off_and_is_reported() {
     let (leader, _) = leader_and_term(&cluster, &[1, 2, 3]).await;
     create_many(&cluster, 2_400, 16).await;
     wait_for("the leader to purge its log", || async {
-        (own_status(&cluster, leader).await.purged_index > 0).then_some(())
+        (cluster.own_status(leader).await.purged_index > 0).then_some(())
     })
     .await;
     // The follower comes back empty and refuses every snapshot: it can never catch up.

@@ -2,9 +2,10 @@
 //! asked for its own over the peer channels (an unreachable member is shown as such), and each
 //! member's lag and note as the leader's member watch found them (`leader/members.rs`). With auth
 //! on, any token this node's replica knows may ask. `MoveLeader` hands a leadership move to the
-//! leader plane (`leader/transfer.rs`); `SnapshotSave` streams a backup file
+//! leader plane (`leader/transfer.rs`), and `AddMember`, `PromoteMember` and `RemoveMember` hand
+//! membership changes to it (`leader/membership.rs`); `SnapshotSave` streams a backup file
 //! (`raft_store::backup`) of a snapshot this node builds once it has applied everything committed
-//! when the request arrived. With auth on, both need an admin token.
+//! when the request arrived. With auth on, all of these need an admin token.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,8 +18,8 @@ use tonic::{Request, Response, Status};
 
 use crate::core::NodeCore;
 use crate::leader::Leader;
-use crate::peer::MoveRefused;
 use crate::peer::network::Peers;
+use crate::peer::{ChangeRefused, Changed, MemberChange, MoveRefused};
 
 /// How long a leadership move waits for the target to lead when the request names no time.
 pub const MOVE_LEADER_TIMEOUT_MS_DEFAULT: u64 = 10_000;
@@ -49,6 +50,34 @@ fn move_refused(refused: &MoveRefused) -> Status {
         MoveRefused::Unavailable(message) => Status::unavailable(message.clone()),
         MoveRefused::Timeout(message) => Status::deadline_exceeded(message.clone()),
     }
+}
+
+/// The gRPC status of a membership change that was not made.
+fn change_refused(refused: ChangeRefused) -> Status {
+    match refused {
+        ChangeRefused::Unknown(message) => Status::not_found(message),
+        ChangeRefused::Exists(message) => Status::already_exists(message),
+        ChangeRefused::NotReady(message) => Status::failed_precondition(message),
+        ChangeRefused::Denied(message) => Status::permission_denied(message),
+        ChangeRefused::Unavailable(message) => Status::unavailable(message),
+        ChangeRefused::Invalid(message) => Status::invalid_argument(message),
+    }
+}
+
+/// The membership a change answers, as the client sees it.
+fn membership_response(changed: Changed) -> pb::MembershipResponse {
+    let members = changed
+        .members
+        .iter()
+        .map(|(id, member)| pb::MembershipMember {
+            id: *id,
+            peer_address: member.addr.clone(),
+            client_address: member.client_addr.clone(),
+            voter: changed.voters.contains(id),
+            auto_promote: member.auto_promote,
+        })
+        .collect();
+    pb::MembershipResponse { index: changed.index, leader_id: changed.leader, members }
 }
 
 /// Refuses a token of another role than admin (auth off: no token, anything goes).
@@ -117,6 +146,7 @@ fn send_backup(
 #[tonic::async_trait]
 impl<D: Disk> Cluster for ClusterService<D> {
     async fn status(&self, request: Request<pb::StatusRequest>) -> Result<Response<pb::StatusResponse>, Status> {
+        self.serving()?;
         // Judged on this replica without a read index, so that status answers while no leader is
         // elected: any token the replica knows may ask.
         let credential = super::credential_of(request.metadata())?;
@@ -158,6 +188,7 @@ impl<D: Disk> Cluster for ClusterService<D> {
         &self,
         request: Request<pb::SnapshotSaveRequest>,
     ) -> Result<Response<Self::SnapshotSaveStream>, Status> {
+        self.serving()?;
         self.require_admin(request.metadata(), "saving a snapshot")?;
         self.leader.linearize().await.map_err(|error| Status::unavailable(error.0))?;
         let applied = self.core.raft.metrics().borrow_watched().last_applied.map_or(0, |log_id| log_id.index);
@@ -215,6 +246,7 @@ impl<D: Disk> Cluster for ClusterService<D> {
         &self,
         request: Request<pb::MoveLeaderRequest>,
     ) -> Result<Response<pb::MoveLeaderResponse>, Status> {
+        self.serving()?;
         self.require_admin(request.metadata(), "moving the leader")?;
         let request = request.into_inner();
         let timeout_ms = match request.timeout_ms {
@@ -232,9 +264,60 @@ impl<D: Disk> Cluster for ClusterService<D> {
             term: moved.term,
         }))
     }
+
+    async fn add_member(
+        &self,
+        request: Request<pb::AddMemberRequest>,
+    ) -> Result<Response<pb::MembershipResponse>, Status> {
+        let (metadata, _, add) = request.into_parts();
+        let member = raft_store::types::Member {
+            addr: add.peer_address,
+            client_addr: add.client_address,
+            auto_promote: !add.learner,
+        };
+        self.change(&metadata, "adding a member", MemberChange::Add { id: add.id, member, join: false }).await
+    }
+
+    async fn promote_member(
+        &self,
+        request: Request<pb::MemberRequest>,
+    ) -> Result<Response<pb::MembershipResponse>, Status> {
+        let (metadata, _, member) = request.into_parts();
+        self.change(&metadata, "promoting a member", MemberChange::Promote(member.id)).await
+    }
+
+    async fn remove_member(
+        &self,
+        request: Request<pb::MemberRequest>,
+    ) -> Result<Response<pb::MembershipResponse>, Status> {
+        let (metadata, _, member) = request.into_parts();
+        self.change(&metadata, "removing a member", MemberChange::Remove(member.id)).await
+    }
 }
 
 impl<D: Disk> ClusterService<D> {
+    /// Makes a membership change asked by a client (`what`, for messages), with an admin token.
+    async fn change(
+        &self,
+        metadata: &tonic::metadata::MetadataMap,
+        what: &str,
+        change: MemberChange,
+    ) -> Result<Response<pb::MembershipResponse>, Status> {
+        self.serving()?;
+        self.require_admin(metadata, what)?;
+        let changed = self.leader.change_membership(change).await.map_err(change_refused)?;
+        Ok(Response::new(membership_response(changed)))
+    }
+
+    /// Refuses every request once this node was removed from the cluster, with the reason, so
+    /// that clients move to another node.
+    fn serving(&self) -> Result<(), Status> {
+        match self.core.removed() {
+            Some(message) => Err(Status::unavailable(message)),
+            None => Ok(()),
+        }
+    }
+
     /// Refuses a request (`what`, for the message) whose token is not an admin's, judged on this
     /// replica (auth off: anything goes).
     fn require_admin(&self, metadata: &tonic::metadata::MetadataMap, what: &str) -> Result<(), Status> {

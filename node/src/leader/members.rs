@@ -13,6 +13,11 @@
 //! to `cluster status` (the leader's own status carries it, [`NodeCore::members`]), and, for a
 //! member not catching up, to a warning in the log at most once every [`WARN_INTERVAL`].
 //!
+//! Auto-promotion (Consul autopilot's server stabilization): a learner whose membership entry
+//! asks for it is promoted to a voter once it has stayed promotable (reachable, not rejoining,
+//! within `membership::PROMOTE_LAG_ENTRIES_MAX` entries) for `raft.promote_after_ms`, judged on
+//! each look; falling behind starts its time again.
+//!
 //! Invariant: only the leader publishes member progress; a node that stops leading clears it.
 
 use std::collections::BTreeMap;
@@ -82,6 +87,7 @@ pub async fn run<D: Disk>(core: Arc<NodeCore<D>>, peers: Arc<Peers>) {
 
 async fn watch<D: Disk>(core: &NodeCore<D>, peers: &Peers) {
     let mut tracked: BTreeMap<NodeId, Tracked> = BTreeMap::new();
+    let mut promotable_since = BTreeMap::new();
     loop {
         tokio::time::sleep(MEMBER_CHECK_INTERVAL).await;
         let metrics = core.raft.metrics().borrow_watched().clone();
@@ -156,7 +162,27 @@ async fn watch<D: Disk>(core: &NodeCore<D>, peers: &Peers) {
                 rejoining,
             });
         }
+        let membership = metrics.membership_config.membership();
+        let learners: Vec<(NodeId, bool)> =
+            membership.learner_ids().map(|id| (id, membership.get_node(&id).is_some_and(|m| m.auto_promote))).collect();
+        let matched = |id: NodeId| super::transfer::matched_index(&metrics, id);
+        let promotable = |id: NodeId| {
+            let member = progress.iter().find(|member| member.id == id);
+            super::membership::check_promotable(id, member, matched(id), leader_last).is_ok()
+        };
+        let stabilization = Duration::from_millis(core.config.raft.promote_after_ms);
+        let due = super::membership::promotion_due(&learners, promotable, &mut promotable_since, now, stabilization);
         *core.members.lock().expect("the members lock is never poisoned") = progress;
+        for id in due {
+            tracing::info!(node = id, "node {id} stayed caught up for {stabilization:?}: promoting it to a voter");
+            match super::membership::change_here(core, peers, crate::peer::MemberChange::Promote(id)).await {
+                Ok(changed) => {
+                    promotable_since.remove(&id);
+                    tracing::info!(node = id, index = changed.index, "node {id} is a voter");
+                }
+                Err(refused) => tracing::warn!(node = id, %refused, "could not promote node {id}; trying again later"),
+            }
+        }
     }
 }
 

@@ -1,7 +1,9 @@
 //! The leader plane: what must go through the Raft leader. A write is stamped and proposed here
 //! when this node leads, and forwarded to the leader as a [`LeaderRequest`] when it does not; a
 //! linearizable read waits for the leader's read index. The controller (`controller.rs`) and the
-//! member watch (`members.rs`: how far behind each member is) run here while this node leads.
+//! member watch (`members.rs`: how far behind each member is, and auto-promotion) run here while
+//! this node leads; leadership moves (`transfer.rs`) and membership changes (`membership.rs`) are
+//! made here.
 //!
 //! Invariant: only the leader stamps a proposal (time, default prefix, event retention), so the
 //! state machine never reads a clock or the node's configuration.
@@ -18,6 +20,7 @@
 
 pub mod controller;
 pub mod members;
+pub mod membership;
 pub mod transfer;
 
 use std::sync::Arc;
@@ -37,7 +40,7 @@ use serde::{Deserialize, Serialize};
 use crate::core::NodeCore;
 use crate::metrics::RequestOutcome;
 use crate::peer::network::{PeerRpc, Peers, decode, encode};
-use crate::peer::{LeaderPlane, MoveLeader, MoveRefused, Moved, ReadIndex};
+use crate::peer::{ChangeRefused, Changed, LeaderPlane, MemberChange, MoveLeader, MoveRefused, Moved, ReadIndex};
 
 /// How long a write or a linearizable read may wait for a leader before failing.
 pub const LEADER_WAIT_MS_MAX: u64 = 10_000;
@@ -131,6 +134,7 @@ impl<D: Disk> Leader<D> {
     }
 
     async fn write_counted(&self, mut request: WriteRequest) -> Result<Answer, Unavailable> {
+        self.refuse_if_removed()?;
         if let Err(refusal) = self.admit(&mut request).await? {
             return Ok(Err(refusal));
         }
@@ -300,9 +304,63 @@ impl<D: Disk> Leader<D> {
         }
     }
 
+    /// A node removed from the cluster serves no request: it says why (see `crate::standing`).
+    fn refuse_if_removed(&self) -> Result<(), Unavailable> {
+        match self.core.removed() {
+            Some(message) => Err(Unavailable(message)),
+            None => Ok(()),
+        }
+    }
+
+    /// Changes the membership (see `membership.rs`): here when this node leads, else through the
+    /// leader it knows; asked again, up to [`LEADER_WAIT_MS_MAX`], while no leader can make it
+    /// (an election, or a leader that handed its leadership over before its own removal).
+    pub async fn change_membership(&self, change: MemberChange) -> Result<Changed, ChangeRefused> {
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(LEADER_WAIT_MS_MAX);
+        let mut pause = Duration::from_millis(50);
+        loop {
+            let result = match self.core.leader() {
+                Some(leader) if leader == self.core.id => {
+                    membership::change_here(&self.core, &self.peers, change.clone()).await
+                }
+                Some(leader) => self.forward_change(leader, &change).await,
+                None => Err(ChangeRefused::Unavailable(
+                    "no leader is known (an election is under way, or a majority is down)".into(),
+                )),
+            };
+            match result {
+                Err(ChangeRefused::Unavailable(reason)) if tokio::time::Instant::now() + pause < deadline => {
+                    tracing::debug!(%reason, "asking the membership change again");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(500));
+                }
+                Err(ChangeRefused::Unavailable(reason)) => {
+                    return Err(ChangeRefused::Unavailable(format!(
+                        "no leader could make the change within {LEADER_WAIT_MS_MAX} ms ({reason}); check `strand cluster status` and that a majority of nodes is up"
+                    )));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Forwards a membership change to `leader`.
+    async fn forward_change(&self, leader: NodeId, change: &MemberChange) -> Result<Changed, ChangeRefused> {
+        let mut client = self.leader_client(leader).map_err(ChangeRefused::Unavailable)?;
+        let wait = Duration::from_millis(self.core.config.raft.election_timeout_ms_max * 3) + self.rpc_timeout() * 2;
+        match tokio::time::timeout(wait, client.change_membership(encode(change))).await {
+            Err(_) => Err(ChangeRefused::Unavailable(format!("leader {leader} did not answer within {wait:?}"))),
+            Ok(Err(status)) => Err(ChangeRefused::Unavailable(format!("leader {leader}: {}", status.message()))),
+            Ok(Ok(response)) => {
+                decode::<Result<Changed, ChangeRefused>>(&response.into_inner()).map_err(ChangeRefused::Unavailable)?
+            }
+        }
+    }
+
     /// Waits until this node has applied everything committed before the call (a read index
     /// confirmed by the leader), as a linearizable read does.
     pub async fn linearize(&self) -> Result<(), Unavailable> {
+        self.refuse_if_removed()?;
         self.retry_until_deadline(|| self.linearize_attempt()).await
     }
 
@@ -314,6 +372,7 @@ impl<D: Disk> Leader<D> {
     }
 
     async fn read_counted(&self, request: ReadRequest) -> Result<Answer, Unavailable> {
+        self.refuse_if_removed()?;
         let linearizable = request.consistency == Consistency::Linearizable;
         if linearizable {
             self.retry_until_deadline(|| self.linearize_attempt()).await?;
@@ -388,5 +447,9 @@ impl<D: Disk> LeaderPlane for Leader<D> {
 
     async fn move_leader(&self, request: MoveLeader) -> Result<Moved, MoveRefused> {
         transfer::move_here(&self.core, request.to, Duration::from_millis(request.timeout_ms)).await
+    }
+
+    async fn change_membership(&self, change: MemberChange) -> Result<Changed, ChangeRefused> {
+        Leader::change_membership(self, change).await
     }
 }

@@ -31,7 +31,7 @@ use crate::peer::{MoveRefused, Moved};
 pub const MOVE_LAG_ENTRIES_MAX: u64 = 1_000;
 
 /// The index openraft's replication to `id` has matched, while this node leads.
-fn matched_index(metrics: &openraft::RaftMetrics<raft_store::TypeConfig>, id: NodeId) -> Option<u64> {
+pub(crate) fn matched_index(metrics: &openraft::RaftMetrics<raft_store::TypeConfig>, id: NodeId) -> Option<u64> {
     metrics
         .replication
         .as_ref()
@@ -134,10 +134,9 @@ pub async fn move_here<D: Disk>(core: &NodeCore<D>, to: NodeId, timeout: Duratio
 /// On shutdown: when this node leads, moves the leadership to the other voter with the highest
 /// matched index that a move could go to (not unreachable, rejoining, not catching up or far
 /// behind), waiting up to three election timeouts; returns at once otherwise. It only logs what happened: shutdown goes on either way.
-pub async fn drain<D: Disk>(core: &NodeCore<D>) {
-    if core.leader() != Some(core.id) {
-        return;
-    }
+/// The other voter with the highest matched index that a move could go to now (not
+/// unreachable, rejoining, not catching up or far behind), on the leader `core`.
+pub fn successor<D: Disk>(core: &NodeCore<D>) -> Option<NodeId> {
     let metrics = core.raft.metrics().borrow_watched().clone();
     let voters: Vec<NodeId> = metrics.membership_config.membership().voter_ids().collect();
     let progress = core.members.lock().expect("the members lock is never poisoned").clone();
@@ -146,7 +145,17 @@ pub async fn drain<D: Disk>(core: &NodeCore<D>) {
     let ready = voters.iter().copied().filter(|id| {
         *id != core.id && matched(*id).is_some() && matches!(check_target(core, *id, &progress), Ok(false))
     });
-    let Some(to) = ready.max_by_key(|id| (matched(*id), std::cmp::Reverse(*id))) else {
+    ready.max_by_key(|id| (matched(*id), std::cmp::Reverse(*id)))
+}
+
+/// On shutdown: when this node leads, moves the leadership to its [`successor`], waiting up to
+/// three election timeouts; returns at once otherwise. It only logs what happened: shutdown goes
+/// on either way.
+pub async fn drain<D: Disk>(core: &NodeCore<D>) {
+    if core.leader() != Some(core.id) {
+        return;
+    }
+    let Some(to) = successor(core) else {
         tracing::warn!(
             node = core.id,
             "shutting down as leader with no other voter ready to take over; the others elect a leader after their election timeout"

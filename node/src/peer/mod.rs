@@ -2,8 +2,8 @@
 //! (openraft's network over gRPC, snapshots included), `service.rs` receives it (the
 //! `strand.v1.Raft` service, which checks every sender), `snapshot.rs` receives snapshots.
 //!
-//! Followers forward writes, read-index requests and leadership moves to the leader through this
-//! plane; what they forward is handed to a [`LeaderPlane`], which this plane knows only as that
+//! Followers forward writes, read-index requests, leadership moves and membership changes to the
+//! leader through this plane, and a node that is not yet a member asks to join through it; what they forward is handed to a [`LeaderPlane`], which this plane knows only as that
 //! trait, so the leader plane builds on this one and never the reverse.
 
 pub mod network;
@@ -13,7 +13,7 @@ mod snapshot;
 use api::outcome::Answer;
 use openraft::raft::linearizable_read::ReadLogId;
 use raft_store::NodeId;
-use raft_store::types::{LogId, TypeConfig};
+use raft_store::types::{LogId, Member, TypeConfig};
 use serde::{Deserialize, Serialize};
 
 pub use service::RaftPeerService;
@@ -62,6 +62,101 @@ pub enum MoveRefused {
     Timeout(String),
 }
 
+/// A change of the membership (`strand member add|promote|remove`, or a join), as a follower
+/// forwards it to the leader. Its encoding is sent between nodes: variants and fields are only
+/// added at the end.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MemberChange {
+    /// Add `id` as a learner reached as `member` says (its `auto_promote`: promoted once caught
+    /// up). With `join`, an id already recorded with the same peer address is not refused: a
+    /// joining node asks again after an answer it did not receive.
+    Add {
+        /// The new member's id.
+        id: NodeId,
+        /// Its addresses and whether it is promoted automatically.
+        member: Member,
+        /// Whether the node itself asks (`--join`) rather than an operator (`member add`).
+        join: bool,
+    },
+    /// Make learner `id` a voter.
+    Promote(NodeId),
+    /// Remove member `id`, voter or learner.
+    Remove(NodeId),
+}
+
+/// The membership once a change committed. Its encoding is sent between nodes: fields are only
+/// added at the end.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Changed {
+    /// The log index of the membership entry that holds the change.
+    pub index: u64,
+    /// Every member, voter or learner.
+    pub members: std::collections::BTreeMap<NodeId, Member>,
+    /// The voters.
+    pub voters: std::collections::BTreeSet<NodeId>,
+    /// The leader that made the change.
+    pub leader: NodeId,
+}
+
+/// Why the membership did not change. Its encoding is sent between nodes: variants are only
+/// added at the end.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum ChangeRefused {
+    /// No member has that id.
+    #[error("{0}")]
+    Unknown(String),
+    /// The id or the address is in use already.
+    #[error("{0}")]
+    Exists(String),
+    /// The change cannot be made now (another is in progress, the learner is far behind, the
+    /// last voter); nothing changed.
+    #[error("{0}")]
+    NotReady(String),
+    /// The request is not allowed (another cluster's name, a certificate of another node, no
+    /// admin token).
+    #[error("{0}")]
+    Denied(String),
+    /// The leader could not be reached, or no leader is known: worth asking again.
+    #[error("{0}")]
+    Unavailable(String),
+    /// The request is malformed (an id of 0, an address that is not `host:port`).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// What a node that is not yet a member sends a member's peer listener to join (`strand node
+/// --join`). Its encoding is sent between nodes: fields are only added at the end.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JoinRequest {
+    /// The cluster name the joining node was started with; it must be the cluster's.
+    pub cluster_name: String,
+    /// The id it asks to join under.
+    pub id: NodeId,
+    /// Its addresses and whether it is to be promoted automatically.
+    pub member: Member,
+}
+
+/// A member's answer to a join: the cluster's id and its membership, which the joining node
+/// records before it serves anything. Its encoding is sent between nodes: fields are only added
+/// at the end.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Joined {
+    /// The cluster id (see `node::cluster_id`).
+    pub cluster_id: u64,
+    /// The membership that holds the joining node.
+    pub membership: Changed,
+}
+
+/// A leader tells a member it removed that it was removed. Its encoding is sent between nodes:
+/// fields are only added at the end.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Removed {
+    /// The log index of the membership entry that no longer holds the member.
+    pub index: u64,
+    /// The leader that removed it.
+    pub by: NodeId,
+}
+
 /// What the peer plane hands to the leader plane.
 #[tonic::async_trait]
 pub trait LeaderPlane: Send + Sync + 'static {
@@ -77,4 +172,7 @@ pub trait LeaderPlane: Send + Sync + 'static {
 
     /// Moves the leadership as a follower forwarded it (`strand cluster move-leader`).
     async fn move_leader(&self, request: MoveLeader) -> Result<Moved, MoveRefused>;
+
+    /// Changes the membership as a follower forwarded it, or a joining node asked.
+    async fn change_membership(&self, change: MemberChange) -> Result<Changed, ChangeRefused>;
 }

@@ -39,7 +39,6 @@ use std::time::Duration;
 use api::proto::raft_client::RaftClient;
 use api::proto::{RaftPayload, SnapshotChunk};
 use futures::StreamExt;
-use openraft::BasicNode;
 use openraft::base::{BoxFuture, BoxStream};
 use openraft::errors::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
 use openraft::network::{RPCOption, RaftNetworkFactory, RaftNetworkV2};
@@ -49,6 +48,7 @@ use openraft::raft::{
 };
 use openraft::type_config::alias::SnapshotOf;
 use raft_store::SnapshotFile;
+use raft_store::types::Member;
 /// The types of the messages this network carries, for tools and tests that speak to a node's
 /// Raft service directly.
 pub use raft_store::types::{NodeId, SnapshotMeta, TypeConfig, Vote};
@@ -206,6 +206,12 @@ pub fn append_timeout(base: Duration, bytes: usize) -> Duration {
 pub trait Connector: Send + Sync + 'static {
     /// A lazily connecting channel to member `member` at `address` (`host:port`).
     fn channel(&self, member: NodeId, address: &str) -> Result<Channel, String>;
+
+    /// A lazily connecting channel to a member at `address` whose id is not known yet (a joining
+    /// node's first call): with TLS, the certificate must name the host of `address` instead.
+    fn channel_to_address(&self, address: &str) -> Result<Channel, String> {
+        self.channel(0, address)
+    }
 }
 
 /// Connects over real TCP, and with TLS when given: the peer's certificate must then name the
@@ -218,8 +224,9 @@ pub struct TcpConnector {
     pub tls: Option<Arc<crate::tls::NodeTls>>,
 }
 
-impl Connector for TcpConnector {
-    fn channel(&self, member: NodeId, address: &str) -> Result<Channel, String> {
+impl TcpConnector {
+    /// A channel to `address`; with TLS, the certificate must name `name` (`None`: the host).
+    fn channel_named(&self, name: Option<String>, address: &str) -> Result<Channel, String> {
         let endpoint = Endpoint::from_shared(format!("http://{address}"))
             .map_err(|error| format!("peer address {address:?} is not host:port: {error}"))?
             .connect_timeout(self.connect_timeout)
@@ -230,20 +237,26 @@ impl Connector for TcpConnector {
             None => endpoint.connect_lazy(),
             Some(tls) => {
                 let tls = tls.clone();
-                let name = Some(api::tls::node_name(member));
                 api::tls::channel(endpoint, move || tls.dial_config().into(), name, self.connect_timeout)
             }
         })
     }
 }
 
-/// Channels to peers, made once per address and reused.
+impl Connector for TcpConnector {
+    fn channel(&self, member: NodeId, address: &str) -> Result<Channel, String> {
+        self.channel_named(Some(api::tls::node_name(member)), address)
+    }
+
+    fn channel_to_address(&self, address: &str) -> Result<Channel, String> {
+        self.channel_named(None, address)
+    }
+}
+
+/// Channels to peers, made once per member and address and reused. The address is always the
+/// caller's: the membership's once the log holds one, the configured seed before.
 pub struct Peers {
     connector: Arc<dyn Connector>,
-    /// The peer addresses this node's configuration gives (`peers`, and its own); they win over
-    /// the addresses the membership recorded, so a member's address can move (a cluster whose
-    /// membership recorded addresses before the peer listener had its own port).
-    configured: std::collections::BTreeMap<NodeId, String>,
     identity: PeerIdentity,
     /// The base timeout of a replication request (see [`append_timeout`]).
     append_timeout: Duration,
@@ -258,14 +271,12 @@ impl Peers {
     /// plus its transfer time.
     pub fn new(
         connector: Arc<dyn Connector>,
-        configured: std::collections::BTreeMap<NodeId, String>,
         identity: PeerIdentity,
         append_timeout: Duration,
         metrics: ReplicationMetrics,
     ) -> Peers {
         Peers {
             connector,
-            configured,
             identity,
             append_timeout,
             channels: Mutex::new(HashMap::new()),
@@ -307,10 +318,19 @@ impl Peers {
         reversion
     }
 
-    /// The Raft-service client of member `member`, at its configured peer address, else at
-    /// `address` (the membership's).
+    /// Closes the channels to `member` (removed from the membership) and forgets its replication.
+    pub fn forget(&self, member: NodeId) {
+        self.channels.lock().expect("peer channels lock").retain(|(id, _), _| *id != member);
+        self.replication.lock().expect("replication lock").remove(&member);
+    }
+
+    /// The connector this node opens channels with.
+    pub fn connector(&self) -> &Arc<dyn Connector> {
+        &self.connector
+    }
+
+    /// The Raft-service client of member `member` at `address`.
     pub fn client(&self, member: NodeId, address: &str) -> Result<PeerRpc, String> {
-        let address = self.configured.get(&member).map_or(address, String::as_str);
         let mut channels = self.channels.lock().expect("peer channels lock");
         let key = (member, address.to_string());
         let channel = match channels.get(&key) {
@@ -353,7 +373,7 @@ impl Network {
 impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = PeerClient;
 
-    async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> PeerClient {
+    async fn new_client(&mut self, target: NodeId, node: &Member) -> PeerClient {
         PeerClient {
             target,
             client: self.peers.client(target, &node.addr),

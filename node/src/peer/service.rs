@@ -16,16 +16,15 @@ use api::proto::raft_server::Raft as RaftService;
 use api::proto::{self as pb, RaftPayload, SnapshotChunk};
 use futures::StreamExt;
 use openraft::Snapshot;
-use openraft::async_runtime::WatchReceiver;
 use raft_store::types::{Runtime, TypeConfig, Vote};
 use raft_store::{Disk, NodeId, SnapshotFile};
 use tonic::{Request, Response, Status, Streaming};
 
-use super::LeaderPlane;
 use super::network::{
     CLUSTER_ID_HEADER, MEMBER_ID_HEADER, PEER_MESSAGE_OVERHEAD_BYTES, PROPOSE_BYTES_MAX, decode, encode,
 };
 use super::snapshot;
+use super::{ChangeRefused, JoinRequest, Joined, LeaderPlane, MemberChange};
 use crate::core::NodeCore;
 
 /// The `strand.v1.Raft` service: traffic from other nodes.
@@ -49,6 +48,16 @@ impl<D: Disk, L: LeaderPlane> RaftPeerService<D, L> {
 
     /// The member that sent `request`, once its cluster id is this node's and it is a member.
     fn sender<T>(&self, request: &Request<T>) -> Result<NodeId, Status> {
+        self.sender_as(request, false)
+    }
+
+    /// The node that sent a leader's message (an append, a snapshot): a member, or a node this
+    /// node never saw leave a membership (see `crate::standing`).
+    fn leader_sender<T>(&self, request: &Request<T>) -> Result<NodeId, Status> {
+        self.sender_as(request, true)
+    }
+
+    fn sender_as<T>(&self, request: &Request<T>, leader_message: bool) -> Result<NodeId, Status> {
         let header = |key: &str| -> Result<u64, Status> {
             let value = request.metadata().get(key).ok_or_else(|| {
                 refuse(format!("a Raft message without {key}: the sender is not a Strand node of this version"))
@@ -68,7 +77,8 @@ impl<D: Disk, L: LeaderPlane> RaftPeerService<D, L> {
             )));
         }
         let member_id = header(MEMBER_ID_HEADER)?;
-        if !self.is_member(member_id) {
+        let admitted = if leader_message { self.core.may_lead(member_id) } else { self.core.is_member(member_id) };
+        if !admitted {
             return Err(refuse(format!("a Raft message from node {member_id}, which is not a member of this cluster")));
         }
         if self.core.config.tls.is_some() {
@@ -85,14 +95,52 @@ impl<D: Disk, L: LeaderPlane> RaftPeerService<D, L> {
         Ok(member_id)
     }
 
-    fn is_member(&self, member_id: NodeId) -> bool {
+    /// Judges a join request (see [`RaftService::join`]) before it goes to the leader plane.
+    fn admit_join(&self, request: &Request<RaftPayload>) -> Result<JoinRequest, ChangeRefused> {
+        let join: JoinRequest = decode(request.get_ref()).map_err(ChangeRefused::Invalid)?;
         let config = &self.core.config;
-        if member_id == config.id || config.peers.contains_key(&member_id) {
-            return true;
+        if join.cluster_name != config.cluster_name {
+            return Err(ChangeRefused::Denied(format!(
+                "node {} asked to join cluster {:?}, and this is cluster {:?}; start it with --cluster-name {:?}, or join it to its own cluster",
+                join.id, join.cluster_name, config.cluster_name, config.cluster_name
+            )));
         }
-        let metrics = self.core.raft.metrics();
-        let metrics = metrics.borrow_watched();
-        metrics.membership_config.membership().get_node(&member_id).is_some()
+        if config.tls.is_some() {
+            let named = request.extensions().get::<crate::tls::ConnectionInfo>().and_then(|info| info.node());
+            if named != Some(join.id) {
+                return Err(ChangeRefused::Denied(format!(
+                    "node {} asked to join over a connection whose certificate names {}: a joining node must show a certificate naming {} (`strand certs node --id {}`)",
+                    join.id,
+                    named.map_or("no single node".to_string(), |id| format!("node {id}")),
+                    api::tls::node_name(join.id),
+                    join.id
+                )));
+            }
+        }
+        let credential = match request.metadata().get(api::auth::AUTHORIZATION_HEADER) {
+            None => None,
+            Some(value) => Some(
+                api::auth::parse_bearer(value.as_bytes())
+                    .map_err(|refusal| ChangeRefused::Denied(refusal.to_string()))?,
+            ),
+        };
+        self.core
+            .state_machine
+            .read(|state| {
+                let token = state.authenticate(credential.as_ref())?;
+                match token {
+                    Some(token) if token.role != api::auth::Role::Admin => {
+                        Err(api::outcome::Refusal::PermissionDenied(format!(
+                            "token {} has the {} role; joining the cluster needs an admin token (--token)",
+                            api::printable::printable(&token.name),
+                            token.role
+                        )))
+                    }
+                    _ => Ok(()),
+                }
+            })
+            .map_err(|refusal| ChangeRefused::Denied(format!("joining the cluster: {refusal}")))?;
+        Ok(join)
     }
 
     /// A vote or pre-vote request (`what`) as openraft may see it: from a member, small, in the
@@ -203,7 +251,7 @@ impl<D: Disk, L: LeaderPlane> RaftService for RaftPeerService<D, L> {
     type StreamAppendStream = AppendAnswers;
 
     async fn append_entries(&self, request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
-        let sender = self.sender(&request)?;
+        let sender = self.leader_sender(&request)?;
         let rpc: openraft::raft::AppendEntriesRequest<TypeConfig> = decode(request.get_ref()).map_err(malformed)?;
         check_vote(sender, &rpc.vote, "an append")?;
         self.core.admit_leader(rpc.vote.leader_id().term).map_err(Status::unavailable)?;
@@ -214,7 +262,7 @@ impl<D: Disk, L: LeaderPlane> RaftService for RaftPeerService<D, L> {
     /// go back in order. A malformed request ends the requests, so the leader sees the session
     /// close with that request unanswered and starts another; so does this node stopping.
     async fn stream_append(&self, request: Request<Streaming<RaftPayload>>) -> Result<Response<AppendAnswers>, Status> {
-        let sender = self.sender(&request)?;
+        let sender = self.leader_sender(&request)?;
         let core = self.core.clone();
         let requests =
             futures::stream::unfold(request.into_inner(), move |incoming| next_append(incoming, sender, core.clone()));
@@ -244,7 +292,7 @@ impl<D: Disk, L: LeaderPlane> RaftService for RaftPeerService<D, L> {
         &self,
         request: Request<Streaming<SnapshotChunk>>,
     ) -> Result<Response<RaftPayload>, Status> {
-        let sender = self.sender(&request)?;
+        let sender = self.leader_sender(&request)?;
         let deadline = snapshot::deadline(&self.core);
         let mut chunks = request.into_inner();
         let (vote, meta) = snapshot::header(&mut chunks, deadline).await?;
@@ -261,7 +309,7 @@ impl<D: Disk, L: LeaderPlane> RaftService for RaftPeerService<D, L> {
     }
 
     async fn transfer_leader(&self, request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
-        let sender = self.sender(&request)?;
+        let sender = self.leader_sender(&request)?;
         small(&request, "a leadership transfer")?;
         let rpc: openraft::raft::TransferLeaderRequest<TypeConfig> = decode(request.get_ref()).map_err(malformed)?;
         check_vote(sender, rpc.from_leader(), "a leadership transfer")?;
@@ -295,7 +343,63 @@ impl<D: Disk, L: LeaderPlane> RaftService for RaftPeerService<D, L> {
     }
 
     async fn get_node_status(&self, request: Request<pb::StatusRequest>) -> Result<Response<pb::NodeStatus>, Status> {
-        self.sender(&request)?;
+        self.leader_sender(&request)?;
         Ok(Response::new(self.core.own_status(request.into_inner().include_digest)))
+    }
+
+    async fn change_membership(&self, request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
+        self.sender(&request)?;
+        small(&request, "a membership change")?;
+        let change: MemberChange = decode(request.get_ref()).map_err(malformed)?;
+        Ok(Response::new(encode(&self.leader.change_membership(change).await)))
+    }
+
+    /// A node that is not a member asks to join: the only call served without a member's
+    /// identity. Judged here (cluster name, the certificate naming the joining id, an admin token
+    /// when auth is on), then added as a learner by the leader; the answer carries the cluster id
+    /// and the membership that holds it.
+    async fn join(&self, request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
+        small(&request, "a join request")?;
+        let joined = match self.admit_join(&request) {
+            Err(refused) => {
+                tracing::warn!(%refused, "refused a join request");
+                Err(refused)
+            }
+            Ok(join) => {
+                let (id, peer) = (join.id, join.member.addr.clone());
+                tracing::info!(node = id, peer = %peer, "node {id} asks to join");
+                let change = MemberChange::Add { id, member: join.member, join: true };
+                self.leader
+                    .change_membership(change)
+                    .await
+                    .map(|membership| Joined { cluster_id: self.core.cluster_id, membership })
+            }
+        };
+        Ok(Response::new(encode(&joined)))
+    }
+
+    /// The leader says it removed this node: it records so and stops serving (see
+    /// `crate::standing`).
+    async fn removed(&self, request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
+        let sender = self.sender(&request)?;
+        small(&request, "a removal notice")?;
+        let notice: super::Removed = decode(request.get_ref()).map_err(malformed)?;
+        let Some(standing) = &self.core.standing else {
+            return Err(Status::unavailable("this node keeps no standing"));
+        };
+        let record = crate::standing::RemovedRecord {
+            cluster_name: self.core.config.cluster_name.clone(),
+            cluster_id: self.core.cluster_id,
+            node_id: self.core.id,
+            index: notice.index,
+            by: sender,
+        };
+        let message = standing.record_removed(&record).map_err(|error| Status::internal(error.to_string()))?;
+        tracing::error!(node = self.core.id, "{message}");
+        let core = self.core.clone();
+        tokio::spawn(async move {
+            let _ = core.raft.shutdown().await;
+        });
+        Ok(Response::new(encode(&())))
     }
 }
