@@ -3,6 +3,7 @@
 # to clients and auth enabled.
 #
 #   deploy/cluster.sh up      build the image, make certificates and configs, start, enable auth
+#   deploy/cluster.sh join    add a fourth node (compose.grow.yaml), which joins with --join
 #   deploy/cluster.sh down    stop the cluster and delete its containers and data volumes
 #
 # Environment:
@@ -10,7 +11,7 @@
 #   STRAND_CLUSTER_DIR  where certificates, node configs, the admin token and client.toml go
 #                       (default: deploy/cluster; kept across runs)
 #   STRAND_PROJECT      the compose project name (default: strand)
-#   STRAND_PORT_1..3    host ports of the nodes' client listeners, on 127.0.0.1 (7400-7402)
+#   STRAND_PORT_1..4    host ports of the nodes' client listeners, on 127.0.0.1 (7400-7403)
 # After `up`:  export STRAND_CONFIG=$STRAND_CLUSTER_DIR/client.toml; strand cluster status
 set -eu
 
@@ -30,6 +31,55 @@ quietly() {
 
 run_compose() {
     STRAND_CLUSTER_DIR=$dir $compose -p "$project" -f "$here/compose.yaml" "$@"
+}
+
+# Runs the check "$2..." every half second until it succeeds; after 60 s, fails saying "$1".
+wait_until() {
+    what=$1
+    shift
+    tries=0
+    until "$@"; do
+        tries=$((tries + 1))
+        if [ "$tries" -gt 120 ]; then
+            echo "cluster.sh: $what" >&2
+            exit 1
+        fi
+        sleep 0.5
+    done
+}
+
+has_controller() {
+    "$strand" cluster status --json 2>/dev/null | grep -q '"controller": *[1-9]'
+}
+
+node_4_votes() {
+    "$strand" member list --json 2>/dev/null | tr -d ' \n' | grep -q '"id":4,[^}]*"role":"voter"'
+}
+
+# The cluster with the fourth node of `join`.
+run_compose_grown() {
+    STRAND_CLUSTER_DIR=$dir $compose -p "$project" -f "$here/compose.yaml" -f "$here/compose.grow.yaml" "$@"
+}
+
+join_config() {
+    if [ ! -f "$dir/certs/node-4.pem" ]; then
+        "$strand" certs node --id 4 --ca-dir "$dir/certs" --dir "$dir/certs" --hosts node4,127.0.0.1,localhost >/dev/null
+    fi
+    cat > "$dir/node-4.toml" <<TOML
+id = 4
+listen_client = "0.0.0.0:7400"
+advertise_client = "node4:7400"
+listen_peer = "0.0.0.0:7500"
+advertise_peer = "node4:7500"
+data_dir = "/data"
+metrics_auth = true
+join = ["node1:7500", "node2:7500"]
+
+[tls]
+cert = "/etc/strand/certs/node-4.pem"
+key = "/etc/strand/certs/node-4.key"
+ca = "/etc/strand/certs/ca.pem"
+TOML
 }
 
 build_image() {
@@ -93,15 +143,7 @@ case "${1:-}" in
         client_config
         quietly run_compose up -d
         export STRAND_CONFIG="$dir/client.toml"
-        tries=0
-        until "$strand" cluster status --json 2>/dev/null | grep -q '"controller": *[1-9]'; do
-            tries=$((tries + 1))
-            if [ "$tries" -gt 120 ]; then
-                echo "cluster.sh: no leader after 60 s; see: $compose -p $project logs" >&2
-                exit 1
-            fi
-            sleep 0.5
-        done
+        wait_until "no leader after 60 s; see: $compose -p $project logs" has_controller
         # Fresh volumes have auth off: enable it, replacing a token of earlier volumes.
         if ! "$strand" auth whoami --json | grep -q '"enabled": *true'; then
             rm -f "$dir/admin.token"
@@ -112,12 +154,20 @@ case "${1:-}" in
         echo "cluster up: 3 nodes, mutual TLS between them, TLS and auth for clients"
         echo "export STRAND_CONFIG=$dir/client.toml    (endpoints, TLS files and the admin token)"
         ;;
+    join)
+        [ -f "$dir/admin.token" ] || { echo "cluster.sh: no admin token in $dir; run cluster.sh up first" >&2; exit 1; }
+        join_config
+        STRAND_JOIN_TOKEN=$(cat "$dir/admin.token") quietly run_compose_grown up -d node4
+        export STRAND_CONFIG="$dir/client.toml"
+        wait_until "node 4 is not a voter after 60 s; see: $compose -p $project logs node4" node_4_votes
+        echo "node 4 joined and is a voter"
+        ;;
     down)
-        quietly run_compose down -v
+        quietly run_compose_grown down -v
         echo "cluster down: containers and data volumes removed (certificates and token stay in $dir)"
         ;;
     *)
-        echo "usage: deploy/cluster.sh up|down" >&2
+        echo "usage: deploy/cluster.sh up|join|down" >&2
         exit 2
         ;;
 esac

@@ -82,7 +82,7 @@ pub struct NodeArgs {
     /// --data-dir the node asks to be added as a learner, catches up, and is promoted to a voter
     /// once it stayed caught up. It never initialises a cluster. Not with --peers. With auth on,
     /// give an admin token (--token or $STRAND_TOKEN).
-    #[arg(long, value_name = "ADDRS", conflicts_with = "peers")]
+    #[arg(long, value_name = "ADDRS")]
     join: Option<String>,
     /// With --join: stay a learner until `strand member promote`.
     #[arg(long, requires = "join")]

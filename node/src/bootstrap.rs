@@ -18,8 +18,11 @@
 //! way for their last log ids, until enough answer to set the target its log must reach before it
 //! votes again (see [`crate::rejoin`]).
 //!
+//! A node that joined a running cluster (`--join`, see `crate::join`) never runs any of this.
+//!
 //! Invariant: [`openraft::Raft::initialize`] is called only by the lowest configured id, on an
-//! empty log, without a rejoin marker, after the other members' answers showed no cluster.
+//! empty log, without a rejoin marker or a join, after the other members' answers showed no
+//! cluster.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

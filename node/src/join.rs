@@ -71,7 +71,7 @@ pub async fn join(
                     return Err(format!("node {} could not join through {address}: {refused}", config.id));
                 }
                 Err(Asked::Again(reason)) => {
-                    if round % 10 == 0 {
+                    if round.is_multiple_of(10) {
                         tracing::warn!(
                             node = config.id,
                             member = %address,

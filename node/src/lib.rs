@@ -18,8 +18,8 @@
 //!
 //! Invariant: a data directory belongs to one node of one cluster; another is refused at start.
 //! Invariant: a node accepts Raft messages only from members of its own cluster: the cluster id
-//! (derived from the cluster name and the member ids at the first start, then kept in the data
-//! directory) and the sender's member id travel with every message and are checked first.
+//! (derived from the cluster name and the member ids at the first start, or answered by the
+//! member a `--join` asked, then kept in the data directory) and the sender's member id travel with every message and are checked first.
 //! Invariant: a log that fails verification (a missing or corrupt entry) stops the node before it
 //! serves anything.
 

@@ -498,7 +498,7 @@ impl Load {
     pub async fn stop(self) -> (usize, usize) {
         self.stop.store(true, Ordering::Relaxed);
         for writer in self.writers {
-            writer.await.unwrap();
+            writer.await.expect("a writer task ends cleanly");
         }
         (self.acked.load(Ordering::Relaxed), self.failed.load(Ordering::Relaxed))
     }

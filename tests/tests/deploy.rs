@@ -1,8 +1,8 @@
 //! The compose cluster of `deploy/`: three containers of an image built `FROM scratch`, mutual
 //! TLS between the nodes, TLS to clients, and auth enabled, started and removed by
 //! `deploy/cluster.sh` as the README gives it; the operator commands (`member list`,
-//! `cluster move-leader`, `snapshot save` and `status`) run against it over mutual TLS with the
-//! admin token.
+//! `cluster move-leader`, `snapshot save` and `status`, a fourth node joining with `cluster.sh
+//! join`, `member remove`) run against it over mutual TLS with the admin token.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::path::{Path, PathBuf};
@@ -18,7 +18,7 @@ fn script() -> PathBuf {
 struct Deployment {
     dir: tempfile::TempDir,
     project: String,
-    ports: [u16; 3],
+    ports: [u16; 4],
 }
 
 impl Deployment {
@@ -58,7 +58,7 @@ async fn the_compose_cluster_runs_with_mutual_tls_and_auth() {
     let deployment = Deployment {
         dir: tempfile::tempdir().unwrap(),
         project: format!("strandtest{}", std::process::id()),
-        ports: [free_port(), free_port(), free_port()],
+        ports: [free_port(), free_port(), free_port(), free_port()],
     };
     let up = deployment.run("up");
     assert!(up.status.success(), "cluster.sh up: {}", String::from_utf8_lossy(&up.stderr));
@@ -100,6 +100,16 @@ async fn the_compose_cluster_runs_with_mutual_tls_and_auth() {
     );
     let status = json(deployment.strand(&config, &["snapshot", "status", backup.to_str().unwrap(), "--json"]));
     assert_eq!(status["header"], saved["header"]);
+
+    // Grow and shrink: a fourth container joins with --join over mutual TLS with the admin token
+    // and is promoted; then it is removed.
+    let joined = deployment.run("join");
+    assert!(joined.status.success(), "cluster.sh join: {}", String::from_utf8_lossy(&joined.stderr));
+    let listed = json(deployment.strand(&config, &["member", "list", "--json"]));
+    let roles: Vec<_> = listed["members"].as_array().unwrap().iter().map(|member| member["role"].clone()).collect();
+    assert_eq!(roles, vec!["voter"; 4], "{listed}");
+    let removed = json(deployment.strand(&config, &["member", "remove", "4", "--json"]));
+    assert_eq!(removed["members"].as_array().unwrap().len(), 3, "{removed}");
 
     // Without the token, TLS still works and the request is refused; without the CA, TLS fails.
     let text = std::fs::read_to_string(&config).unwrap();

@@ -179,6 +179,12 @@ async fn refused_membership_changes_say_why_and_change_nothing() {
     assert!(log.contains("asked to join cluster") && log.contains("start it with --cluster-name"), "{log}");
     assert_eq!(roles(&cluster).await, before);
 
+    // --join and --peers together: the node says which to give.
+    let both = cluster.node_command(1).args(["--join", "127.0.0.1:1"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&both.stderr);
+    assert_eq!(both.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("both --join and --peers are given"), "{stderr}");
+
     // The last voter of a one-node cluster cannot be removed.
     let single = Cluster::start(1, None);
     single.wait_for_leader().await;

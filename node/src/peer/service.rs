@@ -1,14 +1,21 @@
 //! The `strand.v1.Raft` service: Raft traffic into this node from the other members.
 //!
 //! Invariant: the service serves a call only after checking its sender: the cluster id and
-//! member id it carries (see `network.rs`) must be this node's cluster and one of its members,
-//! with TLS on the certificate the connection showed must name that member
-//! (`strand-node-<id>`, see `crate::tls`), and a vote, append or snapshot must be in the name of
-//! that same member. A refusal is logged
-//! and answered `PERMISSION_DENIED`. A vote request's `leadership_transfer` flag (which lets it
-//! past the leader lease) is honoured only from the node the current leader announced as its
-//! transfer target (or this node, leading, began a transfer to; see `NodeCore::announce_transfer`). A forwarded proposal larger than a client request is refused. A snapshot is
-//! received as `snapshot.rs` says.
+//! member id it carries (see `network.rs`) must be this node's cluster and one of its members
+//! (`NodeCore::is_member`; for a leader's message, an append or a snapshot, also a node this
+//! node never saw leave the membership, `NodeCore::may_lead`, see `crate::standing`), with TLS
+//! on the certificate the connection showed must name that member (`strand-node-<id>`, see
+//! `crate::tls`), and a vote, append or snapshot must be in the name of that same member. A
+//! refusal is logged and answered `PERMISSION_DENIED`. A vote request's `leadership_transfer`
+//! flag (which lets it past the leader lease) is honoured only from the node the current leader
+//! announced as its transfer target (or this node, leading, began a transfer to; see
+//! `NodeCore::announce_transfer`). A forwarded proposal larger than a client request is refused.
+//! A snapshot is received as `snapshot.rs` says.
+//!
+//! The one exception is `Join`, the call of a node that is not a member yet (`crate::join`): it
+//! carries no identity, and is judged on what it asks instead: the cluster name, with TLS a
+//! certificate naming the id it asks to join under, and with auth on an admin token; the leader
+//! then adds it as a learner. `Removed` is the leader telling this node it was removed.
 
 use std::sync::Arc;
 
