@@ -78,9 +78,24 @@ pub async fn run<D: Disk>(core: Arc<NodeCore<D>>, peers: Arc<Peers>) {
     }
 }
 
-/// The other configured members, each with its peer address.
+/// The other configured members (and, for a node that joined, the voters its join answered),
+/// each with its peer address.
 fn others<D: Disk>(core: &NodeCore<D>) -> Vec<(NodeId, String)> {
-    core.config.members().into_iter().filter(|(id, _)| *id != core.id).collect()
+    let mut members = core.config.members();
+    members.extend(core.standing.as_ref().map(crate::standing::Standing::joined_voters).unwrap_or_default());
+    members.into_iter().filter(|(id, _)| *id != core.id).collect()
+}
+
+/// The other voters of the freshest membership among `answers` (the one of the answer with the
+/// greatest last log id), each with its peer address; `None` when no answer carries one.
+fn answered_voters(id: NodeId, answers: &BTreeMap<NodeId, Option<pb::NodeStatus>>) -> Option<Vec<(NodeId, String)>> {
+    let freshest = answers
+        .values()
+        .flatten()
+        .filter(|status| !status.membership.is_empty() && !status.rejoining)
+        .max_by_key(|status| (status.last_log_term, status.last_log_index))?;
+    let voters = freshest.membership.iter().filter(|member| member.voter && member.id != id);
+    Some(voters.map(|member| (member.id, member.peer_address.clone())).collect())
 }
 
 /// Asks each of `others` for its status, at once; `None` for one that did not answer in time.
@@ -114,12 +129,27 @@ async fn find_rejoin_target<D: Disk>(core: &NodeCore<D>, peers: &Peers) {
         node = core.id,
         "rejoining: not initializing a cluster; asking the other members how far their logs reach"
     );
-    let others = others(core);
+    let mut others = others(core);
     let timeout = Duration::from_millis(core.config.raft.rpc_timeout_ms);
     let mut told_wait = false;
     loop {
-        let answers: BTreeMap<NodeId, Option<rejoin::Answer>> = ask(peers, &others, timeout)
-            .await
+        let statuses = ask(peers, &others, timeout).await;
+        // The configured members may be an older membership than the cluster's now: ask the
+        // voters of the freshest membership an answer carries instead, until they are the ones
+        // asked.
+        if let Some(voters) = answered_voters(core.id, &statuses)
+            && voters != others
+        {
+            tracing::info!(
+                node = core.id,
+                voters = ?voters.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+                "rejoining: the cluster's membership has changed since the configured one; asking its voters"
+            );
+            others = voters;
+            tokio::time::sleep(ASK_AGAIN_AFTER / 5).await;
+            continue;
+        }
+        let answers: BTreeMap<NodeId, Option<rejoin::Answer>> = statuses
             .into_iter()
             .map(|(id, status)| {
                 let answer = status.map(|status| rejoin::Answer {

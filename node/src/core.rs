@@ -233,8 +233,26 @@ impl<D: Disk> NodeCore<D> {
             lag: 0,
             note: String::new(),
             members: self.members.lock().expect("the members lock is never poisoned").clone(),
+            membership: membership_of(metrics.membership_config.membership()),
         }
     }
+}
+
+/// A membership as `NodeStatus` and the membership answers carry it.
+pub fn membership_of(
+    membership: &openraft::Membership<NodeId, raft_store::types::Member>,
+) -> Vec<pb::MembershipMember> {
+    let voters: Vec<NodeId> = membership.voter_ids().collect();
+    membership
+        .nodes()
+        .map(|(id, member)| pb::MembershipMember {
+            id: *id,
+            peer_address: member.addr.clone(),
+            client_address: member.client_addr.clone(),
+            voter: voters.contains(id),
+            auto_promote: member.auto_promote,
+        })
+        .collect()
 }
 
 /// The Raft part of the metrics page, from Raft's metrics. A node whose Raft core stopped on a

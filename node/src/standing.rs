@@ -82,8 +82,9 @@ pub struct Standing<D: Disk> {
     /// The members to trust before the log holds a membership (configured peers, this node, and
     /// those a join answered).
     seed: BTreeSet<NodeId>,
-    /// Whether this node joined a running cluster (it never initialises one).
-    joined: bool,
+    /// The membership a join answered, if this node joined a running cluster (it never
+    /// initialises one).
+    joined: Option<crate::peer::Changed>,
     /// Members this node saw leave a membership since it started.
     former: Mutex<BTreeSet<NodeId>>,
     /// The members of the last membership this node saw.
@@ -104,7 +105,7 @@ impl<D: Disk> Standing<D> {
         Ok(Standing {
             disk,
             seed,
-            joined: joined.is_some(),
+            joined: joined.map(|joined| joined.membership),
             former: Mutex::new(BTreeSet::new()),
             last: Mutex::new(BTreeSet::new()),
             removed: Mutex::new(removed),
@@ -113,7 +114,14 @@ impl<D: Disk> Standing<D> {
 
     /// Whether this node joined a running cluster.
     pub fn joined(&self) -> bool {
-        self.joined
+        self.joined.is_some()
+    }
+
+    /// The voters of the membership a join answered, with their peer addresses (empty when this
+    /// node did not join).
+    pub fn joined_voters(&self) -> Vec<(NodeId, String)> {
+        let Some(joined) = &self.joined else { return Vec::new() };
+        joined.voters.iter().filter_map(|id| Some((*id, joined.members.get(id)?.addr.clone()))).collect()
     }
 
     /// The members to trust before the log holds a membership.

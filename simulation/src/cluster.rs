@@ -57,6 +57,10 @@ pub enum Mutation {
     /// The controller never notices that it was deposed and keeps acting under the term it
     /// began in, and the state machine's term fence is off ([`node::PlantedBug::StaleController`]).
     StaleController,
+    /// A membership change that bypasses joint consensus: node 1, each time it restarts, makes
+    /// itself the only voter of the membership (`--force-new-cluster`) while the other members
+    /// are alive, so a configuration whose majority is node 1 alone commits beside the old one.
+    ForcedMembership,
 }
 
 impl Mutation {
@@ -64,7 +68,9 @@ impl Mutation {
     pub fn sealing(mutation: Option<Mutation>) -> crate::damage::Sealing {
         match mutation {
             Some(Mutation::NoChecksum) => crate::damage::Sealing::Resealed,
-            Some(Mutation::NoFsync | Mutation::StaleController) | None => crate::damage::Sealing::Visible,
+            Some(Mutation::NoFsync | Mutation::StaleController | Mutation::ForcedMembership) | None => {
+                crate::damage::Sealing::Visible
+            }
         }
     }
 }
@@ -200,8 +206,11 @@ impl<D: Disk> Disk for SimDisk<D> {
 /// What every node of a run shares.
 #[derive(Clone)]
 pub struct ClusterSetup {
-    /// Node ids, 1..=N.
+    /// Node ids of the first members, 1..=N.
     pub ids: Vec<u64>,
+    /// Ids of spare nodes, after N: each starts only once the operator added it, and joins the
+    /// cluster with `--join` (see `crate::operator`).
+    pub spares: Vec<u64>,
     /// The storage.
     pub disk_kind: DiskKind,
     /// The planted bug, if any.
@@ -222,6 +231,9 @@ pub struct SimNode {
     pub dir: tempfile::TempDir,
     /// Whether its next start is with `rejoin` (set once its storage was wiped).
     pub rejoin: Arc<AtomicBool>,
+    /// Whether its host may start the node: from the beginning for a first member, once the
+    /// operator added it for a spare.
+    pub start: Arc<AtomicBool>,
 }
 
 impl SimNode {
@@ -271,7 +283,16 @@ fn node_config(setup: &ClusterSetup, id: u64, data_dir: PathBuf) -> NodeConfig {
         listen_peer: format!("0.0.0.0:{}", net::PEER_PORT),
         advertise_peer: Some(peer_address(id)),
         data_dir,
-        peers: setup.ids.iter().filter(|peer| **peer != id).map(|peer| (*peer, peer_address(*peer))).collect(),
+        peers: if setup.spares.contains(&id) {
+            BTreeMap::new()
+        } else {
+            setup.ids.iter().filter(|peer| **peer != id).map(|peer| (*peer, peer_address(*peer))).collect()
+        },
+        join: if setup.spares.contains(&id) {
+            setup.ids.iter().map(|peer| peer_address(*peer)).collect()
+        } else {
+            Vec::new()
+        },
         cluster_name: "sim".into(),
         id_prefix: "st".into(),
         event_retention: api::limits::EVENT_RETENTION_DEFAULT,
@@ -385,16 +406,23 @@ pub fn register(sim: &mut Sim<'_>, setup: &ClusterSetup, simulated: &SimNode, re
     let config = node_config(setup, id, simulated.dir.path().to_path_buf());
     let (disk, offset, kind, mutation) =
         (simulated.disk.clone(), simulated.clock_offset_ms.clone(), setup.disk_kind, setup.mutation);
-    let rejoin = simulated.rejoin.clone();
+    let (rejoin, start) = (simulated.rejoin.clone(), simulated.start.clone());
     let seed = setup.seed ^ id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
     let reports = reports.clone();
+    let started = Arc::new(AtomicBool::new(false));
     sim.host(host_name(id), move || {
-        let (mut config, disk, reports) = (config.clone(), disk.clone(), reports.clone());
+        let (mut config, disk, reports, start) = (config.clone(), disk.clone(), reports.clone(), start.clone());
         config.rejoin = rejoin.load(Ordering::Relaxed);
+        // The planted membership bug: node 1 forces itself alone on every restart.
+        let restarted = started.swap(true, Ordering::Relaxed);
+        config.force_new_cluster = mutation == Some(Mutation::ForcedMembership) && id == 1 && restarted;
         let clock = SimClock { offset_ms: offset.clone() };
         let failed = reports.failed_starts.lock().expect("failed starts lock").contains_key(&id);
         assert!(!failed, "node {id} failed to start before and must stay down");
         async move {
+            while !start.load(Ordering::Relaxed) {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
             let fsync = mutation != Some(Mutation::NoFsync);
             match kind {
                 DiskKind::Memory => {
@@ -409,9 +437,10 @@ pub fn register(sim: &mut Sim<'_>, setup: &ClusterSetup, simulated: &SimNode, re
     });
 }
 
-/// Makes the nodes of a run, with fresh disks and directories.
-pub fn make_nodes(count: u64) -> std::io::Result<Vec<SimNode>> {
-    (1..=count)
+/// Makes the nodes of a run, with fresh disks and directories: `count` first members, then
+/// `spares` spare nodes, which wait to be started.
+pub fn make_nodes(count: u64, spares: u64) -> std::io::Result<Vec<SimNode>> {
+    (1..=count + spares)
         .map(|id| {
             Ok(SimNode {
                 id,
@@ -419,6 +448,7 @@ pub fn make_nodes(count: u64) -> std::io::Result<Vec<SimNode>> {
                 clock_offset_ms: Arc::new(AtomicI64::new(0)),
                 dir: tempfile::Builder::new().prefix(&format!("strand-sim-n{id}-")).tempdir()?,
                 rejoin: Arc::new(AtomicBool::new(false)),
+                start: Arc::new(AtomicBool::new(id <= count)),
             })
         })
         .collect()

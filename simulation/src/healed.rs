@@ -9,10 +9,11 @@
 //! back, so that the cluster is quiet while convergence is checked. Then it waits out
 //! [`lease_bound`] and lists the lease agents' beads, for the leases checker.
 //!
-//! Convergence is asked of every live node: every node but those whose start failed
-//! ([`cluster::FailedStarts`]), so a node that started on damaged storage is compared too, and so
-//! is a node whose storage was wiped (it rejoined empty). A node that never catches up is named
-//! as behind, with how far its log got.
+//! Convergence is asked of every live member: every node of the cluster's membership (as a node
+//! that knows a leader answers it; it changes only under the membership fault) but those whose
+//! start failed ([`cluster::FailedStarts`]), so a node that started on damaged storage is compared
+//! too, and so is a node whose storage was wiped (it rejoined empty). A node that never catches up
+//! is named as behind, with how far its log got.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -79,6 +80,9 @@ pub struct Healed {
     pub write_after_heal: Result<Duration, String>,
     /// Each live node's (id, applied index, digest) once they agreed, or how they disagreed.
     pub convergence: Result<Vec<(u64, u64, u64)>, String>,
+    /// The membership convergence was asked of (every member, voter or learner), as a node that
+    /// knew a leader answered it; empty when none did.
+    pub members: Vec<u64>,
     /// The live nodes that still said they were rejoining (their rejoin marker set) when they
     /// agreed: caught up in state, yet still refusing to vote.
     pub rejoining_at_end: Vec<u64>,
@@ -105,6 +109,7 @@ impl Default for Healed {
         Healed {
             write_after_heal: Err(never.clone()),
             convergence: Err(never.clone()),
+            members: Vec::new(),
             rejoining_at_end: Vec::new(),
             orders: Err(never.clone()),
             leases_after_bound: Err(never.clone()),
@@ -116,8 +121,10 @@ impl Default for Healed {
 /// When the reader does what.
 #[derive(Clone)]
 pub struct Schedule {
-    /// The node ids.
+    /// The ids of the first members, which clients ask.
     pub node_ids: Vec<u64>,
+    /// Every node id, spares included: the nodes a membership may hold.
+    pub all_ids: Vec<u64>,
     /// When the faults are removed.
     pub heal_at: Duration,
     /// When every agent has finished its last call.
@@ -203,17 +210,35 @@ fn disagreement(all: &[NodeEnd]) -> String {
     if behind.is_empty() { format!("nodes disagree {digests}") } else { format!("{}; {digests}", behind.join("; ")) }
 }
 
-/// Waits until every live node reports the same applied index and digest; answers them, and the
-/// nodes still rejoining then.
+/// The cluster's membership, as the first of `node_ids` that knows a leader answers it.
+async fn membership(node_ids: &[u64], timeout: Duration) -> Option<Vec<u64>> {
+    for id in node_ids {
+        let asked = async {
+            let channel = crate::net::channel(&cluster::address(*id)).ok()?;
+            let request = tonic::Request::new(StatusRequest { include_digest: false });
+            let answer = tokio::time::timeout(timeout, ClusterClient::new(channel).status(request)).await.ok()?.ok()?;
+            let answer = answer.into_inner();
+            (answer.leader_id != 0).then(|| answer.nodes.iter().map(|node| node.id).collect())
+        };
+        if let Some(members) = asked.await {
+            return Some(members);
+        }
+    }
+    None
+}
+
+/// Waits until every live member reports the same applied index and digest; answers them, the
+/// members still rejoining then, and the membership.
 async fn converge(
     node_ids: &[u64],
     failed_starts: &cluster::FailedStarts,
-) -> Result<(Vec<(u64, u64, u64)>, Vec<u64>), String> {
+) -> Result<(Vec<(u64, u64, u64)>, Vec<u64>, Vec<u64>), String> {
     let bound = now() + Duration::from_millis(CONVERGENCE_MS_MAX);
     loop {
+        let members = membership(node_ids, status_timeout(node_ids.len())).await.unwrap_or_else(|| node_ids.to_vec());
         let live: Vec<u64> = {
             let failed = failed_starts.lock().expect("failed starts lock");
-            node_ids.iter().copied().filter(|id| !failed.contains_key(id)).collect()
+            members.iter().copied().filter(|id| !failed.contains_key(id)).collect()
         };
         let found = statuses(&live, status_timeout(node_ids.len())).await;
         let agreed: Result<Vec<NodeEnd>, String> = found.iter().cloned().collect();
@@ -223,6 +248,7 @@ async fn converge(
                 return Ok((
                     all.into_iter().map(|(id, applied, digest, _, _)| (id, applied, digest)).collect(),
                     rejoining,
+                    members,
                 ));
             }
             Ok(all) => disagreement(&all),
@@ -351,10 +377,12 @@ async fn reader(schedule: Schedule, history: SharedHistory, report: Arc<Mutex<He
     report.lock().expect("healed report lock").leases_after_bound = list_retrying(&client, leasable).await;
     let every = ListFilter { all: true, limit: FINAL_LIST_MAX, ..Default::default() };
     report.lock().expect("healed report lock").all_beads = list_retrying(&client, every).await;
-    let convergence = converge(&schedule.node_ids, &schedule.failed_starts).await;
+    let convergence = converge(&schedule.all_ids, &schedule.failed_starts).await;
     let mut report = report.lock().expect("healed report lock");
     match convergence {
-        Ok((agreed, rejoining)) => (report.convergence, report.rejoining_at_end) = (Ok(agreed), rejoining),
+        Ok((agreed, rejoining, members)) => {
+            (report.convergence, report.rejoining_at_end, report.members) = (Ok(agreed), rejoining, members);
+        }
         Err(error) => report.convergence = Err(error),
     }
     Ok(())

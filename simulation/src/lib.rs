@@ -9,6 +9,8 @@
 //!   every operation in the [`history`].
 //! - [`nemesis`]: seeded faults between simulation steps; [`damage`]: what its corruption fault
 //!   does to a stopped node's storage.
+//! - [`operator`]: membership changes through the cluster's own API while the nemesis acts
+//!   (the membership fault).
 //! - [`healed`]: after the faults, checks liveness, reads everything back, waits for convergence.
 //! - [`checkers`]: one module per property.
 //! - [`run`]: one seed, end to end.
@@ -23,5 +25,6 @@ pub mod healed;
 pub mod history;
 pub mod nemesis;
 pub mod net;
+pub mod operator;
 pub mod run;
 pub mod workload;

@@ -59,12 +59,24 @@ pub enum Fault {
     /// A node crashes and its whole storage is lost; it restarts empty with `rejoin` and must
     /// catch up from the leader.
     Wipe,
+    /// Membership changes while the other faults happen: the operator ([`crate::operator`])
+    /// adds a spare node as a learner, promotes it, moves the leader, removes a first member and
+    /// moves the leader again. Not an action of the nemesis itself.
+    Membership,
 }
 
 impl Fault {
     /// Every fault kind.
-    pub const ALL: [Fault; 7] =
-        [Fault::Partition, Fault::Oneway, Fault::Lossy, Fault::Crash, Fault::Clock, Fault::Corrupt, Fault::Wipe];
+    pub const ALL: [Fault; 8] = [
+        Fault::Partition,
+        Fault::Oneway,
+        Fault::Lossy,
+        Fault::Crash,
+        Fault::Clock,
+        Fault::Corrupt,
+        Fault::Wipe,
+        Fault::Membership,
+    ];
     /// The faults a run injects unless told otherwise.
     pub const DEFAULT: [Fault; 5] = [Fault::Partition, Fault::Oneway, Fault::Lossy, Fault::Crash, Fault::Clock];
 }
@@ -96,7 +108,8 @@ impl Nemesis {
     pub fn new(seed: u64, faults: &[Fault], ids: &[u64], failed_starts: &FailedStarts, sealing: Sealing) -> Nemesis {
         Nemesis {
             rng: StdRng::seed_from_u64(seed ^ 0x6e65_6d65_7369_7300),
-            faults: faults.to_vec(),
+            // The operator makes the membership changes, not the nemesis.
+            faults: faults.iter().copied().filter(|fault| *fault != Fault::Membership).collect(),
             ids: ids.to_vec(),
             next_at: Duration::from_millis(1_000),
             down_until: BTreeMap::new(),
@@ -131,6 +144,7 @@ impl Nemesis {
             Fault::Clock => self.jump_clock(nodes),
             Fault::Corrupt => self.corrupt(sim, nodes, now),
             Fault::Wipe => self.wipe(sim, nodes, now),
+            Fault::Membership => None,
         };
         if let Some(event) = event {
             self.injected += 1;

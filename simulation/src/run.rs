@@ -21,6 +21,7 @@ use crate::cluster::{self, ClusterSetup, DiskKind, Mutation, Observations, Repor
 use crate::healed::{self, Healed, Schedule};
 use crate::history::{Op, OpResult};
 use crate::nemesis::{Fault, Nemesis};
+use crate::operator::{self, Operator};
 use crate::workload::{self, Agents};
 
 /// How long agents keep working after the faults are removed (simulated time).
@@ -118,6 +119,9 @@ pub struct RunReport {
     pub damaged_nodes: usize,
     /// Wipes of a node's whole storage (each node then rejoined empty).
     pub wipes: usize,
+    /// Membership changes the operator made: the spare added and promoted, a member removed
+    /// (leader moves not counted).
+    pub membership_changes: usize,
     /// Nodes whose start failed (they stayed down).
     pub failed_starts: usize,
     /// Simulated time the run covered.
@@ -205,7 +209,10 @@ pub fn run(config: &RunConfig) -> Result<RunReport, String> {
 fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
     let started = Instant::now();
     let ids: Vec<u64> = (1..=config.nodes).collect();
-    let nodes = cluster::make_nodes(config.nodes).map_err(|error| format!("cannot make node directories: {error}"))?;
+    // Under the membership fault, one spare node, which the operator adds.
+    let spares: Vec<u64> = if config.faults.contains(&Fault::Membership) { vec![config.nodes + 1] } else { Vec::new() };
+    let nodes = cluster::make_nodes(config.nodes, spares.len() as u64)
+        .map_err(|error| format!("cannot make node directories: {error}"))?;
     let heal_at = config.duration;
     let agents_stop = heal_at + Duration::from_millis(AGENTS_AFTER_HEAL_MS);
     let agents_done_at = agents_stop + Duration::from_millis(workload::CALL_DEADLINE_MS * 2);
@@ -220,7 +227,13 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
         .enable_random_order()
         .build();
 
-    let setup = ClusterSetup { ids: ids.clone(), disk_kind: config.disk, mutation: config.mutation, seed: config.seed };
+    let setup = ClusterSetup {
+        ids: ids.clone(),
+        spares: spares.clone(),
+        disk_kind: config.disk,
+        mutation: config.mutation,
+        seed: config.seed,
+    };
     let reports = Reports::default();
     let (observations, failed_starts) = (reports.observations.clone(), reports.failed_starts.clone());
     for node in &nodes {
@@ -234,6 +247,7 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
     workload::register(&mut sim, &agents, &history, &known);
     let schedule = Schedule {
         node_ids: ids.clone(),
+        all_ids: nodes.iter().map(|node| node.id).collect(),
         heal_at,
         agents_done_at,
         seed: config.seed,
@@ -241,6 +255,16 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
         failed_starts: failed_starts.clone(),
     };
     let healed_report = healed::register(&mut sim, &schedule, &history);
+    let operator = spares.first().map(|spare| {
+        let operator = Operator {
+            members: ids.clone(),
+            spare: *spare,
+            start_spare: nodes[(*spare - 1) as usize].start.clone(),
+            stop_at: heal_at,
+            seed: config.seed,
+        };
+        (operator::register(&mut sim, &operator), *spare)
+    });
 
     let sealing = Mutation::sealing(config.mutation);
     let mut nemesis = Nemesis::new(config.seed, &config.faults, &ids, &failed_starts, sealing);
@@ -287,6 +311,17 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
     for apply in &controller_applies {
         trace.push(format!("controller: {apply:?}"));
     }
+    let operator_log = operator.as_ref().map(|(log, spare)| (log.lock().expect("operator log lock").clone(), *spare));
+    let membership_changes = operator_log.as_ref().map_or(0, |(log, _)| {
+        let promoted = log.steps.iter().any(|(_, asked, answer)| {
+            asked.starts_with("PromoteSpare")
+                && (answer.starts_with("membership") || answer.contains("a voter already"))
+        });
+        usize::from(log.spare_started) + usize::from(promoted) + log.removed.len()
+    });
+    for (at, asked, answer) in operator_log.iter().flat_map(|(log, _)| log.steps.iter()) {
+        trace.push(format!("[{:>8.3}s] operator: {asked} -> {answer}", at.as_secs_f64()));
+    }
     for entry in &history.entries {
         trace.push(format!(
             "[{:>8.3}s] op {}..{:?} agent-{}{} {:?} -> {:?}",
@@ -313,6 +348,7 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
             memory_disks: config.disk == DiskKind::Memory,
             failed_starts: &failed_starts,
             damaged: &nemesis.damaged,
+            operator: operator_log.as_ref().map(|(log, spare)| (log, ids.as_slice(), *spare)),
         };
         violations = checkers::check_all(&evidence);
     }
@@ -361,6 +397,7 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
         faults: nemesis.injected,
         damaged_nodes: nemesis.damaged.len(),
         wipes: nemesis.wipes,
+        membership_changes,
         failed_starts: failed_starts.len(),
         simulated,
         wall: started.elapsed(),

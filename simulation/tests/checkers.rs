@@ -179,8 +179,8 @@ fn two_leaders_in_one_term_are_rejected() {
         applied: None,
         fatal: None,
     };
-    assert!(raft_safety::check(&[leader(1, 3), leader(2, 4)]).is_empty());
-    assert_eq!(raft_safety::check(&[leader(1, 3), leader(2, 3)]).len(), 1);
+    assert!(raft_safety::check(&[leader(1, 3), leader(2, 4)], &[]).is_empty());
+    assert_eq!(raft_safety::check(&[leader(1, 3), leader(2, 3)], &[]).len(), 1);
 }
 
 #[test]
@@ -195,10 +195,10 @@ fn a_leader_missing_applied_entries_is_rejected() {
         fatal: None,
     };
     let leader = Observation { node: 2, term: 3, leader: true, last_log_index: 7, applied: None, ..applied.clone() };
-    assert_eq!(raft_safety::check(&[applied.clone(), leader]).len(), 1);
+    assert_eq!(raft_safety::check(&[applied.clone(), leader], &[]).len(), 1);
     // A node restoring its own leadership of an older term owes nothing to later terms.
     let restored = Observation { node: 2, term: 1, leader: true, last_log_index: 7, applied: None, ..applied.clone() };
-    assert!(raft_safety::check(&[applied, restored]).is_empty());
+    assert!(raft_safety::check(&[applied, restored], &[]).is_empty());
 }
 
 #[test]
@@ -212,12 +212,15 @@ fn a_raft_core_that_stopped_is_rejected() {
         applied: None,
         fatal: None,
     };
-    assert!(raft_safety::check(std::slice::from_ref(&healthy)).is_empty());
+    assert!(raft_safety::check(std::slice::from_ref(&healthy), &[]).is_empty());
     let panicked =
         Observation { fatal: Some("panicked: follower log reversion is not allowed".into()), ..healthy.clone() };
-    let found = raft_safety::check(&[healthy, panicked.clone(), panicked]);
+    let found = raft_safety::check(&[healthy.clone(), panicked.clone(), panicked.clone()], &[]);
     assert_eq!(found.len(), 1, "one violation a node: {found:?}");
     assert_eq!(found[0].checker, "raft fatal");
+    // A node removed from the membership stops its core on purpose once it is told.
+    let stopped = Observation { fatal: Some("raft stopped".into()), ..healthy.clone() };
+    assert!(raft_safety::check(&[healthy, stopped], &[1]).is_empty());
 }
 
 #[test]
@@ -242,6 +245,7 @@ fn convergence_must_cover_every_live_node() {
     let healed = |agreed: Vec<(u64, u64, u64)>| Healed {
         write_after_heal: Ok(Duration::ZERO),
         convergence: Ok(agreed),
+        members: vec![1, 2, 3],
         rejoining_at_end: Vec::new(),
         orders: Ok(OrderFirings::default()),
         leases_after_bound: Ok(Vec::new()),
@@ -265,9 +269,15 @@ fn a_failed_start_on_undamaged_storage_is_rejected() {
     let failed = BTreeMap::from([(2, FailedStart { at: Duration::from_secs(4), error: "refusing to start".into() })]);
     let damaged_2 = BTreeMap::from([(2, vec!["log entry 17: bit 3 of byte 40 flipped".to_string()])]);
     let damaged_1 = BTreeMap::from([(1, vec!["state record: byte 9 zeroed".to_string()])]);
-    assert!(integrity::check(&failed, &damaged_2).is_empty());
-    assert_eq!(integrity::check(&failed, &damaged_1).len(), 1);
-    assert!(integrity::check(&BTreeMap::new(), &damaged_1).is_empty());
+    assert!(integrity::check(&failed, &damaged_2, &[]).is_empty());
+    assert_eq!(integrity::check(&failed, &damaged_1, &[]).len(), 1);
+    assert!(integrity::check(&BTreeMap::new(), &damaged_1, &[]).is_empty());
+    // A removed node refuses to start by design, and says so; only then is it not a violation.
+    let error = "refusing to start: node 2 was removed from cluster \"sim\" at index 40".to_string();
+    let removed = BTreeMap::from([(2, FailedStart { at: Duration::from_secs(4), error })]);
+    assert!(integrity::check(&removed, &BTreeMap::new(), &[2]).is_empty());
+    assert_eq!(integrity::check(&removed, &BTreeMap::new(), &[]).len(), 1);
+    assert_eq!(integrity::check(&failed, &BTreeMap::new(), &[2]).len(), 1, "another refusal of a removed node");
 }
 
 #[test]

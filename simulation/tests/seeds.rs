@@ -40,6 +40,15 @@ const SEEDS_WIPE_3_NODES: u64 = 20;
 /// links, so that it rejoins while the cluster keeps writing and failing over.
 const WIPE_FAULTS: [Fault; 4] = [Fault::Partition, Fault::Crash, Fault::Lossy, Fault::Wipe];
 
+/// Seeds within which the forced-membership mutation must be caught.
+const FORCED_MEMBERSHIP_SEEDS_MAX: u64 = 10;
+/// Seeds per band of 3-node clusters whose membership changes under faults.
+const SEEDS_MEMBERSHIP_3_NODES: u64 = 20;
+/// The faults of the membership bands: the operator's changes (a spare added and promoted, the
+/// leader moved, a first member removed) while partitions, crashes, lossy links and clock jumps
+/// happen.
+const MEMBERSHIP_FAULTS: [Fault; 5] = [Fault::Partition, Fault::Crash, Fault::Lossy, Fault::Clock, Fault::Membership];
+
 fn config(seed: u64, nodes: u64) -> RunConfig {
     RunConfig { nodes, duration: Duration::from_secs(6), ..RunConfig::new(seed) }
 }
@@ -110,6 +119,16 @@ fn wipe_band(start: u64, count: u64, nodes: u64) {
     assert!(wipes as u64 >= count / 2, "the band wiped only {wipes} nodes' storage in {count} runs");
 }
 
+fn membership_band(start: u64, count: u64, nodes: u64) {
+    let mut changes = 0;
+    for seed in start..start + count {
+        let report = run_clean(&RunConfig { faults: MEMBERSHIP_FAULTS.to_vec(), ..config(seed, nodes) });
+        changes += report.membership_changes;
+    }
+    // Three changes a run when every step gets through before the faults end.
+    assert!(changes as u64 >= count * 3 / 2, "the band made only {changes} membership changes in {count} runs");
+}
+
 /// The first seed of the fresh bands: from the commit hash when the Makefile passes it, else
 /// from `git rev-parse HEAD` directly.
 fn fresh_start() -> u64 {
@@ -178,6 +197,16 @@ fn wipe_band_3_nodes() {
 #[test]
 fn fresh_wipe_band_3_nodes() {
     wipe_band(fresh_start().wrapping_add(4_000_000), SEEDS_WIPE_3_NODES, 3);
+}
+
+#[test]
+fn membership_band_3_nodes() {
+    membership_band(5_000_000, SEEDS_MEMBERSHIP_3_NODES, 3);
+}
+
+#[test]
+fn fresh_membership_band_3_nodes() {
+    membership_band(fresh_start().wrapping_add(5_000_000), SEEDS_MEMBERSHIP_3_NODES, 3);
 }
 
 #[test]
@@ -253,6 +282,27 @@ fn no_fsync_mutation_is_caught() {
         }
     }
     panic!("acknowledging unsynced log entries went unnoticed for {MUTATION_SEEDS_MAX} seeds");
+}
+
+/// A membership change that bypasses joint consensus (node 1 makes itself the only voter each
+/// time it restarts, while the others are alive: a configuration whose majority is one node
+/// commits beside the old one) must show to the checkers: two leaders, diverged states, lost or
+/// unexplained writes.
+#[test]
+fn forced_membership_mutation_is_caught() {
+    for seed in 0..FORCED_MEMBERSHIP_SEEDS_MAX {
+        let config = RunConfig {
+            mutation: Some(Mutation::ForcedMembership),
+            faults: vec![Fault::Crash, Fault::Partition],
+            ..config(seed, 3)
+        };
+        let report = run(&config).unwrap();
+        if !report.violations.is_empty() {
+            eprintln!("caught at seed {seed}: {}", report.violations[0]);
+            return;
+        }
+    }
+    panic!("a membership that bypassed joint consensus went unnoticed for {FORCED_MEMBERSHIP_SEEDS_MAX} seeds");
 }
 
 /// A controller that never notices its deposition, with the state machine's term fence off,

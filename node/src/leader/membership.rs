@@ -92,8 +92,13 @@ pub fn check_promotable(
             )));
         }
     }
-    let lag = last.saturating_sub(matched.unwrap_or(0));
-    if matched.is_none() || lag > PROMOTE_LAG_ENTRIES_MAX {
+    let Some(matched) = matched else {
+        return Err(ChangeRefused::NotReady(format!(
+            "the leader has not matched any of node {id}'s log yet (it is starting, or catching up); promote it once `strand member list` shows it caught up"
+        )));
+    };
+    let lag = last.saturating_sub(matched);
+    if lag > PROMOTE_LAG_ENTRIES_MAX {
         return Err(ChangeRefused::NotReady(format!(
             "node {id} is {lag} entries behind the leader, more than the {PROMOTE_LAG_ENTRIES_MAX} a promotion allows (a voter far behind would hold up every commit); wait until `strand member list` shows it caught up"
         )));

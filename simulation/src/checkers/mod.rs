@@ -18,6 +18,7 @@ pub mod integrity;
 pub mod leases;
 pub mod linearizability;
 pub mod liveness;
+pub mod membership;
 pub mod metadata;
 pub mod orchestration;
 pub mod orders;
@@ -65,12 +66,16 @@ pub struct Evidence<'a> {
     pub failed_starts: &'a BTreeMap<u64, FailedStart>,
     /// What the nemesis damaged on each node's storage, by node.
     pub damaged: &'a BTreeMap<u64, Vec<String>>,
+    /// Under the membership fault: what the operator did, the first members and the spare.
+    pub operator: Option<(&'a crate::operator::OperatorLog, &'a [u64], u64)>,
 }
 
 impl Evidence<'_> {
-    /// The nodes that were up at the end: all but those whose start failed.
+    /// The nodes that were up at the end: all but those whose start failed; under the membership
+    /// fault, only the members the healed-phase reader found.
     pub fn live_nodes(&self) -> Vec<u64> {
-        self.nodes.iter().map(|node| node.id).filter(|id| !self.failed_starts.contains_key(id)).collect()
+        let member = |id: &u64| self.operator.is_none() || self.healed.members.contains(id);
+        self.nodes.iter().map(|node| node.id).filter(|id| !self.failed_starts.contains_key(id) && member(id)).collect()
     }
 }
 
@@ -87,8 +92,17 @@ pub fn check_all(evidence: &Evidence<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     violations.extend(liveness::check(evidence.healed));
     violations.extend(convergence::check(evidence.healed, &evidence.live_nodes()));
-    violations.extend(integrity::check(evidence.failed_starts, evidence.damaged));
-    violations.extend(raft_safety::check(evidence.observations));
+    let removed: Vec<u64> = match evidence.operator {
+        Some(_) => {
+            evidence.nodes.iter().map(|node| node.id).filter(|id| !evidence.healed.members.contains(id)).collect()
+        }
+        None => Vec::new(),
+    };
+    violations.extend(integrity::check(evidence.failed_starts, evidence.damaged, &removed));
+    violations.extend(raft_safety::check(evidence.observations, &removed));
+    if let Some((log, first, spare)) = evidence.operator {
+        violations.extend(membership::check(log, first, spare, &evidence.healed.members, evidence.observations));
+    }
     violations.extend(controller_terms::check(evidence.controller_applies).0);
     if evidence.memory_disks {
         // A node whose start failed holds damaged storage by design; the others' logs must match.

@@ -15,7 +15,8 @@
 //!
 //! And no node's Raft core stops: a panic, a failed openraft assertion (the workspace builds
 //! openraft with its debug assertions on) or a storage error shows in the metrics as a fatal
-//! running state, and fails the run.
+//! running state, and fails the run. The one exception is a node removed from the membership,
+//! which stops its core on purpose once told (the membership checker judges those).
 
 use std::collections::BTreeMap;
 
@@ -26,8 +27,9 @@ use raft_store::{Disk, Space};
 use super::Violation;
 use crate::cluster::{Observation, SimNode};
 
-/// Checks election safety, state machine safety and leader completeness.
-pub fn check(observations: &[Observation]) -> Vec<Violation> {
+/// Checks election safety, state machine safety and leader completeness; a node of `removed`
+/// may stop its Raft core.
+pub fn check(observations: &[Observation], removed: &[u64]) -> Vec<Violation> {
     let mut violations = Vec::new();
     let mut leaders: BTreeMap<u64, u64> = BTreeMap::new();
     let mut applied: BTreeMap<u64, (&str, u64)> = BTreeMap::new();
@@ -36,6 +38,7 @@ pub fn check(observations: &[Observation]) -> Vec<Violation> {
     let mut fatal_told = std::collections::BTreeSet::new();
     for observation in observations {
         if let Some(fatal) = &observation.fatal
+            && !removed.contains(&observation.node)
             && fatal_told.insert(observation.node)
         {
             violations.push(Violation {
