@@ -3,7 +3,8 @@
 # to clients and auth enabled.
 #
 #   deploy/cluster.sh up      build the image, make certificates and configs, start, enable auth
-#   deploy/cluster.sh join    add a fourth node (compose.grow.yaml), which joins with --join
+#   deploy/cluster.sh join    add a fourth node (compose.grow.yaml): member add as a learner,
+#                             start it (it joins with --join), member promote once caught up
 #   deploy/cluster.sh down    stop the cluster and delete its containers and data volumes
 #
 # Environment:
@@ -50,6 +51,10 @@ wait_until() {
 
 has_controller() {
     "$strand" cluster status --json 2>/dev/null | grep -q '"controller": *[1-9]'
+}
+
+node_4_caught_up() {
+    "$strand" member list --json 2>/dev/null | tr -d ' \n' | grep -q '"id":4,[^}]*"lag":0,[^}]*"reachable":true'
 }
 
 node_4_votes() {
@@ -157,8 +162,13 @@ case "${1:-}" in
     join)
         [ -f "$dir/admin.token" ] || { echo "cluster.sh: no admin token in $dir; run cluster.sh up first" >&2; exit 1; }
         join_config
-        STRAND_JOIN_TOKEN=$(cat "$dir/admin.token") quietly run_compose_grown up -d node4
         export STRAND_CONFIG="$dir/client.toml"
+        # Added first as a learner that waits for `member promote`, as etcd's `member add`; then
+        # started, it joins with --join and catches up.
+        quietly "$strand" member add 4 node4:7500 --client-address node4:7400 --learner
+        STRAND_JOIN_TOKEN=$(cat "$dir/admin.token") quietly run_compose_grown up -d node4
+        wait_until "node 4 did not catch up within 60 s; see: $compose -p $project logs node4" node_4_caught_up
+        quietly "$strand" member promote 4
         wait_until "node 4 is not a voter after 60 s; see: $compose -p $project logs node4" node_4_votes
         echo "node 4 joined and is a voter"
         ;;

@@ -4,7 +4,8 @@
 //! run's seed, and asked again (at another node) until it is answered or the fault phase ends.
 //!
 //! One run's steps, each after a seeded pause: add the spare node as a learner (`AddMember`
-//! with `learner`) and start it, so that it joins with `--join` and catches up; promote it
+//! with `learner`) and start it as soon as that is asked, so that it joins with `--join` (which
+//! adds it too, should the operator's request be lost) and catches up; promote it
 //! (refused while it is behind, so asked until it is caught up); remove one of the first members,
 //! maybe the leader itself (which hands its leadership over first); move the leader to a voter. What each
 //! step asked and got goes to the trace, and the removals that were acknowledged, with when, to
@@ -144,6 +145,12 @@ async fn run(operator: Operator, log: SharedOperatorLog) -> turmoil::Result {
                 return Ok(());
             }
             let at = *nodes.choose(&mut rng).expect("there are nodes to ask");
+            if matches!(step, Step::AddSpare) {
+                // As an operator starts the node once it asked for its addition: an answer that
+                // is lost does not mean the addition was not made (and the node asks to join
+                // itself).
+                operator.start_spare.store(true, Ordering::Relaxed);
+            }
             let answer = ask(step, at, &operator, &nodes, &mut rng).await;
             let made = match &answer {
                 Ok(_) => true,
@@ -164,10 +171,7 @@ async fn run(operator: Operator, log: SharedOperatorLog) -> turmoil::Result {
             }
             if made {
                 match step {
-                    Step::AddSpare => {
-                        operator.start_spare.store(true, Ordering::Relaxed);
-                        nodes.push(operator.spare);
-                    }
+                    Step::AddSpare => nodes.push(operator.spare),
                     Step::Remove(id) => nodes.retain(|node| *node != id),
                     Step::PromoteSpare | Step::MoveLeader => {}
                 }

@@ -217,6 +217,14 @@ impl Cluster {
     /// `--join` through the peer listeners of `through`, and `args`; with TLS, its certificate is
     /// issued first (`strand certs node`) unless its files are there already. Answers its id.
     pub fn join(&mut self, through: &[u64], args: &[&str]) -> u64 {
+        let id = self.add_joining(through);
+        self.restart_with(id, args);
+        id
+    }
+
+    /// Adds a node as [`Cluster::join`] does, without starting it (`restart` starts it): its
+    /// addresses are known before it runs, for `strand member add`. Answers its id.
+    pub fn add_joining(&mut self, through: &[u64]) -> u64 {
         let id = self.nodes.len() as u64 + 1;
         if let Some(tls) = self.tls.as_ref().filter(|tls| !tls.dir.join(format!("node-{id}.pem")).exists()) {
             let made = Command::new(strand_binary())
@@ -237,7 +245,6 @@ impl Cluster {
             join: Some(join.join(",")),
             child: None,
         });
-        self.restart_with(id, args);
         id
     }
 

@@ -162,6 +162,7 @@ async fn watch<D: Disk>(core: &NodeCore<D>, peers: &Peers) {
                 rejoining,
             });
         }
+        super::membership::complete_joint(core).await;
         let membership = metrics.membership_config.membership();
         let learners: Vec<(NodeId, bool)> =
             membership.learner_ids().map(|id| (id, membership.get_node(&id).is_some_and(|m| m.auto_promote))).collect();

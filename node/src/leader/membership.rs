@@ -20,6 +20,11 @@
 //! member ([`notify_removed`]), which stops serving (see `node::removed`), and closes its
 //! channels to it.
 //!
+//! A leader that lost its office between the two steps of a voter change leaves the cluster in a
+//! joint configuration, which openraft does not complete by itself, and in which every later
+//! change would be refused as in progress: the member watch of the next leader completes it
+//! ([`complete_joint`]).
+//!
 //! Invariant: a change is proposed only on the leader, only after every check passed, and only
 //! while the membership is the one the checks read.
 
@@ -121,6 +126,12 @@ pub async fn change_here<D: Disk>(
     let index = stored.log_id().map_or(0, |log_id| log_id.index);
     let voters: BTreeSet<NodeId> = membership.voter_ids().collect();
     let applied = metrics.last_applied.map_or(0, |log_id| log_id.index);
+    // A join that asks again after a lost answer changes nothing: answered whatever is under way.
+    if let MemberChange::Add { id, member, join: true } = &change
+        && membership.get_node(id).is_some_and(|existing| existing.addr == member.addr)
+    {
+        return Ok(changed_of(membership, index, core.id));
+    }
     if membership.get_joint_config().len() > 1 || index > applied {
         return Err(ChangeRefused::NotReady(format!(
             "another membership change is in progress (the membership at index {index} has not been applied yet); try again in a moment"
@@ -135,7 +146,7 @@ pub async fn change_here<D: Disk>(
     };
     let last = metrics.last_log_index.unwrap_or(0);
     let (changes, what): (ChangeMembers<NodeId, Member>, String) = match &change {
-        MemberChange::Add { id, member, join } => {
+        MemberChange::Add { id, member, join: _ } => {
             if *id == 0 {
                 return Err(ChangeRefused::Invalid("node id 0 is reserved; give 1 or higher".into()));
             }
@@ -144,9 +155,6 @@ pub async fn change_here<D: Disk>(
                 check_address(&member.client_addr, "the client address")?;
             }
             if let Some(existing) = membership.get_node(id) {
-                if *join && existing.addr == member.addr {
-                    return Ok(changed_of(membership, index, core.id));
-                }
                 return Err(ChangeRefused::Exists(format!(
                     "node {id} is already a member ({} at {existing}); give the new node an id no member has, or remove node {id} first",
                     if voters.contains(id) { "voter" } else { "learner" }
@@ -219,6 +227,35 @@ pub async fn change_here<D: Disk>(
         notify_removed(core, peers, id, member.addr.clone(), changed.index);
     }
     Ok(changed)
+}
+
+/// Completes a joint configuration left by a leader that lost its office between the two steps
+/// of a change (openraft leaves the cluster in it): once it is applied, this leader, which must
+/// lead, proposes the joint configuration's newer voter set alone. Answers whether it did.
+pub async fn complete_joint<D: Disk>(core: &NodeCore<D>) -> bool {
+    let metrics = core.raft.metrics().borrow_watched().clone();
+    let stored = metrics.membership_config.clone();
+    let configs = stored.membership().get_joint_config();
+    let index = stored.log_id().map_or(0, |log_id| log_id.index);
+    let applied = metrics.last_applied.map_or(0, |log_id| log_id.index);
+    if metrics.current_leader != Some(core.id) || configs.len() < 2 || index > applied {
+        return false;
+    }
+    let Some(newest) = configs.last().cloned() else { return false };
+    tracing::warn!(
+        node = core.id,
+        index,
+        voters = %listed(newest.iter().copied()),
+        "the membership is left in a joint configuration (a leader lost its office mid-change): completing it"
+    );
+    let precondition = Precondition::LastMembershipLogId { last_membership_log_id: *stored.log_id() };
+    match core.raft.change_membership_if(ChangeMembers::ReplaceAllVoters(newest), false, [precondition]).await {
+        Ok(_) => true,
+        Err(error) => {
+            tracing::warn!(node = core.id, %error, "could not complete the joint configuration; trying again");
+            false
+        }
+    }
 }
 
 /// This leader is to be removed: hands the leadership to the most caught-up other voter first,
