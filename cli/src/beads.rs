@@ -1153,6 +1153,10 @@ async fn run_ready(cli: &Cli, args: &ReadyArgs) -> Outcome {
         let claim = Command::ClaimNext { actor: Actor(cli.actor()), filter, lease_ms: args.lease };
         let beads = beads_of(client.execute(claim).await?);
         print_with_counts(&beads, cli.json);
+        if beads.is_empty() {
+            // Exit 1 as `bd`, with the reason on stderr (stdout keeps what scripts parse).
+            eprintln!("no ready bead matched; nothing was claimed");
+        }
         return Ok(!beads.is_empty());
     }
     // Another order than the cluster's, a priority filter or an offset needs every ready bead.

@@ -530,13 +530,18 @@ impl Cli {
     pub fn endpoints(&self) -> Result<Vec<String>, Failure> {
         let given = self.endpoints.iter().flatten().filter(|endpoint| !endpoint.trim().is_empty());
         let given: Vec<String> = given.cloned().collect();
-        if !given.is_empty() {
-            return Ok(given);
+        let endpoints = if !given.is_empty() {
+            given
+        } else {
+            match client_config_file()? {
+                Some(file) => file.endpoints,
+                None => vec![DEFAULT_ENDPOINT.to_string()],
+            }
+        };
+        for endpoint in &endpoints {
+            check_endpoint(endpoint)?;
         }
-        match client_config_file()? {
-            Some(file) => Ok(file.endpoints),
-            None => Ok(vec![DEFAULT_ENDPOINT.to_string()]),
-        }
+        Ok(endpoints)
     }
 
     /// TLS to the nodes: `--cacert` (and `--cert`, `--key`) or their variables, else the TLS files
@@ -650,6 +655,41 @@ fn with_exit_codes(command: clap::Command) -> clap::Command {
     command.mut_subcommands(|subcommand| with_exit_codes(subcommand.after_help(EXIT_CODES)))
 }
 
+/// Refuses an endpoint that is not HOST:PORT with a port from 1 to 65535, before any connection
+/// is tried.
+fn check_endpoint(endpoint: &str) -> Result<(), Failure> {
+    let endpoint = endpoint.trim();
+    let address = endpoint.strip_prefix("http://").or_else(|| endpoint.strip_prefix("https://")).unwrap_or(endpoint);
+    let valid = address
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok_and(|port| port != 0));
+    if valid {
+        Ok(())
+    } else {
+        Err(Failure::Usage(format!(
+            "endpoint {:?} is not HOST:PORT with a port from 1 to 65535 (for example 127.0.0.1:7400); fix --endpoints, $STRAND_ENDPOINTS or `endpoints` in $STRAND_CONFIG",
+            printable(endpoint)
+        )))
+    }
+}
+
+/// A clap error as one line: its message and what it names on the lines below it (the missing
+/// flags, a similar subcommand), up to the usage.
+fn one_line(rendered: &str) -> String {
+    let mut line = String::new();
+    for part in rendered.lines().map(str::trim).take_while(|part| !part.starts_with("Usage:")) {
+        if part.is_empty() || part.starts_with("For more information") {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(if line.ends_with(':') { " " } else { "; " });
+        }
+        line.push_str(part);
+    }
+    let line = line.strip_prefix("error: ").unwrap_or(&line).to_string();
+    if line.is_empty() { "invalid command line".into() } else { line }
+}
+
 /// Parses the command line; a usage error becomes one line on stderr and exit code 2.
 fn parse() -> Result<Cli, ExitCode> {
     let command = with_exit_codes(Cli::command());
@@ -671,10 +711,7 @@ fn parse() -> Result<Cli, ExitCode> {
             Err(ExitCode::SUCCESS)
         }
         Err(error) => {
-            let rendered = error.render().to_string();
-            let first = rendered.lines().next().unwrap_or("error: invalid command line").trim_end();
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("error: {}; see `strand --help`", printable(first));
+            eprintln!("error: {}; see `strand --help`", printable(&one_line(&error.render().to_string())));
             // Gas City reads exit 2 from an exec store as "unknown operation, done": a command
             // line the exec store cannot parse (a bad $STRAND_TIMEOUT, say) must fail instead.
             let exec_store = std::env::args_os().any(|word| word == "exec-store");

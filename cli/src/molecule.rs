@@ -105,7 +105,7 @@ fn print_formula_steps(formula: &Formula, json: bool) {
         print_value(&value);
         return;
     }
-    println!("formula {} is valid: {} steps", formula.formula, formula.steps.len());
+    println!("formula {} is valid: {}", formula.formula, crate::output::counted(formula.steps.len() as u64, "step"));
     for (index, step) in formula.steps.iter().enumerate() {
         let needs = if step.needs.is_empty() { String::new() } else { format!(" (needs {})", step.needs.join(", ")) };
         println!("  {:>3}. {}: {}{needs}", index + 1, step.id, step.title);
@@ -159,7 +159,12 @@ fn print_formulas(command: &FormulaCommand, formulas: &[FormulaInfo], json: bool
         }
         FormulaCommand::List => {
             for formula in formulas {
-                println!("{}  {} steps  {}", formula.name, formula.steps, formula.description);
+                println!(
+                    "{}  {}  {}",
+                    formula.name,
+                    crate::output::counted(formula.steps, "step"),
+                    formula.description
+                );
             }
         }
         _ if json => print_value(&formulas.first()),
@@ -173,7 +178,7 @@ fn print_formulas(command: &FormulaCommand, formulas: &[FormulaInfo], json: bool
         }
         _ => {
             for formula in formulas {
-                println!("stored formula {} ({} steps)", formula.name, formula.steps);
+                println!("stored formula {} ({})", formula.name, crate::output::counted(formula.steps, "step"));
             }
         }
     }
@@ -315,7 +320,10 @@ async fn burn(cli: &Cli, root: &str, force: bool) -> Outcome {
         )));
     }
     if !force {
-        println!("would delete molecule {root} and its {} steps; run again with --force", ids.len() - 1);
+        println!(
+            "would delete molecule {root} and its {}; run again with --force",
+            crate::output::counted((ids.len() - 1) as u64, "step")
+        );
         return Ok(true);
     }
     let writes = ids.iter().map(|id| Command::Delete { id: id.clone() }).collect();
@@ -323,7 +331,7 @@ async fn burn(cli: &Cli, root: &str, force: bool) -> Outcome {
     if cli.json {
         print_value(&serde_json::json!({ "burned": root.0, "deleted_count": ids.len(), "schema_version": 1 }));
     } else {
-        println!("burned molecule {root}: {} beads deleted", ids.len());
+        println!("burned molecule {root}: {} deleted", crate::output::counted(ids.len() as u64, "bead"));
     }
     Ok(true)
 }

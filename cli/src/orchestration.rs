@@ -227,10 +227,10 @@ pub async fn run_namespace(cli: &Cli, command: &NamespaceCommand) -> Outcome {
         for namespace in &namespaces {
             let verb = if deleting { "deleted" } else { "namespace" };
             println!(
-                "{verb} {} (id prefix {}, {} beads, {})",
+                "{verb} {} (id prefix {}, {}, {})",
                 namespace.name,
                 namespace.prefix,
-                namespace.beads,
+                crate::output::counted(namespace.beads, "bead"),
                 lease_settings(namespace)
             );
         }
@@ -253,10 +253,10 @@ fn print_namespaces(namespaces: &[NamespaceInfo], json: bool) {
     }
     for namespace in namespaces {
         println!(
-            "{}  prefix {}  {} beads  last event {}  {}",
+            "{}  prefix {}  {}  last event {}  {}",
             namespace.name,
             namespace.prefix,
-            namespace.beads,
+            crate::output::counted(namespace.beads, "bead"),
             namespace.last_event_seq,
             lease_settings(namespace)
         );

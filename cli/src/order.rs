@@ -93,6 +93,10 @@ pub async fn run(cli: &Cli, command: &OrderCommand) -> Outcome {
                 ..Default::default()
             };
             let beads = beads_of(client.query(Query::List(filter)).await?);
+            if beads.is_empty() {
+                // No firing yet, or no such order: `order show` refuses the latter with its reason.
+                client.query(Query::OrderGet { name: name.clone(), now }).await?;
+            }
             print_beads(&beads, cli.json);
             return Ok(true);
         }

@@ -168,6 +168,12 @@ fn print_json<T: Serialize>(value: &T) {
 }
 
 /// One line for a bead: `id [status] P? title (@assignee)`.
+/// `count` of `noun`, in the plural unless it is one: "1 bead", "2 beads".
+pub fn counted(count: impl Into<u64>, noun: &str) -> String {
+    let count = count.into();
+    if count == 1 { format!("1 {noun}") } else { format!("{count} {noun}s") }
+}
+
 pub fn bead_line(bead: &Bead) -> String {
     let priority = bead.priority.map(|priority| format!(" P{priority}")).unwrap_or_default();
     let assignee = if bead.assignee.is_empty() { String::new() } else { format!(" @{}", bead.assignee) };

@@ -509,7 +509,9 @@ pub fn parse_peers(text: &str) -> Result<BTreeMap<u64, String>, ConfigError> {
     let mut peers = BTreeMap::new();
     for item in text.split(',').map(str::trim).filter(|item| !item.is_empty()) {
         let malformed = || {
-            ConfigError::Invalid(format!("--peers entry {item:?} is malformed; use ID=HOST:PORT, e.g. 2=10.0.0.2:7400"))
+            ConfigError::Invalid(format!(
+                "--peers entry {item:?} is malformed; use ID=HOST:PORT, e.g. 2=10.0.0.2:7500 (the peer listener)"
+            ))
         };
         let (id, address) = item.split_once('=').ok_or_else(malformed)?;
         let id: u64 = id.trim().parse().map_err(|_| malformed())?;

@@ -388,3 +388,22 @@ fn regression_seed_103_no_stale_read_from_a_restored_leader() {
 fn regression_seed_193043188885123_one_leader_per_term() {
     run_clean(&config(193_043_188_885_123, 3));
 }
+
+/// Seed 227 324 777 722 169 (3 nodes, 6 s, every fault) left the membership in a joint
+/// configuration: the leader that promoted the spare lost its office between the two steps, and
+/// openraft does not complete a joint configuration by itself, so every later change (the wiped
+/// spare's own join among them) was refused as in progress and the spare never came back. Fixed by
+/// the next leader's member watch completing it (`leader::membership::complete_joint`).
+#[test]
+fn regression_seed_227324777722169_a_joint_configuration_is_completed() {
+    let report = run_clean(&RunConfig { faults: Fault::ALL.to_vec(), ..config(227_324_777_722_169, 3) });
+    assert!(report.membership_changes > 0, "the seed changed no membership");
+}
+
+/// Seed 3 100 011 (5 nodes, 6 s, every fault): the operator's request to add the spare got no
+/// answer, yet the addition committed, and the spare, never started, held convergence back. The
+/// operator now starts the spare once it asked (and the spare asks to join itself).
+#[test]
+fn regression_seed_3100011_a_spare_whose_addition_was_unanswered_still_starts() {
+    run_clean(&RunConfig { faults: Fault::ALL.to_vec(), ..config(3_100_011, 5) });
+}

@@ -108,6 +108,25 @@ async fn json_output_and_exit_codes() {
             Expect::Fails(2, "--peers entry \"2=nowhere\" is malformed"),
         ),
         (vec!["--endpoints", &down, "--timeout", "1s", "show", "st-1"], Expect::Fails(3, "cluster unavailable")),
+        // Usage errors name what they are about, on one line.
+        (
+            vec!["--endpoints", "127.0.0.1:99999", "show", "st-1"],
+            Expect::Fails(2, "is not HOST:PORT with a port from 1 to 65535"),
+        ),
+        (
+            vec!["creat", "x"],
+            Expect::Fails(
+                2,
+                "unrecognized subcommand 'creat'; tip: some similar subcommands exist: 'ready', 'certs', 'create'",
+            ),
+        ),
+        (vec!["certs", "init"], Expect::Fails(2, "the following required arguments were not provided: --dir")),
+        (
+            vec!["node", "--id", "1", "--peers", "2=nowhere"],
+            Expect::Fails(2, "e.g. 2=10.0.0.2:7500 (the peer listener)"),
+        ),
+        (vec!["ready", "--claim", "--label", "nope"], Expect::Fails(1, "no ready bead matched; nothing was claimed")),
+        (vec!["order", "history", "nosuch"], Expect::Fails(1, "nosuch")),
     ];
     for (args, expect) in cases {
         match expect {
@@ -125,6 +144,13 @@ async fn json_output_and_exit_codes() {
             expect => run(&endpoint, &args, expect),
         }
     }
+
+    // Counts agree with their nouns: "1 step", not "1 steps".
+    let formula = cluster.dir().join("one.formula.toml");
+    std::fs::write(&formula, "formula = \"one\"\n[[steps]]\nid = \"a\"\ntitle = \"A\"\n").unwrap();
+    let output = Command::new(strand_binary()).args(["formula", "validate"]).arg(&formula).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("formula one is valid: 1 step\n"), "{stdout}");
 
     // A request over the gRPC size limit is too large for argv; send it through the client.
     let huge = api::command::CreateBead { title: "t".repeat(api::limits::REQUEST_BYTES_MAX + 1), ..Default::default() };

@@ -217,6 +217,9 @@ async fn refused_membership_changes_say_why_and_change_nothing() {
     assert_eq!(both.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("both --join and --peers are given"), "{stderr}");
 
+    // A node's log written to a file carries no colour codes.
+    assert!(!cluster.log(1).contains('\x1b'), "escape codes in a node's log file");
+
     // The last voter of a one-node cluster cannot be removed.
     let single = Cluster::start(1, None);
     single.wait_for_leader().await;
