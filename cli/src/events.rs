@@ -13,10 +13,15 @@ use crate::orchestration::unexpected;
 use crate::output::{print_events, write_event_line};
 use crate::{Cli, Failure, Outcome};
 
+/// An event seq: a whole number from 0.
+fn parse_seq(text: &str) -> Result<u64, String> {
+    text.parse().map_err(|_| format!("expected an event seq, a whole number from 0 to {}", u64::MAX))
+}
+
 #[derive(Args, Debug)]
 pub struct EventsArgs {
     /// Only events with a seq above this one (0: from the oldest still kept).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = parse_seq)]
     after: u64,
     /// Only events of this type, e.g. bead.created (repeatable).
     #[arg(long = "type", value_name = "TYPE")]

@@ -655,6 +655,22 @@ fn with_exit_codes(command: clap::Command) -> clap::Command {
     command.mut_subcommands(|subcommand| with_exit_codes(subcommand.after_help(EXIT_CODES)))
 }
 
+/// Lets every option that takes a value take a negative number (`-p -1`, `-n -1`, `--after -1`),
+/// and a lease a leading hyphen (`--lease -5m`), so that its own parser refuses it with the valid
+/// range instead of clap calling it an unexpected argument; nested subcommands included.
+fn with_negative_values(command: clap::Command) -> clap::Command {
+    command
+        .mut_args(|arg| {
+            if !matches!(arg.get_action(), clap::ArgAction::Set | clap::ArgAction::Append) {
+                return arg;
+            }
+            let lease = arg.get_id() == "lease";
+            let arg = arg.allow_negative_numbers(true);
+            if lease { arg.allow_hyphen_values(true) } else { arg }
+        })
+        .mut_subcommands(with_negative_values)
+}
+
 /// Refuses an endpoint that is not HOST:PORT with a port from 1 to 65535, before any connection
 /// is tried.
 fn check_endpoint(endpoint: &str) -> Result<(), Failure> {
@@ -692,7 +708,7 @@ fn one_line(rendered: &str) -> String {
 
 /// Parses the command line; a usage error becomes one line on stderr and exit code 2.
 fn parse() -> Result<Cli, ExitCode> {
-    let command = with_exit_codes(Cli::command());
+    let command = with_negative_values(with_exit_codes(Cli::command()));
     let parsed = command.try_get_matches().and_then(|matches| {
         let mut cli = Cli::from_arg_matches(&matches)?;
         cli.timeout_given = matches.value_source("timeout") == Some(clap::parser::ValueSource::CommandLine);

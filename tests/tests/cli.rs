@@ -145,6 +145,23 @@ async fn json_output_and_exit_codes() {
         }
     }
 
+    // A negative number reaches the option's own parser, which says what it accepts; clap no
+    // longer takes it for an unknown flag.
+    for (args, accepted) in [
+        (vec!["create", "x", "-p", "-1"], "expected 0-4"),
+        (vec!["list", "-n", "-1"], "not in 0..="),
+        (vec!["events", "--after", "-1"], "a whole number from 0"),
+        (vec!["claim", "st-2", "--lease", "-5m"], "write e.g. 10m"),
+    ] {
+        let output = Command::new(strand_binary()).args(["--endpoints", &endpoint]).args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(accepted), "{args:?} should say what it accepts: {stderr}");
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(!stderr.contains("unexpected argument"), "{args:?}: {stderr}");
+        let value = args[args.len() - 1];
+        assert!(stderr.contains(&format!("invalid value '{value}'")), "{args:?}: {stderr}");
+    }
+
     // Counts agree with their nouns: "1 step", not "1 steps".
     let formula = cluster.dir().join("one.formula.toml");
     std::fs::write(&formula, "formula = \"one\"\n[[steps]]\nid = \"a\"\ntitle = \"A\"\n").unwrap();
