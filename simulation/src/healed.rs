@@ -9,8 +9,9 @@
 //! back, so that the cluster is quiet while convergence is checked. Then it waits out
 //! [`lease_bound`] and lists the lease agents' beads, for the leases checker.
 //!
-//! Convergence is asked of every live member: every node of the cluster's membership (as a node
-//! that knows a leader answers it; it changes only under the membership fault) but those whose
+//! Convergence is asked of every live member: every node of the cluster's membership (as the
+//! node with the greatest last log id among those that know a leader answers it; it changes only
+//! under the membership fault) but those whose
 //! start failed ([`cluster::FailedStarts`]), so a node that started on damaged storage is compared
 //! too, and so is a node whose storage was wiped (it rejoined empty). A node that never catches up
 //! is named as behind, with how far its log got.
@@ -80,8 +81,8 @@ pub struct Healed {
     pub write_after_heal: Result<Duration, String>,
     /// Each live node's (id, applied index, digest) once they agreed, or how they disagreed.
     pub convergence: Result<Vec<(u64, u64, u64)>, String>,
-    /// The membership convergence was asked of (every member, voter or learner), as a node that
-    /// knew a leader answered it; empty when none did.
+    /// The membership convergence was asked of (every member, voter or learner), as the freshest
+    /// node that knew a leader answered it; empty when none did.
     pub members: Vec<u64>,
     /// The live nodes that still said they were rejoining (their rejoin marker set) when they
     /// agreed: caught up in state, yet still refusing to vote.
@@ -210,21 +211,28 @@ fn disagreement(all: &[NodeEnd]) -> String {
     if behind.is_empty() { format!("nodes disagree {digests}") } else { format!("{}; {digests}", behind.join("; ")) }
 }
 
-/// The cluster's membership, as the first of `node_ids` that knows a leader answers it.
+/// The cluster's membership, as the node with the greatest last log id among those of
+/// `node_ids` that know a leader answers it (a member removed while it was cut off still holds
+/// the membership of before, and may still think it leads).
 async fn membership(node_ids: &[u64], timeout: Duration) -> Option<Vec<u64>> {
+    let mut freshest: Option<((u64, u64), Vec<u64>)> = None;
     for id in node_ids {
         let asked = async {
             let channel = crate::net::channel(&cluster::address(*id)).ok()?;
             let request = tonic::Request::new(StatusRequest { include_digest: false });
             let answer = tokio::time::timeout(timeout, ClusterClient::new(channel).status(request)).await.ok()?.ok()?;
             let answer = answer.into_inner();
-            (answer.leader_id != 0).then(|| answer.nodes.iter().map(|node| node.id).collect())
+            let own = answer.nodes.iter().find(|node| node.id == *id)?;
+            let last_log = (own.last_log_term, own.last_log_index);
+            (answer.leader_id != 0).then(|| (last_log, answer.nodes.iter().map(|node| node.id).collect()))
         };
-        if let Some(members) = asked.await {
-            return Some(members);
+        if let Some((last_log, members)) = asked.await
+            && freshest.as_ref().is_none_or(|(seen, _)| last_log > *seen)
+        {
+            freshest = Some((last_log, members));
         }
     }
-    None
+    freshest.map(|(_, members)| members)
 }
 
 /// Waits until every live member reports the same applied index and digest; answers them, the

@@ -407,3 +407,13 @@ fn regression_seed_227324777722169_a_joint_configuration_is_completed() {
 fn regression_seed_3100011_a_spare_whose_addition_was_unanswered_still_starts() {
     run_clean(&RunConfig { faults: Fault::ALL.to_vec(), ..config(3_100_011, 5) });
 }
+
+/// Seed 39 652 363 255 988 (3 nodes, 6 s, the membership bands' faults): node 1, the leader, was
+/// cut off and removed; the leader that removed it crashed before its notice got through, so node
+/// 1 still held the old membership and still called itself leader, and the healed reader took
+/// the membership from it. The reader now takes it from the node with the greatest last log id.
+#[test]
+fn regression_seed_39652363255988_a_removed_node_that_was_never_told() {
+    let report = run_clean(&RunConfig { faults: MEMBERSHIP_FAULTS.to_vec(), ..config(39_652_363_255_988, 3) });
+    assert!(report.membership_changes > 0, "the seed changed no membership");
+}
