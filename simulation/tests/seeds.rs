@@ -205,11 +205,6 @@ fn membership_band_3_nodes() {
 }
 
 #[test]
-fn fresh_membership_band_3_nodes() {
-    membership_band(fresh_start().wrapping_add(5_000_000), SEEDS_MEMBERSHIP_3_NODES, 3);
-}
-
-#[test]
 fn rocksdb_backend_under_crashes_and_partitions() {
     for seed in 0..4 {
         let config =
@@ -396,7 +391,9 @@ fn regression_seed_193043188885123_one_leader_per_term() {
 /// the next leader's member watch completing it (`leader::membership::complete_joint`).
 #[test]
 fn regression_seed_227324777722169_a_joint_configuration_is_completed() {
-    let report = run_clean(&RunConfig { faults: Fault::ALL.to_vec(), ..config(227_324_777_722_169, 3) });
+    let mut faults = Fault::ALL.to_vec();
+    faults.push(Fault::Membership);
+    let report = run_clean(&RunConfig { faults, ..config(227_324_777_722_169, 3) });
     assert!(report.membership_changes > 0, "the seed changed no membership");
 }
 
@@ -405,7 +402,9 @@ fn regression_seed_227324777722169_a_joint_configuration_is_completed() {
 /// operator now starts the spare once it asked (and the spare asks to join itself).
 #[test]
 fn regression_seed_3100011_a_spare_whose_addition_was_unanswered_still_starts() {
-    run_clean(&RunConfig { faults: Fault::ALL.to_vec(), ..config(3_100_011, 5) });
+    let mut faults = Fault::ALL.to_vec();
+    faults.push(Fault::Membership);
+    run_clean(&RunConfig { faults, ..config(3_100_011, 5) });
 }
 
 /// Seed 39 652 363 255 988 (3 nodes, 6 s, the membership bands' faults): node 1, the leader, was
