@@ -78,6 +78,15 @@ pub fn validate_namespace(namespace: &Namespace) -> Result<(), Refusal> {
 }
 
 /// Checks an id prefix: 1..=32 bytes of letters, digits and `_`, starting with a letter.
+/// Whether `address` is `host:port`: a non-empty host, a port from 1 to 65535, and no whitespace
+/// or control character (the node's peer and client addresses, the CLI's endpoints).
+pub fn is_host_port(address: &str) -> bool {
+    !address.chars().any(|c| c.is_control() || c.is_whitespace())
+        && address
+            .rsplit_once(':')
+            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok_and(|port| port != 0))
+}
+
 pub fn validate_prefix(prefix: &str) -> Result<(), Refusal> {
     let valid = !prefix.is_empty()
         && prefix.len() <= PREFIX_BYTES_MAX

@@ -676,10 +676,7 @@ fn with_negative_values(command: clap::Command) -> clap::Command {
 fn check_endpoint(endpoint: &str) -> Result<(), Failure> {
     let endpoint = endpoint.trim();
     let address = endpoint.strip_prefix("http://").or_else(|| endpoint.strip_prefix("https://")).unwrap_or(endpoint);
-    let valid = address
-        .rsplit_once(':')
-        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok_and(|port| port != 0));
-    if valid {
+    if api::validate::is_host_port(address) {
         Ok(())
     } else {
         Err(Failure::Usage(format!(

@@ -238,18 +238,26 @@ impl<D: Disk> NodeCore<D> {
     }
 }
 
-/// A membership as `NodeStatus` and the membership answers carry it.
+/// A membership as `NodeStatus` carries it.
 pub fn membership_of(
     membership: &openraft::Membership<NodeId, raft_store::types::Member>,
 ) -> Vec<pb::MembershipMember> {
     let voters: Vec<NodeId> = membership.voter_ids().collect();
-    membership
-        .nodes()
+    membership_rows(membership.nodes(), |id| voters.contains(&id))
+}
+
+/// Members as `NodeStatus` and the membership answers carry them, `voter` telling which vote.
+pub fn membership_rows<'m>(
+    members: impl IntoIterator<Item = (&'m NodeId, &'m raft_store::types::Member)>,
+    voter: impl Fn(NodeId) -> bool,
+) -> Vec<pb::MembershipMember> {
+    members
+        .into_iter()
         .map(|(id, member)| pb::MembershipMember {
             id: *id,
             peer_address: member.addr.clone(),
             client_address: member.client_addr.clone(),
-            voter: voters.contains(id),
+            voter: voter(*id),
             auto_promote: member.auto_promote,
         })
         .collect()

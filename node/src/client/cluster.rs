@@ -66,17 +66,7 @@ fn change_refused(refused: ChangeRefused) -> Status {
 
 /// The membership a change answers, as the client sees it.
 fn membership_response(changed: Changed) -> pb::MembershipResponse {
-    let members = changed
-        .members
-        .iter()
-        .map(|(id, member)| pb::MembershipMember {
-            id: *id,
-            peer_address: member.addr.clone(),
-            client_address: member.client_addr.clone(),
-            voter: changed.voters.contains(id),
-            auto_promote: member.auto_promote,
-        })
-        .collect();
+    let members = crate::core::membership_rows(&changed.members, |id| changed.voters.contains(&id));
     pb::MembershipResponse { index: changed.index, leader_id: changed.leader, members }
 }
 

@@ -66,11 +66,7 @@ fn listed(ids: impl IntoIterator<Item = NodeId>) -> String {
 
 /// Checks that `address` is `host:port`.
 fn check_address(address: &str, what: &str) -> Result<(), ChangeRefused> {
-    let valid = !address.chars().any(|c| c.is_control() || c.is_whitespace())
-        && address
-            .rsplit_once(':')
-            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok_and(|port| port != 0));
-    if valid {
+    if api::validate::is_host_port(address) {
         Ok(())
     } else {
         Err(ChangeRefused::Invalid(format!("{what} {address:?} is not host:port (for example 10.0.0.4:7500)")))
