@@ -146,7 +146,40 @@ impl<D: Disk> NodeCore<D> {
     /// Whether this node takes a leader's message (an append, a snapshot) from `id`: a member,
     /// or a node it never saw leave a membership (one added after this node's last entry).
     pub fn may_lead(&self, id: NodeId) -> bool {
-        self.is_member(id) || self.standing.as_ref().is_some_and(|standing| !standing.saw_leave(id))
+        self.is_member(id) || self.standing.as_ref().is_some_and(|standing| standing.saw_leave(id).is_none())
+    }
+
+    /// This node learns, from member `by`, that the membership at log index `index` no longer
+    /// holds it: unless it knows a membership at or after `index` that holds it, it records so
+    /// durably, stops its Raft core, and from then on answers every request with the reason (see
+    /// `crate::standing`). Answers the reason, or `None` when the notice does not concern it.
+    pub fn learn_removed(&self, index: u64, by: NodeId) -> std::io::Result<Option<String>> {
+        let Some(standing) = &self.standing else { return Ok(None) };
+        if standing.removed().is_none() && !standing.notice_applies(self.id, index) {
+            tracing::warn!(
+                node = self.id,
+                index,
+                by,
+                "a removal notice for a membership older than one that holds this node; ignored"
+            );
+            return Ok(None);
+        }
+        let record = crate::standing::RemovedRecord {
+            cluster_name: self.config.cluster_name.clone(),
+            cluster_id: self.cluster_id,
+            node_id: self.id,
+            index,
+            by,
+        };
+        let (message, recorded) = standing.record_removed(&record)?;
+        if recorded {
+            tracing::error!(node = self.id, "{message}");
+            let raft = self.raft.clone();
+            tokio::spawn(async move {
+                let _ = raft.shutdown().await;
+            });
+        }
+        Ok(Some(message))
     }
 
     /// Why this node no longer serves, once it was removed from the cluster.

@@ -337,6 +337,16 @@ where
     let start = start_raft(config, cluster_id, connector, storage, clock, (rejoin, standing));
     let (core, peers) = Runtime::scope(seed, start).await?;
     let core = Arc::new(core);
+    // A removal notice in a member's answer (see `peer::network::Heeded`); weak, since the
+    // channels that call it belong to the core's own Raft.
+    let weak = Arc::downgrade(&core);
+    peers.on_removal(Arc::new(move |index, by| {
+        if let Some(core) = weak.upgrade()
+            && let Err(error) = core.learn_removed(index, by)
+        {
+            tracing::error!(%error, "could not record this node's removal");
+        }
+    }));
     let client_id = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     let leader = Arc::new(Leader::new(core.clone(), peers.clone(), client_id));
     let watcher = tokio::spawn(watch_metrics(core.clone(), probes.metrics));
@@ -548,8 +558,11 @@ async fn watch_metrics<D: Disk>(core: Arc<NodeCore<D>>, observer: Option<Metrics
             return;
         }
         if let Some(standing) = &core.standing {
-            let membership = metrics.borrow_watched().membership_config.clone();
-            standing.note_membership(membership.membership().nodes().map(|(id, _)| *id).collect());
+            // The applied membership, which is committed: the one in the metrics is the log's
+            // last membership entry, which a later leader may truncate (see `crate::standing`).
+            let applied = core.state_machine.applied().membership;
+            let index = applied.log_id().map_or(0, |log_id| log_id.index);
+            standing.note_applied_membership(index, applied.membership().nodes().map(|(id, _)| *id).collect());
         }
         if let Some(rejoin) = &core.rejoin
             && let Err(error) = rejoin.check_caught_up(core.last_log())

@@ -9,9 +9,18 @@
 //! membership: a member that is behind may not know of a node added after its last entry, and
 //! must still take that node's appends once it leads.
 //!
-//! A removed node (told so by the leader that removed it) writes the marker, stops its Raft
-//! core, answers every client request with the reason, and refuses to start again on that data
-//! directory: the way back is a fresh directory and `--join`.
+//! Leaving is judged on the *applied* membership only, which is committed and never goes back.
+//! The membership openraft acts on is the log's last membership entry, committed or not, and a
+//! leader of a later term may truncate that entry away: a member whose uncommitted entry added
+//! node 4, truncated by leader 4 itself, did not see node 4 leave, and must keep taking its
+//! appends (judging on that membership once left such a member refusing its leader for good).
+//!
+//! A removed node writes the marker, stops its Raft core, answers every client request with the
+//! reason, and refuses to start again on that data directory: the way back is a fresh directory
+//! and `--join`. It is told by the leader that removed it (`Raft.Removed`), or, when that leader
+//! failed before the notice got through, by any member that applied the removal, in the refusal
+//! of the first message it sends that member (`peer::network::REMOVED_AT_HEADER`). A notice is
+//! not taken when this node knows a membership at or after its index that holds it.
 //!
 //! Invariant: the removed marker, once written, is never cleared; a directory that holds it
 //! never serves again.
@@ -41,7 +50,8 @@ pub struct RemovedRecord {
     pub node_id: NodeId,
     /// The log index of the membership that no longer holds it.
     pub index: u64,
-    /// The leader that removed it.
+    /// The member that told it: the leader that removed it, or a member that applied the
+    /// removal and refused a message of it.
     pub by: NodeId,
 }
 
@@ -49,7 +59,7 @@ impl RemovedRecord {
     /// Why the node does not serve, and what to do.
     pub fn message(&self) -> String {
         format!(
-            "node {} was removed from cluster {:?} ({:016x}) at index {} (by leader {}); it no longer serves. Ask another member, or bring this host back with a fresh --data-dir, a new --id and --join",
+            "node {} was removed from cluster {:?} ({:016x}) at index {} (told by node {}); it no longer serves. Ask another member, or bring this host back with a fresh --data-dir, a new --id and --join",
             self.node_id, self.cluster_name, self.cluster_id, self.index, self.by
         )
     }
@@ -76,6 +86,18 @@ pub fn joined<D: Disk>(disk: &D) -> std::io::Result<Option<Joined>> {
     }
 }
 
+/// What a running node saw of its applied membership.
+#[derive(Debug, Default)]
+struct Seen {
+    /// The log index of the last applied membership noted.
+    index: u64,
+    /// Its members.
+    members: BTreeSet<NodeId>,
+    /// Members that left since this node started, each with the index of the first applied
+    /// membership without it.
+    former: std::collections::BTreeMap<NodeId, u64>,
+}
+
 /// A running node's standing.
 pub struct Standing<D: Disk> {
     disk: Arc<D>,
@@ -85,10 +107,10 @@ pub struct Standing<D: Disk> {
     /// The membership a join answered, if this node joined a running cluster (it never
     /// initialises one).
     joined: Option<crate::peer::Changed>,
-    /// Members this node saw leave a membership since it started.
-    former: Mutex<BTreeSet<NodeId>>,
-    /// The members of the last membership this node saw.
-    last: Mutex<BTreeSet<NodeId>>,
+    /// The applied membership this node last noted (its log index, its members) and the members
+    /// it saw leave since it started, each with the index of the first applied membership
+    /// without it.
+    seen: Mutex<Seen>,
     /// Why this node no longer serves, once it was removed.
     removed: Mutex<Option<String>>,
 }
@@ -106,8 +128,7 @@ impl<D: Disk> Standing<D> {
             disk,
             seed,
             joined: joined.map(|joined| joined.membership),
-            former: Mutex::new(BTreeSet::new()),
-            last: Mutex::new(BTreeSet::new()),
+            seen: Mutex::new(Seen::default()),
             removed: Mutex::new(removed),
         })
     }
@@ -129,24 +150,43 @@ impl<D: Disk> Standing<D> {
         &self.seed
     }
 
-    /// Notes the membership this node holds now (its members' ids): those of the last one that
-    /// are not in it left.
-    pub fn note_membership(&self, members: BTreeSet<NodeId>) {
-        let mut last = self.last.lock().expect("standing lock");
-        if *last == members {
+    /// Notes the membership this node has applied now (committed: never one that a later
+    /// leader may truncate), at log index `index`, by its members' ids: those of the last one
+    /// noted that are not in it left at `index`.
+    pub fn note_applied_membership(&self, index: u64, members: BTreeSet<NodeId>) {
+        let mut seen = self.seen.lock().expect("standing lock");
+        if seen.members == members {
+            seen.index = seen.index.max(index);
             return;
         }
-        let mut former = self.former.lock().expect("standing lock");
-        former.extend(last.difference(&members).copied());
-        for id in &members {
-            former.remove(id);
+        let left: Vec<NodeId> = seen.members.difference(&members).copied().collect();
+        for id in left {
+            seen.former.entry(id).or_insert(index);
         }
-        *last = members;
+        seen.former.retain(|id, _| !members.contains(id));
+        seen.members = members;
+        seen.index = index;
     }
 
-    /// Whether this node saw `id` leave a membership since it started.
-    pub fn saw_leave(&self, id: NodeId) -> bool {
-        self.former.lock().expect("standing lock").contains(&id)
+    /// The log index of the first applied membership without `id`, when this node saw `id`
+    /// leave one since it started.
+    pub fn saw_leave(&self, id: NodeId) -> Option<u64> {
+        self.seen.lock().expect("standing lock").former.get(&id).copied()
+    }
+
+    /// The log index of the applied membership this node last noted, and whether it holds `id`.
+    pub fn applied_membership(&self, id: NodeId) -> (u64, bool) {
+        let seen = self.seen.lock().expect("standing lock");
+        (seen.index, seen.members.contains(&id))
+    }
+
+    /// Whether a notice that the membership at log index `index` no longer holds node `id` (this
+    /// node) concerns it: not when it knows a membership at or after `index` that holds it (it
+    /// was added again, or the notice is stale).
+    pub fn notice_applies(&self, id: NodeId, index: u64) -> bool {
+        let (applied, holds) = self.applied_membership(id);
+        let joined_since = self.joined.as_ref().is_some_and(|joined| joined.index >= index);
+        !(holds && applied >= index) && !joined_since
     }
 
     /// Why this node no longer serves, once it was removed.
@@ -154,16 +194,18 @@ impl<D: Disk> Standing<D> {
         self.removed.lock().expect("standing lock").clone()
     }
 
-    /// Records that this node was removed (`record`), durably; answers the reason it gives.
-    pub fn record_removed(&self, record: &RemovedRecord) -> std::io::Result<String> {
-        let message = record.message();
+    /// Records that this node was removed (`record`), durably, unless it already was; answers
+    /// the reason it gives, and whether this call recorded it.
+    pub fn record_removed(&self, record: &RemovedRecord) -> std::io::Result<(String, bool)> {
         let mut removed = self.removed.lock().expect("standing lock");
-        if removed.is_none() {
-            let op = Op::Put(Space::Meta, META_REMOVED.to_vec(), codec::encode(record)?);
-            self.disk.write(vec![op], Durability::Sync)?;
-            *removed = Some(message.clone());
+        if let Some(message) = removed.as_ref() {
+            return Ok((message.clone(), false));
         }
-        Ok(message)
+        let message = record.message();
+        let op = Op::Put(Space::Meta, META_REMOVED.to_vec(), codec::encode(record)?);
+        self.disk.write(vec![op], Durability::Sync)?;
+        *removed = Some(message.clone());
+        Ok((message, true))
     }
 }
 
@@ -178,18 +220,28 @@ mod tests {
         let disk = Arc::new(MemoryDisk::new());
         let standing = Standing::open(disk.clone(), [1, 2, 3]).expect("open");
         assert!(!standing.joined());
-        standing.note_membership([1, 2, 3].into());
-        standing.note_membership([1, 2, 3, 4].into());
-        assert!(!standing.saw_leave(4) && !standing.saw_leave(3));
-        standing.note_membership([1, 2, 4].into());
-        assert!(standing.saw_leave(3));
-        standing.note_membership([1, 2, 3, 4].into());
-        assert!(!standing.saw_leave(3));
+        standing.note_applied_membership(1, [1, 2, 3].into());
+        standing.note_applied_membership(10, [1, 2, 3, 4].into());
+        assert_eq!((standing.saw_leave(4), standing.saw_leave(3)), (None, None));
+        standing.note_applied_membership(20, [1, 2, 4].into());
+        assert_eq!(standing.saw_leave(3), Some(20));
+        assert_eq!(standing.applied_membership(3), (20, false));
+        standing.note_applied_membership(30, [1, 2, 4, 5].into());
+        assert_eq!(standing.saw_leave(3), Some(20), "the first membership without it is remembered");
+        standing.note_applied_membership(40, [1, 2, 3, 4].into());
+        assert_eq!(standing.saw_leave(3), None);
+        assert_eq!(standing.saw_leave(5), Some(40));
+        assert_eq!(standing.applied_membership(3), (40, true));
 
-        let record = RemovedRecord { cluster_name: "c".into(), cluster_id: 7, node_id: 3, index: 40, by: 1 };
-        let message = standing.record_removed(&record).expect("recorded");
+        // A notice of a membership this node knows is older than one that holds it is stale.
+        assert!(!standing.notice_applies(3, 35) && !standing.notice_applies(3, 40));
+        assert!(standing.notice_applies(3, 45));
+        let record = RemovedRecord { cluster_name: "c".into(), cluster_id: 7, node_id: 3, index: 45, by: 1 };
+        let (message, recorded) = standing.record_removed(&record).expect("recorded");
+        assert!(recorded);
+        assert_eq!(standing.record_removed(&record).expect("again"), (message.clone(), false));
         assert!(
-            message.contains("node 3 was removed from cluster \"c\"") && message.contains("at index 40"),
+            message.contains("node 3 was removed from cluster \"c\"") && message.contains("at index 45"),
             "{message}"
         );
         assert_eq!(Standing::open(disk.clone(), [1]).expect("open").removed(), Some(message));

@@ -94,7 +94,16 @@ pub struct Healed {
     pub leases_after_bound: Result<Vec<api::model::Bead>, String>,
     /// Every bead of the namespace, read after the agents stopped, or why it could not be read.
     pub all_beads: Result<Vec<api::model::Bead>, String>,
+    /// First members the final membership no longer holds that still answered their status as
+    /// members [`REMOVED_TOLD_MS_MAX`] after convergence, each with its answer: a removed node
+    /// that was never told must learn it from the first member it sends a message.
+    pub removed_serving: Vec<(u64, String)>,
 }
+
+/// Longest simulated time, after convergence, for every removed first member to say that it was
+/// removed (a voter never told campaigns within an election timeout, and the members refuse it
+/// with the notice).
+pub const REMOVED_TOLD_MS_MAX: u64 = 10_000;
 
 /// How long after the agents' last call every lease they held must have expired: its length,
 /// two sweeps, two election timeouts (a leader change gives leases one on top) and a second.
@@ -115,6 +124,7 @@ impl Default for Healed {
             orders: Err(never.clone()),
             leases_after_bound: Err(never.clone()),
             all_beads: Err(never),
+            removed_serving: Vec::new(),
         }
     }
 }
@@ -386,14 +396,52 @@ async fn reader(schedule: Schedule, history: SharedHistory, report: Arc<Mutex<He
     let every = ListFilter { all: true, limit: FINAL_LIST_MAX, ..Default::default() };
     report.lock().expect("healed report lock").all_beads = list_retrying(&client, every).await;
     let convergence = converge(&schedule.all_ids, &schedule.failed_starts).await;
-    let mut report = report.lock().expect("healed report lock");
-    match convergence {
+    let members = match convergence {
         Ok((agreed, rejoining, members)) => {
-            (report.convergence, report.rejoining_at_end, report.members) = (Ok(agreed), rejoining, members);
+            let mut report = report.lock().expect("healed report lock");
+            (report.convergence, report.rejoining_at_end, report.members) = (Ok(agreed), rejoining, members.clone());
+            members
         }
-        Err(error) => report.convergence = Err(error),
-    }
+        Err(error) => {
+            report.lock().expect("healed report lock").convergence = Err(error);
+            return Ok(());
+        }
+    };
+    let removed: Vec<u64> = schedule.node_ids.iter().copied().filter(|id| !members.contains(id)).collect();
+    report.lock().expect("healed report lock").removed_serving = removed_serving(&removed).await;
     Ok(())
+}
+
+/// Those of the `removed` nodes that still answer their status as members after
+/// [`REMOVED_TOLD_MS_MAX`], with their answer. A node that refuses (a removed node answers every
+/// request with the reason), or does not answer at all (it stopped, or refused to start on its
+/// marked directory), is told.
+async fn removed_serving(removed: &[u64]) -> Vec<(u64, String)> {
+    let bound = now() + Duration::from_millis(REMOVED_TOLD_MS_MAX);
+    loop {
+        let mut serving = Vec::new();
+        for id in removed {
+            let answer = async {
+                let channel = crate::net::channel(&cluster::address(*id)).ok()?;
+                let request = tonic::Request::new(StatusRequest { include_digest: false });
+                let mut client = ClusterClient::new(channel);
+                tokio::time::timeout(Duration::from_millis(POLL_MS * 5), client.status(request)).await.ok()
+            };
+            match answer.await {
+                Some(Ok(status)) => {
+                    let status = status.into_inner();
+                    serving.push((*id, format!("it answered its status, leader {}", status.leader_id)));
+                }
+                // Refused (it says it was removed), or no answer (it stopped, or refused to start
+                // on its marked directory).
+                _ => {}
+            }
+        }
+        if serving.is_empty() || now() >= bound {
+            return serving;
+        }
+        tokio::time::sleep(Duration::from_millis(POLL_MS)).await;
+    }
 }
 
 /// Registers the reader as a turmoil client; its findings land in the returned report.

@@ -66,10 +66,17 @@ pub enum Fault {
 }
 
 impl Fault {
-    /// Every fault of the nemesis itself; the membership fault (the operator's changes) is asked
-    /// for by name.
-    pub const ALL: [Fault; 7] =
-        [Fault::Partition, Fault::Oneway, Fault::Lossy, Fault::Crash, Fault::Clock, Fault::Corrupt, Fault::Wipe];
+    /// Every fault kind.
+    pub const ALL: [Fault; 8] = [
+        Fault::Partition,
+        Fault::Oneway,
+        Fault::Lossy,
+        Fault::Crash,
+        Fault::Clock,
+        Fault::Corrupt,
+        Fault::Wipe,
+        Fault::Membership,
+    ];
     /// The faults a run injects unless told otherwise.
     pub const DEFAULT: [Fault; 5] = [Fault::Partition, Fault::Oneway, Fault::Lossy, Fault::Crash, Fault::Clock];
 }

@@ -250,6 +250,7 @@ fn convergence_must_cover_every_live_node() {
         orders: Ok(OrderFirings::default()),
         leases_after_bound: Ok(Vec::new()),
         all_beads: Ok(Vec::new()),
+        removed_serving: Vec::new(),
     };
     // Node 2 failed to start: the two others agreeing is convergence.
     assert!(convergence::check(&healed(vec![(1, 40, 7), (3, 40, 7)]), &[1, 3]).is_empty());

@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use api::client::{Client, ClientConfig};
-use api::proto::raft_client::RaftClient;
 use node::peer::network::{PeerIdentity, PeerRpc};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -324,7 +323,7 @@ impl Cluster {
         let address = format!("http://{}", self.nodes[(id - 1) as usize].peer_address);
         let channel =
             tonic::transport::Endpoint::from_shared(address).expect("address").connect().await.expect("connect");
-        RaftClient::with_interceptor(channel, identity)
+        node::peer::network::peer_rpc(channel, identity)
             .max_decoding_message_size(usize::MAX)
             .max_encoding_message_size(usize::MAX)
     }

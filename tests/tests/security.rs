@@ -12,7 +12,6 @@ use api::client::{Client, ClientConfig};
 use api::command::{Command, CreateBead, ListFilter, Query};
 use api::outcome::Outcome;
 use api::proto::RaftPayload;
-use api::proto::raft_client::RaftClient;
 use node::peer::network::PeerIdentity;
 use tests::{Cluster, strand_binary, wait_for};
 
@@ -53,7 +52,7 @@ fn dial_peer(
         Some(api::tls::node_name(expected)),
         Duration::from_secs(5),
     );
-    RaftClient::with_interceptor(channel, PeerIdentity { cluster_id: cluster.cluster_id(), member_id: claimed })
+    node::peer::network::peer_rpc(channel, PeerIdentity { cluster_id: cluster.cluster_id(), member_id: claimed })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

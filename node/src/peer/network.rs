@@ -8,7 +8,10 @@
 //! Payloads are postcard-encoded openraft messages (the `strand.v1.Raft` service).
 //!
 //! Every call carries the sender's [`PeerIdentity`] (cluster id and member id) as gRPC metadata,
-//! which the receiving node checks before it reads the message (see `peer/service.rs`).
+//! which the receiving node checks before it reads the message (see `peer/service.rs`). Every
+//! answer is heeded for a removal notice ([`Heeded`]): a member that saw this node leave the
+//! membership says so in its refusal, and the node stops as the leader's own notice would have
+//! made it.
 //!
 //! Replication runs as one bidirectional gRPC stream per openraft replication session
 //! ([`AppendSession`]): the leader sends each AppendEntries request as openraft makes it, up to
@@ -33,7 +36,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use api::proto::raft_client::RaftClient;
@@ -193,8 +196,60 @@ impl tonic::service::Interceptor for PeerIdentity {
     }
 }
 
-/// A `strand.v1.Raft` client whose every call carries this node's [`PeerIdentity`].
-pub type PeerRpc = RaftClient<InterceptedService<Channel, PeerIdentity>>;
+/// A `strand.v1.Raft` client whose every call carries this node's [`PeerIdentity`], and whose
+/// answers are heeded for a removal notice ([`Heeded`]).
+pub type PeerRpc = RaftClient<InterceptedService<Heeded, PeerIdentity>>;
+
+/// A `strand.v1.Raft` client over `channel` whose calls carry `identity`, and whose answers are
+/// heeded by no one (a tool's or a test's client).
+pub fn peer_rpc(channel: Channel, identity: PeerIdentity) -> PeerRpc {
+    RaftClient::with_interceptor(Heeded { channel, member: 0, hook: Arc::new(OnceLock::new()) }, identity)
+}
+
+/// The metadata key with which a member refuses a message from a node it saw leave the
+/// membership: the log index of the first applied membership that no longer held it.
+pub const REMOVED_AT_HEADER: &str = "strand-removed-at";
+
+/// What a node does on a removal notice: the membership at log index `.0` no longer holds this
+/// node, says member `.1`.
+pub type RemovalHook = Arc<dyn Fn(u64, NodeId) + Send + Sync>;
+
+/// A channel to one member that hands a removal notice in any of its answers (a refusal carrying
+/// [`REMOVED_AT_HEADER`]) to the node's [`RemovalHook`], once one is set. So a removed node that
+/// was never told (the leader that removed it failed first) learns of it at the first message it
+/// sends a member that applied the removal: a vote, an append, a forwarded write.
+#[derive(Clone)]
+pub struct Heeded {
+    channel: Channel,
+    /// The member the channel goes to.
+    member: NodeId,
+    hook: Arc<OnceLock<RemovalHook>>,
+}
+
+impl tonic::codegen::Service<tonic::codegen::http::Request<tonic::body::Body>> for Heeded {
+    type Response = tonic::codegen::http::Response<tonic::body::Body>;
+    type Error = tonic::transport::Error;
+    type Future = tonic::codegen::BoxFuture<Self::Response, Self::Error>;
+
+    fn poll_ready(&mut self, context: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        self.channel.poll_ready(context)
+    }
+
+    fn call(&mut self, request: tonic::codegen::http::Request<tonic::body::Body>) -> Self::Future {
+        let call = self.channel.call(request);
+        let (member, hook) = (self.member, self.hook.clone());
+        Box::pin(async move {
+            let response = call.await?;
+            // A refusal answered at once (gRPC's trailers-only answer) carries its metadata in
+            // the headers.
+            let notice = response.headers().get(REMOVED_AT_HEADER).and_then(|value| value.to_str().ok()?.parse().ok());
+            if let (Some(index), Some(hook)) = (notice, hook.get()) {
+                hook(index, member);
+            }
+            Ok(response)
+        })
+    }
+}
 
 /// How long an append of `bytes` may take to be answered once the follower can start on it: the
 /// RPC timeout, plus the bytes at [`REPLICATION_BYTES_PER_SECOND_MIN`].
@@ -264,6 +319,8 @@ pub struct Peers {
     /// What this node, leading, has seen of its replication to each member.
     replication: Mutex<HashMap<NodeId, Replication>>,
     metrics: ReplicationMetrics,
+    /// What a removal notice in a member's answer is handed to, once the node set it.
+    removal: Arc<OnceLock<RemovalHook>>,
 }
 
 impl Peers {
@@ -282,7 +339,14 @@ impl Peers {
             channels: Mutex::new(HashMap::new()),
             replication: Mutex::new(HashMap::new()),
             metrics,
+            removal: Arc::new(OnceLock::new()),
         }
+    }
+
+    /// Sets what a removal notice in a member's answer is handed to (once; later calls do
+    /// nothing).
+    pub fn on_removal(&self, hook: RemovalHook) {
+        let _ = self.removal.set(hook);
     }
 
     /// The replication metrics this node keeps of each member.
@@ -341,7 +405,8 @@ impl Peers {
                 channel
             }
         };
-        Ok(RaftClient::with_interceptor(channel, self.identity)
+        let heeded = Heeded { channel, member, hook: self.removal.clone() };
+        Ok(RaftClient::with_interceptor(heeded, self.identity)
             .max_decoding_message_size(PEER_MESSAGE_BYTES_MAX)
             .max_encoding_message_size(PEER_MESSAGE_BYTES_MAX))
     }

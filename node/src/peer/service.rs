@@ -15,7 +15,10 @@
 //! The one exception is `Join`, the call of a node that is not a member yet (`crate::join`): it
 //! carries no identity, and is judged on what it asks instead: the cluster name, with TLS a
 //! certificate naming the id it asks to join under, and with auth on an admin token; the leader
-//! then adds it as a learner. `Removed` is the leader telling this node it was removed.
+//! then adds it as a learner. `Removed` is the leader telling this node it was removed. A message
+//! from a node this node saw leave an applied membership is refused with the index of that
+//! membership in `strand-removed-at` metadata, which tells the sender it was removed (see
+//! `network::Heeded`).
 
 use std::sync::Arc;
 
@@ -86,6 +89,17 @@ impl<D: Disk, L: LeaderPlane> RaftPeerService<D, L> {
         let member_id = header(MEMBER_ID_HEADER)?;
         let admitted = if leader_message { self.core.may_lead(member_id) } else { self.core.is_member(member_id) };
         if !admitted {
+            if let Some(index) = self.core.standing.as_ref().and_then(|standing| standing.saw_leave(member_id)) {
+                // It left a membership this node applied: say so, so that it stops (see
+                // `network::Heeded`) even if the leader that removed it never told it.
+                let message = format!(
+                    "a Raft message from node {member_id}, which the membership at index {index} no longer holds: it was removed"
+                );
+                tracing::warn!(%message, "refused a Raft message");
+                let mut metadata = tonic::metadata::MetadataMap::new();
+                metadata.insert(super::network::REMOVED_AT_HEADER, index.into());
+                return Err(Status::with_metadata(tonic::Code::PermissionDenied, message, metadata));
+            }
             return Err(refuse(format!("a Raft message from node {member_id}, which is not a member of this cluster")));
         }
         if self.core.config.tls.is_some() {
@@ -391,22 +405,7 @@ impl<D: Disk, L: LeaderPlane> RaftService for RaftPeerService<D, L> {
         let sender = self.sender(&request)?;
         small(&request, "a removal notice")?;
         let notice: super::Removed = decode(request.get_ref()).map_err(malformed)?;
-        let Some(standing) = &self.core.standing else {
-            return Err(Status::unavailable("this node keeps no standing"));
-        };
-        let record = crate::standing::RemovedRecord {
-            cluster_name: self.core.config.cluster_name.clone(),
-            cluster_id: self.core.cluster_id,
-            node_id: self.core.id,
-            index: notice.index,
-            by: sender,
-        };
-        let message = standing.record_removed(&record).map_err(|error| Status::internal(error.to_string()))?;
-        tracing::error!(node = self.core.id, "{message}");
-        let core = self.core.clone();
-        tokio::spawn(async move {
-            let _ = core.raft.shutdown().await;
-        });
+        self.core.learn_removed(notice.index, sender).map_err(|error| Status::internal(error.to_string()))?;
         Ok(Response::new(encode(&())))
     }
 }

@@ -101,7 +101,14 @@ pub fn check_all(evidence: &Evidence<'_>) -> Vec<Violation> {
     violations.extend(integrity::check(evidence.failed_starts, evidence.damaged, &removed));
     violations.extend(raft_safety::check(evidence.observations, &removed));
     if let Some((log, first, spare)) = evidence.operator {
-        violations.extend(membership::check(log, first, spare, &evidence.healed.members, evidence.observations));
+        violations.extend(membership::check(
+            log,
+            first,
+            spare,
+            &evidence.healed.members,
+            &evidence.healed.removed_serving,
+            evidence.observations,
+        ));
     }
     violations.extend(controller_terms::check(evidence.controller_applies).0);
     if evidence.memory_disks {
