@@ -3,8 +3,16 @@
 # to clients and auth enabled.
 #
 #   deploy/cluster.sh up      build the image, make certificates and configs, start, enable auth
-#   deploy/cluster.sh join    add a fourth node (compose.grow.yaml): member add as a learner,
-#                             start it (it joins with --join), member promote once caught up
+#   deploy/cluster.sh join    add a fourth node (compose.grow.yaml) on a fresh volume: member add
+#                             as a learner, start it (it joins with --join), member promote once
+#                             caught up
+#   deploy/cluster.sh restore FILE
+#                             replace the cluster by a new one restored from the backup FILE
+#                             (`strand snapshot restore` into fresh volumes of nodes 1-3, with a
+#                             new --cluster-token), and start it
+#   deploy/cluster.sh recover node 1 alone survives a lost quorum: nodes 2 and 3 and their volumes
+#                             are deleted, node 1 starts once with --force-new-cluster
+#                             (compose.recover.yaml), then again with its usual command
 #   deploy/cluster.sh down    stop the cluster and delete its containers and data volumes
 #
 # Environment:
@@ -51,6 +59,16 @@ wait_until() {
 
 has_controller() {
     "$strand" cluster status --json 2>/dev/null | grep -q '"controller": *[1-9]'
+}
+
+has_leader() {
+    "$strand" cluster status --json 2>/dev/null | grep -q '"leader_id": *[1-9]'
+}
+
+node_1_leads_alone() {
+    members=$("$strand" member list --json 2>/dev/null | tr -d ' \n') || return 1
+    echo "$members" | grep -q '"id":1,[^}]*"leader":true' &&
+        [ "$(echo "$members" | grep -o '"role":"voter"' | wc -l)" -eq 1 ]
 }
 
 node_4_caught_up() {
@@ -163,6 +181,9 @@ case "${1:-}" in
         [ -f "$dir/admin.token" ] || { echo "cluster.sh: no admin token in $dir; run cluster.sh up first" >&2; exit 1; }
         join_config
         export STRAND_CONFIG="$dir/client.toml"
+        # A node joins on an empty data directory: a volume of an earlier node 4 goes first.
+        quietly run_compose_grown rm -fsv node4
+        docker volume rm -f "${project}_data4" >/dev/null
         # Added first as a learner that waits for `member promote`, as etcd's `member add`; then
         # started, it joins with --join and catches up.
         quietly "$strand" member add 4 node4:7500 --client-address node4:7400 --learner
@@ -172,12 +193,43 @@ case "${1:-}" in
         wait_until "node 4 is not a voter after 60 s; see: $compose -p $project logs node4" node_4_votes
         echo "node 4 joined and is a voter"
         ;;
+    restore)
+        backup=${2:-}
+        [ -f "$backup" ] || { echo "cluster.sh: usage: cluster.sh restore FILE (a strand snapshot save backup)" >&2; exit 2; }
+        backup=$(cd "$(dirname -- "$backup")" && pwd)/$(basename -- "$backup")
+        build_image
+        write_configs
+        quietly run_compose_grown down -v
+        # One restore per member, into its fresh volume; the same --peers and token for all.
+        token="restore-$(date +%s)"
+        for id in 1 2 3; do
+            quietly run_compose run --rm --no-deps -v "$backup:/backup.strand:ro" "node$id" \
+                snapshot restore /backup.strand --data-dir /data --id "$id" \
+                --peers 1=node1:7500,2=node2:7500,3=node3:7500 --cluster-token "$token"
+        done
+        quietly run_compose up -d
+        export STRAND_CONFIG="$dir/client.toml"
+        wait_until "the restored cluster has no leader after 60 s; see: $compose -p $project logs" has_leader
+        echo "cluster restored from $backup: 3 nodes, a new cluster id (token $token)"
+        ;;
+    recover)
+        export STRAND_CONFIG="$dir/client.toml"
+        # Nodes 2 and 3 are lost for good, with their data.
+        quietly run_compose rm -fsv node2 node3
+        docker volume rm -f "${project}_data2" "${project}_data3" >/dev/null
+        # Node 1 starts once with --force-new-cluster, then with its usual command.
+        quietly run_compose -f "$here/compose.recover.yaml" up -d node1
+        wait_until "node 1 does not lead alone after 60 s; see: $compose -p $project logs node1" node_1_leads_alone
+        quietly run_compose up -d node1
+        wait_until "node 1 does not lead after its restart; see: $compose -p $project logs node1" node_1_leads_alone
+        echo "node 1 leads a one-voter cluster with every entry of its log; add members with cluster.sh join"
+        ;;
     down)
         quietly run_compose_grown down -v
         echo "cluster down: containers and data volumes removed (certificates and token stay in $dir)"
         ;;
     *)
-        echo "usage: deploy/cluster.sh up|join|down" >&2
+        echo "usage: deploy/cluster.sh up|join|restore FILE|recover|down" >&2
         exit 2
         ;;
 esac

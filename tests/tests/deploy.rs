@@ -2,7 +2,9 @@
 //! TLS between the nodes, TLS to clients, and auth enabled, started and removed by
 //! `deploy/cluster.sh` as the README gives it; the operator commands (`member list`,
 //! `cluster move-leader`, `snapshot save` and `status`, a fourth node joining with `cluster.sh
-//! join`, `member remove`) run against it over mutual TLS with the admin token.
+//! join`, `member remove`, a restore into a new cluster with `cluster.sh restore`, a lost quorum
+//! recovered with `cluster.sh recover` and joined again) run against it over mutual TLS with the
+//! admin token.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::path::{Path, PathBuf};
@@ -22,10 +24,10 @@ struct Deployment {
 }
 
 impl Deployment {
-    fn run(&self, action: &str) -> Output {
+    fn run(&self, args: &[&str]) -> Output {
         let mut command = Command::new(script());
         command
-            .arg(action)
+            .args(args)
             .env("STRAND_BIN", strand_binary())
             .env("STRAND_CLUSTER_DIR", self.dir.path())
             .env("STRAND_PROJECT", &self.project);
@@ -46,7 +48,7 @@ impl Deployment {
 
 impl Drop for Deployment {
     fn drop(&mut self) {
-        let down = self.run("down");
+        let down = self.run(&["down"]);
         if !down.status.success() {
             eprintln!("cluster.sh down: {}", String::from_utf8_lossy(&down.stderr));
         }
@@ -60,7 +62,7 @@ async fn the_compose_cluster_runs_with_mutual_tls_and_auth() {
         project: format!("strandtest{}", std::process::id()),
         ports: [free_port(), free_port(), free_port(), free_port()],
     };
-    let up = deployment.run("up");
+    let up = deployment.run(&["up"]);
     assert!(up.status.success(), "cluster.sh up: {}", String::from_utf8_lossy(&up.stderr));
     let config = deployment.dir.path().join("client.toml");
 
@@ -103,13 +105,43 @@ async fn the_compose_cluster_runs_with_mutual_tls_and_auth() {
 
     // Grow and shrink: a fourth container joins with --join over mutual TLS with the admin token
     // and is promoted; then it is removed.
-    let joined = deployment.run("join");
+    let joined = deployment.run(&["join"]);
     assert!(joined.status.success(), "cluster.sh join: {}", String::from_utf8_lossy(&joined.stderr));
     let listed = json(deployment.strand(&config, &["member", "list", "--json"]));
     let roles: Vec<_> = listed["members"].as_array().unwrap().iter().map(|member| member["role"].clone()).collect();
     assert_eq!(roles, vec!["voter"; 4], "{listed}");
     let removed = json(deployment.strand(&config, &["member", "remove", "4", "--json"]));
     assert_eq!(removed["members"].as_array().unwrap().len(), 3, "{removed}");
+
+    // Restore: the backup becomes a new cluster in fresh volumes, serving what it held (the
+    // tokens included: the admin token still works) under a new cluster id.
+    let old_id = status["header"]["cluster_id"].clone();
+    let restored = deployment.run(&["restore", backup.to_str().unwrap()]);
+    assert!(restored.status.success(), "cluster.sh restore: {}", String::from_utf8_lossy(&restored.stderr));
+    let listed = json(deployment.strand(&config, &["list", "--json"]));
+    let titles: Vec<_> = listed.as_array().unwrap().iter().map(|bead| bead["title"].clone()).collect();
+    assert_eq!(titles, vec!["in a container"], "{listed}");
+    let again = deployment.dir.path().join("restored.backup");
+    let saved = json(deployment.strand(&config, &["snapshot", "save", again.to_str().unwrap(), "--json"]));
+    assert_ne!(saved["header"]["cluster_id"], old_id, "{saved}");
+    let after_restore = json(deployment.strand(&config, &["create", "after the restore", "--json"]));
+
+    // A lost quorum: nodes 2 and 3 and their data are gone; node 1 starts once with
+    // --force-new-cluster and keeps its whole log; a fresh fourth node joins it.
+    let recovered = deployment.run(&["recover"]);
+    assert!(recovered.status.success(), "cluster.sh recover: {}", String::from_utf8_lossy(&recovered.stderr));
+    let shown = json(deployment.strand(&config, &["show", after_restore["id"].as_str().unwrap(), "--json"]));
+    assert_eq!(shown[0]["title"], "after the restore", "{shown}");
+    let joined = deployment.run(&["join"]);
+    assert!(joined.status.success(), "cluster.sh join after recover: {}", String::from_utf8_lossy(&joined.stderr));
+    let listed = json(deployment.strand(&config, &["member", "list", "--json"]));
+    let members: Vec<_> = listed["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|member| (member["id"].clone(), member["role"].clone()))
+        .collect();
+    assert_eq!(members, vec![(1.into(), "voter".into()), (4.into(), "voter".into())], "{listed}");
 
     // Without the token, TLS still works and the request is refused; without the CA, TLS fails.
     let text = std::fs::read_to_string(&config).unwrap();
