@@ -227,6 +227,36 @@ async fn refused_membership_changes_say_why_and_change_nothing() {
     assert!(last.contains("node 1 is the last voter"), "{last}");
 }
 
+/// A change asked while another has not committed is refused, and changes nothing: here the first
+/// cannot commit, because the leader's followers are down.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_change_while_another_is_in_progress_is_refused_and_changes_nothing() {
+    let mut cluster = Cluster::start(3, None);
+    let leader = cluster.wait_for_leader().await;
+    let followers: Vec<u64> = (1..=3).filter(|id| *id != leader).collect();
+    for id in &followers {
+        cluster.kill(*id);
+    }
+    // The first addition is proposed, and waits for a quorum that is gone; the client gives up.
+    let first = strand_as(&cluster, "ops", &["--timeout", "2s", "member", "add", "4", "127.0.0.1:1", "--learner"]);
+    assert!(!first.status.success(), "an addition committed without a quorum: {first:?}");
+    let second = refused(&cluster, &["member", "add", "5", "127.0.0.1:2", "--learner"]);
+    assert!(second.contains("another membership change is in progress"), "{second}");
+
+    for id in &followers {
+        cluster.restart(*id);
+    }
+    cluster.wait_for_leader().await;
+    let members = wait_for("the members to be listed", || async {
+        let listed = json_of(&strand_as(&cluster, "ops", &["--json", "member", "list"]));
+        let ids: Vec<u64> =
+            listed["members"].as_array().unwrap().iter().map(|member| member["id"].as_u64().unwrap()).collect();
+        ids.contains(&1).then_some(ids)
+    })
+    .await;
+    assert!(!members.contains(&5), "the refused addition was made: {members:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_lost_quorum_is_recovered_with_force_new_cluster_keeping_every_write() {
     let mut cluster = Cluster::start(3, Some(FAST_PROMOTION));
