@@ -186,7 +186,8 @@ impl<D: Disk> Standing<D> {
     pub fn notice_applies(&self, id: NodeId, index: u64) -> bool {
         let (applied, holds) = self.applied_membership(id);
         let joined_since = self.joined.as_ref().is_some_and(|joined| joined.index >= index);
-        !(holds && applied >= index) && !joined_since
+        let knows_later = holds && applied >= index;
+        !(knows_later || joined_since)
     }
 
     /// Why this node no longer serves, once it was removed.

@@ -427,14 +427,11 @@ async fn removed_serving(removed: &[u64]) -> Vec<(u64, String)> {
                 let mut client = ClusterClient::new(channel);
                 tokio::time::timeout(Duration::from_millis(POLL_MS * 5), client.status(request)).await.ok()
             };
-            match answer.await {
-                Some(Ok(status)) => {
-                    let status = status.into_inner();
-                    serving.push((*id, format!("it answered its status, leader {}", status.leader_id)));
-                }
-                // Refused (it says it was removed), or no answer (it stopped, or refused to start
-                // on its marked directory).
-                _ => {}
+            // Refused (a removed node answers every request with the reason), or no answer (it
+            // stopped, or refused to start on its marked directory): told.
+            if let Some(Ok(status)) = answer.await {
+                let status = status.into_inner();
+                serving.push((*id, format!("it answered its status, leader {}", status.leader_id)));
             }
         }
         if serving.is_empty() || now() >= bound {
