@@ -3,17 +3,47 @@
 //! The node runs [`validate_command`] before proposing, so bad input is refused without a Raft
 //! round; the state machine runs it again at apply, so the outcome never depends on which node
 //! took the request.
+//!
+//! Actors (and assignees, senders, recipients), labels and metadata keys are identifiers: they
+//! may hold no character [`crate::printable::printable`] would escape (control characters,
+//! bidirectional overrides), so no agent can smuggle a terminal escape or a forged output row in
+//! through them ([`validate_actor`], `check_identifier`). Titles, descriptions and other text
+//! may hold them; the CLI escapes them when it prints.
 
 use crate::command::{Command, ControllerAction, CreateBead, ReadyFilter, Txn, UpdateBead};
 use crate::limits::*;
-use crate::model::{Bead, Namespace, Status};
+use crate::model::{Actor, Bead, Namespace, Status};
 use crate::outcome::Refusal;
+use crate::printable::{has_unsafe, printable};
 
 fn check_size(what: &str, value: &str, limit: usize) -> Result<(), Refusal> {
     if value.len() > limit {
         return Err(Refusal::TooLarge { what: what.to_string(), size: value.len(), limit });
     }
     Ok(())
+}
+
+/// Refuses an identifier (an actor, a label, a metadata key) holding a character
+/// [`printable`] would escape, naming the field `what`.
+///
+/// This rule is new (issue 28): a command an older build applied may be refused by this one, at
+/// proposal and again at apply (`validate_command` runs in the state machine). That is sound only
+/// because the nodes of a cluster run one build, as their peer protocol already requires.
+fn check_identifier(what: &str, value: &str) -> Result<(), Refusal> {
+    if has_unsafe(value) {
+        return Err(Refusal::Invalid(format!(
+            "{what} \"{}\" has a control character; actors, labels and metadata keys are identifiers: give one without control characters",
+            printable(value)
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses the actor a write is sent under (the proposal's, recorded in its events) when it holds
+/// a control character; an empty actor (the client named no one) passes. A new rule, as
+/// `check_identifier` says.
+pub fn validate_actor(actor: &Actor) -> Result<(), Refusal> {
+    check_identifier("actor", &actor.0)
 }
 
 fn check_title(title: &str) -> Result<(), Refusal> {
@@ -45,6 +75,12 @@ fn check_labels<'a>(labels: impl IntoIterator<Item = &'a String>) -> Result<(), 
     Ok(())
 }
 
+/// Refuses labels about to be set that hold a control character. Labels only removed or filtered
+/// on are not judged, so a label stored before the rule can still be found and taken off.
+fn check_new_labels<'a>(labels: impl IntoIterator<Item = &'a String>) -> Result<(), Refusal> {
+    labels.into_iter().try_for_each(|label| check_identifier("label", label))
+}
+
 fn check_metadata<'a>(entries: impl IntoIterator<Item = (&'a String, Option<&'a String>)>) -> Result<(), Refusal> {
     for (count, (key, value)) in entries.into_iter().enumerate() {
         if count >= METADATA_KEYS_MAX {
@@ -55,6 +91,8 @@ fn check_metadata<'a>(entries: impl IntoIterator<Item = (&'a String, Option<&'a 
         }
         check_size("metadata key", key, METADATA_KEY_BYTES_MAX)?;
         if let Some(value) = value {
+            // Only a key being set is judged, so a key stored before the rule can be removed.
+            check_identifier("metadata key", key)?;
             check_size(&format!("metadata value of {key}"), value, METADATA_VALUE_BYTES_MAX)?;
         }
     }
@@ -116,7 +154,10 @@ fn validate_create(create: &CreateBead) -> Result<(), Refusal> {
         ("from", &create.from),
         ("ref", &create.reference),
     ])?;
+    check_identifier("assignee", &create.assignee)?;
+    check_identifier("from", &create.from)?;
     check_labels(&create.labels)?;
+    check_new_labels(&create.labels)?;
     check_metadata(create.metadata.iter().map(|(key, value)| (key, Some(value))))?;
     if create.needs.len() > DEPENDENCIES_PER_BEAD_MAX {
         return Err(Refusal::Invalid(format!("more than {DEPENDENCIES_PER_BEAD_MAX} needs")));
@@ -198,10 +239,17 @@ fn validate_update(update: &UpdateBead) -> Result<(), Refusal> {
             check_names(&[(what, value)])?;
         }
     }
+    if let Some(assignee) = &update.assignee {
+        check_identifier("assignee", assignee)?;
+    }
+    if let Some(actor) = &update.claim_for {
+        check_identifier("actor", &actor.0)?;
+    }
     if update.bead_type.as_deref() == Some("") {
         return Err(Refusal::Invalid("type must not be empty".into()));
     }
     check_labels(update.add_labels.iter().chain(&update.remove_labels))?;
+    check_new_labels(&update.add_labels)?;
     check_metadata(update.metadata.iter().map(|(key, value)| (key, value.as_ref())))
 }
 
@@ -226,6 +274,7 @@ pub fn validate_command(command: &Command) -> Result<(), Refusal> {
                 return Err(Refusal::Invalid("claim needs an actor; pass --actor or set STRAND_ACTOR".into()));
             }
             check_names(&[("actor", &actor.0)])?;
+            check_identifier("actor", &actor.0)?;
             match command {
                 Command::ClaimNext { filter, lease_ms, .. } => {
                     lease_ms.map_or(Ok(()), validate_lease)?;
@@ -297,6 +346,7 @@ pub fn validate_command(command: &Command) -> Result<(), Refusal> {
         }
         Command::MailSend(mail) => {
             check_names(&[("recipient", &mail.to)])?;
+            check_identifier("recipient", &mail.to)?;
             check_size("subject", &mail.subject, TITLE_BYTES_MAX)?;
             check_size("body", &mail.body, DESCRIPTION_BYTES_MAX)
         }
@@ -381,7 +431,8 @@ pub(crate) fn check_actor(actor: &str, what: &str) -> Result<(), Refusal> {
     if actor.is_empty() {
         return Err(Refusal::Invalid(format!("{what} needs an agent; pass --agent or --actor, or set STRAND_ACTOR")));
     }
-    check_names(&[("agent", actor)])
+    check_names(&[("agent", actor)])?;
+    check_identifier("agent", actor)
 }
 
 fn check_routed(count: usize) -> Result<(), Refusal> {
@@ -421,6 +472,7 @@ fn validate_sling(sling: &crate::command::Sling) -> Result<(), Refusal> {
         )));
     }
     check_names(&[("target", &sling.target)])?;
+    check_identifier("sling target", &sling.target)?;
     if sling.pool {
         check_size("pool label", &format!("{}{}", crate::model::POOL_LABEL_PREFIX, sling.target), LABEL_BYTES_MAX)?;
     }
@@ -441,4 +493,104 @@ fn validate_sling(sling: &crate::command::Sling) -> Result<(), Refusal> {
 pub fn invalid_transition(id: &crate::model::BeadId, from: Status, to: Status) -> Refusal {
     let allowed: Vec<&str> = from.allowed_next().iter().map(|status| status.as_str()).collect();
     Refusal::InvalidTransition { id: id.clone(), from, to, allowed: allowed.join(", ") }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::command::{MailSend, Sling};
+    use crate::model::BeadId;
+
+    const EVIL: &str = "ev\u{1b}[2Jil";
+
+    fn refused(result: Result<(), Refusal>) -> String {
+        match result {
+            Err(Refusal::Invalid(message)) => message,
+            other => panic!("expected an Invalid refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn actors_with_control_characters_are_refused_naming_the_field() {
+        let claim = Command::Claim { id: BeadId::from("st-1"), actor: Actor(EVIL.into()), lease_ms: None };
+        assert_eq!(
+            refused(validate_command(&claim)),
+            "actor \"ev\\u{1b}[2Jil\" has a control character; actors, labels and metadata keys are identifiers: give one without control characters"
+        );
+        let claim_next =
+            Command::ClaimNext { actor: Actor("a\nb".into()), filter: ReadyFilter::default(), lease_ms: None };
+        assert!(refused(validate_command(&claim_next)).starts_with("actor \"a\\nb\" has a control character"));
+        let hook = Command::HookClaim { agent: Actor("bell\u{7}".into()), pool: None, lease_ms: None };
+        assert!(refused(validate_command(&hook)).starts_with("agent \"bell\\u{7}\" has a control character"));
+        assert!(refused(validate_actor(&Actor("csi\u{9b}2J".into()))).starts_with("actor \"csi\\u{9b}2J\""));
+        assert!(refused(validate_actor(&Actor("rtl\u{202e}".into()))).starts_with("actor \"rtl\\u{202e}\""));
+        let update = UpdateBead {
+            id: BeadId::from("st-1"),
+            claim_for: Some(Actor("del\u{7f}".into())),
+            ..UpdateBead::default()
+        };
+        assert!(refused(validate_command(&Command::Update(update))).starts_with("actor \"del\\u{7f}\""));
+        let assign = UpdateBead { id: BeadId::from("st-1"), assignee: Some(EVIL.into()), ..UpdateBead::default() };
+        assert!(refused(validate_command(&Command::Update(assign))).starts_with("assignee \""));
+        let create = CreateBead { title: "t".into(), assignee: EVIL.into(), ..CreateBead::default() };
+        assert!(refused(validate_command(&Command::Create(create))).starts_with("assignee \""));
+        let mail = MailSend { to: EVIL.into(), subject: "s".into(), ..MailSend::default() };
+        assert!(refused(validate_command(&Command::MailSend(mail))).starts_with("recipient \""));
+        let sling = Sling {
+            subject: "work".into(),
+            target: "pool\u{1b}".into(),
+            pool: true,
+            formula: None,
+            vars: BTreeMap::new(),
+            no_convoy: false,
+            owned: false,
+            merge: None,
+        };
+        assert!(refused(validate_command(&Command::Sling(sling))).starts_with("sling target \""));
+    }
+
+    #[test]
+    fn labels_and_metadata_keys_with_control_characters_are_refused() {
+        let create = CreateBead { title: "t".into(), labels: [EVIL.to_string()].into(), ..CreateBead::default() };
+        assert!(refused(validate_command(&Command::Create(create))).starts_with("label \"ev\\u{1b}[2Jil\" has"));
+        let create = CreateBead {
+            title: "t".into(),
+            metadata: [("k\ney".to_string(), "v".to_string())].into(),
+            ..CreateBead::default()
+        };
+        assert!(refused(validate_command(&Command::Create(create))).starts_with("metadata key \"k\\ney\" has"));
+        let update =
+            UpdateBead { id: BeadId::from("st-1"), add_labels: ["x\ty".to_string()].into(), ..UpdateBead::default() };
+        assert!(refused(validate_command(&Command::Update(update))).starts_with("label \"x\\ty\" has"));
+        let set = Command::SetMetadata {
+            id: BeadId::from("st-1"),
+            entries: [("\u{202e}key".to_string(), Some("v".to_string()))].into(),
+        };
+        assert!(refused(validate_command(&set)).starts_with("metadata key \"\\u{202e}key\" has"));
+    }
+
+    #[test]
+    fn text_fields_keep_control_characters_and_old_identifiers_can_be_removed() {
+        let create = CreateBead {
+            title: "fake\nbad-1 [closed] P0 victim @root".into(),
+            description: "line\n\x1b[31mred\x07".into(),
+            notes: "tab\there".into(),
+            assignee: "alice".into(),
+            labels: ["role:worker".to_string()].into(),
+            metadata: [("gc.merge".to_string(), "a\nb".to_string())].into(),
+            ..CreateBead::default()
+        };
+        assert_eq!(validate_command(&Command::Create(create)), Ok(()));
+        let update = UpdateBead {
+            id: BeadId::from("st-1"),
+            remove_labels: [EVIL.to_string()].into(),
+            metadata: [(EVIL.to_string(), None)].into(),
+            ..UpdateBead::default()
+        };
+        assert_eq!(validate_command(&Command::Update(update)), Ok(()), "removing an old label or key is allowed");
+        assert_eq!(validate_actor(&Actor(String::new())), Ok(()));
+        assert_eq!(validate_actor(&Actor("agent-ünï 🚀".into())), Ok(()));
+    }
 }

@@ -5,6 +5,7 @@
 
 use api::command::{Command, Query, UpdateBead};
 use api::model::BeadId;
+use api::printable::printable;
 use clap::Subcommand;
 
 use crate::beads::write_fenced;
@@ -43,7 +44,7 @@ pub async fn run_label(cli: &Cli, command: &LabelCommand) -> Outcome {
             if cli.json {
                 print_value(&bead.labels);
             } else {
-                bead.labels.iter().for_each(|label| println!("{label}"));
+                bead.labels.iter().for_each(|label| println!("{}", printable(label)));
             }
             return Ok(true);
         }
@@ -65,7 +66,8 @@ pub async fn run_label(cli: &Cli, command: &LabelCommand) -> Outcome {
         write_fenced(cli, &client, id, Command::Update(update)).await?;
         let status = if adding { "added" } else { "removed" };
         if !cli.json {
-            println!("{status} label {label} {} {id}", if adding { "to" } else { "from" });
+            let direction = if adding { "to" } else { "from" };
+            println!("{status} label {} {direction} {}", printable(label), printable(id));
         }
         rows.push(serde_json::json!({ "issue_id": id, "label": label, "status": status }));
     }
@@ -97,7 +99,7 @@ pub async fn run_comment(cli: &Cli, id: &str, words: &[String]) -> Outcome {
             "schema_version": 1,
         }));
     } else {
-        println!("comment added to {id} (kept in its notes)");
+        println!("comment added to {} (kept in its notes)", printable(id));
     }
     Ok(true)
 }

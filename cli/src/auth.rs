@@ -12,6 +12,7 @@ use api::auth::{AuthCommand as Change, Role, TokenHash, TokenInfo, TokenSpec};
 use api::command::{Command, Query};
 use api::model::{Actor, Namespace};
 use api::outcome::Outcome as Answer;
+use api::printable::printable;
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 
@@ -108,10 +109,10 @@ pub async fn run(cli: &Cli, command: &AuthCommand) -> Outcome {
             } else if let Some(token) = tokens.first() {
                 println!(
                     "{} (role {}, namespaces {}, actor {})",
-                    token.name,
+                    printable(&token.name),
                     token.role,
                     namespaces_text(token),
-                    token.actor
+                    printable(&token.actor.0)
                 );
             }
             Ok(true)
@@ -148,10 +149,10 @@ pub async fn run(cli: &Cli, command: &AuthCommand) -> Outcome {
             for token in &tokens {
                 println!(
                     "{:<24} {:<7} {:<24} {:<20} {:<24} {}",
-                    token.name,
+                    printable(&token.name),
                     token.role.name(),
                     namespaces_text(token),
-                    token.actor.0,
+                    printable(&token.actor.0),
                     token.created_at.to_rfc3339(),
                     token.fingerprint
                 );
@@ -163,7 +164,7 @@ pub async fn run(cli: &Cli, command: &AuthCommand) -> Outcome {
             if cli.json {
                 crate::output::print_value(&json!({ "revoked": name }));
             } else {
-                println!("token {name} revoked: requests with it now fail");
+                println!("token {} revoked: requests with it now fail", printable(name));
             }
             Ok(true)
         }
@@ -241,10 +242,10 @@ fn print_made(cli: &Cli, made: &TokenInfo, token: &str, headline: &str) {
     }
     println!(
         "{headline}: {} (role {}, namespaces {}, actor {})",
-        made.name,
+        printable(&made.name),
         made.role,
         namespaces_text(made),
-        made.actor
+        printable(&made.actor.0)
     );
     println!("{token}");
     println!(

@@ -10,6 +10,7 @@ use api::command::{Command, CreateBead, DepDirection, Fence, ListFilter, Query, 
 use api::convert::{parse_key_value, parse_status};
 use api::model::{Actor, Bead, BeadId, DepType, Status, Timestamp};
 use api::outcome::Outcome as Answer;
+use api::printable::printable;
 use clap::{Args, Subcommand};
 
 use crate::listing::{LIST_LIMIT_DEFAULT, Listing, LocalFilter, ReadySort, SortOrder, hidden_types, window};
@@ -849,7 +850,7 @@ pub async fn run(cli: &Cli, command: &BeadCommand) -> Outcome {
             };
             let bead = one(client.execute(command).await?)?;
             if args.silent {
-                println!("{}", bead.id);
+                println!("{}", printable(bead.id.as_str()));
             } else {
                 print_bead_object(&bead, json);
             }
@@ -1010,7 +1011,7 @@ async fn run_update(cli: &Cli, args: &UpdateArgs) -> Outcome {
 }
 
 fn report(failure: &Failure, id: &str) {
-    eprintln!("error: {id}: {}", api::printable::printable(failure.message()));
+    eprintln!("error: {}: {}", printable(id), printable(failure.message()));
 }
 
 async fn run_reopen(cli: &Cli, ids: &[String]) -> Outcome {
@@ -1028,7 +1029,7 @@ async fn run_reopen(cli: &Cli, ids: &[String]) -> Outcome {
             }
         };
         if current.status == Status::Open {
-            eprintln!("{id} is already open");
+            eprintln!("{} is already open", printable(id));
             continue;
         }
         reopened.extend(beads_of(write_fenced(cli, &client, id, Command::Reopen { id: bead_id }).await?));
@@ -1049,7 +1050,7 @@ async fn run_delete(cli: &Cli, args: &DeleteArgs) -> Outcome {
             println!("  {}", crate::output::bead_line(bead));
         }
         let cascade = if args.cascade { " --cascade" } else { "" };
-        println!("To proceed, run: strand delete {}{cascade} --force", args.ids.join(" "));
+        println!("To proceed, run: strand delete {}{cascade} --force", printable(&args.ids.join(" ")));
         return Ok(true);
     }
     let mut edges_removed = 0;
@@ -1083,7 +1084,7 @@ async fn run_delete(cli: &Cli, args: &DeleteArgs) -> Outcome {
         print_value(&value);
     } else {
         for bead in &beads {
-            println!("deleted {}", bead.id);
+            println!("deleted {}", printable(bead.id.as_str()));
         }
     }
     Ok(true)
@@ -1126,7 +1127,7 @@ async fn run_show(cli: &Cli, args: &ShowArgs) -> Outcome {
     let client = cli.client()?;
     let found = beads_of(client.query(Query::Lookup { ids: ids.clone() }).await?);
     for id in ids.iter().filter(|id| !found.iter().any(|bead| &bead.id == *id)) {
-        eprintln!("error: bead {} not found", api::printable::printable(id.as_str()));
+        eprintln!("error: bead {} not found", printable(id.as_str()));
     }
     if found.is_empty() {
         if cli.json {
@@ -1214,7 +1215,7 @@ async fn run_dep_command(cli: &Cli, command: &DepCommand) -> Outcome {
                     &serde_json::json!({ "status": "added", "issue_id": issue, "depends_on_id": target, "type": dep_type, "schema_version": 1 }),
                 );
             } else {
-                println!("{issue} now depends on {target} ({dep_type})");
+                println!("{} now depends on {} ({})", printable(issue), printable(target), printable(dep_type));
             }
             Ok(true)
         }
@@ -1229,7 +1230,7 @@ async fn run_dep_command(cli: &Cli, command: &DepCommand) -> Outcome {
                     &serde_json::json!({ "status": "removed", "issue_id": issue, "depends_on_id": depends_on, "schema_version": 1 }),
                 );
             } else {
-                println!("{issue} no longer depends on {depends_on}");
+                println!("{} no longer depends on {}", printable(issue), printable(depends_on));
             }
             Ok(true)
         }

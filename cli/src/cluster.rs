@@ -5,6 +5,7 @@
 //! replication as the leader's member watch last saw it. `strand member add|promote|remove`:
 //! membership changes, made by the leader through joint consensus.
 
+use api::printable::printable;
 use clap::Subcommand;
 use serde_json::json;
 
@@ -263,7 +264,8 @@ async fn status(cli: &Cli, digest: bool) -> Outcome {
                 let last = match duty.last_run_ms {
                     Some(ms) => {
                         let ago = std::time::Duration::from_millis(now.saturating_sub(ms).max(0) as u64 / 100 * 100);
-                        format!("last ran {} ago: {}", api::go_duration::format_go_duration(ago), duty.last_result)
+                        let result = printable(&duty.last_result);
+                        format!("last ran {} ago: {result}", api::go_duration::format_go_duration(ago))
                     }
                     None if duty.interval_ms == 0 => "off".into(),
                     None => "not run yet".into(),
@@ -309,7 +311,7 @@ async fn status(cli: &Cli, digest: bool) -> Outcome {
             node.last_log_index,
             node.applied_index,
             node.snapshot_index,
-            notes.join("; ")
+            printable(&notes.join("; "))
         );
     }
     Ok(true)

@@ -10,6 +10,9 @@
 //! `gate list --type=condition|gh --status=open --json` and `gate close ID --reason ...`;
 //! bd has no `--type`/`--status` on `gate list` nor `gate close`, so with bd those steps fail
 //! quietly, and with Strand they do what the script means.
+//!
+//! Text output escapes what agents and tools wrote (titles, await ids, waiters, `gh`'s answers)
+//! through `api::printable`, so none of it adds a line or drives the terminal.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -17,6 +20,7 @@ use std::time::Duration;
 use api::client::Client;
 use api::command::{Command, CreateBead, ListFilter, Query, Txn};
 use api::model::{Bead, BeadId, DepType, Status};
+use api::printable::{printable, printable_block};
 use clap::{Args, Subcommand};
 use serde::Deserialize;
 
@@ -24,7 +28,7 @@ use crate::beads::{now_ms, statuses_arg};
 use crate::gate_fields::{AWAIT_ID_KEY, AWAIT_TYPE_KEY, GATE_TYPE, GateFields, REF_KEY, TIMEOUT_KEY, WAITERS_KEY};
 use crate::listing::{Listing, LocalFilter, SortOrder};
 use crate::orchestration::{beads_of, one_bead};
-use crate::output::{print_bead_object, print_beads, print_value};
+use crate::output::{BLOCK_INDENT, print_bead_object, print_beads, print_value};
 use crate::{Cli, Failure, Outcome};
 use api::go_duration::{format_go_duration, parse_go_duration};
 
@@ -203,9 +207,9 @@ pub async fn run(cli: &Cli, command: &GateCommand) -> Outcome {
             if cli.json {
                 print_bead_object(&closed, true);
             } else {
-                println!("✓ Gate resolved: {id}");
+                println!("✓ Gate resolved: {}", printable(id));
                 if let Some(reason) = reason {
-                    println!("  Reason: {reason}");
+                    println!("  Reason: {}", printable(reason));
                 }
             }
             Ok(true)
@@ -271,15 +275,15 @@ async fn create(cli: &Cli, client: &Client, args: &GateCreateArgs) -> Outcome {
     if cli.json {
         print_bead_object(&created, true);
     } else {
-        println!("✓ Created gate {} (type: {})", created.id, args.await_type);
-        println!("  Blocks: {} ({})", blocked.id, blocked.title);
+        println!("✓ Created gate {} (type: {})", printable(created.id.as_str()), printable(&args.await_type));
+        println!("  Blocks: {} ({})", printable(blocked.id.as_str()), printable(&blocked.title));
         if let Some(reason) = &args.reason {
-            println!("  Reason: {reason}");
+            println!("  Reason: {}", printable(reason));
         }
         if let Some(timeout) = timeout {
             println!("  Timeout: {}", format_go_duration(timeout));
         }
-        println!("\nResolve with: strand gate resolve {}", created.id);
+        println!("\nResolve with: strand gate resolve {}", printable(created.id.as_str()));
     }
     Ok(true)
 }
@@ -297,7 +301,7 @@ async fn add_waiter(client: &Client, id: &str, waiter: &str) -> Outcome {
         let bead = gate(client, id).await?;
         let mut waiters = GateFields::of(&bead).unwrap_or_default().waiters;
         if waiters.iter().any(|known| known == waiter) {
-            println!("Waiter already registered on gate {id}");
+            println!("Waiter already registered on gate {}", printable(id));
             return Ok(true);
         }
         waiters.push(waiter.to_string());
@@ -305,7 +309,7 @@ async fn add_waiter(client: &Client, id: &str, waiter: &str) -> Outcome {
         let write = Command::SetMetadata { id: bead.id.clone(), entries: entries.into() };
         match client.execute(Command::Txn(Txn::conditional(bead.id.clone(), bead.revision, write))).await {
             Ok(_) => {
-                println!("✓ Added waiter to gate {id}: {waiter}");
+                println!("✓ Added waiter to gate {}: {}", printable(id), printable(waiter));
                 return Ok(true);
             }
             Err(error) => match Failure::from(error) {
@@ -546,17 +550,18 @@ async fn check(cli: &Cli, client: &Client, args: &GateCheckArgs) -> Outcome {
         .collect();
     if candidates.is_empty() && !cli.json {
         match filter {
-            Some(filter) => println!("No open gates of type '{filter}' found."),
+            Some(filter) => println!("No open gates of type '{}' found.", printable(filter)),
             None => println!("No open gates found."),
         }
         return Ok(true);
     }
     let (mut checked, mut resolved, mut escalated, mut errors) = (0usize, 0usize, 0usize, 0usize);
+    // A line quotes gate ids, await ids and the tools' answers: escaped here, for every line.
     let report = |line: String| {
         if cli.json {
-            eprintln!("{line}");
+            eprintln!("{}", printable(&line));
         } else {
-            println!("{line}");
+            println!("{}", printable(&line));
         }
     };
     let namespace = cli.namespace();
@@ -574,7 +579,7 @@ async fn check(cli: &Cli, client: &Client, args: &GateCheckArgs) -> Outcome {
         match verdict {
             Verdict::Error(why) => {
                 errors += 1;
-                eprintln!("✗ {id}: error checking - {why}");
+                eprintln!("{}", printable(&format!("✗ {id}: error checking - {why}")));
             }
             Verdict::Resolved(why) if args.dry_run => {
                 resolved += 1;
@@ -590,7 +595,7 @@ async fn check(cli: &Cli, client: &Client, args: &GateCheckArgs) -> Outcome {
                     }
                     Err(error) => {
                         errors += 1;
-                        eprintln!("✗ {id}: error closing - {error}");
+                        eprintln!("{}", printable(&format!("✗ {id}: error closing - {error}")));
                     }
                 }
             }
@@ -628,7 +633,7 @@ async fn escalate(bead: &Bead, fields: &GateFields, why: &str) {
         bead.created_at.to_rfc3339()
     );
     if let Err((why, _)) = run_tool("gt", &["escalate", &topic, "-s", "HIGH", "-m", &message]).await {
-        eprintln!("Warning: escalation failed for {}: {why}", bead.id);
+        eprintln!("Warning: escalation failed for {}: {}", printable(bead.id.as_str()), printable(&why));
     }
 }
 
@@ -643,9 +648,10 @@ fn print_gates(gates: &[Bead]) {
         let symbol = if bead.status == Status::Closed { "●" } else { "○" };
         let awaited = [fields.await_type.as_str(), fields.await_id.as_str()].join(" ");
         let timeout = fields.timeout.map(|timeout| format!(" (timeout: {})", format_go_duration(timeout)));
-        println!("{symbol} {} - {}{}", bead.id, awaited.trim(), timeout.unwrap_or_default());
+        let timeout = timeout.unwrap_or_default();
+        println!("{symbol} {} - {}{timeout}", printable(bead.id.as_str()), printable(awaited.trim()));
         if let Some((step, suffix)) = bead.id.0.split_once(".gate-") {
-            println!("  Blocks: {step}.{suffix}");
+            println!("  Blocks: {}.{}", printable(step), printable(suffix));
         }
     }
     println!("To resolve a gate: strand gate resolve <gate-id>");
@@ -655,21 +661,21 @@ fn print_gates(gates: &[Bead]) {
 fn print_gate_details(bead: &Bead) {
     let fields = GateFields::of(bead).unwrap_or_default();
     let symbol = if bead.status == Status::Closed { "●" } else { "○" };
-    println!("{symbol} {} - {}", bead.id, bead.title);
+    println!("{symbol} {} - {}", printable(bead.id.as_str()), printable(&bead.title));
     println!("  Status: {}", bead.status);
-    println!("  Await Type: {}", fields.await_type);
+    println!("  Await Type: {}", printable(&fields.await_type));
     if !fields.await_id.is_empty() {
-        println!("  Await ID: {}", fields.await_id);
+        println!("  Await ID: {}", printable(&fields.await_id));
     }
     if let Some(timeout) = fields.timeout {
         println!("  Timeout: {}", format_go_duration(timeout));
     }
     if !fields.waiters.is_empty() {
         println!("  Waiters:");
-        fields.waiters.iter().for_each(|waiter| println!("    - {waiter}"));
+        fields.waiters.iter().for_each(|waiter| println!("    - {}", printable(waiter)));
     }
     if !bead.description.is_empty() {
-        println!("  Description: {}", bead.description);
+        println!("  Description: {}", printable_block(&bead.description, BLOCK_INDENT));
     }
 }
 

@@ -227,7 +227,7 @@ pub async fn apply(cli: &crate::Cli, path: &Path, ephemeral: bool, no_history: b
         crate::output::print_value(&serde_json::json!({ "ids": ids, "schema_version": 1 }));
     } else {
         for (key, id) in &ids {
-            println!("{key}: {id}");
+            println!("{}: {}", api::printable::printable(key), api::printable::printable(id));
         }
     }
     Ok(true)

@@ -483,10 +483,10 @@ pub async fn run(cli: &Cli, args: &ImportArgs) -> Outcome {
             value["would_create"] = count.into();
         }
         print_value(&value);
-    } else if args.dry_run {
-        println!("Would import {count} issues from {source} ({} lines skipped)", parsed.skipped);
     } else {
-        println!("Imported {count} issues from {source} ({} lines skipped)", parsed.skipped);
+        let source = api::printable::printable(&source);
+        let done = if args.dry_run { "Would import" } else { "Imported" };
+        println!("{done} {count} issues from {source} ({} lines skipped)", parsed.skipped);
     }
     Ok(true)
 }

@@ -60,7 +60,7 @@ pub async fn run(cli: &Cli, command: &LeaseCommand) -> Outcome {
                 }
                 // The cluster is away: try again soon, while the lease may still hold.
                 Err(Failure::Unavailable(message)) => {
-                    eprintln!("warning: {message}; retrying");
+                    eprintln!("warning: {}; retrying", api::printable::printable(&message));
                     RETRY_PAUSE
                 }
                 Err(lost) => return Err(lost),

@@ -1,14 +1,16 @@
 //! `strand mail`: messages between agents (BEADS-SPEC §7). A message is a bead of type `message`
 //! addressed through its assignee, sent by the actor, labelled `gc:message` and `thread:<id>`,
 //! where the thread id is the id of the thread's first message. Reading adds `read` (the message
-//! stays open); archiving closes it.
+//! stays open); archiving closes it. Text output escapes what agents wrote (`api::printable`):
+//! a body keeps its lines, each after the first indented, so none can pass for a header.
 
 use api::command::{Command, MailSend, Query};
 use api::model::{Bead, BeadId, LABEL_READ, MESSAGE_TYPE, THREAD_LABEL_PREFIX};
+use api::printable::{printable, printable_block};
 use clap::Subcommand;
 
 use crate::orchestration::beads_of;
-use crate::output::{print_bead, print_beads};
+use crate::output::{BLOCK_INDENT, print_bead, print_beads};
 use crate::{Cli, Failure, Outcome};
 
 /// How many messages `mail inbox` shows by default.
@@ -80,7 +82,7 @@ pub async fn run(cli: &Cli, command: &MailCommand) -> Outcome {
         MailCommand::Send { to, subject, body } => {
             let mail = MailSend { to: to.clone(), subject: subject.clone(), body: body.clone(), reply_to: None };
             let sent = one(write(Command::MailSend(mail)).await?)?;
-            print_or(&sent, json, || format!("sent {} to {}", sent.id, sent.assignee));
+            print_or(&sent, json, || format!("sent {} to {}", printable(sent.id.as_str()), printable(&sent.assignee)));
         }
         MailCommand::Reply { id, body, subject } => {
             let mail = MailSend {
@@ -90,7 +92,10 @@ pub async fn run(cli: &Cli, command: &MailCommand) -> Outcome {
                 reply_to: Some(BeadId::from(id.as_str())),
             };
             let sent = one(write(Command::MailSend(mail)).await?)?;
-            print_or(&sent, json, || format!("sent {} to {} (reply to {id})", sent.id, sent.assignee));
+            print_or(&sent, json, || {
+                let (sent_id, to) = (printable(sent.id.as_str()), printable(&sent.assignee));
+                format!("sent {sent_id} to {to} (reply to {})", printable(id))
+            });
         }
         MailCommand::Inbox { agent, all, limit } => {
             let recipient = agent.clone().unwrap_or_else(|| cli.actor());
@@ -107,11 +112,11 @@ pub async fn run(cli: &Cli, command: &MailCommand) -> Outcome {
         }
         MailCommand::Unread { id } => {
             let message = one(write(Command::MailMark { id: BeadId::from(id.as_str()), read: false }).await?)?;
-            print_or(&message, json, || format!("marked {} unread", message.id));
+            print_or(&message, json, || format!("marked {} unread", printable(message.id.as_str())));
         }
         MailCommand::Archive { id } => {
             let message = one(write(Command::MailArchive { id: BeadId::from(id.as_str()) }).await?)?;
-            print_or(&message, json, || format!("archived {}", message.id));
+            print_or(&message, json, || format!("archived {}", printable(message.id.as_str())));
         }
         MailCommand::Thread { id } => {
             let message = one(client.query(Query::Get { ids: vec![BeadId::from(id.as_str())] }).await?)?;
@@ -157,7 +162,13 @@ fn thread_of(message: &Bead) -> String {
 /// `id  from -> to  subject`, with `*` before unread messages.
 fn message_line(message: &Bead) -> String {
     let unread = if message.labels.contains(LABEL_READ) { ' ' } else { '*' };
-    format!("{unread} {}  {} -> {}  {}", message.id, message.from, message.assignee, message.title)
+    format!(
+        "{unread} {}  {} -> {}  {}",
+        printable(message.id.as_str()),
+        printable(&message.from),
+        printable(&message.assignee),
+        printable(&message.title)
+    )
 }
 
 fn print_messages(messages: &[Bead], json: bool) {
@@ -170,13 +181,13 @@ fn print_messages(messages: &[Bead], json: bool) {
     }
 }
 
-/// A whole message: headers, a blank line, the body.
+/// A whole message: headers, a blank line, the body (its lines after the first indented).
 fn print_message(message: &Bead) {
-    println!("{} (thread {})", message.id, thread_of(message));
-    println!("From: {}", message.from);
-    println!("To: {}", message.assignee);
+    println!("{} (thread {})", printable(message.id.as_str()), printable(&thread_of(message)));
+    println!("From: {}", printable(&message.from));
+    println!("To: {}", printable(&message.assignee));
     println!("Date: {}", message.created_at.to_rfc3339());
-    println!("Subject: {}", message.title);
+    println!("Subject: {}", printable(&message.title));
     println!();
-    println!("{}", message.description);
+    println!("{}", printable_block(&message.description, BLOCK_INDENT));
 }

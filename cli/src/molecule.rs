@@ -14,6 +14,7 @@ use api::formula::{Formula, parse_vars};
 use api::limits::FORMULA_BYTES_MAX;
 use api::model::BeadId;
 use api::outcome::{FormulaInfo, Outcome as Answer};
+use api::printable::{printable, printable_block};
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
@@ -105,10 +106,14 @@ fn print_formula_steps(formula: &Formula, json: bool) {
         print_value(&value);
         return;
     }
-    println!("formula {} is valid: {}", formula.formula, crate::output::counted(formula.steps.len() as u64, "step"));
+    let steps = crate::output::counted(formula.steps.len() as u64, "step");
+    println!("formula {} is valid: {steps}", printable(&formula.formula));
     for (index, step) in formula.steps.iter().enumerate() {
-        let needs = if step.needs.is_empty() { String::new() } else { format!(" (needs {})", step.needs.join(", ")) };
-        println!("  {:>3}. {}: {}{needs}", index + 1, step.id, step.title);
+        let needs = match step.needs.as_slice() {
+            [] => String::new(),
+            needs => format!(" (needs {})", printable(&needs.join(", "))),
+        };
+        println!("  {:>3}. {}: {}{needs}", index + 1, printable(&step.id), printable(&step.title));
     }
 }
 
@@ -132,7 +137,7 @@ pub async fn run_formula(cli: &Cli, command: &FormulaCommand) -> Outcome {
         FormulaCommand::Delete { name } => {
             client.execute(Command::FormulaDelete { name: name.clone() }).await?;
             if !cli.json {
-                println!("deleted formula {name}");
+                println!("deleted formula {}", printable(name));
             }
             return Ok(true);
         }
@@ -161,16 +166,18 @@ fn print_formulas(command: &FormulaCommand, formulas: &[FormulaInfo], json: bool
             for formula in formulas {
                 println!(
                     "{}  {}  {}",
-                    formula.name,
+                    printable(&formula.name),
                     crate::output::counted(formula.steps, "step"),
-                    formula.description
+                    printable(&formula.description)
                 );
             }
         }
         _ if json => print_value(&formulas.first()),
+        // The source is a document of its own, printed alone: its lines stay as written (not
+        // indented, so it can be saved and put again), with terminal controls escaped.
         FormulaCommand::Show { .. } => {
             for formula in formulas {
-                print!("{}", formula.source);
+                print!("{}", printable_block(&formula.source, ""));
                 if !formula.source.ends_with('\n') {
                     println!();
                 }
@@ -178,7 +185,8 @@ fn print_formulas(command: &FormulaCommand, formulas: &[FormulaInfo], json: bool
         }
         _ => {
             for formula in formulas {
-                println!("stored formula {} ({})", formula.name, crate::output::counted(formula.steps, "step"));
+                let steps = crate::output::counted(formula.steps, "step");
+                println!("stored formula {} ({steps})", printable(&formula.name));
             }
         }
     }
@@ -293,7 +301,7 @@ async fn wisp(cli: &Cli, formula: &str, root_only: bool, title: Option<String>, 
     if cli.json {
         print_value(&serde_json::json!({ "new_epic_id": root.id.0, "root_only": root_only, "schema_version": 1 }));
     } else {
-        println!("{}", root.id);
+        println!("{}", printable(root.id.as_str()));
     }
     Ok(true)
 }
@@ -321,7 +329,8 @@ async fn burn(cli: &Cli, root: &str, force: bool) -> Outcome {
     }
     if !force {
         println!(
-            "would delete molecule {root} and its {}; run again with --force",
+            "would delete molecule {} and its {}; run again with --force",
+            printable(root.as_str()),
             crate::output::counted((ids.len() - 1) as u64, "step")
         );
         return Ok(true);
@@ -331,7 +340,8 @@ async fn burn(cli: &Cli, root: &str, force: bool) -> Outcome {
     if cli.json {
         print_value(&serde_json::json!({ "burned": root.0, "deleted_count": ids.len(), "schema_version": 1 }));
     } else {
-        println!("burned molecule {root}: {} deleted", crate::output::counted(ids.len() as u64, "bead"));
+        let deleted = crate::output::counted(ids.len() as u64, "bead");
+        println!("burned molecule {}: {deleted} deleted", printable(root.as_str()));
     }
     Ok(true)
 }
@@ -352,7 +362,7 @@ async fn cook(cli: &Cli, args: &CookArgs) -> Outcome {
         let steps: Vec<BeadJson> = steps.iter().map(BeadJson::from).collect();
         print_value(&serde_json::json!({ "root": BeadJson::from(root), "steps": steps }));
     } else {
-        println!("{}", root.id);
+        println!("{}", printable(root.id.as_str()));
     }
     Ok(true)
 }

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use api::client::Client;
 use api::command::{ListFilter, Query};
 use api::model::{Bead, BeadId, MOLECULE_TYPE, Status};
+use api::printable::printable;
 use clap::Args;
 use serde::Serialize;
 
@@ -204,7 +205,7 @@ pub async fn run_current(cli: &Cli, args: &CurrentArgs) -> Outcome {
         if cli.json {
             print_value(&serde_json::json!([]));
         } else {
-            println!("No molecules in progress for {agent}.");
+            println!("No molecules in progress for {}.", printable(&agent));
             println!("  Start one: strand mol cook FORMULA, then strand update STEP --claim");
         }
         return Ok(true);
@@ -253,20 +254,20 @@ pub async fn run_current(cli: &Cli, args: &CurrentArgs) -> Outcome {
 }
 
 fn print_current_text(molecule: &Molecule, window: &[&(&Bead, &str)], current: Option<&Bead>, next: Option<&Bead>) {
-    println!("You're working on molecule {}", molecule.root.id);
-    println!("  {}", molecule.root.title);
+    println!("You're working on molecule {}", printable(molecule.root.id.as_str()));
+    println!("  {}", printable(&molecule.root.title));
     if !molecule.root.assignee.is_empty() {
-        println!("  Assigned to: {}", molecule.root.assignee);
+        println!("  Assigned to: {}", printable(&molecule.root.assignee));
     }
     println!();
     for (step, state) in window {
         let here = if *state == "current" { "  <- YOU ARE HERE" } else { "" };
-        println!("  [{state}] {}: {}{here}", step.id, step.title);
+        println!("  [{state}] {}: {}{here}", printable(step.id.as_str()), printable(&step.title));
     }
     println!();
     println!("Progress: {}/{} steps complete", molecule.completed(), molecule.steps.len());
     if let (None, Some(next)) = (current, next) {
-        println!("Next ready: {}: {}", next.id, next.title);
+        println!("Next ready: {}: {}", printable(next.id.as_str()), printable(&next.title));
     }
 }
 
@@ -309,11 +310,11 @@ pub async fn run_progress(cli: &Cli, args: &ProgressArgs) -> Outcome {
         print_value(&value);
         return Ok(true);
     }
-    println!("Molecule: {} ({})", molecule.root.id, molecule.root.title);
+    println!("Molecule: {} ({})", printable(molecule.root.id.as_str()), printable(&molecule.root.title));
     println!("Progress: {completed} / {total} ({:.1}%)", percent.unwrap_or(0.0));
     match in_progress.as_slice() {
         [] => {}
-        [one] => println!("Current step: {}", one.id),
+        [one] => println!("Current step: {}", printable(one.id.as_str())),
         many => println!("In progress: {} step(s)", many.len()),
     }
     Ok(true)

@@ -12,6 +12,7 @@ use api::command::{Command, Query, Sling};
 use api::limits::LIST_RESULTS_MAX;
 use api::model::{Actor, Bead, Timestamp};
 use api::outcome::{NamespaceInfo, Outcome as Answer};
+use api::printable::printable;
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::molecule::{formula_source, vars};
@@ -293,14 +294,15 @@ pub async fn run_sling(cli: &Cli, args: &SlingArgs) -> Outcome {
         return Ok(true);
     }
     let kind = if args.pool { "pool" } else { "agent" };
-    println!("slung to {kind} {}:", args.target);
+    println!("slung to {kind} {}:", printable(&args.target));
     for bead in &beads {
         println!("  {}", bead_line(bead));
     }
     Ok(true)
 }
 
-/// The `<system-reminder>` block of BEADS-SPEC §7 for these beads (never empty).
+/// The `<system-reminder>` block of BEADS-SPEC §7 for these beads (never empty); each bead's line
+/// is escaped (`bead_line`), so a title cannot add lines to the block.
 pub fn inject_block(beads: &[Bead]) -> String {
     assert!(!beads.is_empty(), "an inject block is only printed when there is work");
     let lines: Vec<String> = beads.iter().map(bead_line).collect();
@@ -319,7 +321,7 @@ pub async fn run_hook(cli: &Cli, args: &HookArgs) -> Outcome {
         if cli.json {
             print_beads(&beads, true);
         } else if beads.is_empty() {
-            println!("no work for {}", args.agent.clone().unwrap_or_else(|| cli.actor()));
+            println!("no work for {}", printable(&args.agent.clone().unwrap_or_else(|| cli.actor())));
         } else {
             print_beads(&beads, false);
         }
@@ -329,7 +331,7 @@ pub async fn run_hook(cli: &Cli, args: &HookArgs) -> Outcome {
         Ok(beads) if beads.is_empty() => {}
         Ok(beads) => println!("{}", inject_block(&beads)),
         // An injected hook must not break the agent's session: say why, exit 0.
-        Err(failure) => eprintln!("error: {}", api::printable::printable(failure.message())),
+        Err(failure) => eprintln!("error: {}", printable(failure.message())),
     }
     Ok(true)
 }

@@ -1,7 +1,7 @@
 //! `strand order put|list|show|delete|history|run`: orders, the automations the leader's
 //! controller fires (see `api::order` for the TOML and the triggers). `put` names an order after
 //! its file (`orders/digest.toml` is `digest`), as Gas City does; `history` lists the tracking
-//! beads of its firings, newest first.
+//! beads of its firings, newest first. Text output escapes the orders' text (`api::printable`).
 
 use std::path::PathBuf;
 
@@ -10,13 +10,14 @@ use api::go_duration::format_go_duration;
 use api::limits::ORDER_BYTES_MAX;
 use api::model::Timestamp;
 use api::outcome::{OrderInfo, Outcome as Answer};
+use api::printable::{printable, printable_block};
 use api::state::{ORDER_RUN_LABEL_PREFIX, ORDER_TRACKING_LABEL};
 use clap::Subcommand;
 
 use crate::beads::now_ms;
 use crate::molecule::read_source_file;
 use crate::orchestration::{beads_of, unexpected};
-use crate::output::{print_beads, print_value};
+use crate::output::{BLOCK_INDENT, print_beads, print_value};
 use crate::{Cli, Failure, Outcome};
 
 /// `strand order ...`.
@@ -80,7 +81,7 @@ pub async fn run(cli: &Cli, command: &OrderCommand) -> Outcome {
             if cli.json {
                 print_value(&serde_json::json!({ "deleted": name }));
             } else {
-                println!("deleted order {name}");
+                println!("deleted order {}", printable(name));
             }
             return Ok(true);
         }
@@ -106,10 +107,11 @@ pub async fn run(cli: &Cli, command: &OrderCommand) -> Outcome {
                 print_beads(&beads, true);
             } else if let [tracking, root, ..] = beads.as_slice() {
                 println!(
-                    "order {name} fired: wisp {} ({} steps), tracked by {}",
-                    root.id,
+                    "order {} fired: wisp {} ({} steps), tracked by {}",
+                    printable(name),
+                    printable(root.id.as_str()),
                     beads.len() - 2,
-                    tracking.id
+                    printable(tracking.id.as_str())
                 );
             }
             return Ok(true);
@@ -122,7 +124,9 @@ pub async fn run(cli: &Cli, command: &OrderCommand) -> Outcome {
         OrderCommand::Show { .. } => orders.iter().for_each(|order| print_order(order, now)),
         OrderCommand::Put { .. } => {
             for order in &orders {
-                println!("stored order {} ({}, formula {})", order.name, order.trigger, order.formula);
+                let (name, trigger, formula) =
+                    (printable(&order.name), printable(&order.trigger), printable(&order.formula));
+                println!("stored order {name} ({trigger}, formula {formula})");
             }
         }
         _ => orders.iter().for_each(|order| println!("{}", order_line(order, now))),
@@ -141,25 +145,29 @@ fn relative(ms: i64, now: Timestamp) -> String {
 }
 
 fn order_line(order: &OrderInfo, now: Timestamp) -> String {
+    let name = printable(&order.name);
     if !order.error.is_empty() {
-        return format!("{}  (unreadable: {})", order.name, order.error);
+        return format!("{name}  (unreadable: {})", printable(&order.error));
     }
-    let target = if order.target.is_empty() { String::new() } else { format!(" -> {}", order.target) };
+    let target = if order.target.is_empty() { String::new() } else { format!(" -> {}", printable(&order.target)) };
     let state = if order.enabled { String::new() } else { "  disabled".into() };
     let last = order.last_fired_at.map(|time| format!(", last {}", relative(time.0, now))).unwrap_or_default();
     let next = order.next_due_ms.map(|due| format!(", next {}", relative(due, now))).unwrap_or_default();
-    format!("{}  {}  {}{target}{state}  fired {}{last}{next}", order.name, order.trigger, order.formula, order.fired)
+    let (trigger, formula) = (printable(&order.trigger), printable(&order.formula));
+    format!("{name}  {trigger}  {formula}{target}{state}  fired {}{last}{next}", order.fired)
 }
 
+/// An order's line, its description (later lines indented) and last run, then its TOML source:
+/// a document of its own, its lines as written, with terminal controls escaped.
 fn print_order(order: &OrderInfo, now: Timestamp) {
     println!("{}", order_line(order, now));
     if !order.description.is_empty() {
-        println!("  {}", order.description);
+        println!("  {}", printable_block(&order.description, BLOCK_INDENT));
     }
     if !order.last_run.is_empty() {
-        println!("  last run: {}", order.last_run);
+        println!("  last run: {}", printable(&order.last_run));
     }
-    print!("{}", order.source);
+    print!("{}", printable_block(&order.source, ""));
     if !order.source.ends_with('\n') {
         println!();
     }

@@ -1,11 +1,17 @@
 //! How the CLI prints beads, events and progress: the JSON shape `bd` prints (with Strand's extra
 //! fields), and a one-line-per-item text form. Lists are always arrays, `[]` when empty, never `null`.
+//!
+//! Invariant: the text form shows every piece of stored text through `api::printable`: one-line
+//! fields (ids, titles, actors, labels, metadata) with every control character escaped, block
+//! fields (a description) keeping line feeds and tabs with their later lines indented. Agent text
+//! thus never adds a row or drives the terminal. JSON escapes by construction and is unchanged.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{IsTerminal, Write};
 
 use api::model::{Bead, BeadId, Dependency, Event, Status};
 use api::outcome::Progress;
+use api::printable::{printable, printable_block};
 use serde::Serialize;
 
 use crate::gate_fields::GateFields;
@@ -167,17 +173,26 @@ fn print_json<T: Serialize>(value: &T) {
     println!("{}", serde_json::to_string_pretty(value).expect("JSON output serializes"));
 }
 
-/// One line for a bead: `id [status] P? title (@assignee)`.
+/// How far the lines after the first of a block field (a description) are indented in text.
+pub const BLOCK_INDENT: &str = "    ";
+
 /// `count` of `noun`, in the plural unless it is one: "1 bead", "2 beads".
 pub fn counted(count: impl Into<u64>, noun: &str) -> String {
     let count = count.into();
     if count == 1 { format!("1 {noun}") } else { format!("{count} {noun}s") }
 }
 
+/// An id, safe to print: control characters escaped (`printable`).
+pub fn id_text(id: &BeadId) -> String {
+    printable(id.as_str()).to_string()
+}
+
+/// One line for a bead: `id [status] P? title (@assignee)`, its text escaped so that it stays
+/// one line.
 pub fn bead_line(bead: &Bead) -> String {
     let priority = bead.priority.map(|priority| format!(" P{priority}")).unwrap_or_default();
-    let assignee = if bead.assignee.is_empty() { String::new() } else { format!(" @{}", bead.assignee) };
-    format!("{} [{}]{priority} {}{assignee}", bead.id, bead.status, bead.title)
+    let assignee = if bead.assignee.is_empty() { String::new() } else { format!(" @{}", printable(&bead.assignee)) };
+    format!("{} [{}]{priority} {}{assignee}", printable(bead.id.as_str()), bead.status, printable(&bead.title))
 }
 
 /// Prints one bead (an object in JSON).
@@ -187,11 +202,12 @@ pub fn print_bead(bead: &Bead, json: bool) {
         return;
     }
     println!("{}", bead_line(bead));
+    // Every value is escaped before it is printed (an escaped value is empty only when the value is).
     let fields = [
-        ("type", bead.bead_type.clone()),
-        ("parent", bead.parent_id.as_ref().map(|id| id.0.clone()).unwrap_or_default()),
-        ("labels", bead.labels.iter().cloned().collect::<Vec<_>>().join(", ")),
-        ("needs", bead.needs().iter().map(|id| id.0.clone()).collect::<Vec<_>>().join(", ")),
+        ("type", printable(&bead.bead_type).to_string()),
+        ("parent", bead.parent_id.as_ref().map(id_text).unwrap_or_default()),
+        ("labels", printable(&bead.labels.iter().cloned().collect::<Vec<_>>().join(", ")).to_string()),
+        ("needs", printable(&bead.needs().iter().map(|id| id.0.clone()).collect::<Vec<_>>().join(", ")).to_string()),
         ("created", bead.created_at.to_rfc3339()),
         (
             "lease",
@@ -202,14 +218,14 @@ pub fn print_bead(bead: &Bead, json: bool) {
                     format!(
                         "{} held by {} for {ttl}, until about {}",
                         lease.id,
-                        lease.holder,
+                        printable(&lease.holder),
                         lease.expires_at.to_rfc3339()
                     )
                 })
                 .unwrap_or_default(),
         ),
         ("deliveries", if bead.delivery_count == 0 { String::new() } else { bead.delivery_count.to_string() }),
-        ("description", bead.description.clone()),
+        ("description", printable_block(&bead.description, BLOCK_INDENT).to_string()),
     ];
     for (name, value) in fields {
         if !value.is_empty() {
@@ -217,7 +233,7 @@ pub fn print_bead(bead: &Bead, json: bool) {
         }
     }
     for (key, value) in &bead.metadata {
-        println!("  metadata {key} = {value}");
+        println!("  metadata {} = {}", printable(key), printable(value));
     }
 }
 
@@ -328,11 +344,11 @@ pub fn print_edge_beads(rows: &[Dependency], beads: &[Bead], up: bool, json: boo
     for (row, bead) in pairs {
         println!(
             "  {}: {} [P{}] ({}) via {}",
-            bead.id,
-            bead.title,
+            printable(bead.id.as_str()),
+            printable(&bead.title),
             bead.priority.map_or("-".into(), |p| p.to_string()),
             bead.status,
-            row.dep_type.0
+            printable(&row.dep_type.0)
         );
     }
 }
@@ -344,7 +360,12 @@ pub fn print_dependencies(rows: &[Dependency], json: bool) {
         return;
     }
     for row in rows {
-        println!("{} -> {} ({})", row.issue_id, row.depends_on_id, row.dep_type.0);
+        println!(
+            "{} -> {} ({})",
+            printable(row.issue_id.as_str()),
+            printable(row.depends_on_id.as_str()),
+            printable(&row.dep_type.0)
+        );
     }
 }
 
@@ -379,11 +400,18 @@ impl<'a> From<&'a Event> for EventJson<'a> {
     }
 }
 
-/// One line for an event: `seq ts type subject by actor: message`.
+/// One line for an event: `seq ts type subject by actor: message`, its text escaped so that it
+/// stays one line.
 pub fn event_line(event: &Event) -> String {
-    let actor = if event.actor.is_empty() { String::new() } else { format!(" by {}", event.actor) };
-    let message = if event.message.is_empty() { String::new() } else { format!(": {}", event.message) };
-    format!("{} {} {} {}{actor}{message}", event.seq, event.timestamp.to_rfc3339(), event.event_type, event.subject)
+    let actor = if event.actor.is_empty() { String::new() } else { format!(" by {}", printable(&event.actor)) };
+    let message = if event.message.is_empty() { String::new() } else { format!(": {}", printable(&event.message)) };
+    format!(
+        "{} {} {} {}{actor}{message}",
+        event.seq,
+        event.timestamp.to_rfc3339(),
+        printable(&event.event_type),
+        printable(&event.subject)
+    )
 }
 
 /// Prints events (an array in JSON, one line each in text).
@@ -486,7 +514,7 @@ pub fn print_progress(progress: &Progress, children_key: &str, json: bool) {
         return;
     }
     let current = match progress.children.iter().find(|child| Some(&child.id) == progress.current.as_ref()) {
-        Some(child) => format!("current {} {}", child.id, child.title),
+        Some(child) => format!("current {} {}", printable(child.id.as_str()), printable(&child.title)),
         None if closed == total && total > 0 => "every step closed".to_string(),
         None => "nothing ready".to_string(),
     };
@@ -496,7 +524,50 @@ pub fn print_progress(progress: &Progress, children_key: &str, json: bool) {
     }
     for (index, child) in progress.children.iter().enumerate() {
         let state = child_state(child, progress.current.as_ref(), &closed_ids, &siblings);
-        let reference = if child.reference.is_empty() { String::new() } else { format!(" ({})", child.reference) };
+        let reference =
+            if child.reference.is_empty() { String::new() } else { format!(" ({})", printable(&child.reference)) };
         println!("  {:>3}. {state:<11} {}{reference}", index + 1, bead_line(child));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use api::command::CreateBead;
+    use api::model::Timestamp;
+
+    use super::*;
+
+    fn bead(title: &str, assignee: &str) -> Bead {
+        let create =
+            CreateBead { title: title.into(), assignee: assignee.into(), priority: Some(2), ..CreateBead::default() };
+        create.into_bead(BeadId::from("st-1"))
+    }
+
+    #[test]
+    fn a_forged_row_in_a_title_stays_on_one_line() {
+        let line = bead_line(&bead("fake\nbad-1 [closed] P0 victim @root", "mal\x1b[2Jlory"));
+        assert_eq!(line, r"st-1 [open] P2 fake\nbad-1 [closed] P0 victim @root @mal\u{1b}[2Jlory");
+        assert_eq!(line.lines().count(), 1);
+    }
+
+    #[test]
+    fn ordinary_text_prints_as_before() {
+        let line = bead_line(&bead("fix the parser: ünïcödé 🚀", "worker"));
+        assert_eq!(line, "st-1 [open] P2 fix the parser: ünïcödé 🚀 @worker");
+    }
+
+    #[test]
+    fn an_event_line_escapes_its_text() {
+        let event = Event {
+            seq: 7,
+            event_type: "bead.updated".into(),
+            timestamp: Timestamp(0),
+            actor: "ev\u{1b}[2Jil".into(),
+            subject: "st-1".into(),
+            message: "a\rb\u{202e}".into(),
+        };
+        let line = event_line(&event);
+        assert!(line.starts_with("7 "), "{line}");
+        assert!(line.ends_with(r" bead.updated st-1 by ev\u{1b}[2Jil: a\rb\u{202e}"), "{line}");
     }
 }

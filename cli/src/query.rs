@@ -542,7 +542,7 @@ pub async fn run(cli: &Cli, args: &QueryArgs) -> Outcome {
     let usage = |reason: String| Failure::Usage(format!("query {text:?}: {reason}"));
     let expr = parse(&text).map_err(usage)?;
     if args.parse_only {
-        println!("Parsed query: {expr}");
+        println!("Parsed query: {}", api::printable::printable(&expr.to_string()));
         return Ok(true);
     }
     let check = check_of(&expr).map_err(usage)?;
@@ -569,7 +569,7 @@ pub async fn run(cli: &Cli, args: &QueryArgs) -> Outcome {
         print_matches(&client, &beads).await
     } else {
         if beads.is_empty() {
-            println!("No issues found matching query: {text}");
+            println!("No issues found matching query: {}", api::printable::printable(&text));
         } else {
             println!("Found {} issues:", beads.len());
         }

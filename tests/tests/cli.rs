@@ -174,3 +174,62 @@ async fn json_output_and_exit_codes() {
     let error = cluster.client().execute(api::command::Command::Create(huge)).await.expect_err("oversized request");
     assert!(error.to_string().contains("over the size limit"), "{error}");
 }
+
+/// Agent text never drives the operator's terminal: a title, an actor or a description holding a
+/// newline, ESC, BEL or a bidirectional override prints escaped on one row (block fields keep
+/// their lines, indented), and actors, labels and metadata keys refuse control characters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_text_is_escaped_in_human_output_and_refused_in_identifiers() {
+    let cluster = Cluster::start(1, None);
+    cluster.wait_for_leader().await;
+    let endpoint = cluster.endpoints()[0].clone();
+    let strand = |args: &[&str]| {
+        Command::new(strand_binary())
+            .args(["--endpoints", &endpoint, "--actor", "alice"])
+            .args(args)
+            .env_remove("STRAND_ACTOR")
+            .output()
+            .expect("run strand")
+    };
+    let forged = "fake\nst-9 [closed] P0 victim @root\x1b[2J\x07\u{202e}";
+    let created = strand(&["create", forged, "--description", "first line\n\x1b[31mst-8 [open] P0 forged"]);
+    assert_eq!(created.status.code(), Some(0), "{created:?}");
+    for args in [&["list"][..], &["show", "st-1"], &["ready"]] {
+        let output = strand(args);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {output:?}");
+        assert!(!stdout.contains(['\x1b', '\x07', '\u{202e}']), "{args:?} printed a raw control character: {stdout:?}");
+        assert!(stdout.contains(r"fake\nst-9 [closed] P0 victim @root\u{1b}[2J\u{7}\u{202e}"), "{args:?}: {stdout}");
+        // No line but the bead's own starts with an id: the forged rows stay inside it.
+        let rows = stdout.lines().filter(|line| line.trim_start().starts_with("st-")).count();
+        assert!(rows <= 1, "{args:?} shows a forged row: {stdout}");
+        if args[0] == "show" {
+            assert!(stdout.contains(r"\u{1b}[31mst-8 [open] P0 forged"), "{stdout}");
+            let continuation = stdout.lines().find(|line| line.contains("st-8")).unwrap();
+            assert!(continuation.starts_with(' '), "a description's later lines are indented: {stdout}");
+        }
+    }
+    // The JSON keeps the text as it was, escaped by JSON itself.
+    let json: serde_json::Value = serde_json::from_slice(&strand(&["show", "--json", "st-1"]).stdout).unwrap();
+    assert_eq!(json[0]["title"], forged);
+
+    for (args, field) in [
+        (&["claim", "st-1", "--actor", "ev\x1b[2Jil"][..], "actor"),
+        (&["update", "st-1", "--add-label", "pool:\x1b[2J"], "label"),
+        (&["update", "st-1", "--set-metadata", "k\x07=v"], "metadata key"),
+        (&["create", "x", "--assignee", "bob\nroot"], "assignee"),
+    ] {
+        let output = strand(args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{field} \"")) && stderr.contains("has a control character"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains('\x1b') && stderr.trim().lines().count() == 1, "{stderr:?}");
+    }
+    let after: serde_json::Value = serde_json::from_slice(&strand(&["show", "--json", "st-1"]).stdout).unwrap();
+    assert_eq!(after[0]["status"], "open", "{after}");
+    assert_eq!(after[0]["labels"].as_array().map_or(0, Vec::len), 0, "{after}");
+    assert!(after[0]["metadata"].get("k\x07").is_none(), "{after}");
+}

@@ -30,7 +30,7 @@ use crate::auth::{Token, TokenHash};
 use crate::command::{Command, ControllerAction, JudgedLease, Proposal, Query};
 use crate::model::{Bead, BeadId, DepType, Event, Namespace, Timestamp};
 use crate::outcome::{Answer, NamespaceInfo, Outcome, Refusal};
-use crate::validate::{validate_command, validate_namespace, validate_prefix};
+use crate::validate::{validate_actor, validate_command, validate_namespace, validate_prefix};
 pub use namespace::NamespaceMeta;
 use namespace::NamespaceState;
 pub use orders::{ORDER_KEY, ORDER_RUN_LABEL_PREFIX, ORDER_TRACKING_LABEL, OrderRecord};
@@ -370,6 +370,9 @@ impl State {
     }
 
     fn apply_command(&mut self, proposal: &Proposal, now: Timestamp) -> Answer {
+        // The actor is recorded in the command's events. Refusing one with a control character
+        // is a new rule (issue 28), sound because a cluster's nodes run one build.
+        validate_actor(&proposal.actor)?;
         validate_command(&proposal.command)?;
         let is_new = !self.namespaces.contains_key(&proposal.namespace);
         let was_removed = self.removed_namespaces.contains(&proposal.namespace);

@@ -179,6 +179,9 @@ impl<D: Disk> Leader<D> {
                 }
                 api::auth::fill_claimants(&mut request.command, &token.actor);
             }
+            // What the state machine refuses at apply anyway, refused before a Raft round.
+            api::validate::validate_actor(&request.actor)?;
+            api::validate::validate_command(&request.command)?;
             let judged = state.authorize_write(
                 request.credential.as_ref(),
                 &request.namespace,
