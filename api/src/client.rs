@@ -232,6 +232,24 @@ impl Client {
         }
     }
 
+    /// Whether a failure is a TLS verification failure (a certificate the client does not trust,
+    /// one that names another host, or a client certificate the node requires and was not
+    /// given): final, since no retry and no other node of the same cluster can pass it.
+    fn tls_refused(&self, message: &str) -> bool {
+        let lower = message.to_lowercase();
+        self.config.tls.is_some()
+            && [
+                "invalid peer certificate",
+                "unknownissuer",
+                "notvalidforname",
+                "certificaterequired",
+                "certificate required",
+                "badsignature",
+            ]
+            .iter()
+            .any(|sign| lower.contains(sign))
+    }
+
     /// Moves the client's current endpoint past `index`, unless another call already did.
     fn move_past(&self, index: usize) {
         let _ = self.current.compare_exchange(index, index + 1, Ordering::Relaxed, Ordering::Relaxed);
@@ -263,6 +281,14 @@ impl Client {
             }
             if !is_transient(&status) {
                 return Err(ClientError::Failed(format!("{}{}", status.message(), self.tls_hint(status.message()))));
+            }
+            if self.tls_refused(status.message()) {
+                return Err(ClientError::Failed(format!(
+                    "TLS with {} failed: {}{}",
+                    self.endpoints[index],
+                    status.message(),
+                    self.tls_hint(status.message())
+                )));
             }
             self.move_past(index);
             if started.elapsed() + backoff > self.config.deadline {

@@ -9,7 +9,9 @@
 //! stand in for one); the state of the backup, applied through the backup's last log id; as
 //! membership, the `--peers` members, all voters, recorded at that log id; a snapshot of it all,
 //! for members that fall behind; and a log purged through that log id, so the log continues after
-//! it. No vote: the members elect a leader among themselves at start.
+//! it; and a vote in the term of that log id, so that the members' first election runs in the
+//! term after it (a member that won a lower term would lead with entries of a later term in its
+//! log, which Raft forbids).
 //!
 //! Invariant: the directory is new (the caller refuses a non-empty one), and the backup was
 //! checked whole ([`check`]) before anything is written.
@@ -106,6 +108,10 @@ pub async fn restore<D: Disk>(
     let snapshot = SnapshotFile::open(&path).map_err(io("read the snapshot"))?;
     state_machine.install_snapshot(&meta, snapshot).await.map_err(io("install the state"))?;
     let mut log = LogStore::open(disk.clone(), FlushMode::Inline).map_err(io("open the log"))?;
+    // A vote in the term of the backup's last entry: a member must never win a term below the
+    // last entry it holds, so the first election runs in the term after it.
+    let vote = raft_store::types::Vote::new(last_log_id.leader_id.term, config.id);
+    log.save_vote(&vote).await.map_err(io("write the vote"))?;
     log.purge(last_log_id).await.map_err(io("start the log"))?;
     disk.sync().map_err(io("sync the data directory"))?;
     Ok(Restored { header, counts, cluster_id, members: voters.into_iter().collect() })

@@ -125,6 +125,19 @@ async fn the_compose_cluster_runs_with_mutual_tls_and_auth() {
     let saved = json(deployment.strand(&config, &["snapshot", "save", again.to_str().unwrap(), "--json"]));
     assert_ne!(saved["header"]["cluster_id"], old_id, "{saved}");
     let after_restore = json(deployment.strand(&config, &["create", "after the restore", "--json"]));
+    // Node 1, the survivor to be, holds every write before the loss (a write acknowledged by
+    // nodes 2 and 3 alone would go with them: the recipe starts the most complete member).
+    wait_for("node 1 to apply every write", || async {
+        let status = json(deployment.strand(&config, &["cluster", "status", "--json"]));
+        let applied: Vec<u64> = status["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|node| node["applied_index"].as_u64().unwrap_or(0))
+            .collect();
+        (applied.len() == 3 && applied.windows(2).all(|pair| pair[0] == pair[1])).then_some(())
+    })
+    .await;
 
     // A lost quorum: nodes 2 and 3 and their data are gone; node 1 starts once with
     // --force-new-cluster and keeps its whole log; a fresh fourth node joins it.

@@ -125,6 +125,34 @@ async fn client_certificates_are_required_when_the_client_listener_asks_for_them
     config.deadline = Duration::from_secs(3);
     let error = Client::new(config).unwrap().query(Query::List(ListFilter::default())).await.unwrap_err();
     assert!(error.to_string().contains("--cert and --key"), "{error}");
+    // A TLS verification failure is final: the client says so at once instead of retrying until
+    // its deadline (which would end in `Unavailable`, "no node ... could serve the request").
+    assert!(matches!(error, api::client::ClientError::Failed(_)), "{error:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_does_not_trust_the_nodes_certificates_fails_at_once_saying_why() {
+    let cluster = Cluster::start_tls(1, false);
+    cluster.wait_for_leader().await;
+    let other = tempfile::tempdir().unwrap();
+    let made = std::process::Command::new(strand_binary())
+        .args(["certs", "init", "--nodes", "1", "--dir"])
+        .arg(other.path())
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let output = std::process::Command::new(strand_binary())
+        .args(["--endpoints", &cluster.endpoints().join(","), "--timeout", "60s", "ready"])
+        .arg("--cacert")
+        .arg(other.path().join("ca.pem"))
+        .env_remove("STRAND_CONFIG")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("TLS with") && stderr.contains("invalid peer certificate"), "{stderr}");
+    assert!(stderr.contains("check that --cacert is the CA"), "{stderr}");
+    assert!(!stderr.contains("could serve the request within"), "it did not wait out its deadline: {stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
