@@ -575,8 +575,17 @@ impl CreateBead {
             defer_until: self.defer_until,
             lease: None,
             delivery_count: 0,
+            counts: Default::default(),
         }
     }
+}
+
+/// Whether an import's beads are a `create --id`: a create under a given id is sent as an import
+/// of one bead that [`CreateBead::into_bead`] made, without a creation time (the cluster stamps
+/// it), while `strand import` stamps every bead it sends. The refusals of such an import speak of
+/// the create and its `--id`, not of an import.
+pub fn is_create_with_id(beads: &[Bead]) -> bool {
+    matches!(beads, [bead] if bead.created_at == Timestamp(0))
 }
 
 /// Changes to one bead. `None` leaves a field unchanged.

@@ -981,6 +981,8 @@ impl From<&Bead> for pb::Bead {
                 expires_at_ms: lease.expires_at.0,
             }),
             delivery_count: bead.delivery_count,
+            dependent_count: bead.counts.dependents,
+            comment_count: bead.counts.comments,
         }
     }
 }
@@ -1155,6 +1157,7 @@ pub fn bead_from_proto(bead: pb::Bead) -> Result<Bead, Refusal> {
             expires_at: Timestamp(lease.expires_at_ms),
         }),
         delivery_count: bead.delivery_count,
+        counts: BeadCounts { dependents: bead.dependent_count, comments: bead.comment_count },
     })
 }
 

@@ -3,7 +3,9 @@
 //!
 //! These types are what the state machine stores and what snapshots carry, so they derive plain
 //! serde (no `skip_serializing_if`, no `flatten`): the binary encoding used on disk must be able to
-//! read back exactly what it wrote. JSON shapes for users live in [`crate::view`].
+//! read back exactly what it wrote. The one `skip` ([`Bead::counts`]) is symmetric: the field is
+//! neither written nor read by any encoding, so records keep their layout. JSON shapes for users
+//! live in the CLI.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -291,6 +293,33 @@ pub struct Bead {
     pub lease: Option<Lease>,
     /// How many leases of this bead expired (Kafka's and JetStream's delivery count).
     pub delivery_count: u32,
+    /// What a read tells of the bead beyond its fields (bd's `IssueWithCounts`), filled in from
+    /// the namespace's indexes by every query that answers beads. Never stored: `serde(skip)`
+    /// leaves it out of every encoding (records, log entries, snapshots, the dedup table) and
+    /// reads it back as zeros, so the stored layout is unchanged; a bead held by the state, and a
+    /// command's answer, carry zeros.
+    #[serde(skip)]
+    pub counts: BeadCounts,
+}
+
+/// The counts a query answers with each bead (see [`Bead::counts`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BeadCounts {
+    /// `blocks` edges of other beads that point at this one (bd's `dependent_count`).
+    pub dependents: u32,
+    /// Comments in the notes: lines that start with [`COMMENT_MARK`] (bd's `comment_count`).
+    pub comments: u32,
+}
+
+/// What starts a comment in a bead's notes: `strand comment ID TEXT` appends the line
+/// `[comment] <author>: TEXT`. bd keeps comments in a table of their own; Strand keeps them in
+/// the notes, and counts the lines that start with this.
+pub const COMMENT_MARK: &str = "[comment] ";
+
+/// How many comments the notes hold: their lines that start with [`COMMENT_MARK`].
+pub fn comment_count(notes: &str) -> u32 {
+    let count = notes.split('\n').filter(|line| line.starts_with(COMMENT_MARK)).count();
+    u32::try_from(count).unwrap_or(u32::MAX)
 }
 
 /// A leased claim. Its id is the fencing token a holder's writes carry: the log index of the claim

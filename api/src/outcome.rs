@@ -245,11 +245,17 @@ pub enum Refusal {
         /// The bead's status.
         status: Status,
     },
-    /// A lease renewal or release by someone who does not hold the bead's lease.
+    /// A lease renewal or release by someone who does not hold the bead's lease, or of a bead
+    /// that holds none.
     #[error(
-        "bead {} {}; only the lease's holder renews or releases it",
+        "bead {} {}",
         printable(id.as_str()),
-        if holder.is_empty() { "has no lease".to_string() } else { format!("is leased to {}", printable(holder)) }
+        if holder.is_empty() {
+            "holds no lease (it was claimed without --lease, or its lease expired); only a claim with --lease holds one"
+                .to_string()
+        } else {
+            format!("is leased to {}; only the lease's holder renews or releases it", printable(holder))
+        }
     )]
     NotLeaseHolder {
         /// The bead.

@@ -9,8 +9,13 @@
 //! bidirectional overrides), so no agent can smuggle a terminal escape or a forged output row in
 //! through them ([`validate_actor`], `check_identifier`). Titles, descriptions and other text
 //! may hold them; the CLI escapes them when it prints.
+//!
+//! An id a bead is created under (`create --id`, an import) keeps to one charset
+//! ([`validate_bead_id`]): ASCII letters, digits, `-`, `_`, `.` and `:`, starting with a letter
+//! or digit, without `..`. Ids only named (a look-up, a dependency target such as
+//! `external:rig:id`) are not judged.
 
-use crate::command::{Command, ControllerAction, CreateBead, ReadyFilter, Txn, UpdateBead};
+use crate::command::{Command, ControllerAction, CreateBead, ReadyFilter, Txn, UpdateBead, is_create_with_id};
 use crate::limits::*;
 use crate::model::{Actor, Bead, Namespace, Status};
 use crate::outcome::Refusal;
@@ -115,7 +120,6 @@ pub fn validate_namespace(namespace: &Namespace) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// Checks an id prefix: 1..=32 bytes of letters, digits and `_`, starting with a letter.
 /// Whether `address` is `host:port`: a non-empty host, a port from 1 to 65535, and no whitespace
 /// or control character (the node's peer and client addresses, the CLI's endpoints).
 pub fn is_host_port(address: &str) -> bool {
@@ -125,6 +129,7 @@ pub fn is_host_port(address: &str) -> bool {
             .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok_and(|port| port != 0))
 }
 
+/// Checks an id prefix: 1..=32 bytes of letters, digits and `_`, starting with a letter.
 pub fn validate_prefix(prefix: &str) -> Result<(), Refusal> {
     let valid = !prefix.is_empty()
         && prefix.len() <= PREFIX_BYTES_MAX
@@ -136,6 +141,42 @@ pub fn validate_prefix(prefix: &str) -> Result<(), Refusal> {
         )));
     }
     Ok(())
+}
+
+/// What an id may hold, in the words every refusal of an id's characters ends with.
+pub const ID_CHARSET: &str =
+    "an id is letters, digits, '-', '_', '.' and ':', starting with a letter or digit (for example st-12)";
+
+/// Refuses an id a bead is to be created under (`create --id`, an imported bead) unless it is 1
+/// to [`NAME_BYTES_MAX`] bytes of ASCII letters, digits, `-`, `_`, `.` and `:`, starts with a
+/// letter or digit and holds no `..`: so no id is a path (`../../etc`), a transaction's `$N`,
+/// or text with spaces or control characters. bd's ids (`bd-a3f8`, `st-1.2`, `gc-abc.1.3`) and
+/// Gas City's stable ones (`gc-session-1`) are all of this form, whatever their prefix.
+///
+/// Ids a namespace assigns need no check: they are its prefix (letters, digits and `_`), or a
+/// parent's, then `-` and a number. This rule is new (issue 28), with the caveat of
+/// `check_identifier`: the nodes of a cluster run one build.
+pub fn validate_bead_id(id: &str) -> Result<(), Refusal> {
+    if id.is_empty() {
+        return Err(Refusal::Invalid(format!("an id must not be empty; {ID_CHARSET}")));
+    }
+    if id.len() > NAME_BYTES_MAX {
+        return Err(Refusal::Invalid(format!(
+            "an id is at most {NAME_BYTES_MAX} bytes, and this one is {}; give a shorter one",
+            id.len()
+        )));
+    }
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':');
+    let wrong = if !id.chars().all(allowed) {
+        "has characters an id cannot hold"
+    } else if !id.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        "does not start with a letter or digit"
+    } else if id.contains("..") {
+        "holds \"..\", which an id cannot"
+    } else {
+        return Ok(());
+    };
+    Err(Refusal::Invalid(format!("id \"{}\" {wrong}; {ID_CHARSET}", printable(id))))
 }
 
 fn validate_create(create: &CreateBead) -> Result<(), Refusal> {
@@ -165,24 +206,21 @@ fn validate_create(create: &CreateBead) -> Result<(), Refusal> {
     create.needs.iter().try_for_each(|need| check_size("need", need, NAME_BYTES_MAX))
 }
 
-/// Checks imported beads as creates are checked, plus what a create does not carry: the id, the
-/// close reason, and each id appearing once.
+/// Checks imported beads as creates are checked, plus what a create does not carry: the id (its
+/// charset, [`validate_bead_id`]), the close reason, and each id appearing once. A refusal names
+/// the imported bead; that of a `create --id` ([`is_create_with_id`]) is the create's own.
 fn validate_import(beads: &[Bead]) -> Result<(), Refusal> {
     if beads.is_empty() || beads.len() > IMPORT_BEADS_MAX {
         return Err(Refusal::Invalid(format!("an import holds 1 to {IMPORT_BEADS_MAX} beads; split it")));
     }
+    let create = is_create_with_id(beads);
     let mut seen = std::collections::BTreeSet::new();
     for bead in beads {
         let id = &bead.id.0;
-        let refused = |refusal: Refusal| Refusal::Invalid(format!("imported bead {id:?}: {refusal}"));
-        if id.is_empty() || id.len() > NAME_BYTES_MAX || id.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return Err(refused(Refusal::Invalid(format!(
-                "an id is 1 to {NAME_BYTES_MAX} bytes without spaces or control characters"
-            ))));
-        }
-        if id.starts_with('$') {
-            return Err(refused(Refusal::Invalid("an id may not start with $ (a transaction reference)".into())));
-        }
+        let refused = |refusal: Refusal| {
+            if create { refusal } else { Refusal::Invalid(format!("imported bead {id:?}: {refusal}")) }
+        };
+        validate_bead_id(id).map_err(refused)?;
         if !seen.insert(id) {
             return Err(refused(Refusal::Invalid("the id appears twice in the import".into())));
         }
@@ -501,7 +539,7 @@ mod tests {
 
     use super::*;
     use crate::command::{MailSend, Sling};
-    use crate::model::BeadId;
+    use crate::model::{BeadId, Timestamp};
 
     const EVIL: &str = "ev\u{1b}[2Jil";
 
@@ -592,5 +630,63 @@ mod tests {
         assert_eq!(validate_command(&Command::Update(update)), Ok(()), "removing an old label or key is allowed");
         assert_eq!(validate_actor(&Actor(String::new())), Ok(()));
         assert_eq!(validate_actor(&Actor("agent-ünï 🚀".into())), Ok(()));
+    }
+
+    #[test]
+    fn ids_a_bead_is_created_under_keep_to_their_charset() {
+        for id in ["st-1", "st-1.2", "bd-a3f8", "gc-abc.1.3", "gc-session-1", "Rig_2:st-9", "9lives", "a", "x-"] {
+            assert_eq!(validate_bead_id(id), Ok(()), "{id}");
+        }
+        assert_eq!(validate_bead_id(&"a".repeat(NAME_BYTES_MAX)), Ok(()), "the longest id");
+        assert_eq!(
+            refused(validate_bead_id("../../etc")),
+            "id \"../../etc\" has characters an id cannot hold; an id is letters, digits, '-', '_', '.' and ':', starting with a letter or digit (for example st-12)"
+        );
+        for id in ["a/b", "gc 1", "st-1\t", "$0", "ü-1", "st-1;rm", "st-1'", "a\\b", "\"st-1\""] {
+            let message = refused(validate_bead_id(id));
+            assert!(message.contains("has characters an id cannot hold"), "{id:?}: {message}");
+            assert!(message.ends_with(ID_CHARSET), "{id:?}: {message}");
+        }
+        // Control characters and bidirectional overrides are named escaped, on one line.
+        assert_eq!(
+            refused(validate_bead_id("st-1\n\u{1b}[2J\u{202e}")),
+            format!("id \"st-1\\n\\u{{1b}}[2J\\u{{202e}}\" has characters an id cannot hold; {ID_CHARSET}")
+        );
+        for id in [".hidden", "-st-1", "_st", ":x"] {
+            assert!(refused(validate_bead_id(id)).contains("does not start with a letter or digit"), "{id}");
+        }
+        for id in ["st..1", "st-1..", "a.b..c"] {
+            assert!(refused(validate_bead_id(id)).contains("holds \"..\", which an id cannot"), "{id}");
+        }
+        assert_eq!(refused(validate_bead_id("")), format!("an id must not be empty; {ID_CHARSET}"));
+        assert!(refused(validate_bead_id(&"a".repeat(NAME_BYTES_MAX + 1))).starts_with("an id is at most 256 bytes"));
+    }
+
+    #[test]
+    fn a_create_under_an_id_is_refused_as_a_create_and_an_import_as_an_import() {
+        let create = CreateBead { title: "t".into(), ..CreateBead::default() };
+        let as_create = Command::Import { beads: vec![create.clone().into_bead(BeadId::from("../../etc"))] };
+        assert_eq!(
+            refused(validate_command(&as_create)),
+            format!("id \"../../etc\" has characters an id cannot hold; {ID_CHARSET}"),
+            "no word of an import"
+        );
+        let untitled = Command::Import { beads: vec![CreateBead::default().into_bead(BeadId::from("st-7"))] };
+        assert_eq!(refused(validate_command(&untitled)), "title must not be empty; give the bead a title");
+        let mut imported = create.clone().into_bead(BeadId::from("gc 1"));
+        imported.created_at = Timestamp(5);
+        assert_eq!(
+            refused(validate_command(&Command::Import { beads: vec![imported] })),
+            format!("imported bead \"gc 1\": id \"gc 1\" has characters an id cannot hold; {ID_CHARSET}")
+        );
+        // Two beads are an import, whatever their times.
+        let pair = vec![create.clone().into_bead(BeadId::from("gc-1")), create.into_bead(BeadId::from("gc/2"))];
+        assert!(refused(validate_command(&Command::Import { beads: pair })).starts_with("imported bead \"gc/2\": id"));
+        // A transaction's creates carry no id: the namespace assigns one.
+        let txn = Txn {
+            writes: vec![Command::Create(CreateBead { title: "t".into(), ..CreateBead::default() })],
+            ..Txn::default()
+        };
+        assert_eq!(validate_command(&Command::Txn(txn)), Ok(()));
     }
 }

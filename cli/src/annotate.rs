@@ -1,10 +1,12 @@
 //! bd's `label add|remove|list` and `comment`, over Strand's bead writes.
 //!
-//! Strand keeps no comments: `comment ID TEXT` appends `<author>: TEXT` to the bead's notes, the
-//! field bd keeps running notes in, and prints the comment in bd's shape.
+//! Strand keeps no comment records: `comment ID TEXT` appends the line `[comment] <author>: TEXT`
+//! to the bead's notes, the field bd keeps running notes in, and prints the comment in bd's
+//! shape. The cluster counts those lines ([`api::model::comment_count`]): a bead's
+//! `comment_count` in `list` and `ready`, which Gas City's wisp compaction reads.
 
 use api::command::{Command, Query, UpdateBead};
-use api::model::BeadId;
+use api::model::{BeadId, COMMENT_MARK};
 use api::printable::printable;
 use clap::Subcommand;
 
@@ -77,7 +79,12 @@ pub async fn run_label(cli: &Cli, command: &LabelCommand) -> Outcome {
     Ok(true)
 }
 
-/// Runs `comment ID TEXT`: appends `<actor>: TEXT` to the notes.
+/// The line a comment adds to the notes: [`COMMENT_MARK`], then `<author>: TEXT`.
+fn comment_line(author: &str, text: &str) -> String {
+    format!("{COMMENT_MARK}{author}: {text}")
+}
+
+/// Runs `comment ID TEXT`: appends `[comment] <actor>: TEXT` to the notes.
 pub async fn run_comment(cli: &Cli, id: &str, words: &[String]) -> Outcome {
     let text = words.join(" ");
     if text.trim().is_empty() {
@@ -85,7 +92,7 @@ pub async fn run_comment(cli: &Cli, id: &str, words: &[String]) -> Outcome {
     }
     let author = cli.actor();
     let update =
-        UpdateBead { id: BeadId::from(id), append_notes: Some(format!("{author}: {text}")), ..UpdateBead::default() };
+        UpdateBead { id: BeadId::from(id), append_notes: Some(comment_line(&author, &text)), ..UpdateBead::default() };
     let bead = beads_of(write_fenced(cli, &cli.client()?, id, Command::Update(update)).await?)
         .pop()
         .ok_or_else(|| Failure::Refused("the cluster answered the comment with no bead".into()))?;
@@ -102,4 +109,17 @@ pub async fn run_comment(cli: &Cli, id: &str, words: &[String]) -> Outcome {
         println!("comment added to {} (kept in its notes)", printable(id));
     }
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_comment_is_one_counted_line_of_the_notes() {
+        let line = comment_line("alice", "looked into it");
+        assert_eq!(line, "[comment] alice: looked into it");
+        let notes = format!("root cause: a race\n{line}\nfixed in abc123\n{}", comment_line("bob", "two\nlines"));
+        assert_eq!(api::model::comment_count(&notes), 2);
+    }
 }

@@ -15,7 +15,9 @@ use clap::{Args, Subcommand};
 
 use crate::listing::{LIST_LIMIT_DEFAULT, Listing, LocalFilter, ReadySort, SortOrder, hidden_types, window};
 use crate::orchestration::beads_of;
-use crate::output::{print_bead_object, print_beads, print_details, print_value, print_with_counts};
+use crate::output::{
+    BD_DEFAULT_PRIORITY, print_bead_object, print_beads, print_details, print_value, print_with_counts,
+};
 use crate::{Cli, Failure, Outcome};
 
 #[derive(Subcommand, Debug)]
@@ -138,7 +140,8 @@ pub struct CreateArgs {
     /// Title.
     #[arg(long)]
     title: Option<String>,
-    /// Keep this id instead of taking the next `<prefix>-<n>` (it must be free).
+    /// Keep this id instead of taking the next `<prefix>-<n>` (it must be free): letters, digits,
+    /// '-', '_', '.' and ':', starting with a letter or digit (st-12, bd-a3f8, gc-abc.1.3).
     #[arg(long)]
     id: Option<String>,
     /// Create a whole graph plan from this JSON file in one transaction (Gas City's
@@ -148,7 +151,7 @@ pub struct CreateArgs {
     /// Type (task, bug, feature, epic, convoy, message, ...).
     #[arg(long = "type", short = 't', default_value = "")]
     bead_type: String,
-    /// Priority 0 (highest) to 4, or P0 to P4.
+    /// Priority 0 (highest) to 4, or P0 to P4; 2 when not given, as in bd.
     #[arg(long, short, value_parser = parse_priority)]
     priority: Option<u8>,
     /// Description (also --body, -m/--message).
@@ -396,7 +399,8 @@ pub struct ListArgs {
     /// Accepted for bd compatibility: Strand has no templates to hide.
     #[arg(long = "include-templates")]
     include_templates: bool,
-    /// Include wisps (ephemeral beads), which `list` leaves out as bd does; `query` finds them too.
+    /// Accepted: `list` includes wisps (ephemeral beads) as bd's does; with `--ready`, include
+    /// them in the ready beads too.
     #[arg(long = "include-ephemeral")]
     include_ephemeral: bool,
     /// Ready beads only (as `ready`).
@@ -632,7 +636,8 @@ fn create_command(args: &CreateArgs) -> Result<Command, Failure> {
         description: args.description.clone(),
         notes: args.notes.clone(),
         bead_type: args.bead_type.clone(),
-        priority: args.priority,
+        // bd's `create` stores its default priority when none is given.
+        priority: Some(args.priority.unwrap_or(BD_DEFAULT_PRIORITY)),
         assignee: args.assignee.clone(),
         from: args.from.clone(),
         parent_id: args.parent.as_deref().filter(|parent| !parent.is_empty()).map(BeadId::from),
@@ -751,7 +756,8 @@ fn listing(args: &ListArgs) -> Result<Listing, Failure> {
         closed_before: args.closed_before,
         deferred: args.deferred,
         lease_due_by: lease_due_by(args.lease_expired, args.lease_expiring),
-        hide_ephemeral: !args.include_ephemeral,
+        // bd's list searches its wisps too (a filter that names no `ephemeral` takes both).
+        hide_ephemeral: false,
     };
     Ok(Listing { filter, local, sort: SortOrder::parse(&args.sort, args.reverse)?, offset: args.offset, limit })
 }
@@ -910,7 +916,7 @@ impl ReadyArgs {
             bead_type: args.bead_type.iter().cloned().collect(),
             exclude_type: args.exclude_type.clone(),
             priority: args.priority,
-            include_ephemeral: false,
+            include_ephemeral: args.include_ephemeral,
             limit: args.limit.unwrap_or(LIST_LIMIT_DEFAULT),
             offset: args.offset,
             sort: "priority".into(),
@@ -1135,15 +1141,39 @@ async fn run_show(cli: &Cli, args: &ShowArgs) -> Outcome {
         }
         return Ok(false);
     }
-    let targets: Vec<BeadId> = found.iter().flat_map(|bead| bead.depends_on.keys().cloned()).collect();
-    let targets =
-        if targets.is_empty() { Vec::new() } else { beads_of(client.query(Query::Lookup { ids: targets }).await?) };
     if args.short {
         print_beads(&found, false);
-    } else {
-        print_details(&found, &targets, cli.json);
+        return Ok(true);
     }
+    if !cli.json {
+        print_details(&found, &[], &[], false);
+        return Ok(true);
+    }
+    // bd's `dependents` beside `dependencies`: the edges into each bead (the cluster's reverse
+    // index), then the beads at the far end of every edge, looked up together.
+    let mut up = Vec::new();
+    for bead in &found {
+        let rows = client.query(Query::DepList { id: bead.id.clone(), direction: DepDirection::Up }).await?;
+        up.extend(dependencies_of(rows));
+    }
+    let far_ends: BTreeSet<BeadId> = found
+        .iter()
+        .flat_map(|bead| bead.depends_on.keys().cloned())
+        .chain(up.iter().map(|row| row.issue_id.clone()))
+        .collect();
+    let others = lookup_all(&client, far_ends.into_iter().collect()).await?;
+    print_details(&found, &others, &up, true);
     Ok(true)
+}
+
+/// The beads of these ids that exist, asked for at most [`api::limits::IDS_PER_REQUEST_MAX`] at
+/// a time (a bead may have any number of dependents).
+async fn lookup_all(client: &Client, ids: Vec<BeadId>) -> Result<Vec<Bead>, Failure> {
+    let mut found = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(api::limits::IDS_PER_REQUEST_MAX) {
+        found.extend(beads_of(client.query(Query::Lookup { ids: chunk.to_vec() }).await?));
+    }
+    Ok(found)
 }
 
 async fn run_ready(cli: &Cli, args: &ReadyArgs) -> Outcome {
@@ -1261,5 +1291,54 @@ async fn run_dep_command(cli: &Cli, command: &DepCommand) -> Outcome {
             crate::output::print_edge_beads(&rows, &beads, direction == DepDirection::Up, cli.json);
             Ok(true)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct ListLine {
+        #[command(flatten)]
+        args: ListArgs,
+    }
+
+    #[derive(Parser)]
+    struct CreateLine {
+        #[command(flatten)]
+        args: CreateArgs,
+    }
+
+    fn list_args(words: &[&str]) -> ListArgs {
+        ListLine::try_parse_from(std::iter::once("list").chain(words.iter().copied())).unwrap().args
+    }
+
+    fn created_priority(words: &[&str]) -> Option<u8> {
+        let args = CreateLine::try_parse_from(std::iter::once("create").chain(words.iter().copied())).unwrap().args;
+        match create_command(&args).unwrap() {
+            Command::Create(create) => create.priority,
+            other => panic!("a create, not {other:?}"),
+        }
+    }
+
+    #[test]
+    fn list_takes_wisps_as_bds_does_and_list_ready_only_when_asked() {
+        let wisp = CreateBead { title: "patrol".into(), ephemeral: true, ..CreateBead::default() };
+        let wisp = wisp.into_bead(BeadId::from("st-4"));
+        for words in [&["--all", "-n", "0"][..], &[], &["--include-ephemeral"]] {
+            assert!(listing(&list_args(words)).unwrap().local.accepts(&wisp), "{words:?}");
+        }
+        assert!(!ReadyArgs::from_list(&list_args(&["--ready"])).include_ephemeral);
+        assert!(ReadyArgs::from_list(&list_args(&["--ready", "--include-ephemeral"])).include_ephemeral);
+    }
+
+    #[test]
+    fn create_without_a_priority_stores_bds_default() {
+        assert_eq!(created_priority(&["Write docs"]), Some(BD_DEFAULT_PRIORITY));
+        assert_eq!(created_priority(&["Fix it", "-p", "P0"]), Some(0));
+        assert_eq!(created_priority(&["--title", "Later", "--priority", "4"]), Some(4));
     }
 }

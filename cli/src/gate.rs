@@ -25,7 +25,9 @@ use clap::{Args, Subcommand};
 use serde::Deserialize;
 
 use crate::beads::{now_ms, statuses_arg};
-use crate::gate_fields::{AWAIT_ID_KEY, AWAIT_TYPE_KEY, GATE_TYPE, GateFields, REF_KEY, TIMEOUT_KEY, WAITERS_KEY};
+use crate::gate_fields::{
+    AWAIT_ID_KEY, AWAIT_TYPE_KEY, GATE_TYPE, GATE_TYPES, GateFields, REF_KEY, TIMEOUT_KEY, WAITERS_KEY,
+};
 use crate::listing::{Listing, LocalFilter, SortOrder};
 use crate::orchestration::{beads_of, one_bead};
 use crate::output::{BLOCK_INDENT, print_bead_object, print_beads, print_value};
@@ -91,7 +93,7 @@ pub struct GateCreateArgs {
     /// The bead the gate blocks.
     #[arg(long, required = true)]
     blocks: String,
-    /// What the gate waits for: human, timer, gh:run, gh:pr, bead.
+    /// What the gate waits for: human, timer, gh:run, gh:pr, bead (another type is refused).
     #[arg(long = "type", short = 't', default_value = "human", value_name = "TYPE")]
     await_type: String,
     /// Why the gate is there (kept in its description).
@@ -219,8 +221,22 @@ pub async fn run(cli: &Cli, command: &GateCommand) -> Outcome {
     }
 }
 
+/// Refuses an await type no check resolves (a usage error, before anything is sent): a gate of
+/// it would block its step until someone resolved it by hand, which `human` says outright.
+fn check_gate_type(await_type: &str) -> Result<(), Failure> {
+    if GATE_TYPES.contains(&await_type) {
+        return Ok(());
+    }
+    Err(Failure::Usage(format!(
+        "unknown gate type \"{}\"; use one of {} (gate check resolves timer, gh:run, gh:pr and bead gates; `gate resolve` a human one)",
+        printable(await_type),
+        GATE_TYPES.join(", ")
+    )))
+}
+
 /// `gate create`: the gate and the `blocks` edge from the blocked bead, in one transaction.
 async fn create(cli: &Cli, client: &Client, args: &GateCreateArgs) -> Outcome {
+    check_gate_type(&args.await_type)?;
     let timeout = cli
         .gate_timeout()
         .map(|text| parse_go_duration(text).map_err(|why| Failure::Usage(format!("invalid --timeout: {why}"))))
@@ -691,6 +707,22 @@ mod tests {
         assert!(type_matches("timer", Some("all")));
         assert!(type_matches("human", None));
         assert!(!type_matches("human", Some("timer")));
+    }
+
+    #[test]
+    fn only_the_gate_types_a_check_or_a_person_resolves_are_made() {
+        for known in GATE_TYPES {
+            assert!(check_gate_type(known).is_ok(), "{known}");
+        }
+        for unknown in ["bogus", "", "gh", "gh:runs", "Timer", "condition"] {
+            match check_gate_type(unknown) {
+                Err(Failure::Usage(message)) => {
+                    assert!(message.starts_with(&format!("unknown gate type \"{unknown}\"; use one of")), "{message}");
+                    assert!(message.contains("human, timer, gh:run, gh:pr, bead"), "{message}");
+                }
+                other => panic!("{unknown:?} is refused as a usage error, got {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -12,8 +12,13 @@ use api::model::Bead;
 
 /// The type of a gate bead.
 pub const GATE_TYPE: &str = "gate";
-/// Metadata key: what the gate waits for (`human`, `timer`, `gh:run`, `gh:pr`, `bead`, ...).
+/// Metadata key: what the gate waits for (one of [`GATE_TYPES`]; an imported gate may hold
+/// another, which only `gate resolve` closes).
 pub const AWAIT_TYPE_KEY: &str = "await_type";
+/// The await types `gate create` makes, bd's: `gate check` resolves `timer`, `gh:run`, `gh:pr`
+/// and `bead` gates; a `human` gate waits for `gate resolve`. No check would ever resolve a gate
+/// of another type, so `gate create` refuses one.
+pub const GATE_TYPES: [&str; 5] = ["human", "timer", "gh:run", "gh:pr", "bead"];
 /// Metadata key: what it waits on (a run id or workflow name, a PR number, `<rig>:<bead>`).
 pub const AWAIT_ID_KEY: &str = "await_id";
 /// Metadata key: how long after its creation a timer gate resolves (Go duration text).

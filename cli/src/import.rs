@@ -237,6 +237,7 @@ impl IssueLine {
             depends_on,
             lease: None,
             delivery_count: 0,
+            counts: Default::default(),
         })
     }
 }
@@ -555,6 +556,10 @@ mod tests {
             (r#"{"id":"gc-1","title":"again"}"#, "appears again (first on line 1)"),
             (r#"{"id":"gc-2","title":"x","metadata":[1]}"#, "not a JSON object"),
             (r#"{"_type":"audit","id":"gc-2"}"#, "neither \"issue\""),
+            (
+                r#"{"id":"../../etc","title":"x"}"#,
+                "imported bead \"../../etc\": id \"../../etc\" has characters an id cannot hold",
+            ),
         ] {
             let text = format!("{good}\n{bad}\n");
             let Err(Failure::Refused(message)) = parse(text.as_bytes(), "f.jsonl") else { panic!("{bad}: refused") };

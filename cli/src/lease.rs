@@ -2,12 +2,16 @@
 //! `--lease` answers a lease id, the fencing token the agent's writes carry (`--lease-id`,
 //! `$STRAND_LEASE_ID`); the leader expires a lease nobody renewed, and the bead goes back to
 //! `open` for another agent. `keepalive` renews every third of the lease until it is killed, as
-//! `etcdctl lease keep-alive` does.
+//! `etcdctl lease keep-alive` does. Renewing a bead that holds no lease says why that may be and
+//! what to do.
 
 use std::time::Duration;
 
+use api::client::ClientError;
 use api::command::Command;
 use api::model::BeadId;
+use api::outcome::Refusal;
+use api::printable::printable;
 use clap::Subcommand;
 
 use crate::orchestration::one_bead;
@@ -37,6 +41,18 @@ pub struct LeaseArgs {
 /// The pause after a failed renewal before the next try.
 const RETRY_PAUSE: Duration = Duration::from_secs(1);
 
+/// What a refused renewal of `id` means to the agent renewing it: a bead that holds no lease
+/// says why that may be and what to do; anything else as the cluster said it.
+fn renewal_failure(id: &str, error: ClientError) -> Failure {
+    match error {
+        ClientError::Refused(Refusal::NotLeaseHolder { holder, .. }) if holder.is_empty() => Failure::Refused(format!(
+            "{} holds no lease (it was claimed without --lease, or its lease expired); claim it with --lease to keep one alive",
+            printable(id)
+        )),
+        other => Failure::from(other),
+    }
+}
+
 /// Runs a `lease` command.
 pub async fn run(cli: &Cli, command: &LeaseCommand) -> Outcome {
     let client = cli.client()?;
@@ -45,13 +61,16 @@ pub async fn run(cli: &Cli, command: &LeaseCommand) -> Outcome {
     let lease_id = cli.lease_id();
     let renew = || Command::LeaseRenew { id: id.clone(), lease_id };
     match command {
-        LeaseCommand::Renew(_) => print_bead_object(&one_bead(client.execute(renew()).await?, "bead")?, cli.json),
+        LeaseCommand::Renew(_) => {
+            let renewed = client.execute(renew()).await.map_err(|error| renewal_failure(&args.id, error))?;
+            print_bead_object(&one_bead(renewed, "bead")?, cli.json);
+        }
         LeaseCommand::Release(_) => {
             let released = Command::LeaseRelease { id: id.clone(), lease_id };
             print_bead_object(&one_bead(client.execute(released).await?, "bead")?, cli.json);
         }
         LeaseCommand::Keepalive(_) => loop {
-            let pause = match client.execute(renew()).await.map_err(Failure::from) {
+            let pause = match client.execute(renew()).await.map_err(|error| renewal_failure(&args.id, error)) {
                 Ok(answer) => {
                     let bead = one_bead(answer, "bead")?;
                     write_bead_line(&bead, cli.json);
@@ -60,7 +79,7 @@ pub async fn run(cli: &Cli, command: &LeaseCommand) -> Outcome {
                 }
                 // The cluster is away: try again soon, while the lease may still hold.
                 Err(Failure::Unavailable(message)) => {
-                    eprintln!("warning: {}; retrying", api::printable::printable(&message));
+                    eprintln!("warning: {}; retrying", printable(&message));
                     RETRY_PAUSE
                 }
                 Err(lost) => return Err(lost),

@@ -18,6 +18,7 @@ mod exec_store;
 mod gate;
 mod gate_fields;
 mod graph;
+mod help;
 mod import;
 mod lease;
 mod listing;
@@ -247,6 +248,20 @@ enum Command {
     /// cluster), 2 unknown operation only.
     #[command(name = "exec-store")]
     ExecStore(exec_store::ExecStoreArgs),
+    /// Print the completion script of a shell to stdout (bash, zsh, fish, elvish, powershell):
+    /// `strand completion bash > /etc/bash_completion.d/strand`.
+    Completion {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::aot::Shell,
+    },
+    /// Man pages: strand.1 on stdout, or with --dir, strand.1 and one page per subcommand
+    /// (strand-create.1, strand-mail-send.1, ...) written into DIR.
+    Man {
+        /// The directory to write the pages to, created if missing (e.g. /usr/local/share/man/man1).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 /// What a command's failure maps to.
@@ -484,6 +499,8 @@ impl Cli {
                 | Command::Member(_)
                 | Command::Auth(_)
                 | Command::Bench(_)
+                | Command::Completion { .. }
+                | Command::Man { .. }
         );
         #[cfg(feature = "node")]
         let needs_actor =
@@ -647,7 +664,14 @@ async fn dispatch(cli: &Cli) -> Outcome {
             Ok(true)
         }
         Command::ExecStore(args) => exec_store::run(cli, args).await,
+        Command::Completion { shell } => help::run_completion(*shell),
+        Command::Man { dir } => help::run_man(dir.as_deref()),
     }
+}
+
+/// The command line as clap parses it, prints its help, completes it and documents it.
+pub fn clap_command() -> clap::Command {
+    with_negative_values(with_exit_codes(help::with_client_flags_hidden(Cli::command())))
 }
 
 /// Adds the exit codes to the help of every subcommand, nested ones (`mail send`) included.
@@ -705,8 +729,7 @@ fn one_line(rendered: &str) -> String {
 
 /// Parses the command line; a usage error becomes one line on stderr and exit code 2.
 fn parse() -> Result<Cli, ExitCode> {
-    let command = with_negative_values(with_exit_codes(Cli::command()));
-    let parsed = command.try_get_matches().and_then(|matches| {
+    let parsed = clap_command().try_get_matches().and_then(|matches| {
         let mut cli = Cli::from_arg_matches(&matches)?;
         cli.timeout_given = matches.value_source("timeout") == Some(clap::parser::ValueSource::CommandLine);
         cli.namespace_given = matches.value_source("namespace") == Some(clap::parser::ValueSource::CommandLine);

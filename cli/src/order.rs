@@ -2,6 +2,9 @@
 //! controller fires (see `api::order` for the TOML and the triggers). `put` names an order after
 //! its file (`orders/digest.toml` is `digest`), as Gas City does; `history` lists the tracking
 //! beads of its firings, newest first. Text output escapes the orders' text (`api::printable`).
+//! With `--json` an order's points in time are RFC 3339, as every time Strand prints
+//! (`last_fired_at`, `next_due_at`); its `last_window` is a window's number (a cron minute, an
+//! event seq, a time in ms), as the state keeps it.
 
 use std::path::PathBuf;
 
@@ -119,8 +122,10 @@ pub async fn run(cli: &Cli, command: &OrderCommand) -> Outcome {
     };
     let Answer::Orders(orders) = answer else { return Err(unexpected(&answer)) };
     match command {
-        OrderCommand::Show { .. } | OrderCommand::Put { .. } if cli.json => print_value(&orders.first()),
-        _ if cli.json => print_value(&orders),
+        OrderCommand::Show { .. } | OrderCommand::Put { .. } if cli.json => {
+            print_value(&orders.first().map(order_json))
+        }
+        _ if cli.json => print_value(&orders.iter().map(order_json).collect::<Vec<_>>()),
         OrderCommand::Show { .. } => orders.iter().for_each(|order| print_order(order, now)),
         OrderCommand::Put { .. } => {
             for order in &orders {
@@ -132,6 +137,40 @@ pub async fn run(cli: &Cli, command: &OrderCommand) -> Outcome {
         _ => orders.iter().for_each(|order| println!("{}", order_line(order, now))),
     }
     Ok(true)
+}
+
+/// An order as `--json` prints it: its fields, with its points in time in RFC 3339.
+fn order_json(order: &OrderInfo) -> serde_json::Value {
+    let OrderInfo {
+        name,
+        description,
+        formula,
+        trigger,
+        target,
+        enabled,
+        fired,
+        last_fired_at,
+        last_window,
+        last_run,
+        next_due_ms,
+        error,
+        source,
+    } = order;
+    serde_json::json!({
+        "name": name,
+        "description": description,
+        "formula": formula,
+        "trigger": trigger,
+        "target": target,
+        "enabled": enabled,
+        "fired": fired,
+        "last_fired_at": last_fired_at.map(Timestamp::to_rfc3339),
+        "last_window": last_window,
+        "last_run": last_run,
+        "next_due_at": next_due_ms.map(|ms| Timestamp(ms).to_rfc3339()),
+        "error": error,
+        "source": source,
+    })
 }
 
 /// `in 4m0s`, `now`, or `2m0s ago`.
@@ -170,5 +209,37 @@ fn print_order(order: &OrderInfo, now: Timestamp) {
     print!("{}", printable_block(&order.source, ""));
     if !order.source.ends_with('\n') {
         println!();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_orders_points_in_time_print_as_rfc3339() {
+        let order = OrderInfo {
+            name: "digest".into(),
+            description: String::new(),
+            formula: "patrol".into(),
+            trigger: "cooldown 1h0m0s".into(),
+            target: String::new(),
+            enabled: true,
+            fired: 2,
+            last_fired_at: Some(Timestamp(1_767_225_600_000)),
+            last_window: 1_767_225_600_000,
+            last_run: "st-3".into(),
+            next_due_ms: Some(1_767_229_200_000),
+            error: String::new(),
+            source: String::new(),
+        };
+        let json = order_json(&order);
+        assert_eq!(json["last_fired_at"], "2026-01-01T00:00:00.000Z");
+        assert_eq!(json["next_due_at"], "2026-01-01T01:00:00.000Z");
+        assert_eq!(json["last_window"], 1_767_225_600_000_u64, "a window's number, as the state keeps it");
+        assert_eq!((json["name"].as_str(), json["fired"].as_u64()), (Some("digest"), Some(2)));
+        assert!(json.get("next_due_ms").is_none(), "{json}");
+        let never = order_json(&OrderInfo { last_fired_at: None, next_due_ms: None, ..order });
+        assert!(never["last_fired_at"].is_null() && never["next_due_at"].is_null(), "{never}");
     }
 }

@@ -28,8 +28,8 @@ pub struct BeadJson<'a> {
     bead_type: &'a str,
     /// `bd` calls the type `issue_type`; both are printed so either reader works.
     issue_type: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    priority: Option<u8>,
+    /// Always printed, as bd prints it: a bead without one prints bd's default ([`bd_priority`]).
+    priority: u8,
     assignee: &'a str,
     from: &'a str,
     parent_id: String,
@@ -137,7 +137,7 @@ impl<'a> From<&'a Bead> for BeadJson<'a> {
             status: bead.status.as_str(),
             bead_type: &bead.bead_type,
             issue_type: &bead.bead_type,
-            priority: bead.priority,
+            priority: bd_priority(bead),
             assignee: &bead.assignee,
             from: &bead.from,
             parent_id: bead.parent_id.as_ref().map(|id| id.0.clone()).unwrap_or_default(),
@@ -167,6 +167,16 @@ impl<'a> From<&'a Bead> for BeadJson<'a> {
             gate: GateFields::of(bead).map(GateJson::from),
         }
     }
+}
+
+/// bd's priority when none is given: `bd create` stores it, and bd's other ways of making a bead
+/// (cook, gate, graph) give it too.
+pub const BD_DEFAULT_PRIORITY: u8 = 2;
+
+/// The priority a bead shows on bd's surface: its own, or bd's default when it has none (a bead
+/// made by `tx`, `sling`, `mail` or the exec store). The exec store prints an unset one as unset.
+pub fn bd_priority(bead: &Bead) -> u8 {
+    bead.priority.unwrap_or(BD_DEFAULT_PRIORITY)
 }
 
 fn print_json<T: Serialize>(value: &T) {
@@ -274,12 +284,25 @@ fn blocks_count(bead: &Bead) -> usize {
     bead.depends_on.values().filter(|dep_type| dep_type.0 == api::model::DepType::BLOCKS).count()
 }
 
-/// Beads as bd's `list` and `ready` print them: each with its `dependency_count`.
+/// Beads as bd's `list` and `ready` print them (bd's `IssueWithCounts`): each with its
+/// `dependency_count` (`blocks` edges it has), `dependent_count` (`blocks` edges of beads that
+/// point at it) and `comment_count` (comments `strand comment` added), the last two as the
+/// cluster's read answered them.
 pub fn with_counts(beads: &[Bead]) -> Vec<serde_json::Value> {
-    beads.iter().map(|bead| bead_value(bead, &[("dependency_count", blocks_count(bead).into())])).collect()
+    beads
+        .iter()
+        .map(|bead| {
+            let counts: [(&str, serde_json::Value); 3] = [
+                ("dependency_count", blocks_count(bead).into()),
+                ("dependent_count", bead.counts.dependents.into()),
+                ("comment_count", bead.counts.comments.into()),
+            ];
+            bead_value(bead, &counts)
+        })
+        .collect()
 }
 
-/// Prints beads as bd's `list` and `ready` do: in JSON an array, each with its `dependency_count`.
+/// Prints beads as bd's `list` and `ready` do: in JSON an array, each with its counts.
 pub fn print_with_counts(beads: &[Bead], json: bool) {
     if !json {
         print_beads(beads, false);
@@ -302,29 +325,46 @@ fn edge_bead(target: &Bead, row: &Dependency) -> serde_json::Value {
     )
 }
 
-/// Prints `show`: in JSON an array, each bead's `dependencies` being the beads it waits for
-/// (each with `dependency_type`); edges to ids that are not beads are left out there, as in bd.
-pub fn print_details(beads: &[Bead], targets: &[Bead], json: bool) {
+/// Prints `show`: in JSON an array, each bead's `dependencies` being the beads it waits for and
+/// its `dependents` the beads that wait for it (`up`: the edges into the shown beads), each with
+/// `dependency_type`. `others` holds the beads at the far ends; an edge to or from an id that is
+/// not a bead is left out there, as in bd.
+pub fn print_details(beads: &[Bead], others: &[Bead], up: &[Dependency], json: bool) {
     if !json {
         for bead in beads {
             print_bead(bead, false);
         }
         return;
     }
-    let values: Vec<serde_json::Value> = beads
+    print_json(&details(beads, others, up));
+}
+
+/// The JSON of `show` (see [`print_details`]).
+fn details(beads: &[Bead], others: &[Bead], up: &[Dependency]) -> Vec<serde_json::Value> {
+    let by_id: BTreeMap<&BeadId, &Bead> = others.iter().map(|other| (&other.id, other)).collect();
+    beads
         .iter()
         .map(|bead| {
             let rows = bead.dependencies();
             let dependencies: Vec<serde_json::Value> = rows
                 .iter()
-                .filter_map(|row| {
-                    targets.iter().find(|target| target.id == row.depends_on_id).map(|target| edge_bead(target, row))
-                })
+                .filter_map(|row| by_id.get(&row.depends_on_id).map(|target| edge_bead(target, row)))
                 .collect();
-            bead_value(bead, &[("dependencies", dependencies.into()), ("dependency_count", blocks_count(bead).into())])
+            let dependents: Vec<serde_json::Value> = up
+                .iter()
+                .filter(|row| row.depends_on_id == bead.id)
+                .filter_map(|row| by_id.get(&row.issue_id).map(|source| edge_bead(source, row)))
+                .collect();
+            bead_value(
+                bead,
+                &[
+                    ("dependencies", dependencies.into()),
+                    ("dependents", dependents.into()),
+                    ("dependency_count", blocks_count(bead).into()),
+                ],
+            )
         })
-        .collect();
-    print_json(&values);
+        .collect()
 }
 
 /// Prints `dep list` of one bead (or `--direction up`): the beads at the other end of each edge,
@@ -554,6 +594,47 @@ mod tests {
     fn ordinary_text_prints_as_before() {
         let line = bead_line(&bead("fix the parser: ünïcödé 🚀", "worker"));
         assert_eq!(line, "st-1 [open] P2 fix the parser: ünïcödé 🚀 @worker");
+    }
+
+    #[test]
+    fn an_unset_priority_prints_bds_default_in_json_and_stays_unset_in_text() {
+        let mut unset = bead("no priority", "");
+        unset.priority = None;
+        assert_eq!(serde_json::to_value(BeadJson::from(&unset)).unwrap()["priority"], 2);
+        assert_eq!(bead_line(&unset), "st-1 [open] no priority");
+        let mut urgent = bead("urgent", "");
+        urgent.priority = Some(0);
+        assert_eq!(serde_json::to_value(BeadJson::from(&urgent)).unwrap()["priority"], 0);
+    }
+
+    #[test]
+    fn list_rows_carry_bds_counts_and_show_prints_dependents() {
+        let mut blocker = bead("blocker", "");
+        blocker.counts = api::model::BeadCounts { dependents: 1, comments: 2 };
+        let waits = CreateBead { title: "waits".into(), needs: vec!["st-1".into()], ..CreateBead::default() };
+        let waiting = waits.into_bead(BeadId::from("st-2"));
+        let rows = with_counts(&[blocker.clone(), waiting.clone()]);
+        let counts = |row: &serde_json::Value| {
+            (row["dependency_count"].as_u64(), row["dependent_count"].as_u64(), row["comment_count"].as_u64())
+        };
+        assert_eq!(counts(&rows[0]), (Some(0), Some(1), Some(2)));
+        assert_eq!(counts(&rows[1]), (Some(1), Some(0), Some(0)));
+
+        let shown = details(std::slice::from_ref(&blocker), std::slice::from_ref(&waiting), &waiting.dependencies());
+        assert_eq!(shown[0]["dependents"][0]["id"], "st-2");
+        assert_eq!(shown[0]["dependents"][0]["dependency_type"], "blocks");
+        assert_eq!(shown[0]["dependencies"], serde_json::json!([]));
+        let shown = details(std::slice::from_ref(&waiting), std::slice::from_ref(&blocker), &[]);
+        assert_eq!(shown[0]["dependencies"][0]["id"], "st-1");
+        assert_eq!(shown[0]["dependents"], serde_json::json!([]));
+        // An edge from an id that is no bead is left out, as in bd.
+        let loose = Dependency {
+            issue_id: BeadId::from("other-rig-9"),
+            depends_on_id: BeadId::from("st-1"),
+            dep_type: api::model::DepType::blocks(),
+        };
+        let shown = details(std::slice::from_ref(&blocker), &[], &[loose]);
+        assert_eq!(shown[0]["dependents"], serde_json::json!([]));
     }
 
     #[test]

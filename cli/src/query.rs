@@ -676,6 +676,7 @@ mod tests {
             depends_on: BTreeMap::new(),
             lease: None,
             delivery_count: 0,
+            counts: Default::default(),
         }
     }
 

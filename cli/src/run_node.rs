@@ -332,10 +332,13 @@ pub struct DevArgs {
     /// How many nodes.
     #[arg(long, default_value_t = 3)]
     nodes: u64,
-    /// Client port of node 1; node i listens for clients on base_port + i - 1 and for its peers
-    /// on base_port + 100 + i - 1.
-    #[arg(long, default_value_t = node::config::DEFAULT_PORT)]
+    /// Client port of node 1; node i listens for clients on base_port + i - 1.
+    #[arg(long, value_name = "PORT", default_value_t = node::config::DEFAULT_PORT)]
     base_port: u16,
+    /// Peer (Raft) port of node 1; node i listens for its peers on peer_base_port + i - 1.
+    /// Default: --base-port + 100. The client and peer port ranges must not overlap.
+    #[arg(long, value_name = "PORT")]
+    peer_base_port: Option<u16>,
     /// Directory for the nodes' data and logs.
     #[arg(long, default_value = "strand-dev")]
     dir: PathBuf,
@@ -356,20 +359,11 @@ pub async fn run_dev(args: &DevArgs) -> Outcome {
     if args.nodes == 0 || args.nodes > 9 {
         return Err(Failure::Usage("--nodes must be between 1 and 9".into()));
     }
+    let (client_base, peer_base) = dev_ports(args)?;
     let executable =
         std::env::current_exe().map_err(|error| Failure::Refused(format!("cannot find the strand binary: {error}")))?;
-    if u64::from(args.base_port) + 100 + args.nodes > u64::from(u16::MAX) {
-        return Err(Failure::Usage(format!(
-            "--base-port {} leaves no room for {} peer ports above it; choose a port below {}",
-            args.base_port,
-            args.nodes,
-            u64::from(u16::MAX) - 100 - args.nodes
-        )));
-    }
-    let addresses: Vec<String> =
-        (0..args.nodes).map(|index| format!("127.0.0.1:{}", u64::from(args.base_port) + index)).collect();
-    let peer_addresses: Vec<String> =
-        (0..args.nodes).map(|index| format!("127.0.0.1:{}", u64::from(args.base_port) + 100 + index)).collect();
+    let addresses: Vec<String> = (0..args.nodes).map(|index| format!("127.0.0.1:{}", client_base + index)).collect();
+    let peer_addresses: Vec<String> = (0..args.nodes).map(|index| format!("127.0.0.1:{}", peer_base + index)).collect();
     let peers: Vec<String> =
         peer_addresses.iter().enumerate().map(|(index, address)| format!("{}={address}", index + 1)).collect();
     std::fs::create_dir_all(&args.dir)
@@ -457,6 +451,48 @@ pub async fn run_dev(args: &DevArgs) -> Outcome {
         let _ = child.kill().await;
     }
     Ok(true)
+}
+
+/// How far above `--base-port` the peer ports of `strand dev` start without `--peer-base-port`.
+const DEV_PEER_PORT_OFFSET: u64 = 100;
+
+/// The first client port and the first peer port of `strand dev` (`--base-port`, and
+/// `--peer-base-port` or [`DEV_PEER_PORT_OFFSET`] above it). Refuses port 0, a range that runs
+/// past 65535, and client and peer ranges that overlap. `args.nodes` is at least 1.
+fn dev_ports(args: &DevArgs) -> Result<(u64, u64), Failure> {
+    let nodes = args.nodes;
+    let port_max = u64::from(u16::MAX);
+    let client = u64::from(args.base_port);
+    let peer = args.peer_base_port.map_or(client + DEV_PEER_PORT_OFFSET, u64::from);
+    if client == 0 || args.peer_base_port == Some(0) {
+        return Err(Failure::Usage("--base-port and --peer-base-port must be ports from 1 to 65535".into()));
+    }
+    if client + nodes - 1 > port_max {
+        return Err(Failure::Usage(format!(
+            "--base-port {client} leaves no room for {nodes} client ports; choose a port up to {}",
+            port_max + 1 - nodes
+        )));
+    }
+    if peer + nodes - 1 > port_max {
+        return Err(Failure::Usage(match args.peer_base_port {
+            Some(_) => format!(
+                "--peer-base-port {peer} leaves no room for {nodes} peer ports; choose a port up to {}",
+                port_max + 1 - nodes
+            ),
+            None => format!(
+                "--base-port {client} leaves no room for {nodes} peer ports {DEV_PEER_PORT_OFFSET} above it; choose a port up to {}, or give --peer-base-port",
+                port_max + 1 - nodes - DEV_PEER_PORT_OFFSET
+            ),
+        }));
+    }
+    if peer < client + nodes && client < peer + nodes {
+        return Err(Failure::Usage(format!(
+            "the client ports {client}-{} (--base-port) and the peer ports {peer}-{} (--peer-base-port) overlap; give ports at least {nodes} apart",
+            client + nodes - 1,
+            peer + nodes - 1
+        )));
+    }
+    Ok((client, peer))
 }
 
 async fn wait_any(children: &mut [tokio::process::Child]) -> String {

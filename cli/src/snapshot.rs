@@ -227,7 +227,7 @@ fn print_backup(
 ) {
     if cli.json {
         crate::output::print_value(&json!({
-            "file": file.display().to_string(), "header": header, "counts": counts, "checksums": "ok",
+            "file": file.display().to_string(), "header": header_json(header), "counts": counts, "checksums": "ok",
         }));
         return;
     }
@@ -241,4 +241,49 @@ fn print_backup(
         "  {} namespaces, {} beads, {} events, {} tokens ({} records, {} snapshot bytes)",
         counts.namespaces, counts.beads, counts.events, counts.tokens, counts.records, header.snapshot_bytes
     );
+}
+
+/// A backup's header as `--json` prints it: its fields as the file holds them, but when it was
+/// taken as `created_at` in RFC 3339, as every time Strand prints (the file keeps `created_ms`).
+fn header_json(header: &raft_store::backup::BackupHeader) -> serde_json::Value {
+    let raft_store::backup::BackupHeader {
+        storage_format,
+        cluster_id,
+        node_id,
+        last_log_index,
+        last_log_term,
+        created_ms,
+        snapshot_bytes,
+        snapshot_crc32,
+    } = header;
+    json!({
+        "storage_format": storage_format, "cluster_id": cluster_id, "node_id": node_id,
+        "last_log_index": last_log_index, "last_log_term": last_log_term,
+        "created_at": api::model::Timestamp(*created_ms).to_rfc3339(),
+        "snapshot_bytes": snapshot_bytes, "snapshot_crc32": snapshot_crc32,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_backups_time_prints_as_rfc3339() {
+        let header = raft_store::backup::BackupHeader {
+            storage_format: 9,
+            cluster_id: 0x8213_de10_0ef6_cc76,
+            node_id: 1,
+            last_log_index: 7,
+            last_log_term: 1,
+            created_ms: 1_767_225_600_000,
+            snapshot_bytes: 1289,
+            snapshot_crc32: 42,
+        };
+        let json = header_json(&header);
+        assert_eq!(json["created_at"], "2026-01-01T00:00:00.000Z");
+        assert!(json.get("created_ms").is_none(), "{json}");
+        assert_eq!(json["cluster_id"], 0x8213_de10_0ef6_cc76_u64, "the other fields as the file holds them");
+        assert_eq!((json["last_log_index"].as_u64(), json["snapshot_crc32"].as_u64()), (Some(7), Some(42)));
+    }
 }

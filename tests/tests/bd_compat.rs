@@ -23,6 +23,11 @@ enum Shape {
     EmptyArray,
     /// One JSON object with these keys and `schema_version: 1`.
     Object(&'static [&'static str]),
+    /// As `Object`, holding these values: (JSON pointer, the value as JSON text).
+    ObjectHolding(&'static [&'static str], &'static [(&'static str, &'static str)]),
+    /// As `Array`, and the element of this bead holds these values: (JSON pointer, the value as
+    /// JSON text).
+    ArrayHolding(&'static [&'static str], &'static str, &'static [(&'static str, &'static str)]),
 }
 
 /// One command line and what bd answers to it.
@@ -61,10 +66,10 @@ const ROWS: &[Row] = &[
         shape: Shape::Text,
     },
     Row {
-        source: "A:examples/gastown/packs/gastown/agents/mayor/prompt.template.md:23",
+        source: "A:examples/gastown/packs/gastown/agents/mayor/prompt.template.md:23 (bd create's priority 2)",
         args: &["create", "Write docs", "-t", "task", "--json"],
         code: 0,
-        shape: Shape::Object(&["id", "title"]),
+        shape: Shape::ObjectHolding(&["id", "title", "priority"], &[("/priority", "2")]),
     },
     Row {
         source: "internal/beads/bdstore.go:1095,1120 (Create of a wisp)",
@@ -166,6 +171,16 @@ const ROWS: &[Row] = &[
         shape: Shape::Array(&["issue_id", "depends_on_id", "type"]),
     },
     Row {
+        source: "internal/beads/bdstore.go:1191 (Get of a blocker: bd's IssueDetails.Dependents, cmd/bd/show.go:149)",
+        args: &["show", "--json", "st-2"],
+        code: 0,
+        shape: Shape::ArrayHolding(
+            &["id", "dependencies", "dependents"],
+            "st-2",
+            &[("/dependents/0/id", r#""st-3""#), ("/dependents/0/dependency_type", r#""blocks""#)],
+        ),
+    },
+    Row {
         source: "internal/bootstrap/packs/core/assets/scripts/cross-rig-deps.sh:61",
         args: &["dep", "remove", "st-3", "external:other-rig:or-7"],
         code: 0,
@@ -175,7 +190,7 @@ const ROWS: &[Row] = &[
         source: "internal/beads/bdstore.go:2488 (List)",
         args: &["list", "--json", "--label=ui", "--include-infra", "--include-gates", "--limit", "0"],
         code: 0,
-        shape: Shape::Array(&["id", "issue_type", "dependency_count", "parent"]),
+        shape: Shape::Array(&["id", "issue_type", "dependency_count", "dependent_count", "comment_count", "parent"]),
     },
     Row {
         source: "internal/beads/bdstore.go:2494-2532 (List, every optional flag)",
@@ -219,16 +234,24 @@ const ROWS: &[Row] = &[
         shape: Shape::Array(&["id", "title"]),
     },
     Row {
-        source: "internal/bootstrap/packs/core/assets/scripts/wisp-compact.sh:27",
+        source: "internal/bootstrap/packs/core/assets/scripts/wisp-compact.sh:27 (bd's list takes wisps)",
         args: &["list", "--json", "--all", "-n", "0"],
         code: 0,
-        shape: Shape::Array(&["id"]),
+        shape: Shape::ArrayHolding(
+            &["id", "ephemeral", "updated_at", "comment_count"],
+            "st-4",
+            &[("/ephemeral", "true"), ("/comment_count", "0")],
+        ),
     },
     Row {
-        source: "internal/beads/bdstore.go:2877 (Ready)",
+        source: "internal/beads/bdstore.go:2877 (Ready; bd's IssueWithCounts, cmd/bd/ready.go buildReadyIssueOutput)",
         args: &["ready", "--json", "--include-ephemeral", "--limit", "0"],
         code: 0,
-        shape: Shape::Array(&["id", "status"]),
+        shape: Shape::ArrayHolding(
+            &["id", "status", "dependency_count", "dependent_count", "comment_count"],
+            "st-2",
+            &[("/dependent_count", "1"), ("/comment_count", "0")],
+        ),
     },
     Row {
         source: "internal/config/workquery.go:180 (routed pool work query)",
@@ -385,6 +408,16 @@ const ROWS: &[Row] = &[
         args: &["comment", "st-2", "looked into it"],
         code: 0,
         shape: Shape::Text,
+    },
+    Row {
+        source: "internal/bootstrap/packs/core/assets/scripts/wisp-compact.sh:27,37 (comment_count // 0)",
+        args: &["list", "--json", "--all", "-n", "0"],
+        code: 0,
+        shape: Shape::ArrayHolding(
+            &["id", "comment_count", "dependent_count"],
+            "st-2",
+            &[("/comment_count", "1"), ("/dependent_count", "1")],
+        ),
     },
     Row {
         source: "contrib/beads-scripts/gc-beads-k8s:370",
@@ -560,6 +593,29 @@ fn check(cluster: &Cluster, row: &Row) {
             check_keys(row, &value, keys);
             assert_eq!(value["schema_version"], 1, "{}", row.source);
         }
+        Shape::ObjectHolding(keys, values) => {
+            let value = parsed();
+            assert!(value.is_object(), "{}: not an object: {value}", row.source);
+            check_keys(row, &value, keys);
+            assert_eq!(value["schema_version"], 1, "{}", row.source);
+            check_values(row, &value, values);
+        }
+        Shape::ArrayHolding(keys, id, values) => {
+            let value = parsed();
+            let elements = value.as_array().unwrap_or_else(|| panic!("{}: not an array: {value}", row.source));
+            elements.iter().for_each(|element| check_keys(row, element, keys));
+            let element = elements.iter().find(|element| element["id"] == id);
+            let element = element.unwrap_or_else(|| panic!("{}: {:?} lacks {id}: {value}", row.source, row.args));
+            check_values(row, element, values);
+        }
+    }
+}
+
+/// Checks the values at these JSON pointers, each given as JSON text.
+fn check_values(row: &Row, value: &Value, values: &[(&str, &str)]) {
+    for (pointer, expected) in values {
+        let expected: Value = serde_json::from_str(expected).unwrap();
+        assert_eq!(value.pointer(pointer), Some(&expected), "{}: {:?} at {pointer}: {value}", row.source, row.args);
     }
 }
 

@@ -14,6 +14,18 @@ enum Expect {
     Fails(i32, &'static str),
 }
 
+/// `strand` as alice against `endpoint`, with no namespace, actor or lease from the environment.
+fn strand_at(endpoint: &str, args: &[&str]) -> std::process::Output {
+    Command::new(strand_binary())
+        .args(["--endpoints", endpoint, "--actor", "alice"])
+        .args(args)
+        .env_remove("STRAND_ACTOR")
+        .env_remove("STRAND_NAMESPACE")
+        .env_remove("STRAND_LEASE_ID")
+        .output()
+        .expect("run strand")
+}
+
 fn golden_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden").join(format!("{name}.json"))
 }
@@ -183,14 +195,7 @@ async fn agent_text_is_escaped_in_human_output_and_refused_in_identifiers() {
     let cluster = Cluster::start(1, None);
     cluster.wait_for_leader().await;
     let endpoint = cluster.endpoints()[0].clone();
-    let strand = |args: &[&str]| {
-        Command::new(strand_binary())
-            .args(["--endpoints", &endpoint, "--actor", "alice"])
-            .args(args)
-            .env_remove("STRAND_ACTOR")
-            .output()
-            .expect("run strand")
-    };
+    let strand = |args: &[&str]| strand_at(&endpoint, args);
     let forged = "fake\nst-9 [closed] P0 victim @root\x1b[2J\x07\u{202e}";
     let created = strand(&["create", forged, "--description", "first line\n\x1b[31mst-8 [open] P0 forged"]);
     assert_eq!(created.status.code(), Some(0), "{created:?}");
@@ -232,4 +237,118 @@ async fn agent_text_is_escaped_in_human_output_and_refused_in_identifiers() {
     assert_eq!(after[0]["status"], "open", "{after}");
     assert_eq!(after[0]["labels"].as_array().map_or(0, Vec::len), 0, "{after}");
     assert!(after[0]["metadata"].get("k\x07").is_none(), "{after}");
+}
+
+/// Issue 28: an id a bead is created under keeps to its charset and a taken one names `--id` and
+/// `strand update`, neither speaking of an import; a gate of a type no check resolves is a usage
+/// error that lists the known ones; a keepalive of a bead that holds no lease says why and what
+/// to do; and every time `order show --json` and `snapshot save --json` print is RFC 3339.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explicit_ids_gate_types_unleased_keepalives_and_json_times() {
+    let cluster = Cluster::start(1, None);
+    cluster.wait_for_leader().await;
+    cluster.wait_for_controller().await;
+    let endpoint = cluster.endpoints()[0].clone();
+    let strand = |args: &[&str]| strand_at(&endpoint, args);
+    let json = |args: &[&str]| -> serde_json::Value {
+        let output = strand(args);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|error| panic!("{args:?}: {error}: {output:?}"))
+    };
+    let charset =
+        "an id is letters, digits, '-', '_', '.' and ':', starting with a letter or digit (for example st-12)";
+
+    // Ids outside the charset are refused by the cluster (exit 1), naming the id and the charset.
+    for (id, says) in [
+        ("../../etc", format!("id \"../../etc\" has characters an id cannot hold; {charset}")),
+        ("gc 1", format!("id \"gc 1\" has characters an id cannot hold; {charset}")),
+        ("st-1\n\x1b[2J", format!("id \"st-1\\n\\u{{1b}}[2J\" has characters an id cannot hold; {charset}")),
+        (".hidden", format!("id \".hidden\" does not start with a letter or digit; {charset}")),
+        ("st..1", format!("id \"st..1\" holds \"..\", which an id cannot; {charset}")),
+    ] {
+        let output = strand(&["create", "x", "--id", id]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{id:?}: {stderr}");
+        assert!(stderr.contains(&says), "{id:?}: {stderr}");
+        assert!(!stderr.contains("import"), "a create speaks of no import: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "one-line error: {stderr:?}");
+        assert!(!stderr.trim_end().chars().any(char::is_control), "no control character: {stderr:?}");
+    }
+    assert_eq!(json(&["list", "--all", "--json"]), serde_json::json!([]), "a refused create writes nothing");
+
+    // bd's ids, child ids and Gas City's stable ids are taken as they are; a second create under
+    // one names it and what to do instead.
+    for id in ["st-1", "gc-abc.1.3", "gc-session-1"] {
+        assert_eq!(json(&["create", "first", "--id", id, "--json"])["id"], id);
+    }
+    run(
+        &endpoint,
+        &["create", "again", "--id", "st-1"],
+        Expect::Fails(1, "bead st-1 already exists; give another --id, or update it with strand update st-1"),
+    );
+    let st1 = json(&["show", "st-1", "--json"]);
+    assert_eq!(st1[0]["title"], "first", "the refused create changed nothing: {st1}");
+
+    // A gate of a type no check resolves is a usage error, and nothing is created.
+    run(
+        &endpoint,
+        &["gate", "create", "--blocks", "st-1", "--type", "bogus"],
+        Expect::Fails(2, "unknown gate type \"bogus\"; use one of human, timer, gh:run, gh:pr, bead"),
+    );
+    let everything = json(&["list", "--all", "--include-gates", "--json"]);
+    assert_eq!(everything.as_array().map(Vec::len), Some(3), "no gate was made: {everything}");
+
+    // Keeping alive (or renewing) a claim without a lease says why there is none and what to do.
+    json(&["claim", "st-1", "--json"]);
+    let unleased = "st-1 holds no lease (it was claimed without --lease, or its lease expired); claim it with --lease to keep one alive";
+    run(&endpoint, &["lease", "keepalive", "st-1"], Expect::Fails(1, unleased));
+    run(&endpoint, &["lease", "renew", "st-1"], Expect::Fails(1, unleased));
+
+    // Every time an order's JSON holds is RFC 3339, durations stay numbers.
+    let formula = cluster.dir().join("patrol.toml");
+    std::fs::write(&formula, "formula = \"patrol\"\n[[steps]]\nid = \"look\"\ntitle = \"Look around\"\n").unwrap();
+    json(&["formula", "put", formula.to_str().unwrap(), "--json"]);
+    let order = cluster.dir().join("patrol-sweep.toml");
+    std::fs::write(&order, "[order]\nformula = \"patrol\"\ngate = \"cooldown\"\ninterval = \"1h\"\npool = \"dog\"\n")
+        .unwrap();
+    json(&["order", "put", order.to_str().unwrap(), "--json"]);
+    json(&["order", "run", "patrol-sweep", "--json"]);
+    let shown = json(&["order", "show", "patrol-sweep", "--json"]);
+    let listed = json(&["order", "list", "--json"]);
+    for value in [&shown, &listed[0]] {
+        for key in ["last_fired_at", "next_due_at"] {
+            let time = value[key].as_str().unwrap_or_else(|| panic!("{key} is a time: {value}"));
+            assert!(api::model::Timestamp::parse_rfc3339(time).is_some() && time.ends_with('Z'), "{key}: {value}");
+        }
+        assert_rfc3339_times(value);
+    }
+
+    // A backup's header too.
+    let backup = cluster.dir().join("issue-28.backup");
+    let saved = json(&["--json", "snapshot", "save", backup.to_str().unwrap()]);
+    let taken = saved["header"]["created_at"].as_str().unwrap_or_else(|| panic!("created_at: {saved}"));
+    assert!(api::model::Timestamp::parse_rfc3339(taken).is_some(), "{saved}");
+    assert_rfc3339_times(&saved);
+}
+
+/// Every field at any depth whose name ends in `_at` is an RFC 3339 time (or null), and none
+/// ends in `_ms` but a duration (`ttl_ms`, `interval_ms`).
+fn assert_rfc3339_times(value: &serde_json::Value) {
+    match value {
+        serde_json::Value::Array(items) => items.iter().for_each(assert_rfc3339_times),
+        serde_json::Value::Object(fields) => {
+            for (key, field) in fields {
+                if key.ends_with("_at") && !field.is_null() {
+                    let time = field.as_str().unwrap_or_else(|| panic!("{key} is not text: {value}"));
+                    assert!(api::model::Timestamp::parse_rfc3339(time).is_some(), "{key} is not RFC 3339: {value}");
+                }
+                assert!(
+                    !key.ends_with("_ms") || ["ttl_ms", "interval_ms"].contains(&key.as_str()),
+                    "{key} is a point in time in ms: {value}"
+                );
+                assert_rfc3339_times(field);
+            }
+        }
+        _ => {}
+    }
 }

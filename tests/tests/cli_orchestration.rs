@@ -241,10 +241,11 @@ async fn mail_round_trips_and_hook_injects_the_work_block() {
     assert_eq!(strand.exits(1, "worker", &["hook", "--json"]).trim(), "[]");
     assert_eq!(strand.exits(0, "worker", &["hook", "--inject"]), "");
 
-    // Work assigned to the agent: the exact block of BEADS-SPEC §7, one line per bead.
+    // Work assigned to the agent: the exact block of BEADS-SPEC §7, one line per bead (`create`
+    // gives bd's default priority, 2).
     let bead = id(&strand.json("tester", &["create", "fix the parser", "--assignee", "worker"]));
     let expected = format!(
-        "<system-reminder>\nYou have pending work. Pick up the next item:\n\n<work-items>\n{bead} [open] fix the parser @worker\n</work-items>\n\nClaim it and start working. Run 'strand hook' to see the full queue.\n</system-reminder>\n"
+        "<system-reminder>\nYou have pending work. Pick up the next item:\n\n<work-items>\n{bead} [open] P2 fix the parser @worker\n</work-items>\n\nClaim it and start working. Run 'strand hook' to see the full queue.\n</system-reminder>\n"
     );
     assert_eq!(strand.exits(0, "worker", &["hook", "--inject"]), expected);
     assert_eq!(ids(&strand.json("worker", &["hook"])), [bead.as_str()]);

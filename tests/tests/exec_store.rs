@@ -241,6 +241,8 @@ async fn exec_store_protocol_op_by_op_against_a_live_cluster() {
         (first["id"].as_str(), first["status"].as_str(), first["type"].as_str()),
         (Some("gc-1"), Some("open"), Some("task"))
     );
+    // Unlike `bd create` (priority 2), the exec store keeps a priority never given unset.
+    assert!(first.get("priority").is_none(), "{first}");
     let second = session
         .ok(
             &city,

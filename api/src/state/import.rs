@@ -9,7 +9,9 @@
 //! number, in the order given; an id the namespace assigns later skips any imported one
 //! ([`NamespaceState::next_id`]). Edges may point at beads later in the import or at ids that
 //! are not beads, as anywhere else. A bead without a creation time (0) is stamped with the
-//! command's time: `create --id` is an import of one bead.
+//! command's time: `create --id` is an import of one bead ([`is_create_with_id`]), and its
+//! refusals speak of the create: an id that exists names `--id` and `strand update`, an unknown
+//! parent is not found, as for a create without `--id`.
 //!
 //! An undo removes beads an import wrote, each only while still at the revision the import gave
 //! it, and leaves the namespace as the import found it: edges other beads have to them stay (to
@@ -19,7 +21,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::namespace::{GRAPH_WALK_MAX, NamespaceState};
-use crate::command::ImportedBead;
+use crate::command::{ImportedBead, is_create_with_id};
 use crate::model::{Bead, BeadId, DEFAULT_TYPE, DepType, Status, Timestamp, event_type};
 use crate::outcome::{Outcome, Refusal};
 
@@ -27,19 +29,28 @@ impl NamespaceState {
     /// Imports beads (see the module header).
     pub(super) fn import(&mut self, beads: &[Bead], now: Timestamp) -> Result<Outcome, Refusal> {
         let incoming: BTreeSet<&BeadId> = beads.iter().map(|bead| &bead.id).collect();
+        let create = is_create_with_id(beads);
         for bead in beads {
             if self.beads.contains_key(&bead.id) {
-                return Err(Refusal::Invalid(format!(
-                    "bead {} already exists in this namespace; an import only adds beads, so import into an empty namespace or leave that bead out",
-                    bead.id
-                )));
+                let id = &bead.id;
+                return Err(Refusal::Invalid(if create {
+                    format!("bead {id} already exists; give another --id, or update it with strand update {id}")
+                } else {
+                    format!(
+                        "bead {id} already exists in this namespace; an import only adds beads, so import into an empty namespace or leave that bead out"
+                    )
+                }));
             }
             if let Some(parent) = bead.parent_id.as_ref().filter(|parent| !incoming.contains(parent)) {
-                self.bead(parent).map_err(|_| {
-                    Refusal::Invalid(format!(
-                        "bead {} names parent {parent}, which is neither in the import nor in this namespace",
-                        bead.id
-                    ))
+                self.bead(parent).map_err(|not_found| {
+                    if create {
+                        not_found
+                    } else {
+                        Refusal::Invalid(format!(
+                            "bead {} names parent {parent}, which is neither in the import nor in this namespace",
+                            bead.id
+                        ))
+                    }
                 })?;
             }
         }
@@ -73,9 +84,13 @@ impl NamespaceState {
         }
         if let Some((from, to)) = self.cycle_through(&incoming) {
             self.roll_back();
-            return Err(Refusal::Invalid(format!(
-                "the import would close a cycle: {from} depends on (or is a child of) {to}, which leads back to {from}; remove one of those edges from the file"
-            )));
+            let closed = format!("{from} depends on (or is a child of) {to}, which leads back to {from}");
+            return Err(Refusal::Invalid(match beads {
+                [created] if create => {
+                    format!("creating {} would close a cycle: {closed}; leave that dependency out", created.id)
+                }
+                _ => format!("the import would close a cycle: {closed}; remove one of those edges from the file"),
+            }));
         }
         self.journal = None;
         let imported = beads.iter().map(|bead| self.beads[&bead.id].clone()).collect();

@@ -10,11 +10,17 @@
 //! a closed wisp is in `closed_ephemeral`, ordered by `closed_at`; `open_children` counts, per
 //! parent, the children in `children` that are not closed; a ready bead routed to a pool
 //! (`pool:<name>` label or `gc.routed_to` metadata) is in its ready index's `by_pool`.
+//! Invariant: `blocks_dependents` counts, per target id, the `blocks` edges of beads that point
+//! at it, and `comments` the comment lines of each bead's notes ([`comment_count`]); ids with
+//! none are absent. A read's counts ([`Indexes::counts`]) are thus two look-ups.
 //! The indexes are derived state: they are rebuilt from the beads at load, never persisted.
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::model::{Bead, BeadId, LABEL_READ, MESSAGE_TYPE, Status, is_infrastructure_type, routed_pool};
+use crate::model::{
+    Bead, BeadCounts, BeadId, DepType, LABEL_READ, MESSAGE_TYPE, Status, comment_count, is_infrastructure_type,
+    routed_pool,
+};
 
 /// Orders beads by creation (time, then sequence number, which orders ties by id).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -130,6 +136,10 @@ pub struct Indexes {
     pub open_children: HashMap<BeadId, usize>,
     /// Reverse dependency edges: target to the beads that depend on it.
     pub dependents: HashMap<BeadId, BTreeSet<BeadId>>,
+    /// How many `blocks` edges of beads point at each id (bd's `dependent_count`).
+    pub blocks_dependents: HashMap<BeadId, u32>,
+    /// How many comments each bead's notes hold (bd's `comment_count`).
+    pub comments: HashMap<BeadId, u32>,
     /// Beads currently blocked (derived from statuses, dependencies and parents).
     pub blocked: BTreeSet<BeadId>,
     /// Ready beads that are not wisps.
@@ -170,8 +180,15 @@ impl Indexes {
                 *self.open_children.entry(parent_id.clone()).or_default() += 1;
             }
         }
-        for target in bead.depends_on.keys() {
+        for (target, dep_type) in &bead.depends_on {
             self.dependents.entry(target.clone()).or_default().insert(bead.id.clone());
+            if dep_type.0 == DepType::BLOCKS {
+                *self.blocks_dependents.entry(target.clone()).or_default() += 1;
+            }
+        }
+        let comments = comment_count(&bead.notes);
+        if comments > 0 {
+            self.comments.insert(bead.id.clone(), comments);
         }
         self.insert_work(bead, &key);
         self.all.insert(key);
@@ -235,15 +252,32 @@ impl Indexes {
                 }
             }
         }
-        for target in bead.depends_on.keys() {
+        for (target, dep_type) in &bead.depends_on {
             if let Some(set) = self.dependents.get_mut(target) {
                 set.remove(&bead.id);
                 if set.is_empty() {
                     self.dependents.remove(target);
                 }
             }
+            if dep_type.0 == DepType::BLOCKS
+                && let Some(count) = self.blocks_dependents.get_mut(target)
+            {
+                *count -= 1;
+                if *count == 0 {
+                    self.blocks_dependents.remove(target);
+                }
+            }
         }
+        self.comments.remove(&bead.id);
         self.all.remove(&key);
+    }
+
+    /// What a read tells of a bead beyond its fields: its `blocks` dependents and comments.
+    pub fn counts(&self, bead_id: &BeadId) -> BeadCounts {
+        BeadCounts {
+            dependents: self.blocks_dependents.get(bead_id).copied().unwrap_or(0),
+            comments: self.comments.get(bead_id).copied().unwrap_or(0),
+        }
     }
 
     /// Adds the bead to its ready index if it is ready.

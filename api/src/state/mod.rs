@@ -664,7 +664,8 @@ impl State {
                 &empty
             }
         };
-        match query {
+        // Every answer of beads carries their counts (dependents, comments) from the indexes.
+        let answer = match query {
             Query::Get { ids } => namespace_state.get(ids),
             Query::Lookup { ids } => Ok(namespace_state.lookup(ids)),
             Query::List(filter) => namespace_state.list(filter),
@@ -685,7 +686,8 @@ impl State {
             Query::OrderList { now } => Ok(namespace_state.order_list(*now)),
             Query::PurgePreview { older_than_ms, now } => Ok(namespace_state.purge_preview(*older_than_ms, *now)),
             Query::Namespaces | Query::Tokens | Query::WhoAmI => unreachable!("answered above"),
-        }
+        };
+        answer.map(|outcome| namespace_state.with_counts(outcome))
     }
 
     /// Answers a read made with `credential`: judged by its token (refused when auth is on and

@@ -21,9 +21,9 @@ use serde::{Deserialize, Serialize};
 
 use super::index::Indexes;
 use crate::model::{
-    Bead, BeadId, CONVOY_TYPE, DepType, Event, LABEL_OWNED, MOLECULE_TYPE, Status, Timestamp, event_type,
+    Bead, BeadCounts, BeadId, CONVOY_TYPE, DepType, Event, LABEL_OWNED, MOLECULE_TYPE, Status, Timestamp, event_type,
 };
-use crate::outcome::Refusal;
+use crate::outcome::{Outcome, Refusal};
 
 /// How far up a parent chain or along dependency edges any walk goes before it stops.
 pub const GRAPH_WALK_MAX: usize = 100_000;
@@ -291,7 +291,9 @@ impl NamespaceState {
 
     /// Adds a bead without computing its blocked state (loading adds every bead first, then
     /// refreshes them all, because an edge may point at a bead loaded later).
-    pub(super) fn insert_unrefreshed(&mut self, bead: Bead) -> BeadId {
+    pub(super) fn insert_unrefreshed(&mut self, mut bead: Bead) -> BeadId {
+        // Counts are a read's, never held: an imported bead may arrive with some.
+        bead.counts = BeadCounts::default();
         let bead_id = bead.id.clone();
         assert!(!self.beads.contains_key(&bead_id), "bead id {bead_id} assigned twice");
         self.journal_bead(&bead_id);
@@ -451,6 +453,20 @@ impl NamespaceState {
             self.modify(&child, now, |child_bead| child_bead.parent_id = None)?;
         }
         Ok(())
+    }
+
+    /// A query's answer with each of its beads' counts filled in from the indexes (bd's
+    /// `dependent_count` and `comment_count`): two look-ups a bead, whatever the fan-in.
+    pub(super) fn with_counts(&self, outcome: Outcome) -> Outcome {
+        match outcome {
+            Outcome::Beads(mut beads) => {
+                for bead in &mut beads {
+                    bead.counts = self.indexes.counts(&bead.id);
+                }
+                Outcome::Beads(beads)
+            }
+            other => other,
+        }
     }
 
     /// Beads with an edge to this one.

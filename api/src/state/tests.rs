@@ -58,6 +58,10 @@ impl Harness {
             assert_eq!(rebuilt, Some(&namespace_state.indexes.closed_ephemeral), "closed wisps match a rebuild");
             let rebuilt = reloaded.namespaces.get(namespace).map(|reloaded| &reloaded.indexes.leased);
             assert_eq!(rebuilt, Some(&namespace_state.indexes.leased), "leased beads match a rebuild");
+            let rebuilt = reloaded.namespaces.get(namespace).map(|reloaded| &reloaded.indexes.blocks_dependents);
+            assert_eq!(rebuilt, Some(&namespace_state.indexes.blocks_dependents), "dependent counts match a rebuild");
+            let rebuilt = reloaded.namespaces.get(namespace).map(|reloaded| &reloaded.indexes.comments);
+            assert_eq!(rebuilt, Some(&namespace_state.indexes.comments), "comment counts match a rebuild");
         }
         assert_eq!(reloaded.controller_term(), self.state.controller_term(), "the controller's term is kept");
         let ready = |state: &State| {
@@ -1025,6 +1029,7 @@ fn update_cannot_grow_labels_past_the_limit() {
 }
 
 mod auth;
+mod counts;
 mod import;
 mod lease;
 mod metadata;

@@ -33,6 +33,7 @@ fn imported(id: &str, title: &str) -> Bead {
         lease: None,
         delivery_count: 0,
         depends_on: BTreeMap::new(),
+        counts: Default::default(),
     }
 }
 
@@ -79,8 +80,10 @@ fn a_refused_import_changes_nothing() {
         (vec![imported("gc-1", "new"), imported(&existing.0, "clash")], "already exists"),
         (vec![imported("gc-1", "new"), orphan], "neither in the import nor in this namespace"),
         (vec![imported("gc-1", "one"), imported("gc-1", "two")], "appears twice"),
-        (vec![imported("gc 1", "space")], "without spaces"),
-        (vec![imported("$0", "reference")], "may not start with $"),
+        (vec![imported("gc 1", "space")], "imported bead \"gc 1\": id \"gc 1\" has characters an id cannot hold"),
+        (vec![imported("$0", "reference")], "has characters an id cannot hold"),
+        (vec![imported("../../etc", "path")], "id \"../../etc\" has characters an id cannot hold"),
+        (vec![imported("gc-1", "fine"), imported("gc..2", "dots")], "holds \"..\""),
         (vec![imported("gc-1", "")], "title"),
         (Vec::new(), "1 to 1000 beads"),
     ] {
@@ -91,6 +94,31 @@ fn a_refused_import_changes_nothing() {
         assert!(refusal.contains(expected), "{refusal} should say {expected}");
         assert_eq!(content(&harness.state), before, "a refused import ({expected}) changes nothing");
     }
+}
+
+/// `create --id` is an import of one bead without a creation time: its refusals speak of the
+/// create, not of an import, and change nothing.
+#[test]
+fn a_create_under_a_taken_id_or_a_missing_parent_is_refused_as_a_create() {
+    let mut harness = Harness::new();
+    let existing = harness.create("existing");
+    let before = content(&harness.state);
+    let create = CreateBead { title: "again".into(), ..Default::default() };
+    let again = Command::Import { beads: vec![create.clone().into_bead(existing.clone())] };
+    let refusal = harness.apply(again).expect_err("the id is taken");
+    assert_eq!(
+        refusal.to_string(),
+        format!("bead {existing} already exists; give another --id, or update it with strand update {existing}")
+    );
+    let orphan = CreateBead { parent_id: Some(BeadId::from("st-404")), ..create.clone() };
+    let orphan = Command::Import { beads: vec![orphan.into_bead(BeadId::from("gc-new"))] };
+    assert_eq!(harness.apply(orphan), Err(Refusal::NotFound(BeadId::from("st-404"))));
+    let path = Command::Import { beads: vec![create.clone().into_bead(BeadId::from("../../etc"))] };
+    let refusal = harness.apply(path).expect_err("a path is no id");
+    assert!(refusal.to_string().starts_with("id \"../../etc\" has characters an id cannot hold"), "{refusal}");
+    assert_eq!(content(&harness.state), before, "a refused create changes nothing");
+    let made = beads_of(harness.apply(Command::Import { beads: vec![create.into_bead(BeadId::from("gc-abc.1.3"))] }));
+    assert_eq!((made[0].id.as_str(), made[0].created_at), ("gc-abc.1.3", Timestamp(harness.now)), "stamped");
 }
 
 #[test]

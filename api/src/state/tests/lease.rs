@@ -107,7 +107,10 @@ fn only_the_holder_renews_or_releases_and_a_stale_lease_id_is_refused() {
     let unleased = harness.create("plain");
     harness.claim(&unleased, "alice").unwrap();
     let refusal = harness.as_actor("alice", Command::LeaseRenew { id: unleased, lease_id: None }).unwrap_err();
-    assert!(refusal.to_string().contains("has no lease"), "{refusal}");
+    assert!(
+        refusal.to_string().contains("holds no lease (it was claimed without --lease, or its lease expired)"),
+        "{refusal}"
+    );
 }
 
 #[test]
