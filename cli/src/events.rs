@@ -79,6 +79,13 @@ async fn watch_start(cli: &Cli, client: &api::client::Client, from: Option<u64>)
     let answer = client.query(Query::Namespaces).await?;
     let Answer::Namespaces(namespaces) = answer else { return Err(unexpected(&answer)) };
     let newest = namespaces.iter().find(|namespace| namespace.name == cli.namespace());
+    if newest.is_none() {
+        // Said whatever stderr is: a watch of a misspelt namespace would otherwise wait in silence.
+        eprintln!(
+            "namespace {} does not exist (yet): waiting for its first event; `strand namespace list` shows the namespaces",
+            api::printable::printable(&cli.namespace())
+        );
+    }
     Ok(newest.map_or(0, |namespace| namespace.last_event_seq))
 }
 
@@ -87,6 +94,9 @@ pub async fn run_watch(cli: &Cli, args: &WatchArgs) -> Outcome {
     check_types(&args.types)?;
     let client = cli.client()?;
     let after = watch_start(cli, &client, args.from).await?;
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        eprintln!("watching for events after seq {after}; Ctrl-C stops");
+    }
     let stream = client.watch(after, args.types.clone());
     futures::pin_mut!(stream);
     let interrupted = tokio::signal::ctrl_c();

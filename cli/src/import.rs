@@ -422,7 +422,10 @@ fn open(args: &ImportArgs) -> Result<(Box<dyn BufRead>, String), Failure> {
                 .map_err(|error| Failure::Refused(format!("cannot open {}: {error}", path.display())))?;
             Ok((Box::new(BufReader::new(file)), path.display().to_string()))
         }
-        None => Ok((Box::new(BufReader::new(std::io::stdin())), "stdin".to_string())),
+        None => {
+            crate::wire::say_when_reading_a_terminal("the beads to import (bd export JSONL)");
+            Ok((Box::new(BufReader::new(std::io::stdin())), "stdin".to_string()))
+        }
     }
 }
 

@@ -45,7 +45,19 @@ pub fn read_request_file(file: Option<&Path>) -> Result<String, Failure> {
                 std::fs::File::open(path).map_err(|io_error| error(format!("cannot open {source}: {io_error}")))?;
             read_request(opened, &source)
         }
-        None => read_request(std::io::stdin(), "stdin"),
+        None => {
+            say_when_reading_a_terminal("the transaction (a JSON document)");
+            read_request(std::io::stdin(), "stdin")
+        }
+    }
+}
+
+/// Says on stderr what a command waits for when its standard input is a terminal, where a silent
+/// wait looks like a hang: `what` is read from it until Ctrl-D.
+pub fn say_when_reading_a_terminal(what: &str) {
+    use std::io::IsTerminal;
+    if std::io::stdin().is_terminal() {
+        eprintln!("reading {what} from standard input; end it with Ctrl-D (or give a FILE)");
     }
 }
 

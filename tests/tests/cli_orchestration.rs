@@ -323,4 +323,17 @@ async fn purge_removes_closed_wisps_and_events_are_gap_free() {
     let interrupted = Command::new("kill").args(["-INT", &watch.id().to_string()]).status().unwrap();
     assert!(interrupted.success(), "send SIGINT to strand watch");
     assert_eq!(watch.wait().unwrap().code(), Some(0), "Ctrl-C ends a watch with exit 0");
+
+    // A watch of a namespace that does not exist says what it waits for, instead of silence.
+    let mut unknown = Command::new(strand_binary())
+        .args(["--endpoints", &strand.endpoints, "--namespace", "nosuch", "watch"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    BufReader::new(unknown.stderr.take().unwrap()).read_line(&mut said).unwrap();
+    unknown.kill().unwrap();
+    unknown.wait().unwrap();
+    assert!(said.contains("namespace nosuch does not exist (yet): waiting for its first event"), "{said}");
 }
