@@ -3,7 +3,8 @@
 //! Servers turn a request into a [`WriteRequest`] or [`ReadRequest`] with [`IntoWrite`] /
 //! [`IntoRead`] and an answer into a response with [`FromAnswer`]; clients go the other way with
 //! [`write_to_proto`] / [`read_to_proto`] and [`IntoAnswer`]. Refusals travel as a gRPC status
-//! whose details carry the refusal as JSON, so a client gets back exactly the [`Refusal`] the state
+//! whose details carry the refusal in the standard rich error model (`google.rpc.Status` with an
+//! `ErrorInfo` whose metadata holds it as JSON), so a client gets back exactly the [`Refusal`] the state
 //! machine produced.
 
 use std::collections::BTreeMap;
@@ -1322,14 +1323,66 @@ fn refusal_code(refusal: &Refusal) -> Code {
     }
 }
 
-/// The gRPC status of a refusal: a code by kind, the one-line message, the refusal as JSON details.
-pub fn refusal_to_status(refusal: Refusal) -> GrpcStatus {
-    let details = serde_json::to_vec(&refusal).unwrap_or_default();
-    GrpcStatus::with_details(refusal_code(&refusal), refusal.to_string(), details.into())
+/// The `domain` of the `google.rpc.ErrorInfo` a refusal's status carries.
+pub const ERROR_DOMAIN: &str = "strand.v1";
+/// The `ErrorInfo` metadata key that holds the whole refusal as JSON, which the client reads back.
+pub const REFUSAL_METADATA_KEY: &str = "refusal_json";
+
+/// `AlreadyClaimed` as an `ErrorInfo` reason: `ALREADY_CLAIMED`.
+fn reason_of(variant: &str) -> String {
+    let mut reason = String::with_capacity(variant.len() + 4);
+    for (index, character) in variant.chars().enumerate() {
+        if character.is_ascii_uppercase() && index > 0 {
+            reason.push('_');
+        }
+        reason.push(character.to_ascii_uppercase());
+    }
+    reason
 }
 
-/// The refusal a status carries, if it carries one (statuses from transport failures do not).
+/// The gRPC status of a refusal: a code by kind, the one-line message, and the standard rich
+/// error model in its details (`google.rpc.Status` with one `google.rpc.ErrorInfo`: the reason is
+/// the refusal's kind, `ALREADY_CLAIMED`; the domain `strand.v1`; the metadata its fields, each as
+/// text, and the whole refusal as JSON under [`REFUSAL_METADATA_KEY`]), which grpcurl and every
+/// gRPC library decode.
+pub fn refusal_to_status(refusal: Refusal) -> GrpcStatus {
+    use tonic_types::{ErrorDetails, StatusExt};
+    let json = serde_json::to_value(&refusal).unwrap_or_default();
+    let text = |value: &serde_json::Value| match value {
+        serde_json::Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    let mut metadata = std::collections::HashMap::new();
+    let reason = match &json {
+        serde_json::Value::String(variant) => reason_of(variant),
+        serde_json::Value::Object(map) if map.len() == 1 => {
+            let (variant, fields) = map.iter().next().expect("one entry");
+            match fields {
+                serde_json::Value::Object(fields) => {
+                    metadata.extend(fields.iter().map(|(key, value)| (key.clone(), text(value))));
+                }
+                other => {
+                    metadata.insert("detail".to_string(), text(other));
+                }
+            }
+            reason_of(variant)
+        }
+        _ => "REFUSED".to_string(),
+    };
+    metadata.insert(REFUSAL_METADATA_KEY.to_string(), json.to_string());
+    let details = ErrorDetails::with_error_info(reason, ERROR_DOMAIN, metadata);
+    GrpcStatus::with_error_details(refusal_code(&refusal), refusal.to_string(), details)
+}
+
+/// The refusal a status carries, if it carries one (statuses from transport failures do not): from
+/// its `ErrorInfo`, or from the JSON details a node of an older build sends.
 pub fn refusal_from_status(status: &GrpcStatus) -> Option<Refusal> {
+    use tonic_types::StatusExt;
+    if let Some(info) = status.get_details_error_info()
+        && info.domain == ERROR_DOMAIN
+    {
+        return serde_json::from_str(info.metadata.get(REFUSAL_METADATA_KEY)?).ok();
+    }
     serde_json::from_slice(status.details()).ok()
 }
 

@@ -50,3 +50,32 @@ async fn reflection_lists_and_describes_the_public_services_and_never_raft() {
     let raft = ask(address, MessageRequest::FileContainingSymbol("strand.v1.Raft".into())).await.unwrap_err();
     assert_eq!(raft.code(), tonic::Code::NotFound, "{raft:?}");
 }
+
+/// A refusal carries the standard rich error model in `grpc-status-details-bin`: a
+/// `google.rpc.Status` with one `google.rpc.ErrorInfo` (its reason the refusal's kind, its domain
+/// `strand.v1`, its metadata the refusal's fields), which any gRPC client decodes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_carries_a_google_rpc_status_with_error_info() {
+    use tonic_types::StatusExt;
+    let cluster = Cluster::start(1, None);
+    cluster.wait_for_leader().await;
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", cluster.nodes[0].address))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut beads = api::proto::beads_client::BeadsClient::new(channel);
+    let request = api::proto::GetRequest { ids: vec!["st-nope".into()], ..Default::default() };
+    let refused = beads.get(request).await.unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::NotFound, "{refused:?}");
+    let status: tonic_types::Status = prost::Message::decode(refused.details()).unwrap();
+    assert_eq!((status.code, status.message.as_str()), (tonic::Code::NotFound as i32, refused.message()));
+    let info = refused.get_details_error_info().expect("an ErrorInfo in the details");
+    assert_eq!((info.reason.as_str(), info.domain.as_str()), ("NOT_FOUND", "strand.v1"), "{info:?}");
+    assert_eq!(info.metadata.get("detail").map(String::as_str), Some("st-nope"), "{info:?}");
+    // The CLI reads the same refusal back, its message unchanged.
+    assert_eq!(
+        api::convert::refusal_from_status(&refused),
+        Some(api::outcome::Refusal::NotFound(api::model::BeadId::from("st-nope")))
+    );
+}
