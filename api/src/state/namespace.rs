@@ -262,8 +262,11 @@ impl NamespaceState {
             self.meta.next_seq += 1;
             self.meta_dirty = true;
             let bead_id = BeadId(format!("{prefix}-{seq}"));
-            // Only an imported bead can hold such an id already; the next number is free.
-            if !self.beads.contains_key(&bead_id) {
+            // An imported bead may hold the id already; and an id an edge names (a dependency on an
+            // id that is no bead yet, or a loose edge from it) is skipped too, so that a new bead
+            // never silently inherits an edge it was not given. Judged on the state, so it holds
+            // for edges stored before the rule as well.
+            if !self.beads.contains_key(&bead_id) && !self.edge_names(&bead_id) {
                 return (bead_id, seq);
             }
         }
@@ -467,6 +470,14 @@ impl NamespaceState {
             }
             other => other,
         }
+    }
+
+    /// Whether an edge names `id`: a bead's dependency on it, a loose edge from it, or a loose edge
+    /// to it.
+    fn edge_names(&self, id: &BeadId) -> bool {
+        self.indexes.dependents.get(id).is_some_and(|sources| !sources.is_empty())
+            || self.loose_edges.contains_key(id)
+            || self.loose_edges.values().any(|edges| edges.contains_key(id))
     }
 
     /// Beads with an edge to this one.
