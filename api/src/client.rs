@@ -212,42 +212,33 @@ impl Client {
         self.request_ids.client_id()
     }
 
-    /// What to do about a connection failure that looks like a TLS mismatch, or nothing.
-    fn tls_hint(&self, message: &str) -> &'static str {
+    /// What a connection failure that looks like TLS trouble means: what to do about it (empty
+    /// when it does not look like TLS trouble), and whether it is final. A verification failure
+    /// (a certificate the client does not trust or that names another host, a client certificate
+    /// the node requires and was not given) is final: no retry and no other node of the same
+    /// cluster can pass it.
+    fn tls_trouble(&self, message: &str) -> (&'static str, bool) {
         let lower = message.to_lowercase();
+        let shows = |signs: &[&str]| signs.iter().any(|sign| lower.contains(sign));
+        const UNTRUSTED: &str =
+            "; check that --cacert is the CA that signed the nodes' certificates and that they name the host you dial";
         match &self.config.tls {
-            None if lower.contains("h2 protocol error") || lower.contains("http2 error") => {
-                "; the node may serve TLS: pass --cacert with the CA that signed its certificate (or set $STRAND_CACERT)"
+            None if shows(&["h2 protocol error", "http2 error"]) => (
+                "; the node may serve TLS: pass --cacert with the CA that signed its certificate (or set $STRAND_CACERT)",
+                false,
+            ),
+            Some(_) if shows(&["certificaterequired", "certificate required"]) => {
+                ("; the cluster requires a client certificate: pass --cert and --key", true)
             }
-            Some(_) if lower.contains("certificaterequired") || lower.contains("certificate required") => {
-                "; the cluster requires a client certificate: pass --cert and --key"
+            Some(_) if shows(&["invalid peer certificate", "unknownissuer", "notvalidforname", "badsignature"]) => {
+                (UNTRUSTED, true)
             }
-            Some(_) if lower.contains("certificate") || lower.contains("unknownissuer") => {
-                "; check that --cacert is the CA that signed the nodes' certificates and that they name the host you dial"
+            Some(_) if shows(&["certificate"]) => (UNTRUSTED, false),
+            Some(_) if shows(&["tls", "handshake", "corrupt message"]) => {
+                ("; the node may not serve TLS: drop --cacert, or check its [tls] settings", false)
             }
-            Some(_) if lower.contains("tls") || lower.contains("handshake") || lower.contains("corrupt message") => {
-                "; the node may not serve TLS: drop --cacert, or check its [tls] settings"
-            }
-            _ => "",
+            _ => ("", false),
         }
-    }
-
-    /// Whether a failure is a TLS verification failure (a certificate the client does not trust,
-    /// one that names another host, or a client certificate the node requires and was not
-    /// given): final, since no retry and no other node of the same cluster can pass it.
-    fn tls_refused(&self, message: &str) -> bool {
-        let lower = message.to_lowercase();
-        self.config.tls.is_some()
-            && [
-                "invalid peer certificate",
-                "unknownissuer",
-                "notvalidforname",
-                "certificaterequired",
-                "certificate required",
-                "badsignature",
-            ]
-            .iter()
-            .any(|sign| lower.contains(sign))
     }
 
     /// Moves the client's current endpoint past `index`, unless another call already did.
@@ -279,15 +270,15 @@ impl Client {
                     status.message()
                 )));
             }
+            let (hint, tls_final) = self.tls_trouble(status.message());
             if !is_transient(&status) {
-                return Err(ClientError::Failed(format!("{}{}", status.message(), self.tls_hint(status.message()))));
+                return Err(ClientError::Failed(format!("{}{hint}", status.message())));
             }
-            if self.tls_refused(status.message()) {
+            if tls_final {
                 return Err(ClientError::Failed(format!(
-                    "TLS with {} failed: {}{}",
+                    "TLS with {} failed: {}{hint}",
                     self.endpoints[index],
-                    status.message(),
-                    self.tls_hint(status.message())
+                    status.message()
                 )));
             }
             self.move_past(index);
@@ -298,7 +289,7 @@ impl Client {
                     self.config.deadline,
                     self.endpoints[index],
                     status.message(),
-                    self.tls_hint(status.message())
+                    hint
                 )));
             }
             tokio::time::sleep(backoff).await;

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tests::strand_binary;
 
@@ -20,9 +20,9 @@ fn strand(args: &[&str]) -> Output {
 }
 
 /// Runs `strand ARGS` as [`strand`] does, killing it and failing the test if it still runs after
-/// `limit` (a `strand dev` that was not refused would run until Ctrl-C). Its output must be small.
+/// `limit` (a `strand dev` that was not refused would run until Ctrl-C).
 fn strand_within(args: &[&str], limit: Duration) -> Output {
-    let mut child = Command::new(strand_binary())
+    let child = Command::new(strand_binary())
         .args(args)
         .env_remove("STRAND_CONFIG")
         .env_remove("STRAND_TOKEN")
@@ -31,16 +31,18 @@ fn strand_within(args: &[&str], limit: Duration) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("run strand");
-    let deadline = Instant::now() + limit;
-    while child.try_wait().expect("wait for strand").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
+    let pid = child.id().to_string();
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(child.wait_with_output());
+    });
+    match finished.recv_timeout(limit) {
+        Ok(output) => output.expect("strand's output"),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-KILL", &pid]).status();
             panic!("strand {args:?} still ran after {limit:?}");
         }
-        std::thread::sleep(Duration::from_millis(20));
     }
-    child.wait_with_output().expect("strand's output")
 }
 
 /// The stdout of `strand ARGS`, which must succeed.

@@ -11,8 +11,8 @@
 //! parent, the children in `children` that are not closed; a ready bead routed to a pool
 //! (`pool:<name>` label or `gc.routed_to` metadata) is in its ready index's `by_pool`.
 //! Invariant: `blocks_dependents` counts, per target id, the `blocks` edges of beads that point
-//! at it, and `comments` the comment lines of each bead's notes ([`comment_count`]); ids with
-//! none are absent. A read's counts ([`Indexes::counts`]) are thus two look-ups.
+//! at it; ids with none are absent. A read's counts ([`Indexes::counts`]) are thus one look-up
+//! and the comment lines of the bead's own notes, which the read copies anyway.
 //! The indexes are derived state: they are rebuilt from the beads at load, never persisted.
 
 use std::collections::{BTreeSet, HashMap};
@@ -138,8 +138,6 @@ pub struct Indexes {
     pub dependents: HashMap<BeadId, BTreeSet<BeadId>>,
     /// How many `blocks` edges of beads point at each id (bd's `dependent_count`).
     pub blocks_dependents: HashMap<BeadId, u32>,
-    /// How many comments each bead's notes hold (bd's `comment_count`).
-    pub comments: HashMap<BeadId, u32>,
     /// Beads currently blocked (derived from statuses, dependencies and parents).
     pub blocked: BTreeSet<BeadId>,
     /// Ready beads that are not wisps.
@@ -185,10 +183,6 @@ impl Indexes {
             if dep_type.0 == DepType::BLOCKS {
                 *self.blocks_dependents.entry(target.clone()).or_default() += 1;
             }
-        }
-        let comments = comment_count(&bead.notes);
-        if comments > 0 {
-            self.comments.insert(bead.id.clone(), comments);
         }
         self.insert_work(bead, &key);
         self.all.insert(key);
@@ -268,15 +262,15 @@ impl Indexes {
                 }
             }
         }
-        self.comments.remove(&bead.id);
         self.all.remove(&key);
     }
 
-    /// What a read tells of a bead beyond its fields: its `blocks` dependents and comments.
-    pub fn counts(&self, bead_id: &BeadId) -> BeadCounts {
+    /// What a read tells of a bead beyond its fields: its `blocks` dependents (from the index)
+    /// and the comments of its notes.
+    pub fn counts(&self, bead: &Bead) -> BeadCounts {
         BeadCounts {
-            dependents: self.blocks_dependents.get(bead_id).copied().unwrap_or(0),
-            comments: self.comments.get(bead_id).copied().unwrap_or(0),
+            dependents: self.blocks_dependents.get(&bead.id).copied().unwrap_or(0),
+            comments: comment_count(&bead.notes),
         }
     }
 

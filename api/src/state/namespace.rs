@@ -459,12 +459,13 @@ impl NamespaceState {
     }
 
     /// A query's answer with each of its beads' counts filled in from the indexes (bd's
-    /// `dependent_count` and `comment_count`): two look-ups a bead, whatever the fan-in.
+    /// `dependent_count` and `comment_count`): one look-up and a pass over the bead's own notes,
+    /// whatever the fan-in.
     pub(super) fn with_counts(&self, outcome: Outcome) -> Outcome {
         match outcome {
             Outcome::Beads(mut beads) => {
                 for bead in &mut beads {
-                    bead.counts = self.indexes.counts(&bead.id);
+                    bead.counts = self.indexes.counts(bead);
                 }
                 Outcome::Beads(beads)
             }
