@@ -16,6 +16,9 @@ deps:
 	ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || missing="$$missing libclang-dev"; \
 	command -v clang >/dev/null 2>&1 || missing="$$missing clang"; \
 	command -v c++ >/dev/null 2>&1 || missing="$$missing g++"; \
+	command -v jq >/dev/null 2>&1 || missing="$$missing jq"; \
+	command -v unshare >/dev/null 2>&1 || missing="$$missing util-linux"; \
+	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \

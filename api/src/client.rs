@@ -92,6 +92,9 @@ pub struct ClientConfig {
     /// The id prefix the namespace gets if a write of this client creates it (the cluster's
     /// configured prefix when `None`).
     pub prefix: Option<String>,
+    /// Whether the namespace must exist: requests to one that does not are refused
+    /// (`Refusal::NamespaceNotFound`) instead of creating it (writes) or reading it as empty.
+    pub namespace_must_exist: bool,
     /// TLS to the nodes (their CA, and a client certificate if the cluster requires one);
     /// `None`: plain TCP.
     pub tls: Option<crate::tls::ClientTls>,
@@ -114,6 +117,7 @@ impl ClientConfig {
             client_id: None,
             actor: String::new(),
             prefix: None,
+            namespace_must_exist: false,
             tls: None,
             token: None,
         }
@@ -307,6 +311,7 @@ impl Client {
             lowest_unacked: request_id.lowest_unacked,
             actor: self.config.actor.clone(),
             prefix: self.config.prefix.clone().unwrap_or_default(),
+            namespace_must_exist: self.config.namespace_must_exist,
         };
         let Some(request) = convert::write_to_proto(header, &command) else {
             self.request_ids.finish(&request_id);
@@ -353,7 +358,11 @@ impl Client {
             Consistency::Linearizable => pb::Consistency::Linearizable,
             Consistency::Serializable => pb::Consistency::Serializable,
         };
-        pb::ReadHeader { namespace: self.config.namespace.0.clone(), consistency: consistency as i32 }
+        pb::ReadHeader {
+            namespace: self.config.namespace.0.clone(),
+            consistency: consistency as i32,
+            namespace_must_exist: self.config.namespace_must_exist,
+        }
     }
 
     /// Runs a read with the client's consistency.

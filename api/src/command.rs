@@ -30,7 +30,10 @@ pub struct Proposal {
     pub request_id: Option<RequestId>,
     /// The leader's clock when it proposed the command.
     pub timestamp: Timestamp,
-    /// The id prefix a namespace gets when this command is its first use (from cluster config).
+    /// The id prefix a namespace gets when this command is its first use (the client's, else the
+    /// cluster's configured one). Empty: the command may not create its namespace, which must
+    /// exist (the CLI's `--namespace`); it is refused with `Refusal::NamespaceNotFound` otherwise.
+    /// An empty prefix was never a valid one, so entries written before this rule read the same.
     pub default_prefix: String,
     /// The namespace the command acts on.
     pub namespace: Namespace,
@@ -44,6 +47,18 @@ pub struct Proposal {
     /// What to do.
     pub command: Command,
 }
+
+impl Proposal {
+    /// Whether the command may create its namespace when there is none of that name yet (see
+    /// [`Proposal::default_prefix`]).
+    pub fn may_create_namespace(&self) -> bool {
+        !self.default_prefix.is_empty()
+    }
+}
+
+/// The `prefix` a write carries to the leader when it may not create its namespace: the leader
+/// stamps it as the proposal's empty [`Proposal::default_prefix`].
+pub const PREFIX_NAMESPACE_MUST_EXIST: &str = "";
 
 /// A mutating command. Every variant is applied atomically or refused with no effect.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

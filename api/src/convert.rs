@@ -25,7 +25,8 @@ pub struct WriteRequest {
     pub request_id: Option<RequestId>,
     /// Who acts, recorded in the events of the write (empty when the client named no one).
     pub actor: Actor,
-    /// The id prefix the namespace gets if this write creates it; `None`: the cluster default.
+    /// The id prefix the namespace gets if this write creates it; `None`: the cluster default;
+    /// [`crate::command::PREFIX_NAMESPACE_MUST_EXIST`]: the write may not create it.
     pub prefix: Option<String>,
     /// The command.
     pub command: Command,
@@ -50,6 +51,8 @@ pub struct ReadRequest {
     pub namespace: Namespace,
     /// How to serve it.
     pub consistency: Consistency,
+    /// Refuse the read when the namespace does not exist, instead of answering it as empty.
+    pub namespace_must_exist: bool,
     /// What to read.
     pub query: Query,
     /// The SHA-256 of the token the request came with (set by the node from its metadata).
@@ -60,7 +63,8 @@ fn namespace_of(name: &str) -> Namespace {
     if name.is_empty() { Namespace::default_namespace() } else { Namespace(name.to_string()) }
 }
 
-/// The write request of a header and a command; an empty prefix means the cluster default.
+/// The write request of a header and a command; an empty prefix means the cluster default, and
+/// `namespace_must_exist` that the write may not create its namespace.
 fn write_request_of(header: Option<pb::WriteHeader>, command: Command) -> WriteRequest {
     let header = header.unwrap_or_default();
     let request_id = (header.client_id != 0).then_some(RequestId {
@@ -72,19 +76,29 @@ fn write_request_of(header: Option<pb::WriteHeader>, command: Command) -> WriteR
         namespace: namespace_of(&header.namespace),
         request_id,
         actor: Actor(header.actor),
-        prefix: non_empty(header.prefix),
+        prefix: match header.namespace_must_exist {
+            true => Some(crate::command::PREFIX_NAMESPACE_MUST_EXIST.to_string()),
+            false => non_empty(header.prefix),
+        },
         command,
         credential: None,
     }
 }
 
-fn read_header_of(header: Option<pb::ReadHeader>) -> (Namespace, Consistency) {
+/// The read request of a header and a query.
+fn read_request_of(header: Option<pb::ReadHeader>, query: Query) -> ReadRequest {
     let header = header.unwrap_or_default();
     let consistency = match pb::Consistency::try_from(header.consistency) {
         Ok(pb::Consistency::Serializable) => Consistency::Serializable,
         _ => Consistency::Linearizable,
     };
-    (namespace_of(&header.namespace), consistency)
+    ReadRequest {
+        namespace: namespace_of(&header.namespace),
+        consistency,
+        namespace_must_exist: header.namespace_must_exist,
+        query,
+        credential: None,
+    }
 }
 
 fn invalid(message: String) -> Refusal {
@@ -460,10 +474,10 @@ macro_rules! read_request {
     ($request:ty, |$value:ident, $now:ident| $query:expr) => {
         impl IntoRead for $request {
             fn into_read(self, $now: Timestamp) -> Result<ReadRequest, Refusal> {
-                let (namespace, consistency) = read_header_of(self.header.clone());
+                let header = self.header.clone();
                 let $value = self;
                 let query: Result<Query, Refusal> = $query;
-                Ok(ReadRequest { namespace, consistency, query: query?, credential: None })
+                Ok(read_request_of(header, query?))
             }
         }
     };
@@ -1304,7 +1318,7 @@ impl FromAnswer for pb::EventsResponse {
 /// The gRPC code of a refusal, by kind (a refused write of a transaction: that write's code).
 fn refusal_code(refusal: &Refusal) -> Code {
     match refusal {
-        Refusal::NotFound(_) => Code::NotFound,
+        Refusal::NotFound(_) | Refusal::NamespaceNotFound { .. } => Code::NotFound,
         Refusal::AlreadyClaimed { .. }
         | Refusal::NotClaimable { .. }
         | Refusal::InvalidTransition { .. }

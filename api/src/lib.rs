@@ -20,5 +20,6 @@ pub mod printable;
 pub mod proto;
 pub mod request_ids;
 pub mod state;
+pub mod suggest;
 pub mod tls;
 pub mod validate;

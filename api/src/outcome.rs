@@ -297,6 +297,24 @@ pub enum Refusal {
         /// The request.
         request_seq: u64,
     },
+    /// A request that names a namespace which must exist (the CLI's `--namespace`) found none of
+    /// that name. New variants go here, at the end: the dedup table stores refusals.
+    #[error(
+        "namespace {} does not exist; {}create it with `strand namespace create {}`, or see the namespaces with `strand namespace list`",
+        printable(namespace),
+        match closest {
+            Some(closest) => format!("did you mean {}? Or ", printable(closest)),
+            None => String::new(),
+        },
+        printable(namespace)
+    )]
+    NamespaceNotFound {
+        /// The name the request gave.
+        namespace: String,
+        /// The existing namespace closest to it, when one is close enough to be a likely typo
+        /// (and the request's token may see it).
+        closest: Option<String>,
+    },
 }
 
 impl Refusal {

@@ -118,6 +118,12 @@ impl fmt::Display for Block<'_> {
     }
 }
 
+/// `count` of `noun`, in the plural unless it is one: "1 bead", "2 beads".
+pub fn counted(count: impl Into<u64>, noun: &str) -> String {
+    let count = count.into();
+    if count == 1 { format!("1 {noun}") } else { format!("{count} {noun}s") }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,10 +2,12 @@
 //! gap-free and increasing. `events` lists a page after a seq; `watch` streams until Ctrl-C, and
 //! the client resumes it on another node after a disconnect with no event missed and none twice.
 
+use api::client::ClientError;
 use api::command::Query;
 use api::limits::{EVENTS_LIMIT_DEFAULT, EVENTS_PER_QUERY_MAX};
 use api::model::event_type;
 use api::outcome::Outcome as Answer;
+use api::outcome::Refusal;
 use clap::Args;
 use futures::StreamExt;
 
@@ -79,6 +81,12 @@ async fn watch_start(cli: &Cli, client: &api::client::Client, from: Option<u64>)
     let answer = client.query(Query::Namespaces).await?;
     let Answer::Namespaces(namespaces) = answer else { return Err(unexpected(&answer)) };
     let newest = namespaces.iter().find(|namespace| namespace.name == cli.namespace());
+    if newest.is_none() && cli.namespace_must_exist(&cli.namespace()) {
+        // The refusal every other read of a named namespace gets from the cluster.
+        let closest = api::suggest::closest(&cli.namespace(), namespaces.iter().map(|info| info.name.as_str()));
+        let refusal = Refusal::NamespaceNotFound { namespace: cli.namespace(), closest: closest.map(str::to_string) };
+        return Err(Failure::from(ClientError::Refused(refusal)));
+    }
     if newest.is_none() {
         // Said whatever stderr is: a watch of a misspelt namespace would otherwise wait in silence.
         eprintln!(

@@ -53,7 +53,7 @@ pub const PROBE_DEADLINE_MS: u64 = 5_000;
 /// The environment variables of the protocol.
 const STORE_ROOT_VARIABLE: &str = "GC_STORE_ROOT";
 const STORE_SCOPE_VARIABLE: &str = "GC_STORE_SCOPE";
-const PREFIX_VARIABLE: &str = "GC_BEADS_PREFIX";
+pub const PREFIX_VARIABLE: &str = "GC_BEADS_PREFIX";
 
 /// Namespace names derived from a store root start with this.
 const NAMESPACE_PREFIX: &str = "gc";

@@ -467,8 +467,8 @@ pub async fn run(cli: &Cli, args: &ImportArgs) -> Outcome {
                         Ok(answer) => written.extend(beads_of(answer).into_iter().map(imported)),
                         Err(_) => {
                             return Err(Failure::Refused(format!(
-                                "{error}; whether the last batch was written is unknown, and {} beads were written before it; check with `strand list --all` and remove them with `strand delete --force`",
-                                written.len()
+                                "{error}; whether the last batch was written is unknown, and there are {} written before it; check with `strand list --all` and remove them with `strand delete --force`",
+                                crate::output::counted(written.len() as u64, "bead")
                             )));
                         }
                     }
@@ -503,15 +503,16 @@ async fn undo_after(client: &Client, written: &[ImportedBead], failure: Failure)
     }
     match undo(client, written).await {
         Ok(()) => Failure::Refused(format!(
-            "{reason}; the {} beads written before were taken out again, so nothing was imported",
-            written.len()
+            "{reason}; the {} written before {} taken out again, so nothing was imported",
+            crate::output::counted(written.len() as u64, "bead"),
+            if written.len() == 1 { "was" } else { "were" }
         )),
         Err(undo_failure) => {
             let ids: BTreeSet<&str> = written.iter().map(|bead| bead.id.0.as_str()).collect();
             let undo_reason = undo_failure.message().to_string();
             Failure::Refused(format!(
-                "{reason}; removing the {} beads written before also failed ({undo_reason}); delete them with `strand delete --force`: {}",
-                ids.len(),
+                "{reason}; removing the {} written before also failed ({undo_reason}); delete them with `strand delete --force`: {}",
+                crate::output::counted(ids.len() as u64, "bead"),
                 ids.into_iter().collect::<Vec<_>>().join(" ")
             ))
         }

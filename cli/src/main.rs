@@ -532,9 +532,35 @@ impl Cli {
         }
     }
 
-    /// A client with the global flags.
+    /// Whether the namespace is derived from `$BEADS_DIR` (bd's place), not named.
+    fn namespace_derived(&self) -> bool {
+        self.namespace.as_ref().is_none_or(|namespace| namespace.is_empty())
+            && std::env::var(BEADS_DIR_VARIABLE).is_ok_and(|dir| !dir.is_empty())
+    }
+
+    /// Whether requests to `namespace` may not create it: it is the one `--namespace` or
+    /// `$STRAND_NAMESPACE` names, so that a typo there is refused instead of making a new store
+    /// with the same id prefix. `default`, and a namespace the CLI derives (from `$BEADS_DIR`,
+    /// `$GC_STORE_ROOT`), are created by the first write to them.
+    pub fn namespace_must_exist(&self, namespace: &str) -> bool {
+        self.namespace.as_deref().is_some_and(|named| named == namespace && named != Namespace::DEFAULT)
+    }
+
+    /// A client with the global flags. A namespace derived from `$BEADS_DIR` is created by its
+    /// first write with the id prefix `$GC_BEADS_PREFIX` (the cluster's when unset).
     pub fn client(&self) -> Result<Client, Failure> {
-        self.client_in(&self.namespace())
+        let prefix = match self.namespace_derived() {
+            true => std::env::var(exec_store::PREFIX_VARIABLE).ok().filter(|prefix| !prefix.is_empty()),
+            false => None,
+        };
+        self.client_with(&self.namespace(), prefix)
+    }
+
+    /// A client of `namespace`, which must exist (requests are refused if it does not).
+    pub fn client_of_existing(&self, namespace: &str) -> Result<Client, Failure> {
+        let mut config = self.client_config(namespace, None)?;
+        config.namespace_must_exist = true;
+        Client::new(config).map_err(|error| Failure::Usage(error.to_string()))
     }
 
     /// A client with the global flags whose requests go to `namespace` instead of `--namespace`.
@@ -611,6 +637,7 @@ impl Cli {
         config.tls = self.tls()?;
         config.token = self.token()?;
         config.prefix = prefix;
+        config.namespace_must_exist = self.namespace_must_exist(namespace);
         config.namespace = Namespace(namespace.to_string());
         config.actor = self.actor();
         config.consistency = match self.consistency {

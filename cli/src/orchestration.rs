@@ -190,7 +190,9 @@ pub async fn run_namespace(cli: &Cli, command: &NamespaceCommand) -> Outcome {
             };
             (cli.client_in(name)?, Command::NamespaceCreate { prefix })
         }
-        NamespaceCommand::Delete { name, force } => (cli.client_in(name)?, Command::NamespaceDelete { force: *force }),
+        NamespaceCommand::Delete { name, force } => {
+            (cli.client_of_existing(name)?, Command::NamespaceDelete { force: *force })
+        }
         NamespaceCommand::Configure { name, default_lease, max_deliveries } => {
             let default_lease_ms = match default_lease.as_deref() {
                 None => None,
@@ -203,7 +205,7 @@ pub async fn run_namespace(cli: &Cli, command: &NamespaceCommand) -> Outcome {
                 return Err(Failure::Usage("namespace configure needs --default-lease or --max-deliveries".into()));
             }
             let command = Command::NamespaceConfigure { default_lease_ms, max_deliveries: *max_deliveries };
-            (cli.client_in(name)?, command)
+            (cli.client_of_existing(name)?, command)
         }
         NamespaceCommand::OfStore { root, scope, beads_dir } => {
             let name = if *beads_dir {

@@ -110,10 +110,10 @@ pub async fn run(cli: &Cli, command: &OrderCommand) -> Outcome {
                 print_beads(&beads, true);
             } else if let [tracking, root, ..] = beads.as_slice() {
                 println!(
-                    "order {} fired: wisp {} ({} steps), tracked by {}",
+                    "order {} fired: wisp {} ({}), tracked by {}",
                     printable(name),
                     printable(root.id.as_str()),
-                    beads.len() - 2,
+                    crate::output::counted((beads.len() - 2) as u64, "step"),
                     printable(tracking.id.as_str())
                 );
             }

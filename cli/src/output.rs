@@ -186,11 +186,7 @@ fn print_json<T: Serialize>(value: &T) {
 /// How far the lines after the first of a block field (a description) are indented in text.
 pub const BLOCK_INDENT: &str = "    ";
 
-/// `count` of `noun`, in the plural unless it is one: "1 bead", "2 beads".
-pub fn counted(count: impl Into<u64>, noun: &str) -> String {
-    let count = count.into();
-    if count == 1 { format!("1 {noun}") } else { format!("{count} {noun}s") }
-}
+pub use api::printable::counted;
 
 /// An id, safe to print: control characters escaped (`printable`).
 pub fn id_text(id: &BeadId) -> String {

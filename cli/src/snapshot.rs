@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use clap::Subcommand;
 use serde_json::json;
 
+use crate::output::counted;
 use crate::{Cli, Failure, Outcome};
 
 /// How long the node may take to catch up and build the snapshot before its first byte.
@@ -118,15 +119,15 @@ async fn restore(cli: &Cli, file: &Path, target: &Target<'_>, token: Option<&str
         }));
     } else {
         println!(
-            "restored {} into {} for node {} of a new cluster {:016x} (members {:?}), through index {}: {} beads in {} namespaces",
+            "restored {} into {} for node {} of a new cluster {:016x} (members {:?}), through index {}: {} in {}",
             file.display(),
             dir.display(),
             target.id,
             restored.cluster_id,
             restored.members,
             restored.header.last_log_index,
-            restored.counts.beads,
-            restored.counts.namespaces
+            counted(restored.counts.beads, "bead"),
+            counted(restored.counts.namespaces, "namespace")
         );
         println!(
             "start it with: strand node --id {} --data-dir {} --peers {} ...",
@@ -238,8 +239,13 @@ fn print_backup(
         header.cluster_id, header.node_id, header.last_log_index, header.last_log_term, header.storage_format
     );
     println!(
-        "  {} namespaces, {} beads, {} events, {} tokens ({} records, {} snapshot bytes)",
-        counts.namespaces, counts.beads, counts.events, counts.tokens, counts.records, header.snapshot_bytes
+        "  {}, {}, {}, {} ({}, {} snapshot bytes)",
+        counted(counts.namespaces, "namespace"),
+        counted(counts.beads, "bead"),
+        counted(counts.events, "event"),
+        counted(counts.tokens, "token"),
+        counted(counts.records, "record"),
+        header.snapshot_bytes
     );
 }
 

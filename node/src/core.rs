@@ -222,14 +222,15 @@ impl<D: Disk> NodeCore<D> {
 
     /// Answers a query made with `credential` from this node's replica as it is now, with no
     /// consistency check: judged by the token (when auth is on) and answered in one look at the
-    /// state.
+    /// state. With `must_exist`, a namespace that does not exist is refused, not read as empty.
     pub fn read_as(
         &self,
         credential: Option<&api::auth::TokenHash>,
         namespace: &api::model::Namespace,
+        must_exist: bool,
         query: &api::command::Query,
     ) -> Answer {
-        self.state_machine.read(|state| state.query_as(credential, namespace, query))
+        self.state_machine.read(|state| state.query_as(credential, namespace, must_exist, query))
     }
 
     /// This node's own status, as `strand cluster status` shows each member.

@@ -94,6 +94,8 @@ async fn tokens_and_roles_bind_every_request() {
     assert_eq!(health.into_inner().status, tonic_health::pb::health_check_response::ServingStatus::Serving as i32);
 
     // An agent acts only as its actor, only in its namespaces.
+    let made = strand(&cluster, Some(&admin), &["namespace", "create", "rig", "--prefix", "st"]);
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
     let agent = make_token(&cluster, &admin, &["worker", "--role", "agent", "--namespace", "rig", "--actor", "alice"]);
     let created = json_of(&strand(&cluster, Some(&agent), &["--namespace", "rig", "create", "agent work", "--json"]));
     let id = created["id"].as_str().unwrap().to_string();

@@ -682,6 +682,12 @@ fn of_concurrent_updates_conditional_on_one_revision_exactly_one_wins() {
     assert!(error["current_revision"].as_u64() > error["expected_revision"].as_u64(), "{error}");
 }
 
+/// Creates a namespace (id prefix `st`): a namespace named with `--namespace` must exist.
+fn create_namespace(cluster: &Cluster, namespace: &str) {
+    let created = strand(cluster, &["namespace", "create", namespace, "--prefix", "st"]);
+    assert!(created.status.success(), "namespace create {namespace}: {}", String::from_utf8_lossy(&created.stderr));
+}
+
 /// Runs strand with stdin, in a namespace.
 fn strand_in(cluster: &Cluster, namespace: &str, args: &[&str], stdin: Option<&str>) -> Output {
     use std::io::Write;
@@ -721,6 +727,8 @@ fn statuses(cluster: &Cluster, namespace: &str) -> Vec<(String, String)> {
 #[test]
 fn transactions_and_molecule_views_from_the_command_line() {
     let cluster = Cluster::start(3, None);
+    create_namespace(&cluster, "tx");
+    create_namespace(&cluster, "cascade");
     let graph = r#"[{"op":"create","title":"release","type":"molecule"},
         {"op":"create","title":"build","parent_id":"$0"},
         {"op":"create","title":"publish","parent_id":"$0","needs":["$1"]}]"#;
@@ -838,6 +846,9 @@ fn export_line(id: &str, title: &str, extra: &str) -> String {
 #[test]
 fn a_bd_export_imports_whole_or_not_at_all() {
     let cluster = Cluster::start(3, None);
+    create_namespace(&cluster, "imp");
+    create_namespace(&cluster, "bulk");
+    create_namespace(&cluster, "cycle");
     let dir = tempfile::tempdir().unwrap();
     let file = |name: &str, lines: &[String]| -> String {
         let path = dir.path().join(name);
@@ -928,6 +939,7 @@ fn strand_with_path(cluster: &Cluster, namespace: &str, dir: &std::path::Path, a
 #[test]
 fn gates_block_their_step_until_checked_or_resolved() {
     let cluster = Cluster::start(3, None);
+    create_namespace(&cluster, "gates");
     let run = |args: &[&str]| strand_in(&cluster, "gates", args, None);
     let ids_of = |value: &Value| -> Vec<String> {
         value.as_array().unwrap().iter().map(|bead| bead["id"].as_str().unwrap().to_string()).collect()

@@ -26,6 +26,13 @@ fn strand_at(endpoint: &str, args: &[&str]) -> std::process::Output {
         .expect("run strand")
 }
 
+/// The JSON `strand` printed as alice against `endpoint`, which must exit 0.
+fn json_at(endpoint: &str, args: &[&str]) -> serde_json::Value {
+    let output = strand_at(endpoint, args);
+    assert_eq!(output.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|error| panic!("{args:?}: {error}: {output:?}"))
+}
+
 fn golden_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden").join(format!("{name}.json"))
 }
@@ -250,11 +257,7 @@ async fn explicit_ids_gate_types_unleased_keepalives_and_json_times() {
     cluster.wait_for_controller().await;
     let endpoint = cluster.endpoints()[0].clone();
     let strand = |args: &[&str]| strand_at(&endpoint, args);
-    let json = |args: &[&str]| -> serde_json::Value {
-        let output = strand(args);
-        assert_eq!(output.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
-        serde_json::from_slice(&output.stdout).unwrap_or_else(|error| panic!("{args:?}: {error}: {output:?}"))
-    };
+    let json = |args: &[&str]| json_at(&endpoint, args);
     let charset =
         "an id is letters, digits, '-', '_', '.' and ':', starting with a letter or digit (for example st-12)";
 
@@ -351,4 +354,66 @@ fn assert_rfc3339_times(value: &serde_json::Value) {
         }
         _ => {}
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_named_namespace_must_exist_and_a_derived_one_is_made_by_its_first_write() {
+    let cluster = Cluster::start(1, None);
+    cluster.wait_for_leader().await;
+    let endpoint = cluster.endpoints()[0].clone();
+    let json = |args: &[&str]| json_at(&endpoint, args);
+    let names = || -> Vec<String> {
+        let listed = json(&["namespace", "list", "--json"]);
+        listed.as_array().unwrap().iter().map(|info| info["name"].as_str().unwrap().to_string()).collect()
+    };
+
+    // `default` is made by its first write, named or not.
+    assert_eq!(json(&["create", "first", "--json"])["id"], "st-1");
+    assert_eq!(json(&["--namespace", "default", "create", "second", "--json"])["id"], "st-2");
+
+    // A mistyped --namespace is refused on every kind of request, suggesting the close name; no
+    // namespace is made.
+    let did_you_mean =
+        "namespace defualt does not exist; did you mean default? Or create it with `strand namespace create defualt`";
+    for args in [
+        &["--namespace", "defualt", "create", "lost"][..],
+        &["--namespace", "defualt", "list", "--all"],
+        &["--namespace", "defualt", "ready"],
+        &["--namespace", "defualt", "show", "st-1"],
+        &["--namespace", "defualt", "watch"],
+        &["namespace", "configure", "defualt", "--max-deliveries", "2"],
+        &["namespace", "delete", "defualt"],
+    ] {
+        run(&endpoint, args, Expect::Fails(1, did_you_mean));
+    }
+    let far = Command::new(strand_binary())
+        .args(["--endpoints", &endpoint, "--actor", "alice", "create", "lost"])
+        .env("STRAND_NAMESPACE", "billing")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&far.stderr);
+    assert_eq!(far.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("namespace billing does not exist; create it with"), "{stderr}");
+    assert!(!stderr.contains("did you mean"), "no close name, no suggestion: {stderr}");
+    assert_eq!(names(), ["default"], "no refused request made a namespace");
+
+    // Once created, it is used; its beads are its own.
+    json(&["namespace", "create", "rig", "--prefix", "rg", "--json"]);
+    assert_eq!(json(&["--namespace", "rig", "create", "in rig", "--json"])["id"], "rg-1");
+
+    // A namespace the CLI derives from $BEADS_DIR is made by its first write, with
+    // $GC_BEADS_PREFIX, as bd makes its database.
+    let dir = tempfile::tempdir().unwrap();
+    let beads_dir = dir.path().join(".beads");
+    let derived = Command::new(strand_binary())
+        .args(["--endpoints", &endpoint, "--actor", "alice", "create", "in a rig", "--json"])
+        .env_remove("STRAND_NAMESPACE")
+        .env("BEADS_DIR", &beads_dir)
+        .env("GC_BEADS_PREFIX", "gc")
+        .output()
+        .unwrap();
+    assert_eq!(derived.status.code(), Some(0), "{}", String::from_utf8_lossy(&derived.stderr));
+    let created: serde_json::Value = serde_json::from_slice(&derived.stdout).unwrap();
+    assert_eq!(created["id"], "gc-1", "{created}");
+    assert_eq!(names().len(), 3, "the derived store was made: {:?}", names());
 }

@@ -324,9 +324,13 @@ async fn purge_removes_closed_wisps_and_events_are_gap_free() {
     assert!(interrupted.success(), "send SIGINT to strand watch");
     assert_eq!(watch.wait().unwrap().code(), Some(0), "Ctrl-C ends a watch with exit 0");
 
-    // A watch of a namespace that does not exist says what it waits for, instead of silence.
+    // A watch of a namespace that does not exist yet (one the CLI derives from $BEADS_DIR, which
+    // its first write makes) says what it waits for, instead of silence.
+    let dir = tempfile::tempdir().unwrap();
     let mut unknown = Command::new(strand_binary())
-        .args(["--endpoints", &strand.endpoints, "--namespace", "nosuch", "watch"])
+        .args(["--endpoints", &strand.endpoints, "watch"])
+        .env_remove("STRAND_NAMESPACE")
+        .env("BEADS_DIR", dir.path().join(".beads"))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -335,5 +339,5 @@ async fn purge_removes_closed_wisps_and_events_are_gap_free() {
     BufReader::new(unknown.stderr.take().unwrap()).read_line(&mut said).unwrap();
     unknown.kill().unwrap();
     unknown.wait().unwrap();
-    assert!(said.contains("namespace nosuch does not exist (yet): waiting for its first event"), "{said}");
+    assert!(said.contains("does not exist (yet): waiting for its first event"), "{said}");
 }

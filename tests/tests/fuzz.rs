@@ -121,6 +121,7 @@ fn header() -> Option<pb::WriteHeader> {
         lowest_unacked: 1,
         actor: "a".into(),
         prefix: String::new(),
+        namespace_must_exist: false,
     })
 }
 

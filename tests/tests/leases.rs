@@ -142,6 +142,8 @@ async fn a_dead_agents_leased_claim_comes_back_and_its_late_write_is_refused() {
     assert_eq!(show(&cluster, "st-1")["status"], "closed");
 
     // A namespace's default lease applies to claims that name none.
+    let made = strand(&cluster, "ops", &["namespace", "create", "rig", "--prefix", "st"]);
+    assert_eq!(made.status.code(), Some(0), "{}", String::from_utf8_lossy(&made.stderr));
     let bad = strand(&cluster, "ops", &["namespace", "configure", "rig", "--default-lease", "1ms"]);
     assert_eq!(bad.status.code(), Some(2), "{}", String::from_utf8_lossy(&bad.stderr));
     let configured = json(&strand(

@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 use tonic::Status as GrpcStatus;
 
 use super::{
-    FromAnswer, IntoAnswer, IntoRead, IntoWrite, ReadRequest, WriteRequest, invalid, read_header_of, refusal_to_status,
-    unexpected, write_request_of,
+    FromAnswer, IntoAnswer, IntoRead, IntoWrite, ReadRequest, WriteRequest, invalid, read_request_of,
+    refusal_to_status, unexpected, write_request_of,
 };
 use crate::auth::{AuthCommand, Role, TokenHash, TokenInfo, TokenSpec};
 use crate::command::{Command, Query};

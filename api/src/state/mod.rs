@@ -391,12 +391,12 @@ impl State {
     fn run_command(&mut self, proposal: &Proposal, now: Timestamp) -> Answer {
         match &proposal.command {
             Command::NamespaceCreate { prefix } => return self.namespace_create(&proposal.namespace, prefix),
-            Command::NamespaceDelete { force } => return self.namespace_delete(&proposal.namespace, *force),
+            Command::NamespaceDelete { force } => return self.namespace_delete(proposal, *force),
             Command::Controller { term, action } => return self.controller(&proposal.namespace, *term, action, now),
             Command::Auth(command) => return self.auth.apply(command, now),
             _ => {}
         }
-        let namespace_state = self.namespace_for_write(&proposal.namespace, &proposal.default_prefix)?;
+        let namespace_state = self.namespace_for_write(proposal)?;
         let actor = &proposal.actor;
         match &proposal.command {
             Command::NamespaceCreate { .. } | Command::NamespaceDelete { .. } | Command::Auth(_) => {
@@ -562,14 +562,15 @@ impl State {
         answer
     }
 
-    /// The namespace a write goes to, created on first use with `default_prefix`.
-    fn namespace_for_write(
-        &mut self,
-        namespace: &Namespace,
-        default_prefix: &str,
-    ) -> Result<&mut NamespaceState, Refusal> {
+    /// The namespace a write goes to, created on first use with the proposal's `default_prefix`,
+    /// unless that is empty: then the namespace must exist.
+    fn namespace_for_write(&mut self, proposal: &Proposal) -> Result<&mut NamespaceState, Refusal> {
+        let (namespace, default_prefix) = (&proposal.namespace, &proposal.default_prefix);
         validate_namespace(namespace)?;
         if !self.namespaces.contains_key(namespace) {
+            if !proposal.may_create_namespace() {
+                return Err(self.namespace_not_found(namespace, proposal.credential.as_ref()));
+            }
             validate_prefix(default_prefix)?;
             let meta = NamespaceMeta::new(default_prefix);
             self.removed_namespaces.remove(namespace);
@@ -578,6 +579,23 @@ impl State {
         let namespace_state = self.namespaces.get_mut(namespace).expect("namespace inserted above");
         namespace_state.revision = self.revision;
         Ok(namespace_state)
+    }
+
+    /// The refusal of a request for `namespace`, which does not exist, suggesting the existing
+    /// namespace closest to its name among those the credential's token may use.
+    fn namespace_not_found(&self, namespace: &Namespace, credential: Option<&TokenHash>) -> Refusal {
+        let token = self.auth.authenticate(credential).ok().flatten();
+        let visible = self.namespaces.keys().filter(|name| token.is_none_or(|token| token.covers(name)));
+        let closest = crate::suggest::closest(&namespace.0, visible.map(|name| name.0.as_str()));
+        Refusal::NamespaceNotFound { namespace: namespace.0.clone(), closest: closest.map(str::to_string) }
+    }
+
+    /// Refuses a request for `namespace` made with `credential` when the namespace does not exist.
+    pub fn require_namespace(&self, credential: Option<&TokenHash>, namespace: &Namespace) -> Result<(), Refusal> {
+        match self.namespaces.contains_key(namespace) {
+            true => Ok(()),
+            false => Err(self.namespace_not_found(namespace, credential)),
+        }
     }
 
     /// Creates a namespace with an id prefix; creating it again with the same prefix is a no-op.
@@ -601,15 +619,16 @@ impl State {
     }
 
     /// Deletes a namespace with everything in it; refused while it holds beads unless `force`.
-    fn namespace_delete(&mut self, namespace: &Namespace, force: bool) -> Answer {
+    fn namespace_delete(&mut self, proposal: &Proposal, force: bool) -> Answer {
+        let namespace = &proposal.namespace;
         validate_namespace(namespace)?;
         let Some(namespace_state) = self.namespaces.get(namespace) else {
-            return Err(Refusal::Invalid(format!("namespace {namespace} does not exist; see `strand namespace list`")));
+            return Err(self.namespace_not_found(namespace, proposal.credential.as_ref()));
         };
         if namespace_state.len() > 0 && !force {
             return Err(Refusal::Invalid(format!(
-                "namespace {namespace} holds {} beads; pass --force to delete it with everything in it",
-                namespace_state.len()
+                "namespace {namespace} holds {}; pass --force to delete it with everything in it",
+                crate::printable::counted(namespace_state.len() as u64, "bead")
             )));
         }
         let namespace_state = self.namespaces.remove(namespace).expect("checked above");
@@ -693,8 +712,19 @@ impl State {
     /// Answers a read made with `credential`: judged by its token (refused when auth is on and
     /// the token may not make it), cut down to what the token may see, and `WhoAmI` answered
     /// with the token itself.
-    pub fn query_as(&self, credential: Option<&TokenHash>, namespace: &Namespace, query: &Query) -> Answer {
+    /// With `must_exist`, a read of a namespace that does not exist is refused
+    /// (`Refusal::NamespaceNotFound`) instead of answered as empty.
+    pub fn query_as(
+        &self,
+        credential: Option<&TokenHash>,
+        namespace: &Namespace,
+        must_exist: bool,
+        query: &Query,
+    ) -> Answer {
         let token = self.auth.authorize_read(credential, namespace, query)?;
+        if must_exist && !matches!(query, Query::Namespaces | Query::Tokens | Query::WhoAmI) {
+            self.require_namespace(credential, namespace)?;
+        }
         if let Query::WhoAmI = query {
             let tokens = token.map(crate::auth::TokenInfo::from).into_iter().collect();
             return Ok(Outcome::Tokens { enabled: self.auth.enabled, tokens });

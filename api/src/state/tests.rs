@@ -1037,6 +1037,52 @@ fn refused_write_leaves_no_namespace_and_metadata_only_list_walks_all() {
 }
 
 #[test]
+fn a_write_that_may_not_create_its_namespace_is_refused_naming_the_closest() {
+    let mut harness = Harness::new();
+    harness.create("in default");
+    let must_exist = |namespace: &str, command: Command| Proposal {
+        request_id: Some(RequestId { client_id: 9, request_seq: 1, lowest_unacked: 1 }),
+        timestamp: Timestamp(2_000),
+        default_prefix: PREFIX_NAMESPACE_MUST_EXIST.into(),
+        namespace: Namespace(namespace.into()),
+        actor: Actor("tester".into()),
+        event_retention: crate::limits::EVENT_RETENTION_DEFAULT,
+        credential: None,
+        command,
+    };
+    let before = content(&harness.state);
+    let create = Command::Create(CreateBead { title: "typo".into(), ..Default::default() });
+    let proposal = must_exist("defualt", create.clone());
+    assert!(!proposal.may_create_namespace());
+    let refused = harness.state.apply(2, &proposal).unwrap_err();
+    assert_eq!(refused, Refusal::NamespaceNotFound { namespace: "defualt".into(), closest: Some("default".into()) });
+    assert!(refused.to_string().contains("did you mean default?"), "{refused}");
+    // Two such writes, as two racing clients would send them: neither creates the namespace.
+    let mut second = must_exist("defualt", create);
+    second.request_id = Some(RequestId { client_id: 10, request_seq: 1, lowest_unacked: 1 });
+    assert!(harness.state.apply(3, &second).is_err());
+    let configure = Command::NamespaceConfigure { default_lease_ms: None, max_deliveries: Some(2) };
+    let mut third = must_exist("elsewhere", configure);
+    third.request_id = Some(RequestId { client_id: 11, request_seq: 1, lowest_unacked: 1 });
+    let far = harness.state.apply(4, &third).unwrap_err();
+    assert_eq!(far, Refusal::NamespaceNotFound { namespace: "elsewhere".into(), closest: None });
+    assert_eq!(content(&harness.state), before, "nothing was created");
+    assert!(harness.state.query(&Namespace("defualt".into()), &Query::Namespaces).is_ok_and(|answer| {
+        matches!(answer, Outcome::Namespaces(infos) if infos.len() == 1 && infos[0].name == "default")
+    }));
+    // Reads: refused when asked to find the namespace, read as empty otherwise.
+    let list = Query::List(ListFilter { all: true, ..Default::default() });
+    let typo = Namespace("defualt".into());
+    assert!(matches!(
+        harness.state.query_as(None, &typo, true, &list),
+        Err(Refusal::NamespaceNotFound { closest: Some(_), .. })
+    ));
+    assert!(beads_of(harness.state.query_as(None, &typo, false, &list)).is_empty());
+    assert!(harness.state.query_as(None, &typo, true, &Query::Namespaces).is_ok(), "a listing names no namespace");
+    assert_eq!(beads_of(harness.state.query_as(None, &harness.namespace, true, &list)).len(), 1);
+}
+
+#[test]
 fn update_cannot_grow_labels_past_the_limit() {
     let mut harness = Harness::new();
     let bead_id = harness.create("a");

@@ -61,6 +61,7 @@ impl<D: Disk> Events for EventsService<D> {
         let feed = EventFeed {
             core: core.clone(),
             namespace: read.namespace,
+            must_exist: read.namespace_must_exist,
             types,
             limit,
             cursor: after,
@@ -83,6 +84,8 @@ type EventSender = mpsc::Sender<Result<pb::Event, Status>>;
 struct EventFeed<D: Disk> {
     core: Arc<NodeCore<D>>,
     namespace: Namespace,
+    /// Whether the stream ends, refused, once the namespace no longer exists.
+    must_exist: bool,
     types: Vec<String>,
     /// Events per read.
     limit: u32,
@@ -136,7 +139,7 @@ impl<D: Disk> EventFeed<D> {
             }
             self.changes.borrow_and_update();
             let query = Query::Events { after: self.cursor, types: self.types.clone(), limit: self.limit };
-            answer = self.core.read_as(self.credential.as_ref(), &self.namespace, &query);
+            answer = self.core.read_as(self.credential.as_ref(), &self.namespace, self.must_exist, &query);
         }
     }
 

@@ -380,11 +380,21 @@ impl<D: Disk> Leader<D> {
         if linearizable {
             self.retry_until_deadline(|| self.linearize_attempt()).await?;
         }
-        let answer = self.core.read_as(request.credential.as_ref(), &request.namespace, &request.query);
+        let answer = self.core.read_as(
+            request.credential.as_ref(),
+            &request.namespace,
+            request.namespace_must_exist,
+            &request.query,
+        );
         if !linearizable && matches!(answer, Err(Refusal::Unauthenticated(_) | Refusal::PermissionDenied(_))) {
             // This replica may not have applied the token yet: judge again after the read index.
             self.retry_until_deadline(|| self.linearize_attempt()).await?;
-            return Ok(self.core.read_as(request.credential.as_ref(), &request.namespace, &request.query));
+            return Ok(self.core.read_as(
+                request.credential.as_ref(),
+                &request.namespace,
+                request.namespace_must_exist,
+                &request.query,
+            ));
         }
         Ok(answer)
     }

@@ -35,7 +35,7 @@ fn without_auth_anyone_writes_and_enable_needs_an_admin_token_first() {
     let refused = harness.apply(Command::Reopen { id: "st-1".into() }).unwrap_err();
     assert!(matches!(refused, Refusal::Unauthenticated(_)), "{refused}");
     assert!(matches!(
-        harness.state.query_as(None, &harness.namespace, &Query::FormulaList),
+        harness.state.query_as(None, &harness.namespace, false, &Query::FormulaList),
         Err(Refusal::Unauthenticated(_))
     ));
     harness.credential = Some(admin);
@@ -75,14 +75,15 @@ fn an_agent_acts_as_itself_in_its_namespaces_and_a_reader_only_reads() {
 
     harness.credential = Some(reader);
     assert!(matches!(harness.apply(Command::Reopen { id: "st-1".into() }), Err(Refusal::PermissionDenied(_))));
-    let read = harness.state.query_as(Some(&reader), &harness.namespace, &Query::Get { ids: vec!["st-1".into()] });
+    let read =
+        harness.state.query_as(Some(&reader), &harness.namespace, false, &Query::Get { ids: vec!["st-1".into()] });
     assert!(read.is_ok(), "{read:?}");
     assert!(matches!(
-        harness.state.query_as(Some(&reader), &harness.namespace, &Query::Tokens),
+        harness.state.query_as(Some(&reader), &harness.namespace, false, &Query::Tokens),
         Err(Refusal::PermissionDenied(_))
     ));
     let Ok(Outcome::Tokens { enabled, tokens }) =
-        harness.state.query_as(Some(&reader), &harness.namespace, &Query::WhoAmI)
+        harness.state.query_as(Some(&reader), &harness.namespace, false, &Query::WhoAmI)
     else {
         panic!("whoami answers tokens")
     };
