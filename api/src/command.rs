@@ -61,6 +61,8 @@ impl Proposal {
 pub const PREFIX_NAMESPACE_MUST_EXIST: &str = "";
 
 /// A mutating command. Every variant is applied atomically or refused with no effect.
+/// Stored in the log by its variant index: new variants go at the end (`tests/golden/storage-format.txt`
+/// pins every variant's encoding).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Command {
     /// Create one bead.
@@ -273,7 +275,7 @@ pub enum Command {
 }
 
 /// What a leader's controller does, each conditional on the state it judged, so that applying it
-/// twice is harmless.
+/// twice is harmless. Stored in the log by its variant index: new variants go at the end.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ControllerAction {
     /// Take up the controller's duties for this term: from now on, actions of lower terms are

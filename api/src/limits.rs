@@ -120,3 +120,9 @@ pub const MAX_DELIVERIES_DEFAULT: u32 = 5;
 pub const MAX_DELIVERIES_MAX: u32 = 1000;
 /// The lease fences one transaction may carry.
 pub const TXN_FENCES_MAX: usize = 1000;
+
+const _: () = assert!(LEASE_MS_MIN < LEASE_MS_MAX);
+const _: () = assert!(MAX_DELIVERIES_DEFAULT <= MAX_DELIVERIES_MAX);
+const _: () = assert!(ORDER_BYTES_MAX < REQUEST_BYTES_MAX);
+// A cooked formula's steps are written as one transaction (see TXN_WRITES_MAX).
+const _: () = assert!(TXN_WRITES_MAX >= FORMULA_STEPS_MAX);

@@ -439,17 +439,20 @@ pub async fn run(cli: &Cli, args: &ImportArgs) -> Outcome {
     let ids: Vec<String> = parsed.beads.iter().map(|(bead, _)| bead.id.0.clone()).collect();
     let count = ids.len();
     if parsed.comments > 0 {
-        eprintln!("note: {} comments were not imported: Strand keeps no comments", parsed.comments);
+        let comments = crate::output::counted(parsed.comments as u64, "comment");
+        eprintln!("note: {comments} not imported: Strand keeps no comments");
     }
     if parsed.folded > 0 {
         eprintln!(
-            "note: {} edges that two beads held to each other were kept one way (from the lower id): Strand's edges form no cycles",
-            parsed.folded
+            "note: {} that two beads held to each other kept one way (from the lower id): Strand's edges form no cycles",
+            crate::output::counted(parsed.folded as u64, "edge")
         );
     }
     if !args.dry_run && count > 0 {
         let mut written: Vec<ImportedBead> = Vec::with_capacity(count);
+        let bar = crate::output::progress(count as u64, "{pos}/{len} beads {wide_bar} {per_sec}, {eta} left");
         for batch in batches(std::mem::take(&mut parsed.beads)) {
+            bar.inc(batch.len() as u64);
             let sent: BTreeMap<BeadId, Vec<BeadId>> =
                 batch.iter().map(|bead| (bead.id.clone(), bead.depends_on.keys().cloned().collect())).collect();
             let imported = |bead: Bead| ImportedBead {
@@ -476,6 +479,7 @@ pub async fn run(cli: &Cli, args: &ImportArgs) -> Outcome {
                 }
             }
         }
+        bar.finish_and_clear();
     }
     if cli.json {
         let mut value = serde_json::json!({

@@ -188,6 +188,14 @@ pub const BLOCK_INDENT: &str = "    ";
 
 pub use api::printable::counted;
 
+/// A progress bar on stderr with `template` (indicatif's), drawn only while stderr is a terminal,
+/// so logs and pipes get no bar.
+pub fn progress(total: u64, template: &str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::with_draw_target(Some(total), indicatif::ProgressDrawTarget::stderr());
+    bar.set_style(indicatif::ProgressStyle::with_template(template).expect("the template is valid"));
+    bar
+}
+
 /// An id, safe to print: control characters escaped (`printable`).
 pub fn id_text(id: &BeadId) -> String {
     printable(id.as_str()).to_string()

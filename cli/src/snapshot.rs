@@ -200,11 +200,7 @@ async fn receive(cli: &Cli, output: &mut std::fs::File) -> Result<(), Failure> {
         .map_err(|error| refused(format!("the node sent a backup header this build cannot read: {error}")))?;
     write(output, &first)?;
     let bar =
-        indicatif::ProgressBar::with_draw_target(Some(header.snapshot_bytes), indicatif::ProgressDrawTarget::stderr());
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{bytes}/{total_bytes} {wide_bar} {bytes_per_sec}, {eta} left")
-            .expect("the template is valid"),
-    );
+        crate::output::progress(header.snapshot_bytes, "{bytes}/{total_bytes} {wide_bar} {bytes_per_sec}, {eta} left");
     while let Some(chunk) = stream.next().await? {
         write(output, &chunk)?;
         bar.inc(chunk.len() as u64);

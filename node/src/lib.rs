@@ -132,13 +132,15 @@ pub enum NodeError {
     Serve(#[from] tonic::transport::Error),
 }
 
-/// The identity recorded in a data directory.
+/// The identity recorded in a data directory (public so that the storage-format test pins it).
 #[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
-struct Identity {
-    cluster_name: String,
-    node_id: u64,
+pub struct Identity {
+    /// The `--cluster-name` the node was first started with.
+    pub cluster_name: String,
+    /// The node's id.
+    pub node_id: u64,
     /// The cluster id, fixed at the node's first start (see [`cluster_id`]).
-    cluster_id: u64,
+    pub cluster_id: u64,
 }
 
 /// The id of a cluster named `cluster_name` whose first members are `member_ids`: the first eight

@@ -31,7 +31,9 @@ pub const META_INSTALLING: &[u8] = b"installing";
 pub const META_IDENTITY: &[u8] = b"identity";
 /// Key of the storage format version a data directory was written with.
 pub const META_FORMAT: &[u8] = b"format";
-/// The storage format this build writes and reads. 10: the membership records each member's
+/// The storage format this build writes and reads; `tests/golden/storage-format.txt` pins the bytes
+/// of every type stored or sent between nodes under it, and `tests/tests/storage_format.rs`
+/// fails until a changed layout bumps it. 10: the membership records each member's
 /// peer address, client address and auto-promotion (`types::Member`, was openraft's `BasicNode`).
 /// 9: the answers the dedup table keeps list
 /// tokens by a fingerprint of their hash, never the hash. 8: proposals carry the client's token hash,

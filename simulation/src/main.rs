@@ -1,7 +1,8 @@
-//! `cargo run --bin simulation -- --seeds N ...`: runs many seeds, prints a progress bar
-//! and a summary, and stops at the first violation with the seed and the command that replays it.
+//! `cargo run --bin simulation -- --seeds N ...`: runs many seeds, shows a progress bar with an
+//! ETA on a terminal (indicatif; none when stderr is not a terminal, so CI logs stay clean),
+//! prints a summary, and stops at the first violation with the seed and the command that replays
+//! it.
 
-use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -77,19 +78,26 @@ fn parse_faults(text: &str) -> Result<FaultList, String> {
 /// Violations printed for a failing seed; the rest are counted.
 const VIOLATIONS_SHOWN: usize = 3;
 
-fn progress(done: u64, total: u64, report: &RunReport) {
-    const WIDTH: u64 = 30;
-    let filled = (done * WIDTH).checked_div(total).unwrap_or(WIDTH);
-    let bar: String = (0..WIDTH).map(|cell| if cell < filled { '#' } else { '.' }).collect();
-    eprint!(
-        "\r[{bar}] {done}/{total} seeds, seed {} ({} ops, {} faults, {:.1}s simulated in {:.2}s)   ",
+/// The sweep's progress bar: drawn on stderr while it is a terminal, hidden otherwise.
+fn progress_bar(seeds: u64) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::with_draw_target(Some(seeds), indicatif::ProgressDrawTarget::stderr());
+    let style = indicatif::ProgressStyle::with_template("[{bar:30}] {pos}/{len} seeds, {eta} left; {msg}")
+        .expect("a valid progress template")
+        .progress_chars("#>.");
+    bar.set_style(style);
+    bar
+}
+
+/// What the bar says of the last seed run.
+fn last_run(report: &RunReport) -> String {
+    format!(
+        "seed {} ({} ops, {} faults, {:.1}s simulated in {:.2}s)",
         report.config.seed,
         report.ops,
         report.faults,
         report.simulated.as_secs_f64(),
         report.wall.as_secs_f64()
-    );
-    let _ = std::io::stderr().flush();
+    )
 }
 
 fn main() -> ExitCode {
@@ -106,7 +114,8 @@ fn main() -> ExitCode {
     let (mut ops, mut faults, mut unknown, mut simulated) = (0usize, 0usize, 0usize, Duration::ZERO);
     let (mut order_firings, mut controller_actions, mut controller_terms) = (0usize, 0usize, 0usize);
     let (mut damaged, mut failed_starts, mut wipes) = (0usize, 0usize, 0usize);
-    for (done, seed) in seeds.iter().enumerate() {
+    let bar = progress_bar(seeds.len() as u64);
+    for seed in &seeds {
         let config = RunConfig {
             seed: *seed,
             nodes: args.nodes,
@@ -121,15 +130,18 @@ fn main() -> ExitCode {
         let report = match run(&config) {
             Ok(report) => report,
             Err(error) => {
-                eprintln!("\nseed {seed}: the simulator could not run: {error}");
+                bar.abandon();
+                eprintln!("seed {seed}: the simulator could not run: {error}");
                 return ExitCode::from(2);
             }
         };
         if args.verbose {
-            for line in &report.trace {
-                println!("{line}");
-            }
-            println!("trace hash {:016x}", report.trace_hash);
+            bar.suspend(|| {
+                for line in &report.trace {
+                    println!("{line}");
+                }
+                println!("trace hash {:016x}", report.trace_hash);
+            });
         }
         ops += report.ops;
         faults += report.faults;
@@ -141,9 +153,11 @@ fn main() -> ExitCode {
         failed_starts += report.failed_starts;
         wipes += report.wipes;
         simulated += report.simulated;
-        progress(done as u64 + 1, seeds.len() as u64, &report);
+        bar.set_message(last_run(&report));
+        bar.inc(1);
         if !report.violations.is_empty() {
-            eprintln!("\n\nseed {seed} FAILED: {} violation(s)", report.violations.len());
+            bar.abandon();
+            eprintln!("\nseed {seed} FAILED: {} violation(s)", report.violations.len());
             for violation in report.violations.iter().take(VIOLATIONS_SHOWN) {
                 eprintln!("- {violation}");
             }
@@ -155,7 +169,7 @@ fn main() -> ExitCode {
         }
     }
     let wall = started.elapsed();
-    eprintln!();
+    bar.finish();
     println!(
         "| seeds | nodes | ops | unknown outcome | order firings | controller actions (terms) | faults | damaged nodes | wipes | failed starts | simulated | wall | simulated/wall | seeds/min |"
     );
