@@ -10,8 +10,8 @@ use api::model::{BeadId, COMMENT_MARK};
 use api::printable::printable;
 use clap::Subcommand;
 
+use crate::answers::{beads_of, one_bead};
 use crate::beads::write_fenced;
-use crate::orchestration::{beads_of, one_bead};
 use crate::output::print_value;
 use crate::{Cli, Failure, Outcome};
 

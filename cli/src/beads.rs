@@ -13,11 +13,12 @@ use api::outcome::Outcome as Answer;
 use api::printable::printable;
 use clap::{Args, Subcommand};
 
+use crate::answers::beads_of;
 use crate::listing::{LIST_LIMIT_DEFAULT, Listing, LocalFilter, ReadySort, SortOrder, hidden_types, window};
-use crate::orchestration::beads_of;
 use crate::output::{
     BD_DEFAULT_PRIORITY, print_bead_object, print_beads, print_details, print_value, print_with_counts,
 };
+use crate::values::{now_ms, parse_lease, parse_priority, parse_time};
 use crate::{Cli, Failure, Outcome};
 
 #[derive(Subcommand, Debug)]
@@ -528,37 +529,6 @@ fn usage(message: String) -> Failure {
     Failure::Usage(message)
 }
 
-/// A priority as bd writes it: 0 to 4, or P0 to P4.
-pub fn parse_priority(text: &str) -> Result<u8, String> {
-    let digits = text.strip_prefix(['P', 'p']).unwrap_or(text);
-    match digits.parse::<u8>() {
-        Ok(priority) if priority <= 4 => Ok(priority),
-        _ => Err(format!("invalid priority {text:?} (expected 0-4 or P0-P4, not words like high/medium/low)")),
-    }
-}
-
-/// A time as bd takes it: RFC 3339, a date (midnight UTC), or relative to now (`+2d`, `-6h`).
-pub fn parse_time(text: &str) -> Result<i64, String> {
-    if let Some(time) = Timestamp::parse_rfc3339(text) {
-        return Ok(time.0);
-    }
-    if let Some(midnight) = Timestamp::parse_rfc3339(&format!("{text}T00:00:00Z")) {
-        return Ok(midnight.0);
-    }
-    let (sign, rest) = match text.strip_prefix('-') {
-        Some(rest) => (-1, rest),
-        None => (1, text.strip_prefix('+').unwrap_or(text)),
-    };
-    let unit_ms = match rest.chars().last() {
-        Some('h') => 3_600_000,
-        Some('d') => 86_400_000,
-        Some('w') => 7 * 86_400_000,
-        _ => return Err(format!("invalid time {text:?}; write RFC 3339, YYYY-MM-DD, or +N/-N with h, d or w")),
-    };
-    let count: i64 = rest[..rest.len() - 1].parse().map_err(|_| format!("invalid time {text:?}"))?;
-    Ok(now_ms() + sign * count * unit_ms)
-}
-
 /// The wall-clock bound of `--lease-expired` (now) or `--lease-expiring D` (now plus D).
 fn lease_due_by(expired: bool, expiring: Option<std::time::Duration>) -> Option<i64> {
     let within = match (expired, expiring) {
@@ -567,22 +537,6 @@ fn lease_due_by(expired: bool, expiring: Option<std::time::Duration>) -> Option<
         (false, None) => return None,
     };
     Some(now_ms().saturating_add(within))
-}
-
-/// A lease's length (`10m`, `1h`, `90s`) in milliseconds, within what a cluster grants.
-pub fn parse_lease(text: &str) -> Result<u64, String> {
-    let duration = humantime::parse_duration(text)
-        .map_err(|error| format!("{text:?} is not a duration ({error}); write e.g. 10m"))?;
-    let lease_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
-    api::validate::validate_lease(lease_ms).map_err(|refusal| refusal.to_string())?;
-    Ok(lease_ms)
-}
-
-/// The wall clock, in milliseconds (for relative times and `ready --sort hybrid`).
-#[allow(clippy::disallowed_methods)]
-pub fn now_ms() -> i64 {
-    let elapsed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX)
 }
 
 fn key_values(pairs: &[String], flag: &str) -> Result<Vec<(String, String)>, Failure> {

@@ -8,18 +8,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use api::client::Client;
-use api::command::{Command, CreateBead, ReadyFilter};
+use api::command::{Command, ReadyFilter};
 use api::model::{Actor, BeadId, Namespace};
 use api::outcome::Outcome as Answer;
 use clap::{Args, Subcommand};
 use hdrhistogram::Histogram;
 
+use crate::bench_support::{AGENTS_MAX, agent_client, create_beads, latency_summary, new_histogram};
 use crate::{Cli, Failure, Outcome};
-
-/// Most concurrent agents.
-pub const AGENTS_MAX: usize = 4096;
-/// Concurrent writers that create the beads.
-const CREATORS: usize = 64;
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
@@ -47,11 +43,6 @@ pub struct ClaimArgs {
     beads: usize,
 }
 
-/// Latencies in microseconds, from 1 µs to 10 minutes, 3 significant digits.
-pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 600_000_000, 3).expect("histogram bounds are valid")
-}
-
 struct PhaseReport {
     name: &'static str,
     claims: usize,
@@ -59,61 +50,6 @@ struct PhaseReport {
     elapsed: Duration,
     latency: Histogram<u64>,
     winners: Vec<(BeadId, usize)>,
-}
-
-/// A client of the benchmark's namespace, with the CLI's global flags.
-pub fn agent_client(cli: &Cli, namespace: &Namespace) -> Result<Arc<Client>, Failure> {
-    Ok(Arc::new(cli.client_in(&namespace.0)?))
-}
-
-/// Creates `count` beads labelled `label` through [`CREATORS`] concurrent writers.
-pub async fn create_beads(client: &Arc<Client>, count: usize, label: &str) -> Result<Vec<BeadId>, Failure> {
-    create_many(client, count, label, None).await
-}
-
-/// Creates `count` beads labelled `label` that each wait for `blocker`.
-pub async fn create_waiting(
-    client: &Arc<Client>,
-    count: usize,
-    label: &str,
-    blocker: &BeadId,
-) -> Result<Vec<BeadId>, Failure> {
-    create_many(client, count, label, Some(blocker)).await
-}
-
-async fn create_many(
-    client: &Arc<Client>,
-    count: usize,
-    label: &str,
-    blocker: Option<&BeadId>,
-) -> Result<Vec<BeadId>, Failure> {
-    let needs: Vec<String> = blocker.iter().map(|bead_id| bead_id.0.clone()).collect();
-    let next = Arc::new(AtomicUsize::new(0));
-    let mut tasks = Vec::new();
-    for _ in 0..CREATORS.min(count.max(1)) {
-        let (client, next, label, needs) = (client.clone(), next.clone(), label.to_string(), needs.clone());
-        tasks.push(tokio::spawn(async move {
-            let mut ids = Vec::new();
-            while next.fetch_add(1, Ordering::Relaxed) < count {
-                let create = CreateBead {
-                    title: "bench".into(),
-                    labels: [label.clone()].into(),
-                    needs: needs.clone(),
-                    ..Default::default()
-                };
-                match client.execute(Command::Create(create)).await? {
-                    Answer::Bead(bead) => ids.push(bead.id),
-                    other => return Err(api::client::ClientError::Failed(format!("create answered {other:?}"))),
-                }
-            }
-            Ok(ids)
-        }));
-    }
-    let mut ids = Vec::with_capacity(count);
-    for task in tasks {
-        ids.extend(task.await.map_err(|error| Failure::Refused(error.to_string()))??);
-    }
-    Ok(ids)
 }
 
 async fn run_phase(
@@ -179,17 +115,6 @@ async fn run_phase(
     Ok(report)
 }
 
-/// `p50=…ms p99=…ms max=…ms` of a latency histogram in microseconds.
-pub fn latency_summary(latency: &Histogram<u64>) -> String {
-    let millis = |micros: u64| micros as f64 / 1000.0;
-    format!(
-        "p50={:.2}ms p99={:.2}ms max={:.2}ms",
-        millis(latency.value_at_quantile(0.5)),
-        millis(latency.value_at_quantile(0.99)),
-        millis(latency.max())
-    )
-}
-
 fn print_report(report: &PhaseReport, agents: usize) {
     let seconds = report.elapsed.as_secs_f64().max(1e-9);
     println!(
@@ -228,7 +153,7 @@ pub async fn run(cli: &Cli, command: &BenchCommand) -> Outcome {
 }
 
 async fn run_claim(cli: &Cli, args: &ClaimArgs) -> Outcome {
-    crate::bench_scenarios::check_range("--agents", args.agents, 1, AGENTS_MAX)?;
+    crate::bench_support::check_range("--agents", args.agents, 1, AGENTS_MAX)?;
     let run_id = rand::random::<u32>();
     let namespace = Namespace(format!("bench-{run_id:08x}"));
     let setup = agent_client(cli, &namespace)?;

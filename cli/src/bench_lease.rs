@@ -23,8 +23,7 @@ use api::outcome::Outcome as Answer;
 use clap::Args;
 use hdrhistogram::Histogram;
 
-use crate::bench::{agent_client, create_beads, latency_summary, new_histogram};
-use crate::bench_scenarios::check_range;
+use crate::bench_support::{agent_client, check_range, create_beads, latency_summary, new_histogram};
 use crate::{Cli, Failure, Outcome};
 
 /// Most agents.

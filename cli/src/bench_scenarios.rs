@@ -16,7 +16,7 @@ use clap::Args;
 use futures::StreamExt;
 use hdrhistogram::Histogram;
 
-use crate::bench::{agent_client, create_beads, latency_summary, new_histogram};
+use crate::bench_support::{agent_client, check_range, create_beads, latency_summary, new_histogram};
 use crate::{Cli, Failure, Outcome};
 
 /// Most watchers of the fan-out scenario.
@@ -80,14 +80,6 @@ fn failed(error: impl std::fmt::Display) -> Failure {
     Failure::Refused(error.to_string())
 }
 
-/// Refuses a flag value outside `min..=max` as a usage error.
-pub fn check_range(flag: &str, value: usize, min: usize, max: usize) -> Result<(), Failure> {
-    if value < min || value > max {
-        return Err(Failure::Usage(format!("{flag} must be between {min} and {max}")));
-    }
-    Ok(())
-}
-
 /// A client of a new namespace for one scenario run.
 fn fresh_client(cli: &Cli, scenario: &str) -> Result<(Namespace, Arc<Client>), Failure> {
     let namespace = fresh_namespace(scenario);
@@ -102,7 +94,7 @@ fn fresh_namespace(scenario: &str) -> Namespace {
 
 /// `bench hook`: N pool agents loop `hook --claim` then close what they got.
 pub async fn run_hook(cli: &Cli, args: &HookArgs) -> Outcome {
-    check_range("--agents", args.agents, 1, crate::bench::AGENTS_MAX)?;
+    check_range("--agents", args.agents, 1, crate::bench_support::AGENTS_MAX)?;
     let (namespace, setup) = fresh_client(cli, "hook")?;
     let pool = "bench";
     println!("{} beads routed to pool {pool}, {} agents", args.beads, args.agents);
@@ -202,11 +194,11 @@ pub async fn run_blocker(cli: &Cli, args: &BlockerArgs) -> Outcome {
             Answer::Bead(bead) => bead.id,
             other => return Err(failed(format!("create answered {other:?}"))),
         };
-        let dependents = crate::bench::create_waiting(&client, args.dependents, &label, &blocker).await?;
+        let dependents = crate::bench_support::create_waiting(&client, args.dependents, &label, &blocker).await?;
         let ready_filter = ReadyFilter { labels_all: vec![label.clone()], limit: 0, ..Default::default() };
         let ready_count = |answer: Answer| match answer {
             Answer::Beads(beads) => Ok(beads.len()),
-            other => Err(crate::orchestration::unexpected(&other)),
+            other => Err(crate::answers::unexpected(&other)),
         };
         let before =
             ready_count(client.query(Query::Ready { filter: ready_filter.clone(), now: Timestamp(0) }).await?)?;

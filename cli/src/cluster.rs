@@ -258,7 +258,7 @@ async fn status(cli: &Cli, digest: bool) -> Outcome {
             let leases = status.nodes.iter().find(|each| each.id == node).map_or(0, |each| each.lease_count);
             println!("controller on node {node} (term {}), {leases} leases held", status.term);
             let duties = status.nodes.iter().find(|each| each.id == node).map(|each| each.duties.as_slice());
-            let now = crate::beads::now_ms();
+            let now = crate::values::now_ms();
             for duty in duties.unwrap_or_default() {
                 let every = std::time::Duration::from_millis(duty.interval_ms);
                 let last = match duty.last_run_ms {

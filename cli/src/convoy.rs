@@ -7,7 +7,7 @@ use api::model::BeadId;
 use api::outcome::Outcome as Answer;
 use clap::Subcommand;
 
-use crate::orchestration::{beads_of, unexpected};
+use crate::answers::{beads_of, unexpected};
 use crate::output::{bead_line, print_bead, print_beads, print_progress};
 use crate::{Cli, Failure, Outcome};
 

@@ -11,7 +11,7 @@ use api::outcome::Refusal;
 use clap::Args;
 use futures::StreamExt;
 
-use crate::orchestration::unexpected;
+use crate::answers::unexpected;
 use crate::output::{print_events, write_event_line};
 use crate::{Cli, Failure, Outcome};
 

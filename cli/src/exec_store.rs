@@ -27,9 +27,9 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::answers::{beads_of, one_bead, unexpected};
 use crate::listing::{Listing, LocalFilter, SortOrder};
 use crate::molecule::formula_source;
-use crate::orchestration::{beads_of, one_bead, unexpected};
 use crate::output::DependencyJson;
 use crate::wire::{CreateInput, UpdateInput};
 use crate::{Cli, Failure, Outcome};

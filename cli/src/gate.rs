@@ -24,13 +24,14 @@ use api::printable::{printable, printable_block};
 use clap::{Args, Subcommand};
 use serde::Deserialize;
 
-use crate::beads::{now_ms, statuses_arg};
+use crate::answers::{beads_of, one_bead};
+use crate::beads::statuses_arg;
 use crate::gate_fields::{
     AWAIT_ID_KEY, AWAIT_TYPE_KEY, GATE_TYPE, GATE_TYPES, GateFields, REF_KEY, TIMEOUT_KEY, WAITERS_KEY,
 };
 use crate::listing::{Listing, LocalFilter, SortOrder};
-use crate::orchestration::{beads_of, one_bead};
 use crate::output::{BLOCK_INDENT, print_bead_object, print_beads, print_value};
+use crate::values::now_ms;
 use crate::{Cli, Failure, Outcome};
 use api::go_duration::{format_go_duration, parse_go_duration};
 
@@ -285,7 +286,7 @@ async fn create(cli: &Cli, client: &Client, args: &GateCreateArgs) -> Outcome {
     let txn = Txn { conditions: Vec::new(), fences: Vec::new(), writes: vec![Command::Create(gate), edge] };
     let answer = client.execute(Command::Txn(txn)).await?;
     let api::outcome::Outcome::Txn(mut outcomes) = answer else {
-        return Err(crate::orchestration::unexpected(&answer));
+        return Err(crate::answers::unexpected(&answer));
     };
     let created = one_bead(outcomes.swap_remove(0), "gate")?;
     if cli.json {
@@ -487,7 +488,7 @@ async fn judge_gh_run(client: &Client, bead: &mut Bead, await_id: &str, dry_run:
                 Ok(api::outcome::Outcome::Txn(mut outcomes)) if outcomes.len() == 1 => {
                     one_bead(outcomes.remove(0), "gate")
                 }
-                Ok(other) => Err(crate::orchestration::unexpected(&other)),
+                Ok(other) => Err(crate::answers::unexpected(&other)),
                 Err(error) => Err(Failure::from(error)),
             };
             match written {

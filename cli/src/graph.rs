@@ -219,7 +219,7 @@ pub async fn apply(cli: &crate::Cli, path: &Path, ephemeral: bool, no_history: b
     };
     let created: Vec<Option<String>> = outcomes
         .into_iter()
-        .map(|outcome| crate::orchestration::beads_of(outcome).into_iter().next().map(|bead| bead.id.0))
+        .map(|outcome| crate::answers::beads_of(outcome).into_iter().next().map(|bead| bead.id.0))
         .collect();
     let ids: BTreeMap<String, String> =
         slot.into_iter().filter_map(|(key, write)| created.get(write).cloned().flatten().map(|id| (key, id))).collect();

@@ -32,8 +32,8 @@ use api::validate::validate_command;
 use clap::Args;
 use serde::Deserialize;
 
+use crate::answers::beads_of;
 use crate::gate_fields::{AWAIT_ID_KEY, AWAIT_TYPE_KEY, REF_KEY, TIMEOUT_KEY, WAITERS_KEY};
-use crate::orchestration::beads_of;
 use crate::output::print_value;
 use crate::{Cli, Failure, Outcome};
 use api::go_duration::format_go_duration;
@@ -247,7 +247,7 @@ fn parse(mut reader: impl BufRead, source: &str) -> Result<Parsed, Failure> {
     let mut parsed = Parsed::default();
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     // Lines without `created_at` are stamped with the reader's clock, as bd stamps them.
-    let now = Timestamp(crate::beads::now_ms());
+    let now = Timestamp(crate::values::now_ms());
     let mut line = Vec::new();
     let mut number = 0;
     loop {

@@ -14,7 +14,7 @@ use api::outcome::Refusal;
 use api::printable::printable;
 use clap::Subcommand;
 
-use crate::orchestration::one_bead;
+use crate::answers::one_bead;
 use crate::output::{print_bead_object, write_bead_line};
 use crate::{Cli, Failure, Outcome};
 

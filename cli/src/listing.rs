@@ -15,8 +15,8 @@ use api::command::{ListCursor, ListFilter, ListSort, Query};
 use api::model::{Bead, Status, Timestamp};
 
 use crate::Failure;
+use crate::answers::beads_of;
 use crate::gate_fields::GATE_TYPE;
-use crate::orchestration::beads_of;
 
 /// Beads one page of a listing asks the cluster for.
 pub const LIST_PAGE_BEADS: u32 = 1000;

@@ -9,7 +9,7 @@ use api::model::{Bead, BeadId, LABEL_READ, MESSAGE_TYPE, THREAD_LABEL_PREFIX};
 use api::printable::{printable, printable_block};
 use clap::Subcommand;
 
-use crate::orchestration::beads_of;
+use crate::answers::beads_of;
 use crate::output::{BLOCK_INDENT, print_bead, print_beads};
 use crate::{Cli, Failure, Outcome};
 
@@ -137,7 +137,7 @@ pub async fn run(cli: &Cli, command: &MailCommand) -> Outcome {
 
 /// The one bead of an answer.
 fn one(answer: api::outcome::Outcome) -> Result<Bead, Failure> {
-    crate::orchestration::one_bead(answer, "message")
+    crate::answers::one_bead(answer, "message")
 }
 
 /// The bead as JSON, or the text line `text` makes.

@@ -5,11 +5,13 @@
 //! `strand dev` call the `node` crate (feature `node`, on by default).
 
 mod annotate;
+mod answers;
 mod auth;
 mod beads;
 mod bench;
 mod bench_lease;
 mod bench_scenarios;
+mod bench_support;
 mod certs;
 mod cluster;
 mod convoy;
@@ -35,6 +37,7 @@ mod run_node;
 #[cfg(feature = "node")]
 mod snapshot;
 mod tx;
+mod values;
 mod wire;
 
 use std::path::PathBuf;

@@ -18,7 +18,7 @@ use api::printable::{printable, printable_block};
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use crate::orchestration::{beads_of, unexpected};
+use crate::answers::{beads_of, unexpected};
 use crate::output::{BeadJson, print_progress, print_value};
 use crate::{Cli, Failure, Outcome};
 
@@ -293,10 +293,10 @@ async fn wisp(cli: &Cli, formula: &str, root_only: bool, title: Option<String>, 
             ephemeral: true,
             ..api::command::CreateBead::default()
         };
-        crate::orchestration::one_bead(client.execute(Command::Create(create)).await?, "molecule root")?
+        crate::answers::one_bead(client.execute(Command::Create(create)).await?, "molecule root")?
     } else {
         let cook = Cook { formula: source, title, vars: vars(pairs)?, ephemeral: true };
-        crate::orchestration::one_bead(client.execute(Command::MolCook(cook)).await?, "molecule root")?
+        crate::answers::one_bead(client.execute(Command::MolCook(cook)).await?, "molecule root")?
     };
     if cli.json {
         print_value(&serde_json::json!({ "new_epic_id": root.id.0, "root_only": root_only, "schema_version": 1 }));

@@ -16,8 +16,8 @@ use api::printable::printable;
 use clap::Args;
 use serde::Serialize;
 
+use crate::answers::beads_of;
 use crate::listing::{Listing, LocalFilter, SortOrder};
-use crate::orchestration::beads_of;
 use crate::output::{BeadJson, print_value};
 use crate::{Cli, Failure, Outcome};
 

@@ -15,6 +15,7 @@ use api::outcome::{NamespaceInfo, Outcome as Answer};
 use api::printable::printable;
 use clap::{Args, Subcommand, ValueEnum};
 
+use crate::answers::{beads_of, unexpected};
 use crate::molecule::{formula_source, vars};
 use crate::output::{bead_line, print_beads, print_value};
 use crate::{Cli, Failure, Outcome};
@@ -133,7 +134,7 @@ pub struct HookArgs {
     #[arg(long)]
     claim: bool,
     /// With --claim: a lease, so the claim lapses unless renewed (1s to 7d; 10m, 1h).
-    #[arg(long, value_name = "DURATION", value_parser = crate::beads::parse_lease, requires = "claim")]
+    #[arg(long, value_name = "DURATION", value_parser = crate::values::parse_lease, requires = "claim")]
     lease: Option<u64>,
     /// At most N beads; default 20, or 1 with --inject.
     #[arg(long)]
@@ -151,27 +152,6 @@ pub struct PurgeArgs {
     /// Only wisps closed at least this long ago (e.g. 7d, 12h).
     #[arg(long, value_parser = humantime::parse_duration, default_value = "0s")]
     older_than: Duration,
-}
-
-/// The beads of an answer, in its order (empty for answers that carry none).
-pub fn beads_of(answer: Answer) -> Vec<Bead> {
-    match answer {
-        Answer::Beads(beads) => beads,
-        Answer::Bead(bead) => vec![*bead],
-        _ => Vec::new(),
-    }
-}
-
-/// The first bead of an answer; an answer with none is refused, naming `what` was expected.
-pub fn one_bead(answer: Answer, what: &str) -> Result<Bead, Failure> {
-    beads_of(answer).into_iter().next().ok_or_else(|| {
-        Failure::Refused(format!("the cluster answered with no {what}; check the id with `strand show`"))
-    })
-}
-
-/// An answer of a kind the command never gets: the cluster and the CLI disagree.
-pub fn unexpected(answer: &Answer) -> Failure {
-    Failure::Refused(format!("unexpected answer from the cluster ({answer:?}); is this strand as new as the cluster?"))
 }
 
 /// Runs a `namespace` command.
@@ -198,7 +178,8 @@ pub async fn run_namespace(cli: &Cli, command: &NamespaceCommand) -> Outcome {
                 None => None,
                 Some("none") => Some(None),
                 Some(text) => Some(Some(
-                    crate::beads::parse_lease(text).map_err(|why| Failure::Usage(format!("--default-lease: {why}")))?,
+                    crate::values::parse_lease(text)
+                        .map_err(|why| Failure::Usage(format!("--default-lease: {why}")))?,
                 )),
             };
             if default_lease_ms.is_none() && max_deliveries.is_none() {

@@ -17,10 +17,10 @@ use api::printable::{printable, printable_block};
 use api::state::{ORDER_RUN_LABEL_PREFIX, ORDER_TRACKING_LABEL};
 use clap::Subcommand;
 
-use crate::beads::now_ms;
+use crate::answers::{beads_of, unexpected};
 use crate::molecule::read_source_file;
-use crate::orchestration::{beads_of, unexpected};
 use crate::output::{BLOCK_INDENT, print_beads, print_value};
+use crate::values::now_ms;
 use crate::{Cli, Failure, Outcome};
 
 /// `strand order ...`.

@@ -10,9 +10,9 @@ use api::limits::TXN_WRITES_MAX;
 use api::model::{Bead, Status};
 use clap::Args;
 
-use crate::beads::now_ms;
 use crate::listing::{Listing, LocalFilter, SortOrder};
 use crate::output::print_value;
+use crate::values::now_ms;
 use crate::{Cli, Failure, Outcome};
 
 /// `strand prune`.

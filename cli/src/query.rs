@@ -14,10 +14,10 @@ use api::command::{ListFilter, Query as ClusterQuery};
 use api::model::{Bead, BeadId, Status};
 use clap::Args;
 
-use crate::beads::{parse_priority, parse_time};
+use crate::answers::beads_of;
 use crate::listing::{LIST_LIMIT_DEFAULT, Listing, LocalFilter, SortOrder};
-use crate::orchestration::beads_of;
 use crate::output::print_with_counts;
+use crate::values::{parse_priority, parse_time};
 use crate::{Cli, Failure, Outcome};
 
 /// `strand query`.

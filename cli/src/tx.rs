@@ -257,7 +257,7 @@ pub async fn run(cli: &Cli, args: &TxArgs) -> Outcome {
         return Err(Failure::Refused(format!("the cluster answered a transaction with {answer:?}")));
     };
     let beads: Vec<Option<api::model::Bead>> =
-        outcomes.into_iter().map(|outcome| crate::orchestration::beads_of(outcome).into_iter().next()).collect();
+        outcomes.into_iter().map(|outcome| crate::answers::beads_of(outcome).into_iter().next()).collect();
     if cli.json {
         let results: Vec<Option<BeadJson>> = beads.iter().map(|bead| bead.as_ref().map(BeadJson::from)).collect();
         print_value(&serde_json::json!({ "results": results, "schema_version": 1 }));

@@ -110,3 +110,118 @@ fn node_planes_import_only_downward() {
         }
     }
 }
+
+/// Every `.rs` file under `dir`, by module path relative to `root` (`beads/listing.rs` is
+/// `beads::listing`, a `mod.rs` its folder's module), with its text.
+fn module_files(root: &Path, dir: &Path, found: &mut BTreeMap<String, String>) {
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|error| panic!("{}: {error}", dir.display())) {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            module_files(root, &path, found);
+            continue;
+        }
+        if path.extension().is_none_or(|extension| extension != "rs") {
+            continue;
+        }
+        let relative = path.strip_prefix(root).unwrap().with_extension("");
+        let mut parts: Vec<String> = relative.iter().map(|part| part.to_string_lossy().into_owned()).collect();
+        if parts.last().is_some_and(|last| last == "mod") {
+            parts.pop();
+        }
+        found.insert(parts.join("::"), std::fs::read_to_string(&path).unwrap());
+    }
+}
+
+/// The modules among `modules` that `text` names by a `crate::` path: the longest module path
+/// each `crate::a::b::...` starts with, including the names of a `use crate::{a, b::c}` group.
+fn crate_imports(text: &str, modules: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut paths = Vec::new();
+    for (at, _) in text.match_indices("crate::") {
+        let rest = &text[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let end = group.find('}').unwrap_or(group.len());
+            paths.extend(group[..end].split(',').map(|item| item.trim().to_string()));
+        } else {
+            let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':')).unwrap_or(rest.len());
+            paths.push(rest[..end].to_string());
+        }
+    }
+    let mut imported = BTreeSet::new();
+    for path in paths {
+        let segments: Vec<&str> = path.split("::").filter(|segment| !segment.is_empty()).collect();
+        let longest =
+            (1..=segments.len()).rev().map(|length| segments[..length].join("::")).find(|m| modules.contains(m));
+        imported.extend(longest);
+    }
+    imported
+}
+
+/// A cycle in `graph`, as the modules along it, if there is one.
+fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(start) = path.iter().position(|step| step == node) {
+            let mut cycle = path[start..].to_vec();
+            cycle.push(node.to_string());
+            return Some(cycle);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(cycle) = visit(next, graph, path, done) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        done.insert(node.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph.keys().find_map(|node| visit(node, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn the_cycle_finder_finds_cycles_and_only_them() {
+    let graph = |edges: &[(&str, &str)]| {
+        let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (from, to) in edges {
+            graph.entry(from.to_string()).or_default().insert(to.to_string());
+            graph.entry(to.to_string()).or_default();
+        }
+        graph
+    };
+    assert_eq!(find_cycle(&graph(&[("a", "b"), ("b", "c"), ("a", "c")])), None);
+    assert_eq!(find_cycle(&graph(&[("a", "b"), ("b", "c"), ("c", "a")])).map(|cycle| cycle.len()), Some(4));
+    let modules: BTreeSet<String> = ["beads", "work", "work::lease", "output"].map(String::from).into();
+    let text = "use crate::{Cli, output};\nuse crate::work::lease::Lease;\nlet x = crate::beads::parse(y);";
+    let found: Vec<String> = crate_imports(text, &modules).into_iter().collect();
+    assert_eq!(found, ["beads", "output", "work::lease"]);
+}
+
+/// The CLI's files import one another without a cycle (ARCHITECTURE.md: shared helpers live in
+/// their own modules, not in command files).
+#[test]
+fn cli_modules_import_without_cycles() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").join("cli/src");
+    let mut files = BTreeMap::new();
+    module_files(&root, &root, &mut files);
+    files.remove("main");
+    let modules: BTreeSet<String> = files.keys().cloned().collect();
+    let graph: BTreeMap<String, BTreeSet<String>> = files
+        .iter()
+        .map(|(module, text)| {
+            let mut imports = crate_imports(text, &modules);
+            imports.remove(module);
+            (module.clone(), imports)
+        })
+        .collect();
+    if let Some(cycle) = find_cycle(&graph) {
+        panic!("cli/src has an import cycle: {}; move what they share into a module of its own", cycle.join(" -> "));
+    }
+}
