@@ -679,3 +679,21 @@ async fn send_read(channel: ClientChannel, request: ReadProto) -> Result<Answer,
         WhoAmI => AuthClient.who_am_i,
     }))
 }
+
+/// A new token: [`crate::auth::TOKEN_PREFIX`] and 256 bits from the operating system's random
+/// source. Clients draw tokens (`strand auth token create`) and send the cluster only their hash.
+pub fn generate_token() -> String {
+    let mut bytes = [0u8; 32];
+    rand::fill(&mut bytes);
+    format!("{}{}", crate::auth::TOKEN_PREFIX, crate::printable::hex(&bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn drawn_tokens_are_well_formed_and_differ() {
+        let token = super::generate_token();
+        assert!(crate::auth::is_well_formed(&token), "{token}");
+        assert_ne!(super::generate_token(), token);
+    }
+}

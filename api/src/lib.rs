@@ -2,7 +2,10 @@
 //! wire protocol (protobuf, gRPC client).
 //!
 //! Invariant: nothing here knows RocksDB or openraft. The state machine ([`state`]) does no I/O,
-//! no async, reads no clock and draws no random number. Protobuf types appear only in [`proto`]
+//! no async, reads no clock and draws no random number; with the model, commands, answers and
+//! parsers it applies, it is the pure core, which `tests/tests/tidy.rs`
+//! (`the_state_machine_is_pure`) fences: no tonic, tokio, prost, protobuf types, clock or
+//! randomness there. Tokens are drawn by the client ([`client::generate_token`]). Protobuf types appear only in [`proto`]
 //! and are converted to and from the model in exactly one place, [`convert`].
 
 pub mod auth;

@@ -1,6 +1,6 @@
 //! `strand auth`: turning auth on and off, and managing bearer tokens.
 //!
-//! The CLI draws every token itself ([`api::auth::generate`]) and sends the cluster only its
+//! The CLI draws every token itself ([`api::client::generate_token`]) and sends the cluster only its
 //! SHA-256, so no token ever enters the Raft log, a snapshot or a node's memory beyond the
 //! requests that carry it. A token is printed once, when it is made (or written to
 //! `--token-file`, readable by its owner only).
@@ -178,7 +178,7 @@ pub(crate) fn draw(
     namespaces: BTreeSet<Namespace>,
     actor: Option<Actor>,
 ) -> (String, TokenSpec) {
-    let token = api::auth::generate();
+    let token = api::client::generate_token();
     let spec = TokenSpec { name, hash: TokenHash::of(&token), role, namespaces, actor };
     (token, spec)
 }

@@ -216,7 +216,7 @@ fn borrowed_records_encode_exactly_like_owned_ones() {
     let mut enable = proposal("unused", 15);
     enable.command = Command::Auth(api::auth::AuthCommand::Enable(api::auth::TokenSpec {
         name: "root".into(),
-        hash: api::auth::TokenHash::of(&api::auth::generate()),
+        hash: api::auth::TokenHash::of(&api::client::generate_token()),
         role: api::auth::Role::Admin,
         namespaces: Default::default(),
         actor: None,

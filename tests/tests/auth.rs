@@ -76,7 +76,7 @@ async fn tokens_and_roles_bind_every_request() {
     let refused = refusal(open.execute(create("no token")).await);
     assert!(matches!(refused, Refusal::Unauthenticated(_)), "{refused}");
     assert!(matches!(refusal(open.query(Query::List(ListFilter::default())).await), Refusal::Unauthenticated(_)));
-    let stranger = cluster.client_with_token(cluster.endpoints(), "default", &api::auth::generate());
+    let stranger = cluster.client_with_token(cluster.endpoints(), "default", &api::client::generate_token());
     assert!(matches!(refusal(stranger.execute(create("stranger")).await), Refusal::Unauthenticated(_)));
     let plain = strand(&cluster, None, &["list"]);
     assert_eq!(plain.status.code(), Some(1));

@@ -225,3 +225,74 @@ fn cli_modules_import_without_cycles() {
         panic!("cli/src has an import cycle: {}; move what they share into a module of its own", cycle.join(" -> "));
     }
 }
+
+/// The pure core: the bead model, the commands and answers, the state machine and the parsers it
+/// applies. ARCHITECTURE.md: no I/O, no async, no clock, no wire types.
+const PURE_CORE: [&str; 12] = [
+    "state",
+    "model.rs",
+    "command.rs",
+    "outcome.rs",
+    "auth.rs",
+    "order.rs",
+    "formula.rs",
+    "validate.rs",
+    "limits.rs",
+    "suggest.rs",
+    "printable.rs",
+    "go_duration.rs",
+];
+
+/// The pure core of `api` uses neither gRPC, tokio nor the generated protobuf types, and reads no
+/// clock: the state machine is a function of the log. (Converting a stamped time with
+/// `UNIX_EPOCH` and `Duration` is fine.) Comment lines are not read.
+#[test]
+fn the_state_machine_is_pure() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").join("api/src");
+    let forbidden = [
+        "tonic",
+        "tokio",
+        "prost",
+        "crate::proto",
+        "crate::convert",
+        "crate::client",
+        "crate::tls",
+        "SystemTime::now",
+        "Instant::now",
+        "std::time::Instant",
+        "std::fs",
+        "std::net",
+        "rand::",
+    ];
+    let mut checked = 0;
+    for part in PURE_CORE {
+        let mut files = BTreeMap::new();
+        let path = root.join(part);
+        if path.is_dir() {
+            module_files(&root, &path, &mut files);
+        } else {
+            files.insert(part.to_string(), std::fs::read_to_string(&path).unwrap());
+        }
+        for (module, text) in files {
+            checked += 1;
+            for (number, line) in text.lines().enumerate() {
+                if line.trim_start().starts_with("//") {
+                    continue;
+                }
+                for word in forbidden {
+                    // At the start of a path: `strand::audit` is no use of `rand::`.
+                    let used = line
+                        .match_indices(word)
+                        .any(|(at, _)| !line[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':'));
+                    assert!(
+                        !used,
+                        "api module {module}, line {}: `{word}` in the pure core ({})",
+                        number + 1,
+                        line.trim()
+                    );
+                }
+            }
+        }
+    }
+    assert!(checked > PURE_CORE.len(), "the state module's files were read");
+}
