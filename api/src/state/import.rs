@@ -161,10 +161,7 @@ impl NamespaceState {
         }
         let mut refresh = Vec::new();
         for imported in beads {
-            let bead = self.beads.remove(&imported.id).expect("checked above");
-            self.indexes.remove(&bead);
-            self.indexes.forget(&imported.id);
-            self.dirty_beads.insert(imported.id.clone());
+            let bead = self.take_bead(&imported.id).expect("checked above");
             self.emit(event_type::BEAD_DELETED, &imported.id, bead.title.clone());
             let sent: BTreeSet<&BeadId> = imported.edges.iter().collect();
             let taken: BTreeMap<BeadId, DepType> =

@@ -300,10 +300,37 @@ impl NamespaceState {
         let bead_id = bead.id.clone();
         assert!(!self.beads.contains_key(&bead_id), "bead id {bead_id} assigned twice");
         self.journal_bead(&bead_id);
+        self.put_bead(bead);
+        bead_id
+    }
+
+    /// Puts a bead into the map and the indexes, and marks it to be written: with
+    /// [`NamespaceState::lift_bead`] and [`NamespaceState::take_bead`], the only code that changes
+    /// the map of beads (`insert`, `modify`, `remove`, an import's undo and a transaction's
+    /// roll-back all go through them).
+    pub(super) fn put_bead(&mut self, bead: Bead) {
+        let bead_id = bead.id.clone();
         self.indexes.insert(&bead);
         self.beads.insert(bead_id.clone(), bead);
+        self.dirty_beads.insert(bead_id);
+    }
+
+    /// Lifts a bead out of the map and the indexes to change it, keeping its blocked state: it is
+    /// put back with [`NamespaceState::put_bead`].
+    fn lift_bead(&mut self, bead_id: &BeadId) -> Option<Bead> {
+        let bead = self.beads.remove(bead_id)?;
+        self.indexes.remove(&bead);
+        Some(bead)
+    }
+
+    /// Takes a bead out of the map and the indexes (forgetting what the indexes keep under its
+    /// id), and marks it to be written (deleted, unless it is put back): see
+    /// [`NamespaceState::put_bead`].
+    pub(super) fn take_bead(&mut self, bead_id: &BeadId) -> Option<Bead> {
+        let bead = self.lift_bead(bead_id);
+        self.indexes.forget(bead_id);
         self.dirty_beads.insert(bead_id.clone());
-        bead_id
+        bead
     }
 
     /// Computes the blocked state of every bead (after loading).
@@ -333,8 +360,7 @@ impl NamespaceState {
         change: impl FnOnce(&mut Bead) -> T,
     ) -> Result<T, Refusal> {
         self.journal_bead(bead_id);
-        let mut bead = self.beads.remove(bead_id).ok_or_else(|| Refusal::NotFound(bead_id.clone()))?;
-        self.indexes.remove(&bead);
+        let mut bead = self.lift_bead(bead_id).ok_or_else(|| Refusal::NotFound(bead_id.clone()))?;
         let before = bead.clone();
         let result = change(&mut bead);
         assert_eq!(bead.id, before.id, "a change must not rename a bead");
@@ -347,10 +373,8 @@ impl NamespaceState {
             bead.updated_at = now;
             bead.revision = self.revision;
         }
-        self.indexes.insert(&bead);
         let affected = affected_by_change(&before, &bead);
-        self.beads.insert(bead_id.clone(), bead);
-        self.dirty_beads.insert(bead_id.clone());
+        self.put_bead(bead);
         let mut refresh = vec![bead_id.clone()];
         let after = &self.beads[bead_id];
         let closed_now = before.status != Status::Closed && after.status == Status::Closed;
@@ -441,10 +465,10 @@ impl NamespaceState {
             })?;
         }
         self.journal_bead(bead_id);
-        let bead = self.beads.remove(bead_id).ok_or_else(|| Refusal::NotFound(bead_id.clone()))?;
-        self.indexes.remove(&bead);
-        self.indexes.forget(bead_id);
-        self.dirty_beads.insert(bead_id.clone());
+        if !self.beads.contains_key(bead_id) {
+            return Err(Refusal::NotFound(bead_id.clone()));
+        }
+        let bead = self.take_bead(bead_id).expect("checked above");
         self.emit(event_type::BEAD_DELETED, bead_id, bead.title.clone());
         for source in self.loose_dependents_of(bead_id) {
             self.modify_loose(&source, |edges| {

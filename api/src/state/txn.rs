@@ -175,15 +175,10 @@ impl NamespaceState {
         }
         let mut refresh = Vec::with_capacity(journal.beads.len());
         for (bead_id, before) in journal.beads {
-            if let Some(current) = self.beads.remove(&bead_id) {
-                self.indexes.remove(&current);
-            }
-            self.indexes.forget(&bead_id);
+            self.take_bead(&bead_id);
             if let Some(bead) = before {
-                self.indexes.insert(&bead);
-                self.beads.insert(bead_id.clone(), bead);
+                self.put_bead(bead);
             }
-            self.dirty_beads.insert(bead_id.clone());
             refresh.push(bead_id);
         }
         // Whatever reads a restored bead's status or blocked state: its dependents and children.
