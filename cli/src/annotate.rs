@@ -13,7 +13,7 @@ use clap::Subcommand;
 use crate::answers::{beads_of, one_bead};
 use crate::beads::write_fenced;
 use crate::output::print_value;
-use crate::{Cli, Failure, Outcome};
+use crate::{Cli, CommandResult, Failure};
 
 #[derive(Subcommand, Debug)]
 pub enum LabelCommand {
@@ -38,7 +38,7 @@ pub enum LabelCommand {
 }
 
 /// Runs a `label` command.
-pub async fn run_label(cli: &Cli, command: &LabelCommand) -> Outcome {
+pub async fn run_label(cli: &Cli, command: &LabelCommand) -> CommandResult {
     let client = cli.client()?;
     let (words, adding) = match command {
         LabelCommand::List { id } => {
@@ -85,7 +85,7 @@ fn comment_line(author: &str, text: &str) -> String {
 }
 
 /// Runs `comment ID TEXT`: appends `[comment] <actor>: TEXT` to the notes.
-pub async fn run_comment(cli: &Cli, id: &str, words: &[String]) -> Outcome {
+pub async fn run_comment(cli: &Cli, id: &str, words: &[String]) -> CommandResult {
     let text = words.join(" ");
     if text.trim().is_empty() {
         return Err(Failure::Usage("the comment is empty; write `comment ID TEXT`".into()));

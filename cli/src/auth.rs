@@ -11,12 +11,12 @@ use std::path::PathBuf;
 use api::auth::{AuthCommand as Change, Role, TokenHash, TokenInfo, TokenSpec};
 use api::command::{Command, Query};
 use api::model::{Actor, Namespace};
-use api::outcome::Outcome as Answer;
+use api::outcome::Outcome;
 use api::printable::printable;
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 
-use crate::{Cli, Failure, Outcome};
+use crate::{Cli, CommandResult, Failure};
 
 #[derive(Subcommand, Debug)]
 pub enum AuthCommand {
@@ -78,7 +78,7 @@ pub enum TokenCommand {
 }
 
 /// Runs an auth command.
-pub async fn run(cli: &Cli, command: &AuthCommand) -> Outcome {
+pub async fn run(cli: &Cli, command: &AuthCommand) -> CommandResult {
     match command {
         AuthCommand::Enable(args) => {
             let (token, spec) = draw(args.name.clone(), Role::Admin, BTreeSet::new(), None);
@@ -98,7 +98,7 @@ pub async fn run(cli: &Cli, command: &AuthCommand) -> Outcome {
             Ok(true)
         }
         AuthCommand::Whoami => {
-            let Answer::Tokens { enabled, tokens } = cli.client()?.query(Query::WhoAmI).await? else {
+            let Outcome::Tokens { enabled, tokens } = cli.client()?.query(Query::WhoAmI).await? else {
                 return Err(Failure::Refused("the cluster answered whoami with something else".into()));
             };
             if cli.json {
@@ -136,7 +136,7 @@ pub async fn run(cli: &Cli, command: &AuthCommand) -> Outcome {
             Ok(true)
         }
         AuthCommand::Token(TokenCommand::List) => {
-            let Answer::Tokens { enabled, tokens } = cli.client()?.query(Query::Tokens).await? else {
+            let Outcome::Tokens { enabled, tokens } = cli.client()?.query(Query::Tokens).await? else {
                 return Err(Failure::Refused("the cluster answered the token list with something else".into()));
             };
             if cli.json {
@@ -193,7 +193,7 @@ fn save(path: Option<&PathBuf>, token: &str) -> Result<(), Failure> {
 
 /// Sends a change that registers `token`'s hash. When its outcome is unknown (no answer), the
 /// cluster may have applied it, so the token is printed to stderr: it may be the only admin token.
-async fn send(cli: &Cli, change: Change, token: &str) -> Result<Answer, Failure> {
+async fn send(cli: &Cli, change: Change, token: &str) -> Result<Outcome, Failure> {
     match cli.client()?.execute(Command::Auth(change)).await {
         Ok(answer) => Ok(answer),
         Err(error @ api::client::ClientError::Refused(_)) => Err(error.into()),
@@ -207,9 +207,9 @@ async fn send(cli: &Cli, change: Change, token: &str) -> Result<Answer, Failure>
 }
 
 /// The token named `name` in the cluster's answer.
-fn own_token(answer: Answer, name: &str) -> Result<TokenInfo, Failure> {
+fn own_token(answer: Outcome, name: &str) -> Result<TokenInfo, Failure> {
     match answer {
-        Answer::Tokens { tokens, .. } => tokens
+        Outcome::Tokens { tokens, .. } => tokens
             .into_iter()
             .find(|token| token.name == name)
             .ok_or_else(|| Failure::Refused(format!("the cluster's answer does not list token {name}"))),

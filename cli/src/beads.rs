@@ -9,7 +9,7 @@ use api::client::Client;
 use api::command::{Command, CreateBead, DepDirection, Fence, ListFilter, Query, ReadyFilter, Txn, UpdateBead};
 use api::convert::{parse_key_value, parse_status};
 use api::model::{Actor, Bead, BeadId, DepType, Status, Timestamp};
-use api::outcome::Outcome as Answer;
+use api::outcome::Outcome;
 use api::printable::printable;
 use clap::{Args, Subcommand};
 
@@ -19,7 +19,7 @@ use crate::output::{
     BD_DEFAULT_PRIORITY, print_bead_object, print_beads, print_details, print_value, print_with_counts,
 };
 use crate::values::{now_ms, parse_lease, parse_priority, parse_time};
-use crate::{Cli, Failure, Outcome};
+use crate::{Cli, CommandResult, Failure};
 
 #[derive(Subcommand, Debug)]
 pub enum BeadCommand {
@@ -762,18 +762,18 @@ impl Guard<'_> {
 }
 
 /// Sends a write to one bead, fenced by the lease id writes carry (`--lease-id`), if any.
-pub async fn write_fenced(cli: &Cli, client: &Client, id: &str, command: Command) -> Result<Answer, Failure> {
+pub async fn write_fenced(cli: &Cli, client: &Client, id: &str, command: Command) -> Result<Outcome, Failure> {
     write_if(client, command, Guard { id, revision: None, lease_id: cli.lease_id() }).await
 }
 
 /// Sends one write, as its guard says.
-async fn write_if(client: &Client, command: Command, guard: Guard<'_>) -> Result<Answer, Failure> {
+async fn write_if(client: &Client, command: Command, guard: Guard<'_>) -> Result<Outcome, Failure> {
     let (conditions, fences) = guard.parts();
     if conditions.is_empty() && fences.is_empty() {
         return Ok(client.execute(command).await?);
     }
     match client.execute(Command::Txn(Txn { conditions, fences, writes: vec![command] })).await? {
-        Answer::Txn(mut outcomes) if outcomes.len() == 1 => Ok(outcomes.remove(0)),
+        Outcome::Txn(mut outcomes) if outcomes.len() == 1 => Ok(outcomes.remove(0)),
         other => Err(Failure::Refused(format!("the cluster answered a conditional write with {other:?}"))),
     }
 }
@@ -793,7 +793,7 @@ fn single_id<'a>(cli: &Cli, ids: &'a [String], if_revision: Option<u64>) -> Resu
 }
 
 /// Runs a bead command.
-pub async fn run(cli: &Cli, command: &BeadCommand) -> Outcome {
+pub async fn run(cli: &Cli, command: &BeadCommand) -> CommandResult {
     let client = cli.client()?;
     let json = cli.json;
     match command {
@@ -882,7 +882,7 @@ impl ReadyArgs {
     }
 }
 
-fn one(answer: Answer) -> Result<Bead, Failure> {
+fn one(answer: Outcome) -> Result<Bead, Failure> {
     beads_of(answer).into_iter().next().ok_or_else(|| Failure::Refused("the cluster answered with no bead".into()))
 }
 
@@ -897,7 +897,7 @@ async fn guarded_write(
     args: &UpdateArgs,
     guard: Guard<'_>,
     command: Command,
-) -> Result<Answer, Failure> {
+) -> Result<Outcome, Failure> {
     let id = guard.id;
     let wanted_status = args.if_status.as_deref().map(status_arg).transpose()?;
     for _ in 0..GUARD_ATTEMPTS {
@@ -928,7 +928,7 @@ async fn guarded_write(
     Err(Failure::Refused(format!("{id} kept changing while it was checked; try again")))
 }
 
-async fn run_update(cli: &Cli, args: &UpdateArgs) -> Outcome {
+async fn run_update(cli: &Cli, args: &UpdateArgs) -> CommandResult {
     if args.if_revision.is_some() && (args.if_assignee.is_some() || args.if_status.is_some()) {
         return Err(usage("--if-revision cannot be combined with --if-assignee or --if-status; use one kind".into()));
     }
@@ -974,7 +974,7 @@ fn report(failure: &Failure, id: &str) {
     eprintln!("error: {}: {}", printable(id), printable(failure.message()));
 }
 
-async fn run_reopen(cli: &Cli, ids: &[String]) -> Outcome {
+async fn run_reopen(cli: &Cli, ids: &[String]) -> CommandResult {
     let client = cli.client()?;
     let mut reopened = Vec::new();
     let mut failed = false;
@@ -998,7 +998,7 @@ async fn run_reopen(cli: &Cli, ids: &[String]) -> Outcome {
     Ok(!failed)
 }
 
-async fn run_delete(cli: &Cli, args: &DeleteArgs) -> Outcome {
+async fn run_delete(cli: &Cli, args: &DeleteArgs) -> CommandResult {
     let guard = single_id(cli, &args.ids, args.if_revision)?;
     let client = cli.client()?;
     let ids: Vec<BeadId> = args.ids.iter().map(|id| BeadId::from(id.as_str())).collect();
@@ -1079,7 +1079,7 @@ async fn with_dependents(client: &Client, beads: Vec<Bead>) -> Result<Vec<Bead>,
     Ok(found)
 }
 
-async fn run_show(cli: &Cli, args: &ShowArgs) -> Outcome {
+async fn run_show(cli: &Cli, args: &ShowArgs) -> CommandResult {
     let ids: Vec<BeadId> = args.ids.iter().chain(&args.more_ids).map(|id| BeadId::from(id.as_str())).collect();
     if ids.is_empty() {
         return Err(usage("at least one bead id is required (positional, or --id)".into()));
@@ -1130,7 +1130,7 @@ async fn lookup_all(client: &Client, ids: Vec<BeadId>) -> Result<Vec<Bead>, Fail
     Ok(found)
 }
 
-async fn run_ready(cli: &Cli, args: &ReadyArgs) -> Outcome {
+async fn run_ready(cli: &Cli, args: &ReadyArgs) -> CommandResult {
     let client = cli.client()?;
     let sort = ReadySort::parse(&args.sort)?;
     if args.claim {
@@ -1154,15 +1154,15 @@ async fn run_ready(cli: &Cli, args: &ReadyArgs) -> Outcome {
     Ok(true)
 }
 
-fn dependencies_of(answer: Answer) -> Vec<api::model::Dependency> {
+fn dependencies_of(answer: Outcome) -> Vec<api::model::Dependency> {
     match answer {
-        Answer::Dependencies(rows) => rows,
+        Outcome::Dependencies(rows) => rows,
         _ => Vec::new(),
     }
 }
 
 /// Runs a `dep` command.
-pub async fn run_dep(cli: &Cli, args: &DepArgs) -> Outcome {
+pub async fn run_dep(cli: &Cli, args: &DepArgs) -> CommandResult {
     let shorthand;
     let command = match (&args.command, &args.id, &args.blocks) {
         (Some(command), _, _) => command,
@@ -1181,7 +1181,7 @@ pub async fn run_dep(cli: &Cli, args: &DepArgs) -> Outcome {
     run_dep_command(cli, command).await
 }
 
-async fn run_dep_command(cli: &Cli, command: &DepCommand) -> Outcome {
+async fn run_dep_command(cli: &Cli, command: &DepCommand) -> CommandResult {
     let client = cli.client()?;
     match command {
         DepCommand::Add { issue, depends_on, dep_type, blocked_by, .. } => {

@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 use api::client::Client;
 use api::command::{Command, ReadyFilter};
 use api::model::{Actor, BeadId, Namespace};
-use api::outcome::Outcome as Answer;
+use api::outcome::Outcome;
 use clap::{Args, Subcommand};
 use hdrhistogram::Histogram;
 
 use crate::bench_support::{AGENTS_MAX, agent_client, create_beads, latency_summary, new_histogram};
-use crate::{Cli, Failure, Outcome};
+use crate::{Cli, CommandResult, Failure};
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
@@ -85,9 +85,9 @@ async fn run_phase(
                 let answer = client.execute(command).await;
                 latency.saturating_record(u64::try_from(attempt.elapsed().as_micros()).unwrap_or(u64::MAX));
                 match answer {
-                    Ok(Answer::Bead(bead)) => won.push((bead.id, agent)),
-                    Ok(Answer::Beads(beads)) if beads.is_empty() => break,
-                    Ok(Answer::Beads(beads)) => won.extend(beads.into_iter().map(|bead| (bead.id, agent))),
+                    Ok(Outcome::Bead(bead)) => won.push((bead.id, agent)),
+                    Ok(Outcome::Beads(beads)) if beads.is_empty() => break,
+                    Ok(Outcome::Beads(beads)) => won.extend(beads.into_iter().map(|bead| (bead.id, agent))),
                     Ok(_) => {}
                     Err(api::client::ClientError::Refused(_)) => lost += 1,
                     Err(error) => return Err(error),
@@ -141,7 +141,7 @@ fn double_claims(winners: &[(BeadId, usize)]) -> Vec<BeadId> {
 }
 
 /// Runs a benchmark.
-pub async fn run(cli: &Cli, command: &BenchCommand) -> Outcome {
+pub async fn run(cli: &Cli, command: &BenchCommand) -> CommandResult {
     match command {
         BenchCommand::Claim(args) => run_claim(cli, args).await,
         BenchCommand::Hook(args) => crate::bench_scenarios::run_hook(cli, args).await,
@@ -152,7 +152,7 @@ pub async fn run(cli: &Cli, command: &BenchCommand) -> Outcome {
     }
 }
 
-async fn run_claim(cli: &Cli, args: &ClaimArgs) -> Outcome {
+async fn run_claim(cli: &Cli, args: &ClaimArgs) -> CommandResult {
     crate::bench_support::check_range("--agents", args.agents, 1, AGENTS_MAX)?;
     let run_id = rand::random::<u32>();
     let namespace = Namespace(format!("bench-{run_id:08x}"));

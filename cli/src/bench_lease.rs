@@ -19,12 +19,12 @@ use std::time::{Duration, Instant};
 use api::client::{Client, ClientError};
 use api::command::{Command, CreateBead, ReadyFilter};
 use api::model::{Actor, Namespace};
-use api::outcome::Outcome as Answer;
+use api::outcome::Outcome;
 use clap::Args;
 use hdrhistogram::Histogram;
 
 use crate::bench_support::{agent_client, check_range, create_beads, latency_summary, new_histogram};
-use crate::{Cli, Failure, Outcome};
+use crate::{Cli, CommandResult, Failure};
 
 /// Most agents.
 pub const LEASE_AGENTS_MAX: usize = 4096;
@@ -123,7 +123,7 @@ async fn hold_loop(
         let answer =
             client.execute(Command::ClaimNext { actor: actor.clone(), filter, lease_ms: lease.map(lease_ms) }).await?;
         phase.claim.saturating_record(micros(started));
-        let Answer::Beads(beads) = answer else { break };
+        let Outcome::Beads(beads) = answer else { break };
         let Some(bead) = beads.into_iter().next() else { break };
         phase.claims += 1;
         let held_until = Instant::now() + hold;
@@ -202,7 +202,7 @@ async fn leases_held(client: &Client) -> Result<u64, Failure> {
     Ok(leader.map_or(0, |node| node.lease_count))
 }
 
-async fn mass_expiry(cli: &Cli, args: &LeaseArgs) -> Outcome {
+async fn mass_expiry(cli: &Cli, args: &LeaseArgs) -> CommandResult {
     let namespace = Namespace(format!("bench-sweep-{:08x}", rand::random::<u32>()));
     let setup = agent_client(cli, &namespace)?;
     let before = leases_held(&setup).await?;
@@ -222,7 +222,7 @@ async fn mass_expiry(cli: &Cli, args: &LeaseArgs) -> Outcome {
                     ReadyFilter { labels_all: vec![label.clone()], unassigned: true, limit: 1, ..Default::default() };
                 match client.execute(Command::ClaimNext { actor: actor.clone(), filter, lease_ms: Some(lease) }).await?
                 {
-                    Answer::Beads(beads) if !beads.is_empty() => claimed.fetch_add(1, Ordering::Relaxed),
+                    Outcome::Beads(beads) if !beads.is_empty() => claimed.fetch_add(1, Ordering::Relaxed),
                     _ => return Ok::<_, ClientError>(()),
                 };
             }
@@ -301,7 +301,7 @@ async fn mass_expiry(cli: &Cli, args: &LeaseArgs) -> Outcome {
 }
 
 /// Runs `strand bench lease`.
-pub async fn run(cli: &Cli, args: &LeaseArgs) -> Outcome {
+pub async fn run(cli: &Cli, args: &LeaseArgs) -> CommandResult {
     check_range("--agents", args.agents, 1, LEASE_AGENTS_MAX)?;
     check_range("--sweep-leases", args.sweep_leases, 0, SWEEP_LEASES_MAX)?;
     if !(api::limits::LEASE_MS_MIN..=api::limits::LEASE_MS_MAX).contains(&lease_ms(args.lease))

@@ -11,13 +11,13 @@ use std::time::{Duration, Instant};
 use api::client::{Client, ClientError};
 use api::command::{Command, CreateBead, Query, ReadyFilter};
 use api::model::{Actor, BeadId, Namespace, Timestamp};
-use api::outcome::Outcome as Answer;
+use api::outcome::Outcome;
 use clap::Args;
 use futures::StreamExt;
 use hdrhistogram::Histogram;
 
 use crate::bench_support::{agent_client, check_range, create_beads, latency_summary, new_histogram};
-use crate::{Cli, Failure, Outcome};
+use crate::{Cli, CommandResult, Failure};
 
 /// Most watchers of the fan-out scenario.
 pub const WATCHERS_MAX: usize = 1000;
@@ -93,7 +93,7 @@ fn fresh_namespace(scenario: &str) -> Namespace {
 }
 
 /// `bench hook`: N pool agents loop `hook --claim` then close what they got.
-pub async fn run_hook(cli: &Cli, args: &HookArgs) -> Outcome {
+pub async fn run_hook(cli: &Cli, args: &HookArgs) -> CommandResult {
     check_range("--agents", args.agents, 1, crate::bench_support::AGENTS_MAX)?;
     let (namespace, setup) = fresh_client(cli, "hook")?;
     let pool = "bench";
@@ -110,7 +110,7 @@ pub async fn run_hook(cli: &Cli, args: &HookArgs) -> Outcome {
                 let attempt = Instant::now();
                 let command = Command::HookClaim { agent: actor.clone(), pool: Some(pool.to_string()), lease_ms: None };
                 let beads = match client.execute(command).await? {
-                    Answer::Beads(beads) => beads,
+                    Outcome::Beads(beads) => beads,
                     other => return Err(ClientError::Failed(format!("hook --claim answered {other:?}"))),
                 };
                 latency.saturating_record(micros(attempt.elapsed()));
@@ -157,7 +157,7 @@ async fn ready_latency(client: &Client, queries: usize) -> Result<Histogram<u64>
 }
 
 /// `bench ready`: `ready --limit 1` latency with 100 beads stored, then with `--beads`.
-pub async fn run_ready(cli: &Cli, args: &ReadyArgs) -> Outcome {
+pub async fn run_ready(cli: &Cli, args: &ReadyArgs) -> CommandResult {
     check_range("--beads", args.beads, 100, READY_BEADS_MAX)?;
     let (_, client) = fresh_client(cli, "ready")?;
     let mut stored = 0;
@@ -182,7 +182,7 @@ pub async fn run_ready(cli: &Cli, args: &ReadyArgs) -> Outcome {
 }
 
 /// `bench blocker`: closing one bead that `--dependents` beads wait for.
-pub async fn run_blocker(cli: &Cli, args: &BlockerArgs) -> Outcome {
+pub async fn run_blocker(cli: &Cli, args: &BlockerArgs) -> CommandResult {
     check_range("--dependents", args.dependents, 1, DEPENDENTS_MAX)?;
     let (_, client) = fresh_client(cli, "blocker")?;
     for round in 1..=args.rounds {
@@ -191,13 +191,13 @@ pub async fn run_blocker(cli: &Cli, args: &BlockerArgs) -> Outcome {
             .execute(Command::Create(CreateBead { title: "blocker".into(), ..Default::default() }))
             .await?
         {
-            Answer::Bead(bead) => bead.id,
+            Outcome::Bead(bead) => bead.id,
             other => return Err(failed(format!("create answered {other:?}"))),
         };
         let dependents = crate::bench_support::create_waiting(&client, args.dependents, &label, &blocker).await?;
         let ready_filter = ReadyFilter { labels_all: vec![label.clone()], limit: 0, ..Default::default() };
-        let ready_count = |answer: Answer| match answer {
-            Answer::Beads(beads) => Ok(beads.len()),
+        let ready_count = |answer: Outcome| match answer {
+            Outcome::Beads(beads) => Ok(beads.len()),
             other => Err(crate::answers::unexpected(&other)),
         };
         let before =
@@ -222,7 +222,7 @@ pub async fn run_blocker(cli: &Cli, args: &BlockerArgs) -> Outcome {
 /// `bench watch`: `--watchers` streams, `--events` creates, one after another; the latency from
 /// sending a create to each watcher receiving its event (so it includes the Raft commit), and a
 /// check that every watcher saw every event once, in order.
-pub async fn run_watch(cli: &Cli, args: &WatchArgs) -> Outcome {
+pub async fn run_watch(cli: &Cli, args: &WatchArgs) -> CommandResult {
     check_range("--watchers", args.watchers, 1, WATCHERS_MAX)?;
     check_range("--events", args.events, 1, WATCH_EVENTS_MAX)?;
     let (namespace, writer) = fresh_client(cli, "watch")?;
@@ -267,7 +267,7 @@ pub async fn run_watch(cli: &Cli, args: &WatchArgs) -> Outcome {
         sent.lock().expect("no panic holds the lock")[index + 2] = Some(Instant::now());
         let bead =
             match writer.execute(Command::Create(CreateBead { title: "event".into(), ..Default::default() })).await? {
-                Answer::Bead(bead) => bead,
+                Outcome::Bead(bead) => bead,
                 other => return Err(failed(format!("create answered {other:?}"))),
             };
         if bead.seq != index as u64 + 2 {

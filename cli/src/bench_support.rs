@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use api::client::Client;
 use api::command::{Command, CreateBead};
 use api::model::{BeadId, Namespace};
-use api::outcome::Outcome as Answer;
+use api::outcome::Outcome;
 use hdrhistogram::Histogram;
 
 use crate::{Cli, Failure};
@@ -64,7 +64,7 @@ async fn create_many(
                     ..Default::default()
                 };
                 match client.execute(Command::Create(create)).await? {
-                    Answer::Bead(bead) => ids.push(bead.id),
+                    Outcome::Bead(bead) => ids.push(bead.id),
                     other => return Err(api::client::ClientError::Failed(format!("create answered {other:?}"))),
                 }
             }

@@ -17,7 +17,7 @@ use rcgen::{
     SanType,
 };
 
-use crate::{Cli, Failure, Outcome};
+use crate::{Cli, CommandResult, Failure};
 
 /// Nodes `certs init` makes certificates for, at most.
 pub const NODES_MAX: u64 = 99;
@@ -80,7 +80,7 @@ struct Output {
 }
 
 /// Runs a `certs` command.
-pub fn run(cli: &Cli, command: &CertsCommand) -> Outcome {
+pub fn run(cli: &Cli, command: &CertsCommand) -> CommandResult {
     let (dir, outputs, force) = match command {
         CertsCommand::Init(args) => (&args.dir, make(args)?, args.force),
         CertsCommand::Node(args) => (&args.dir, make_node(args)?, args.force),

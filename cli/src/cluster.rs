@@ -9,7 +9,7 @@ use api::printable::printable;
 use clap::Subcommand;
 use serde_json::json;
 
-use crate::{Cli, Outcome};
+use crate::{Cli, CommandResult};
 
 #[derive(Subcommand, Debug)]
 pub enum ClusterCommand {
@@ -98,7 +98,7 @@ fn member_rows(status: &api::proto::StatusResponse) -> Vec<MemberRow<'_>> {
 }
 
 /// Runs a member command.
-pub async fn run_member(cli: &Cli, command: &MemberCommand) -> Outcome {
+pub async fn run_member(cli: &Cli, command: &MemberCommand) -> CommandResult {
     let client = cli.client()?;
     let (changed, what) = match command {
         MemberCommand::List => return member_list(cli).await,
@@ -152,7 +152,7 @@ pub async fn run_member(cli: &Cli, command: &MemberCommand) -> Outcome {
 }
 
 /// `strand member list`.
-async fn member_list(cli: &Cli) -> Outcome {
+async fn member_list(cli: &Cli) -> CommandResult {
     let status = cli.client()?.status(false).await?;
     let rows = member_rows(&status);
     if cli.json {
@@ -197,14 +197,14 @@ fn controller(status: &api::proto::StatusResponse) -> Option<u64> {
 }
 
 /// Runs a cluster command.
-pub async fn run(cli: &Cli, command: &ClusterCommand) -> Outcome {
+pub async fn run(cli: &Cli, command: &ClusterCommand) -> CommandResult {
     match command {
         ClusterCommand::Status { digest } => status(cli, *digest).await,
         ClusterCommand::MoveLeader { id, wait } => move_leader(cli, *id, *wait).await,
     }
 }
 
-async fn move_leader(cli: &Cli, id: u64, wait: std::time::Duration) -> Outcome {
+async fn move_leader(cli: &Cli, id: u64, wait: std::time::Duration) -> CommandResult {
     let moved = cli.client_waiting(wait)?.move_leader(id, wait).await?;
     if cli.json {
         crate::output::print_value(&json!({
@@ -221,7 +221,7 @@ async fn move_leader(cli: &Cli, id: u64, wait: std::time::Duration) -> Outcome {
     Ok(true)
 }
 
-async fn status(cli: &Cli, digest: bool) -> Outcome {
+async fn status(cli: &Cli, digest: bool) -> CommandResult {
     let status = cli.client()?.status(digest).await?;
     if cli.json {
         let nodes: Vec<_> = status

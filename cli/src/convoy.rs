@@ -4,12 +4,12 @@
 
 use api::command::{Command, Query};
 use api::model::BeadId;
-use api::outcome::Outcome as Answer;
+use api::outcome::Outcome;
 use clap::Subcommand;
 
 use crate::answers::{beads_of, unexpected};
 use crate::output::{bead_line, print_bead, print_beads, print_progress};
-use crate::{Cli, Failure, Outcome};
+use crate::{Cli, CommandResult, Failure};
 
 #[derive(Subcommand, Debug)]
 pub enum ConvoyCommand {
@@ -59,7 +59,7 @@ fn ids_of(ids: &[String]) -> Vec<BeadId> {
 }
 
 /// Runs a `convoy` command.
-pub async fn run(cli: &Cli, command: &ConvoyCommand) -> Outcome {
+pub async fn run(cli: &Cli, command: &ConvoyCommand) -> CommandResult {
     let client = cli.client()?;
     let json = cli.json;
     let write = |command: Command| async { client.execute(command).await.map_err(Failure::from) };
@@ -74,7 +74,7 @@ pub async fn run(cli: &Cli, command: &ConvoyCommand) -> Outcome {
         }
         ConvoyCommand::Status { convoy } => {
             let answer = client.query(Query::ConvoyStatus { id: BeadId::from(convoy.as_str()) }).await?;
-            let Answer::Progress(progress) = answer else { return Err(unexpected(&answer)) };
+            let Outcome::Progress(progress) = answer else { return Err(unexpected(&answer)) };
             print_progress(&progress, "children", json);
         }
         ConvoyCommand::Stranded { convoy } => {

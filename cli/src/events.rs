@@ -6,14 +6,14 @@ use api::client::ClientError;
 use api::command::Query;
 use api::limits::{EVENTS_LIMIT_DEFAULT, EVENTS_PER_QUERY_MAX};
 use api::model::event_type;
-use api::outcome::Outcome as Answer;
+use api::outcome::Outcome;
 use api::outcome::Refusal;
 use clap::Args;
 use futures::StreamExt;
 
 use crate::answers::unexpected;
 use crate::output::{print_events, write_event_line};
-use crate::{Cli, Failure, Outcome};
+use crate::{Cli, CommandResult, Failure};
 
 /// An event seq: a whole number from 0.
 fn parse_seq(text: &str) -> Result<u64, String> {
@@ -57,7 +57,7 @@ fn check_types(types: &[String]) -> Result<(), Failure> {
 }
 
 /// Runs `events`.
-pub async fn run_events(cli: &Cli, args: &EventsArgs) -> Outcome {
+pub async fn run_events(cli: &Cli, args: &EventsArgs) -> CommandResult {
     check_types(&args.types)?;
     if args.limit > EVENTS_PER_QUERY_MAX {
         return Err(Failure::Usage(format!(
@@ -67,7 +67,7 @@ pub async fn run_events(cli: &Cli, args: &EventsArgs) -> Outcome {
     }
     let query = Query::Events { after: args.after, types: args.types.clone(), limit: args.limit };
     let answer = cli.client()?.query(query).await?;
-    let Answer::Events { events, .. } = answer else { return Err(unexpected(&answer)) };
+    let Outcome::Events { events, .. } = answer else { return Err(unexpected(&answer)) };
     print_events(&events, cli.json);
     Ok(true)
 }
@@ -79,7 +79,7 @@ async fn watch_start(cli: &Cli, client: &api::client::Client, from: Option<u64>)
         return Ok(from.saturating_sub(1));
     }
     let answer = client.query(Query::Namespaces).await?;
-    let Answer::Namespaces(namespaces) = answer else { return Err(unexpected(&answer)) };
+    let Outcome::Namespaces(namespaces) = answer else { return Err(unexpected(&answer)) };
     let newest = namespaces.iter().find(|namespace| namespace.name == cli.namespace());
     if newest.is_none() && cli.namespace_must_exist(&cli.namespace()) {
         // The refusal every other read of a named namespace gets from the cluster.
@@ -98,7 +98,7 @@ async fn watch_start(cli: &Cli, client: &api::client::Client, from: Option<u64>)
 }
 
 /// Runs `watch`: one event per line (compact JSON with `--json`) until Ctrl-C, which exits 0.
-pub async fn run_watch(cli: &Cli, args: &WatchArgs) -> Outcome {
+pub async fn run_watch(cli: &Cli, args: &WatchArgs) -> CommandResult {
     check_types(&args.types)?;
     let client = cli.client()?;
     let after = watch_start(cli, &client, args.from).await?;

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use api::command::{Command, Cook, DepDirection, FormulaSource, ListFilter, Query, ReadyFilter};
 use api::convert::parse_status;
 use api::model::{Bead, BeadId, DepType, Status, Timestamp};
-use api::outcome::Outcome as Answer;
+use api::outcome::Outcome;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -32,7 +32,7 @@ use crate::listing::{Listing, LocalFilter, SortOrder};
 use crate::molecule::formula_source;
 use crate::output::DependencyJson;
 use crate::wire::{CreateInput, UpdateInput};
-use crate::{Cli, Failure, Outcome};
+use crate::{Cli, CommandResult, Failure};
 
 /// `strand exec-store OP [ARGS...]`.
 #[derive(Args, Debug)]
@@ -246,7 +246,7 @@ fn print_wire_beads(beads: &[Bead]) {
     print_json(&beads.iter().map(WireBead::from).collect::<Vec<_>>());
 }
 
-fn print_wire_bead(answer: Answer) -> Outcome {
+fn print_wire_bead(answer: Outcome) -> CommandResult {
     print_json(&WireBead::from(&one_bead(answer, "bead")?));
     Ok(true)
 }
@@ -295,7 +295,7 @@ fn not_needed(op: &str) -> Failure {
 }
 
 /// Runs one operation. Every failure but an unknown operation is exit 1 (see the module header).
-pub async fn run(cli: &Cli, args: &ExecStoreArgs) -> Outcome {
+pub async fn run(cli: &Cli, args: &ExecStoreArgs) -> CommandResult {
     let Some((op, rest)) = args.words.split_first() else {
         return Err(error("exec-store: no operation given; usage: strand exec-store OP [ARGS]"));
     };
@@ -315,7 +315,7 @@ pub async fn run(cli: &Cli, args: &ExecStoreArgs) -> Outcome {
     }
 }
 
-async fn dispatch(cli: &Cli, operation: Operation, words: &Words<'_>) -> Outcome {
+async fn dispatch(cli: &Cli, operation: Operation, words: &Words<'_>) -> CommandResult {
     let op = words.op;
     let client = store_client(cli)?;
     match operation {
@@ -408,7 +408,7 @@ async fn dispatch(cli: &Cli, operation: Operation, words: &Words<'_>) -> Outcome
                 Some(other) => return Err(error(format!("dep-list: direction {other:?} is unknown; use down or up"))),
             };
             let rows = match client.query(Query::DepList { id: bead_id(&found[0]), direction }).await? {
-                Answer::Dependencies(rows) => rows,
+                Outcome::Dependencies(rows) => rows,
                 other => return Err(unexpected(&other)),
             };
             print_json(&rows.iter().map(DependencyJson::from).collect::<Vec<_>>());
@@ -429,7 +429,7 @@ async fn dispatch(cli: &Cli, operation: Operation, words: &Words<'_>) -> Outcome
             } else {
                 client.execute(Command::Purge { older_than_ms: 0 }).await?
             };
-            let Answer::Purged { purged_count } = answer else { return Err(unexpected(&answer)) };
+            let Outcome::Purged { purged_count } = answer else { return Err(unexpected(&answer)) };
             print_json(&serde_json::json!({ "purged_count": purged_count }));
             Ok(true)
         }
@@ -479,7 +479,7 @@ async fn cook(client: &api::client::Client, input: CookInput) -> Result<String, 
 }
 
 /// `list [--status=S] [--assignee=A] [--type=T] [--limit=N]`, each flag also as `--flag VALUE`.
-async fn list(client: &api::client::Client, words: &Words<'_>) -> Outcome {
+async fn list(client: &api::client::Client, words: &Words<'_>) -> CommandResult {
     let mut flags: BTreeMap<&str, String> = BTreeMap::new();
     let mut remaining = words.words.iter();
     while let Some(word) = remaining.next() {

@@ -32,7 +32,7 @@ use crate::gate_fields::{
 use crate::listing::{Listing, LocalFilter, SortOrder};
 use crate::output::{BLOCK_INDENT, print_bead_object, print_beads, print_value};
 use crate::values::now_ms;
-use crate::{Cli, Failure, Outcome};
+use crate::{Cli, CommandResult, Failure};
 use api::go_duration::{format_go_duration, parse_go_duration};
 
 /// `strand gate ...`.
@@ -169,7 +169,7 @@ async fn gate(client: &Client, id: &str) -> Result<Bead, Failure> {
 }
 
 /// Runs a `gate` command.
-pub async fn run(cli: &Cli, command: &GateCommand) -> Outcome {
+pub async fn run(cli: &Cli, command: &GateCommand) -> CommandResult {
     let client = cli.client()?;
     match command {
         GateCommand::List(args) => {
@@ -236,7 +236,7 @@ fn check_gate_type(await_type: &str) -> Result<(), Failure> {
 }
 
 /// `gate create`: the gate and the `blocks` edge from the blocked bead, in one transaction.
-async fn create(cli: &Cli, client: &Client, args: &GateCreateArgs) -> Outcome {
+async fn create(cli: &Cli, client: &Client, args: &GateCreateArgs) -> CommandResult {
     check_gate_type(&args.await_type)?;
     let timeout = cli
         .gate_timeout()
@@ -310,7 +310,7 @@ const WAITER_ATTEMPTS: usize = 16;
 
 /// `gate add-waiter`: appends to the waiters, conditional on the revision read, so two waiters
 /// added at once are both kept.
-async fn add_waiter(client: &Client, id: &str, waiter: &str) -> Outcome {
+async fn add_waiter(client: &Client, id: &str, waiter: &str) -> CommandResult {
     if waiter.is_empty() {
         return Err(Failure::Usage("the waiter is empty; write `gate add-waiter GATE WAITER`".into()));
     }
@@ -554,7 +554,7 @@ async fn judge_bead(client: &Client, namespace: &str, await_id: &str) -> Verdict
 }
 
 /// `gate check`.
-async fn check(cli: &Cli, client: &Client, args: &GateCheckArgs) -> Outcome {
+async fn check(cli: &Cli, client: &Client, args: &GateCheckArgs) -> CommandResult {
     let mut open = gates(client, not_closed(), false).await?;
     if args.limit > 0 {
         open.truncate(args.limit as usize);

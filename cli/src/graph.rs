@@ -14,7 +14,7 @@ use std::path::Path;
 
 use api::command::{Command, CreateBead, Txn};
 use api::model::{BeadId, DepType};
-use api::outcome::Outcome as Answer;
+use api::outcome::Outcome;
 use serde::Deserialize;
 
 use crate::Failure;
@@ -208,13 +208,13 @@ fn transaction(plan: Plan, ephemeral: bool, no_history: bool) -> Result<(Txn, BT
 }
 
 /// Reads a plan file, checks it and applies it; prints `{"ids": {key: id}}`.
-pub async fn apply(cli: &crate::Cli, path: &Path, ephemeral: bool, no_history: bool) -> crate::Outcome {
+pub async fn apply(cli: &crate::Cli, path: &Path, ephemeral: bool, no_history: bool) -> crate::CommandResult {
     let text = crate::wire::read_request_file(Some(path)).map_err(|failure| refused(failure.message()))?;
     let plan: Plan = serde_json::from_str(&text)
         .map_err(|error| refused(format!("{} is not a graph plan: {error}", path.display())))?;
     let (txn, slot) = transaction(plan, ephemeral, no_history)?;
     let answer = cli.client()?.execute(Command::Txn(txn)).await?;
-    let Answer::Txn(outcomes) = answer else {
+    let Outcome::Txn(outcomes) = answer else {
         return Err(Failure::Refused(format!("the cluster answered a graph plan with {answer:?}")));
     };
     let created: Vec<Option<String>> = outcomes

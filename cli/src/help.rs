@@ -11,7 +11,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::{Failure, Outcome};
+use crate::{CommandResult, Failure};
 
 /// The commands that use few or none of the client flags, by path (a nested subcommand's names
 /// in order), and the ids of the client flags each uses. A command this build lacks (`node`
@@ -57,7 +57,7 @@ fn add_args(command: &mut clap::Command, path: &[&str], args: Vec<clap::Arg>) {
 }
 
 /// `strand completion SHELL`: the shell's completion script on stdout.
-pub fn run_completion(shell: clap_complete::aot::Shell) -> Outcome {
+pub fn run_completion(shell: clap_complete::aot::Shell) -> CommandResult {
     let mut script: Vec<u8> = Vec::new();
     clap_complete::aot::generate(shell, &mut crate::clap_command(), "strand", &mut script);
     write_stdout(&script)?;
@@ -66,7 +66,7 @@ pub fn run_completion(shell: clap_complete::aot::Shell) -> Outcome {
 
 /// `strand man`: strand.1 on stdout; with `dir`, strand.1 and a page for every subcommand
 /// (`strand-create.1`, `strand-mail-send.1`) written there.
-pub fn run_man(dir: Option<&Path>) -> Outcome {
+pub fn run_man(dir: Option<&Path>) -> CommandResult {
     let mut command = crate::clap_command().disable_help_subcommand(true);
     command.build();
     let Some(dir) = dir else {

@@ -35,7 +35,7 @@ use serde::Deserialize;
 use crate::answers::beads_of;
 use crate::gate_fields::{AWAIT_ID_KEY, AWAIT_TYPE_KEY, REF_KEY, TIMEOUT_KEY, WAITERS_KEY};
 use crate::output::print_value;
-use crate::{Cli, Failure, Outcome};
+use crate::{Cli, CommandResult, Failure};
 use api::go_duration::format_go_duration;
 
 /// `strand import`.
@@ -430,7 +430,7 @@ fn open(args: &ImportArgs) -> Result<(Box<dyn BufRead>, String), Failure> {
 }
 
 /// Runs `strand import`. JSON: bd's `{source, created, skipped, ids, dry_run?, schema_version}`.
-pub async fn run(cli: &Cli, args: &ImportArgs) -> Outcome {
+pub async fn run(cli: &Cli, args: &ImportArgs) -> CommandResult {
     let (reader, source) = open(args)?;
     let mut parsed = parse(reader, &source)?;
     let client = cli.client()?;

@@ -16,7 +16,7 @@ use clap::Subcommand;
 
 use crate::answers::one_bead;
 use crate::output::{print_bead_object, write_bead_line};
-use crate::{Cli, Failure, Outcome};
+use crate::{Cli, CommandResult, Failure};
 
 /// `strand lease ...`.
 #[derive(Subcommand, Debug)]
@@ -54,7 +54,7 @@ fn renewal_failure(id: &str, error: ClientError) -> Failure {
 }
 
 /// Runs a `lease` command.
-pub async fn run(cli: &Cli, command: &LeaseCommand) -> Outcome {
+pub async fn run(cli: &Cli, command: &LeaseCommand) -> CommandResult {
     let client = cli.client()?;
     let (LeaseCommand::Renew(args) | LeaseCommand::Release(args) | LeaseCommand::Keepalive(args)) = command;
     let id = BeadId::from(args.id.as_str());

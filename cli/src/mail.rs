@@ -11,7 +11,7 @@ use clap::Subcommand;
 
 use crate::answers::beads_of;
 use crate::output::{BLOCK_INDENT, print_bead, print_beads};
-use crate::{Cli, Failure, Outcome};
+use crate::{Cli, CommandResult, Failure};
 
 /// How many messages `mail inbox` shows by default.
 const INBOX_LIMIT_DEFAULT: u32 = 50;
@@ -74,7 +74,7 @@ pub enum MailCommand {
 }
 
 /// Runs a `mail` command.
-pub async fn run(cli: &Cli, command: &MailCommand) -> Outcome {
+pub async fn run(cli: &Cli, command: &MailCommand) -> CommandResult {
     let client = cli.client()?;
     let json = cli.json;
     let write = |command: Command| async { client.execute(command).await.map_err(Failure::from) };

@@ -414,7 +414,9 @@ fn client_config_file() -> Result<Option<ClientConfigFile>, Failure> {
 }
 
 /// The result of a command: `Ok(true)` success, `Ok(false)` nothing done (exit 1, no message).
-pub type Outcome = Result<bool, Failure>;
+/// Not to be confused with `api`'s names, which the CLI uses as they are: an `api::outcome::Outcome`
+/// is what the cluster answered, and an `api::outcome::Answer` that or its refusal.
+pub type CommandResult = Result<bool, Failure>;
 
 impl Cli {
     /// The gate timeout of `gate create --timeout T` (bd's flag), which is then not the client's.
@@ -655,7 +657,7 @@ impl Cli {
     }
 }
 
-async fn dispatch(cli: &Cli) -> Outcome {
+async fn dispatch(cli: &Cli) -> CommandResult {
     match &cli.command {
         Command::Bead(command) => beads::run(cli, command).await,
         Command::Dep(args) => beads::run_dep(cli, args).await,

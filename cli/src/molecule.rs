@@ -13,14 +13,14 @@ use api::command::{Command, Cook, FormulaSource, Query};
 use api::formula::{Formula, parse_vars};
 use api::limits::FORMULA_BYTES_MAX;
 use api::model::BeadId;
-use api::outcome::{FormulaInfo, Outcome as Answer};
+use api::outcome::{FormulaInfo, Outcome};
 use api::printable::{printable, printable_block};
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
 use crate::answers::{beads_of, unexpected};
 use crate::output::{BeadJson, print_progress, print_value};
-use crate::{Cli, Failure, Outcome};
+use crate::{Cli, CommandResult, Failure};
 
 #[derive(Subcommand, Debug)]
 pub enum FormulaCommand {
@@ -118,7 +118,7 @@ fn print_formula_steps(formula: &Formula, json: bool) {
 }
 
 /// Runs a `formula` command.
-pub async fn run_formula(cli: &Cli, command: &FormulaCommand) -> Outcome {
+pub async fn run_formula(cli: &Cli, command: &FormulaCommand) -> CommandResult {
     if let FormulaCommand::Validate { file } = command {
         let source = read_formula_file(file)?;
         let formula =
@@ -142,7 +142,7 @@ pub async fn run_formula(cli: &Cli, command: &FormulaCommand) -> Outcome {
             return Ok(true);
         }
     };
-    let Answer::Formulas(formulas) = answer else { return Err(unexpected(&answer)) };
+    let Outcome::Formulas(formulas) = answer else { return Err(unexpected(&answer)) };
     print_formulas(command, &formulas, cli.json);
     Ok(true)
 }
@@ -250,7 +250,7 @@ pub struct CookArgs {
 }
 
 /// Runs a `mol` command.
-pub async fn run(cli: &Cli, command: &MolCommand) -> Outcome {
+pub async fn run(cli: &Cli, command: &MolCommand) -> CommandResult {
     match command {
         MolCommand::Cook(args) => cook(cli, args).await,
         MolCommand::Current(args) => crate::molecule_progress::run_current(cli, args).await,
@@ -261,7 +261,7 @@ pub async fn run(cli: &Cli, command: &MolCommand) -> Outcome {
         MolCommand::Progress(args) => crate::molecule_progress::run_progress(cli, args).await,
         MolCommand::Status { root } => {
             let answer = cli.client()?.query(Query::MolStatus { root: BeadId::from(root.as_str()) }).await?;
-            let Answer::Progress(progress) = answer else { return Err(unexpected(&answer)) };
+            let Outcome::Progress(progress) = answer else { return Err(unexpected(&answer)) };
             print_progress(&progress, "steps", cli.json);
             Ok(true)
         }
@@ -270,7 +270,7 @@ pub async fn run(cli: &Cli, command: &MolCommand) -> Outcome {
 
 /// `mol wisp`: a wisp cooked whole, or its root alone (the formula and its variables are checked
 /// either way).
-async fn wisp(cli: &Cli, formula: &str, root_only: bool, title: Option<String>, pairs: &[String]) -> Outcome {
+async fn wisp(cli: &Cli, formula: &str, root_only: bool, title: Option<String>, pairs: &[String]) -> CommandResult {
     let client = cli.client()?;
     let source = formula_source(formula)?;
     let root = if root_only {
@@ -278,7 +278,7 @@ async fn wisp(cli: &Cli, formula: &str, root_only: bool, title: Option<String>, 
             FormulaSource::Inline(text) => text.clone(),
             FormulaSource::Named(name) => {
                 let answer = client.query(Query::FormulaGet { name: name.clone() }).await?;
-                let Answer::Formulas(mut found) = answer else { return Err(unexpected(&answer)) };
+                let Outcome::Formulas(mut found) = answer else { return Err(unexpected(&answer)) };
                 found.pop().map(|info| info.source).unwrap_or_default()
             }
         };
@@ -307,7 +307,7 @@ async fn wisp(cli: &Cli, formula: &str, root_only: bool, title: Option<String>, 
 }
 
 /// Deletes a molecule's steps and root in one transaction.
-async fn burn(cli: &Cli, root: &str, force: bool) -> Outcome {
+async fn burn(cli: &Cli, root: &str, force: bool) -> CommandResult {
     let client = cli.client()?;
     let root = BeadId::from(root);
     // Every descendant, deepest last; deleted deepest first.
@@ -346,7 +346,7 @@ async fn burn(cli: &Cli, root: &str, force: bool) -> Outcome {
     Ok(true)
 }
 
-async fn cook(cli: &Cli, args: &CookArgs) -> Outcome {
+async fn cook(cli: &Cli, args: &CookArgs) -> CommandResult {
     let cook = Cook {
         formula: formula_source(&args.formula)?,
         title: args.title.clone(),

@@ -19,7 +19,7 @@ use serde::Serialize;
 use crate::answers::beads_of;
 use crate::listing::{Listing, LocalFilter, SortOrder};
 use crate::output::{BeadJson, print_value};
-use crate::{Cli, Failure, Outcome};
+use crate::{Cli, CommandResult, Failure};
 
 /// How far up `parent` links a molecule is looked for (bd's bound).
 const PARENT_DEPTH_MAX: usize = 50;
@@ -186,7 +186,7 @@ async fn molecule_of(client: &Client, bead: Bead, walk: bool) -> Result<Option<B
 }
 
 /// Runs `mol current`.
-pub async fn run_current(cli: &Cli, args: &CurrentArgs) -> Outcome {
+pub async fn run_current(cli: &Cli, args: &CurrentArgs) -> CommandResult {
     let range = args.range.as_deref().map(parse_range).transpose()?;
     let client = cli.client()?;
     let agent = args.agent.clone().unwrap_or_else(|| cli.actor());
@@ -272,7 +272,7 @@ fn print_current_text(molecule: &Molecule, window: &[&(&Bead, &str)], current: O
 }
 
 /// Runs `mol progress`.
-pub async fn run_progress(cli: &Cli, args: &ProgressArgs) -> Outcome {
+pub async fn run_progress(cli: &Cli, args: &ProgressArgs) -> CommandResult {
     let client = cli.client()?;
     let root = match &args.id {
         Some(id) => molecule_root(&client, id).await?,

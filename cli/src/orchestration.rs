@@ -11,14 +11,14 @@ use std::time::Duration;
 use api::command::{Command, Query, Sling};
 use api::limits::LIST_RESULTS_MAX;
 use api::model::{Actor, Bead, Timestamp};
-use api::outcome::{NamespaceInfo, Outcome as Answer};
+use api::outcome::{NamespaceInfo, Outcome};
 use api::printable::printable;
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::answers::{beads_of, unexpected};
 use crate::molecule::{formula_source, vars};
 use crate::output::{bead_line, print_beads, print_value};
-use crate::{Cli, Failure, Outcome};
+use crate::{Cli, CommandResult, Failure};
 
 /// How many beads `hook` shows by default (`--inject` shows one: the next item).
 const HOOK_LIMIT_DEFAULT: u32 = 20;
@@ -155,11 +155,11 @@ pub struct PurgeArgs {
 }
 
 /// Runs a `namespace` command.
-pub async fn run_namespace(cli: &Cli, command: &NamespaceCommand) -> Outcome {
+pub async fn run_namespace(cli: &Cli, command: &NamespaceCommand) -> CommandResult {
     let (client, command) = match command {
         NamespaceCommand::List => {
             let answer = cli.client()?.query(Query::Namespaces).await?;
-            let Answer::Namespaces(namespaces) = answer else { return Err(unexpected(&answer)) };
+            let Outcome::Namespaces(namespaces) = answer else { return Err(unexpected(&answer)) };
             print_namespaces(&namespaces, cli.json);
             return Ok(true);
         }
@@ -204,7 +204,7 @@ pub async fn run_namespace(cli: &Cli, command: &NamespaceCommand) -> Outcome {
     };
     let deleting = matches!(command, Command::NamespaceDelete { .. });
     let answer = client.execute(command).await?;
-    let Answer::Namespaces(namespaces) = answer else { return Err(unexpected(&answer)) };
+    let Outcome::Namespaces(namespaces) = answer else { return Err(unexpected(&answer)) };
     if cli.json {
         print_value(&namespaces.first());
     } else {
@@ -257,7 +257,7 @@ fn lease_settings(namespace: &NamespaceInfo) -> String {
 }
 
 /// Runs `sling`.
-pub async fn run_sling(cli: &Cli, args: &SlingArgs) -> Outcome {
+pub async fn run_sling(cli: &Cli, args: &SlingArgs) -> CommandResult {
     let sling = Sling {
         subject: args.subject.clone(),
         target: args.target.clone(),
@@ -297,7 +297,7 @@ pub fn inject_block(beads: &[Bead]) -> String {
 
 /// Runs `hook`: the agent's work. Exit 0 when there is work, 1 when there is none; with
 /// `--inject`, always 0.
-pub async fn run_hook(cli: &Cli, args: &HookArgs) -> Outcome {
+pub async fn run_hook(cli: &Cli, args: &HookArgs) -> CommandResult {
     let found = hook_beads(cli, args).await;
     if !args.inject {
         let beads = found?;
@@ -340,7 +340,7 @@ async fn hook_beads(cli: &Cli, args: &HookArgs) -> Result<Vec<Bead>, Failure> {
 }
 
 /// Runs `purge`: prints `{"purged_count": N}` (bd's shape) or `purged N closed wisps`.
-pub async fn run_purge(cli: &Cli, args: &PurgeArgs) -> Outcome {
+pub async fn run_purge(cli: &Cli, args: &PurgeArgs) -> CommandResult {
     let older_than_ms = i64::try_from(args.older_than.as_millis()).unwrap_or(i64::MAX);
     let client = cli.client()?;
     let answer = if args.dry_run {
@@ -349,7 +349,7 @@ pub async fn run_purge(cli: &Cli, args: &PurgeArgs) -> Outcome {
     } else {
         client.execute(Command::Purge { older_than_ms }).await?
     };
-    let Answer::Purged { purged_count } = answer else { return Err(unexpected(&answer)) };
+    let Outcome::Purged { purged_count } = answer else { return Err(unexpected(&answer)) };
     if cli.json {
         print_value(&serde_json::json!({ "purged_count": purged_count }));
     } else if args.dry_run {

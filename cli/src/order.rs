@@ -12,7 +12,7 @@ use api::command::{Command, ListFilter, ListSort, Query};
 use api::go_duration::format_go_duration;
 use api::limits::ORDER_BYTES_MAX;
 use api::model::Timestamp;
-use api::outcome::{OrderInfo, Outcome as Answer};
+use api::outcome::{OrderInfo, Outcome};
 use api::printable::{printable, printable_block};
 use api::state::{ORDER_RUN_LABEL_PREFIX, ORDER_TRACKING_LABEL};
 use clap::Subcommand;
@@ -21,7 +21,7 @@ use crate::answers::{beads_of, unexpected};
 use crate::molecule::read_source_file;
 use crate::output::{BLOCK_INDENT, print_beads, print_value};
 use crate::values::now_ms;
-use crate::{Cli, Failure, Outcome};
+use crate::{Cli, CommandResult, Failure};
 
 /// `strand order ...`.
 #[derive(Subcommand, Debug)]
@@ -63,7 +63,7 @@ pub enum OrderCommand {
 }
 
 /// Runs an `order` command.
-pub async fn run(cli: &Cli, command: &OrderCommand) -> Outcome {
+pub async fn run(cli: &Cli, command: &OrderCommand) -> CommandResult {
     let client = cli.client()?;
     let now = Timestamp(now_ms());
     let answer = match command {
@@ -120,7 +120,7 @@ pub async fn run(cli: &Cli, command: &OrderCommand) -> Outcome {
             return Ok(true);
         }
     };
-    let Answer::Orders(orders) = answer else { return Err(unexpected(&answer)) };
+    let Outcome::Orders(orders) = answer else { return Err(unexpected(&answer)) };
     match command {
         OrderCommand::Show { .. } | OrderCommand::Put { .. } if cli.json => {
             print_value(&orders.first().map(order_json))

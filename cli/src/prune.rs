@@ -13,7 +13,7 @@ use clap::Args;
 use crate::listing::{Listing, LocalFilter, SortOrder};
 use crate::output::print_value;
 use crate::values::now_ms;
-use crate::{Cli, Failure, Outcome};
+use crate::{Cli, CommandResult, Failure};
 
 /// `strand prune`.
 #[derive(Args, Debug)]
@@ -89,7 +89,7 @@ fn parse_age(text: &str) -> Result<i64, Failure> {
 }
 
 /// Runs `strand prune`.
-pub async fn run(cli: &Cli, args: &PruneArgs) -> Outcome {
+pub async fn run(cli: &Cli, args: &PruneArgs) -> CommandResult {
     if args.older_than.is_none() && args.pattern.is_none() {
         return Err(Failure::Usage(
             "prune needs --older-than or --pattern, so that it never removes every closed bead".into(),

@@ -18,7 +18,7 @@ use crate::answers::beads_of;
 use crate::listing::{LIST_LIMIT_DEFAULT, Listing, LocalFilter, SortOrder};
 use crate::output::print_with_counts;
 use crate::values::{parse_priority, parse_time};
-use crate::{Cli, Failure, Outcome};
+use crate::{Cli, CommandResult, Failure};
 
 /// `strand query`.
 #[derive(Args, Debug)]
@@ -537,7 +537,7 @@ fn cluster_filter(check: &Check, include_closed: bool) -> ListFilter {
 }
 
 /// Runs `strand query`.
-pub async fn run(cli: &Cli, args: &QueryArgs) -> Outcome {
+pub async fn run(cli: &Cli, args: &QueryArgs) -> CommandResult {
     let text = args.words.join(" ");
     let usage = |reason: String| Failure::Usage(format!("query {text:?}: {reason}"));
     let expr = parse(&text).map_err(usage)?;
@@ -580,7 +580,7 @@ pub async fn run(cli: &Cli, args: &QueryArgs) -> Outcome {
 
 /// Prints the matches as `list --json` does, each dependency row also carrying the status of
 /// the bead it points at (`status`), so a reader can tell an open blocker from a closed one.
-async fn print_matches(client: &api::client::Client, beads: &[Bead]) -> Outcome {
+async fn print_matches(client: &api::client::Client, beads: &[Bead]) -> CommandResult {
     let targets: Vec<BeadId> = beads.iter().flat_map(|bead| bead.depends_on.keys().cloned()).collect();
     let mut statuses: BTreeMap<BeadId, Status> = BTreeMap::new();
     for chunk in targets.chunks(api::limits::IDS_PER_REQUEST_MAX) {

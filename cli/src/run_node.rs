@@ -15,7 +15,7 @@ use node::peer::network::TcpConnector;
 use node::{NodeParams, run};
 use raft_store::{FlushMode, RocksDisk};
 
-use crate::{Failure, Outcome};
+use crate::{CommandResult, Failure};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum LogFormat {
@@ -282,7 +282,7 @@ async fn listen(
 }
 
 /// Runs `strand node`.
-pub async fn run_node(args: &NodeArgs, token: Option<String>) -> Outcome {
+pub async fn run_node(args: &NodeArgs, token: Option<String>) -> CommandResult {
     let mut config = load_config(args)?;
     config.join_token = token;
     init_logging(args.log_format);
@@ -355,7 +355,7 @@ pub struct DevArgs {
 
 /// Runs `strand dev`: starts the nodes as child processes, waits for a leader, prints the
 /// endpoints and stops them all on Ctrl-C.
-pub async fn run_dev(args: &DevArgs) -> Outcome {
+pub async fn run_dev(args: &DevArgs) -> CommandResult {
     if args.nodes == 0 || args.nodes > 9 {
         return Err(Failure::Usage("--nodes must be between 1 and 9".into()));
     }
@@ -510,8 +510,8 @@ async fn dev_admin_token(
     mut config: api::client::ClientConfig,
     token_file: &std::path::Path,
 ) -> Result<String, Failure> {
-    use api::outcome::Outcome as Answer;
-    let Answer::Tokens { enabled, tokens } = client.query(api::command::Query::WhoAmI).await? else {
+    use api::outcome::Outcome;
+    let Outcome::Tokens { enabled, tokens } = client.query(api::command::Query::WhoAmI).await? else {
         return Err(Failure::Refused("the dev cluster answered whoami with something else".into()));
     };
     if enabled && let (Some(token), false) = (&config.token, tokens.is_empty()) {

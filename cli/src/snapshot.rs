@@ -15,7 +15,7 @@ use clap::Subcommand;
 use serde_json::json;
 
 use crate::output::counted;
-use crate::{Cli, Failure, Outcome};
+use crate::{Cli, CommandResult, Failure};
 
 /// How long the node may take to catch up and build the snapshot before its first byte.
 const SNAPSHOT_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
@@ -60,7 +60,7 @@ pub enum SnapshotCommand {
 }
 
 /// Runs a snapshot command.
-pub async fn run(cli: &Cli, command: &SnapshotCommand) -> Outcome {
+pub async fn run(cli: &Cli, command: &SnapshotCommand) -> CommandResult {
     match command {
         SnapshotCommand::Save { file } => save(cli, file).await,
         SnapshotCommand::Status { file } => status(cli, file),
@@ -79,7 +79,7 @@ struct Target<'a> {
     cluster_name: &'a str,
 }
 
-async fn restore(cli: &Cli, file: &Path, target: &Target<'_>, token: Option<&str>) -> Outcome {
+async fn restore(cli: &Cli, file: &Path, target: &Target<'_>, token: Option<&str>) -> CommandResult {
     let peers = node::config::parse_peers(target.peers).map_err(|error| Failure::Usage(error.to_string()))?;
     let Some(own) = peers.get(&target.id).cloned() else {
         return Err(Failure::Usage(format!(
@@ -155,7 +155,7 @@ fn create_private(path: &Path) -> std::io::Result<std::fs::File> {
     options.open(path)
 }
 
-async fn save(cli: &Cli, file: &Path) -> Outcome {
+async fn save(cli: &Cli, file: &Path) -> CommandResult {
     if file.exists() {
         return Err(Failure::Usage(format!(
             "{} exists; nothing was written. Choose another file name, or move it away first",
@@ -209,7 +209,7 @@ async fn receive(cli: &Cli, output: &mut std::fs::File) -> Result<(), Failure> {
     Ok(())
 }
 
-fn status(cli: &Cli, file: &Path) -> Outcome {
+fn status(cli: &Cli, file: &Path) -> CommandResult {
     let (header, counts) = raft_store::backup::inspect(file)
         .map_err(|error| refused(format!("{} does not check out: {error}", file.display())))?;
     print_backup(cli, file, &header, &counts);

@@ -20,14 +20,14 @@ use std::path::PathBuf;
 use api::command::{Command, Condition, Fence, Txn};
 use api::limits::TXN_WRITES_MAX;
 use api::model::{Actor, BeadId, DepType};
-use api::outcome::Outcome as Answer;
+use api::outcome::Outcome;
 use clap::Args;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use crate::output::{BeadJson, bead_line, print_value};
 use crate::wire::{CreateInput, UpdateInput};
-use crate::{Cli, Failure, Outcome};
+use crate::{Cli, CommandResult, Failure};
 
 /// `strand tx`.
 #[derive(Args, Debug)]
@@ -240,7 +240,7 @@ fn transaction(cli: &Cli, text: &str) -> Result<Txn, Failure> {
 }
 
 /// Runs `strand tx`: prints each write's outcome (JSON: `{"results": [bead or null, ...]}`).
-pub async fn run(cli: &Cli, args: &TxArgs) -> Outcome {
+pub async fn run(cli: &Cli, args: &TxArgs) -> CommandResult {
     let txn = transaction(cli, &crate::wire::read_request_file(args.file.as_deref())?)?;
     if args.dry_run {
         if cli.json {
@@ -253,7 +253,7 @@ pub async fn run(cli: &Cli, args: &TxArgs) -> Outcome {
     }
     let names: Vec<&'static str> = txn.writes.iter().map(Command::name).collect();
     let answer = cli.client()?.execute(Command::Txn(txn)).await?;
-    let Answer::Txn(outcomes) = answer else {
+    let Outcome::Txn(outcomes) = answer else {
         return Err(Failure::Refused(format!("the cluster answered a transaction with {answer:?}")));
     };
     let beads: Vec<Option<api::model::Bead>> =
