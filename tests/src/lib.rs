@@ -14,6 +14,16 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// How long a test waits for a condition before failing.
 pub const WAIT_MAX: Duration = Duration::from_secs(60);
 
+/// Waits up to `limit` for `child` to exit, reading its output meanwhile (so a full pipe never
+/// stalls it); `None` if it still runs then, and the caller kills it.
+pub fn output_within(child: Child, limit: Duration) -> Option<std::process::Output> {
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(child.wait_with_output());
+    });
+    finished.recv_timeout(limit).ok().map(|output| output.expect("the child's output"))
+}
+
 /// The `strand` binary: `$STRAND_BIN`, or the one built beside the test executable.
 pub fn strand_binary() -> PathBuf {
     if let Ok(path) = std::env::var("STRAND_BIN") {

@@ -32,13 +32,9 @@ fn strand_within(args: &[&str], limit: Duration) -> Output {
         .spawn()
         .expect("run strand");
     let pid = child.id().to_string();
-    let (done, finished) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = done.send(child.wait_with_output());
-    });
-    match finished.recv_timeout(limit) {
-        Ok(output) => output.expect("strand's output"),
-        Err(_) => {
+    match tests::output_within(child, limit) {
+        Some(output) => output,
+        None => {
             let _ = Command::new("kill").args(["-KILL", &pid]).status();
             panic!("strand {args:?} still ran after {limit:?}");
         }

@@ -24,7 +24,7 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tests::strand_binary;
 
@@ -242,28 +242,20 @@ fn run_block(block: &Block, setup: Setup, files: &[(String, String)]) -> Result<
         }
     }
     use std::os::unix::process::CommandExt;
-    let mut child = command
+    let child = command
         .process_group(0)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|error| format!("cannot run unshare (util-linux): {error}"))?;
     let _group = Group(child.id());
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > BLOCK_TIME_MAX {
-            return Err(format!("the block did not finish within {BLOCK_TIME_MAX:?}"));
-        }
-        std::thread::sleep(Duration::from_millis(50));
+    let Some(output) = tests::output_within(child, BLOCK_TIME_MAX) else {
+        return Err(format!("the block did not finish within {BLOCK_TIME_MAX:?}"));
     };
-    let output = child.wait_with_output().unwrap();
-    if !status.success() {
+    if !output.status.success() {
         return Err(format!(
             "the block could not run in a network namespace of its own (exit {:?}): {}{}",
-            status.code(),
+            output.status.code(),
             String::from_utf8_lossy(&output.stdout),
             String::from_utf8_lossy(&output.stderr)
         ));

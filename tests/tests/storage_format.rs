@@ -17,10 +17,10 @@
 //! entry disappeared and the golden file's format number is still `STORAGE_FORMAT`; once
 //! `STORAGE_FORMAT` is higher, it rewrites every entry under the new number.
 //!
-//! Every sampled enum has a function with an exhaustive `match` (no wildcard arm) from a value to
-//! its sample's name, so a new variant does not compile until it is named here; and
+//! A sample is named by its enum's own name function where `api` has one (`Command::name`,
+//! `Status::as_str`...), else by an exhaustive `match` here (no wildcard arm);
 //! `every_variant_of_every_sampled_enum_has_a_sample` counts each enum's variants from its
-//! decoder, so a named variant without a sample fails too.
+//! decoder, so a new variant without a sample fails.
 //!
 //! Values the storage layer seals (log entries, the vote and other meta values, state records,
 //! the log mark, snapshot records) are pinned as written, with their CRC-32; their parts
@@ -631,76 +631,15 @@ fn stream_append_errors() -> Vec<StreamAppendError<TypeConfig>> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Sample names: an exhaustive `match` per enum, no wildcard arm, so that a new variant does not
-// compile until it is named (and sampled) here.
-
-fn command_name(command: &Command) -> &'static str {
-    match command {
-        Command::Create(_) => "create",
-        Command::Update(_) => "update",
-        Command::SetMetadata { .. } => "set_metadata",
-        Command::Claim { .. } => "claim",
-        Command::LeaseRenew { .. } => "lease_renew",
-        Command::LeaseRelease { .. } => "lease_release",
-        Command::Controller { .. } => "controller",
-        Command::ClaimNext { .. } => "claim_next",
-        Command::Close { .. } => "close",
-        Command::Reopen { .. } => "reopen",
-        Command::Delete { .. } => "delete",
-        Command::DepAdd { .. } => "dep_add",
-        Command::DepRemove { .. } => "dep_remove",
-        Command::NamespaceCreate { .. } => "namespace_create",
-        Command::NamespaceConfigure { .. } => "namespace_configure",
-        Command::NamespaceDelete { .. } => "namespace_delete",
-        Command::FormulaPut { .. } => "formula_put",
-        Command::FormulaDelete { .. } => "formula_delete",
-        Command::OrderPut { .. } => "order_put",
-        Command::OrderDelete { .. } => "order_delete",
-        Command::OrderRun { .. } => "order_run",
-        Command::MolCook(_) => "mol_cook",
-        Command::Sling(_) => "sling",
-        Command::HookClaim { .. } => "hook_claim",
-        Command::MailSend(_) => "mail_send",
-        Command::MailMark { .. } => "mail_mark",
-        Command::MailArchive { .. } => "mail_archive",
-        Command::ConvoyCreate { .. } => "convoy_create",
-        Command::ConvoyAdd { .. } => "convoy_add",
-        Command::ConvoyLand { .. } => "convoy_land",
-        Command::ConvoyCheck => "convoy_check",
-        Command::Purge { .. } => "purge",
-        Command::Txn(_) => "txn",
-        Command::Import { .. } => "import",
-        Command::ImportUndo { .. } => "import_undo",
-        Command::Auth(_) => "auth",
-    }
-}
+// Sample names: the api's own name functions where they exist, else an exhaustive `match` per
+// enum, no wildcard arm.
 
 /// A command's sample name: its own, with its controller action's or auth command's.
 fn command_sample_name(command: &Command) -> String {
     match command {
-        Command::Controller { action, .. } => format!("controller/{}", controller_action_name(action)),
-        Command::Auth(auth) => format!("auth/{}", auth_command_name(auth)),
-        other => command_name(other).to_string(),
-    }
-}
-
-fn controller_action_name(action: &ControllerAction) -> &'static str {
-    match action {
-        ControllerAction::Begin => "begin",
-        ControllerAction::ExpireLease { .. } => "expire_lease",
-        ControllerAction::ExpireLeases { .. } => "expire_leases",
-        ControllerAction::CollectWisps { .. } => "collect_wisps",
-        ControllerAction::CheckConvoys => "check_convoys",
-        ControllerAction::FireOrder { .. } => "fire_order",
-    }
-}
-
-fn auth_command_name(command: &AuthCommand) -> &'static str {
-    match command {
-        AuthCommand::Enable(_) => "enable",
-        AuthCommand::Disable => "disable",
-        AuthCommand::TokenCreate(_) => "token_create",
-        AuthCommand::TokenRevoke { .. } => "token_revoke",
+        Command::Controller { action, .. } => format!("controller/{}", action.name()),
+        Command::Auth(auth) => format!("auth/{}", auth.name()),
+        other => other.name().to_string(),
     }
 }
 
@@ -801,26 +740,6 @@ fn outcome_name(outcome: &Outcome) -> &'static str {
     }
 }
 
-fn status_name(status: &Status) -> &'static str {
-    match status {
-        Status::Open => "open",
-        Status::InProgress => "in_progress",
-        Status::Blocked => "blocked",
-        Status::Deferred => "deferred",
-        Status::Pinned => "pinned",
-        Status::Hooked => "hooked",
-        Status::Closed => "closed",
-    }
-}
-
-fn role_name(role: &Role) -> &'static str {
-    match role {
-        Role::Admin => "admin",
-        Role::Agent => "agent",
-        Role::Reader => "reader",
-    }
-}
-
 fn entry_payload_name(payload: &EntryPayloadOf<TypeConfig>) -> &'static str {
     match payload {
         EntryPayload::Blank => "blank",
@@ -905,10 +824,10 @@ fn samples() -> Vec<(String, Vec<u8>)> {
         samples.add(format!("formula_source/{}", formula_source_name(&source)), plain!(source));
     }
     for status in statuses() {
-        samples.add(format!("status/{}", status_name(&status)), plain!(status));
+        samples.add(format!("status/{}", status.as_str()), plain!(status));
     }
     for role in roles() {
-        samples.add(format!("role/{}", role_name(&role)), plain!(role));
+        samples.add(format!("role/{}", role.name()), plain!(role));
     }
     for payload in entry_payloads() {
         let name = format!("log/entry/{}", entry_payload_name(&payload));
