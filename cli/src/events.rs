@@ -2,12 +2,10 @@
 //! gap-free and increasing. `events` lists a page after a seq; `watch` streams until Ctrl-C, and
 //! the client resumes it on another node after a disconnect with no event missed and none twice.
 
-use api::client::ClientError;
 use api::command::Query;
 use api::limits::{EVENTS_LIMIT_DEFAULT, EVENTS_PER_QUERY_MAX};
 use api::model::event_type;
 use api::outcome::Outcome;
-use api::outcome::Refusal;
 use clap::Args;
 use futures::StreamExt;
 
@@ -81,13 +79,9 @@ async fn watch_start(cli: &Cli, client: &api::client::Client, from: Option<u64>)
     let answer = client.query(Query::Namespaces).await?;
     let Outcome::Namespaces(namespaces) = answer else { return Err(unexpected(&answer)) };
     let newest = namespaces.iter().find(|namespace| namespace.name == cli.namespace());
-    if newest.is_none() && cli.namespace_must_exist(&cli.namespace()) {
-        // The refusal every other read of a named namespace gets from the cluster.
-        let closest = api::suggest::closest(&cli.namespace(), namespaces.iter().map(|info| info.name.as_str()));
-        let refusal = Refusal::NamespaceNotFound { namespace: cli.namespace(), closest: closest.map(str::to_string) };
-        return Err(Failure::from(ClientError::Refused(refusal)));
-    }
-    if newest.is_none() {
+    // A named namespace that does not exist: the watch's first read is refused by the cluster,
+    // as every request to it is.
+    if newest.is_none() && !cli.namespace_must_exist(&cli.namespace()) {
         // Said whatever stderr is: a watch of a misspelt namespace would otherwise wait in silence.
         eprintln!(
             "namespace {} does not exist (yet): waiting for its first event; `strand namespace list` shows the namespaces",

@@ -413,6 +413,12 @@ fn client_config_file() -> Result<Option<ClientConfigFile>, Failure> {
     Ok(Some(config))
 }
 
+/// A client of `config`; a configuration it refuses (a TLS file that does not load, say) is a
+/// usage error.
+fn connect(config: ClientConfig) -> Result<Client, Failure> {
+    Client::new(config).map_err(|error| Failure::Usage(error.to_string()))
+}
+
 /// The result of a command: `Ok(true)` success, `Ok(false)` nothing done (exit 1, no message).
 /// Not to be confused with `api`'s names, which the CLI uses as they are: an `api::outcome::Outcome`
 /// is what the cluster answered, and an `api::outcome::Answer` that or its refusal.
@@ -565,7 +571,7 @@ impl Cli {
     pub fn client_of_existing(&self, namespace: &str) -> Result<Client, Failure> {
         let mut config = self.client_config(namespace, None)?;
         config.namespace_must_exist = true;
-        Client::new(config).map_err(|error| Failure::Usage(error.to_string()))
+        connect(config)
     }
 
     /// A client with the global flags whose requests go to `namespace` instead of `--namespace`.
@@ -617,7 +623,7 @@ impl Cli {
     /// A client with the global flags, in `namespace`, creating it with `prefix` on first write
     /// (the cluster's configured prefix when `None`).
     pub fn client_with(&self, namespace: &str, prefix: Option<String>) -> Result<Client, Failure> {
-        Client::new(self.client_config(namespace, prefix)?).map_err(|error| Failure::Usage(error.to_string()))
+        connect(self.client_config(namespace, prefix)?)
     }
 
     /// A client whose attempts and deadline allow a server-side wait of `wait` (a leadership move
@@ -626,14 +632,14 @@ impl Cli {
         let mut config = self.client_config(&self.namespace(), None)?;
         config.attempt_timeout = config.attempt_timeout.max(wait + Duration::from_secs(2));
         config.deadline = config.deadline.max(config.attempt_timeout);
-        Client::new(config).map_err(|error| Failure::Usage(error.to_string()))
+        connect(config)
     }
 
     /// A client of `namespace` whose writes are sent as `actor` (the benchmarks' agents).
     pub fn client_as(&self, namespace: &str, actor: &str) -> Result<Client, Failure> {
         let mut config = self.client_config(namespace, None)?;
         config.actor = actor.to_string();
-        Client::new(config).map_err(|error| Failure::Usage(error.to_string()))
+        connect(config)
     }
 
     /// The client settings the global flags give, for `namespace`.

@@ -141,9 +141,6 @@ fn steps_of(block: &Block) -> Vec<Step> {
             _ => step.expected.push(line.trim_end().to_string()),
         }
     }
-    while steps.last().is_some_and(|step| step.expected.last().is_some_and(String::is_empty)) {
-        steps.last_mut().unwrap().expected.pop();
-    }
     for step in &mut steps {
         while step.expected.last().is_some_and(String::is_empty) {
             step.expected.pop();
