@@ -344,16 +344,19 @@ impl Token {
 /// Commands only an admin may send: they reach beyond one agent's work (settings and deletion of
 /// a namespace, purge, import, auth).
 fn admin_only(command: &Command) -> bool {
-    matches!(
-        command,
-        Command::NamespaceDelete { .. }
-            | Command::NamespaceConfigure { .. }
-            | Command::Purge { .. }
-            | Command::Import { .. }
-            | Command::ImportUndo { .. }
-            | Command::Auth(_)
-            | Command::Controller { .. }
-    )
+    match command {
+        Command::Registered(command) => command.role() == Role::Admin,
+        _ => matches!(
+            command,
+            Command::NamespaceDelete { .. }
+                | Command::NamespaceConfigure { .. }
+                | Command::Purge { .. }
+                | Command::Import { .. }
+                | Command::ImportUndo { .. }
+                | Command::Auth(_)
+                | Command::Controller { .. }
+        ),
+    }
 }
 
 /// The first actor other than `own` that `command` claims or assigns a bead to, or sends as, a

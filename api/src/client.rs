@@ -20,21 +20,13 @@ use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status as GrpcStatus, Streaming};
 
 use crate::command::{Command, Query};
-use crate::convert::{self, Consistency, IntoAnswer, ReadProto, WriteProto};
+use crate::convert::{self, Consistency, IntoAnswer};
 use crate::model::{Event, Namespace};
 use crate::outcome::{Answer, Outcome, Refusal};
 use crate::proto as pb;
-use crate::proto::auth_client::AuthClient;
-use crate::proto::beads_client::BeadsClient;
 use crate::proto::cluster_client::ClusterClient;
-use crate::proto::convoys_client::ConvoysClient;
 use crate::proto::events_client::EventsClient;
-use crate::proto::formulas_client::FormulasClient;
-use crate::proto::mail_client::MailClient;
-use crate::proto::molecules_client::MoleculesClient;
-use crate::proto::namespaces_client::NamespacesClient;
-use crate::proto::orders_client::OrdersClient;
-use crate::proto::work_client::WorkClient;
+use crate::registry::ClientRpc;
 use crate::request_ids::RequestIds;
 
 /// The default [`ClientConfig::failover_timeout`]: the node's default RPC timeout
@@ -54,16 +46,6 @@ macro_rules! limited {
         $client::new($channel)
             .max_decoding_message_size(crate::limits::RESPONSE_BYTES_MAX)
             .max_encoding_message_size(crate::limits::REQUEST_BYTES_MAX)
-    };
-}
-
-/// Sends a tagged request through the RPC its tag names and turns the response into an answer.
-/// One line per RPC: `Tag => Client.rpc`.
-macro_rules! dispatch {
-    ($request:expr, $channel:expr, $proto:ident { $($variant:ident => $client:ident.$rpc:ident),* $(,)? }) => {
-        match $request {
-            $($proto::$variant(request) => limited!($client, $channel).$rpc(request).await?.into_inner().into_answer(),)*
-        }
     };
 }
 
@@ -331,7 +313,7 @@ impl Client {
         let result = self
             .with_retries(|_, channel| {
                 let request = request.clone();
-                async move { send_write(channel, request).await }
+                async move { send(channel, request).await }
             })
             .await;
         self.request_ids.finish(&request_id);
@@ -371,7 +353,7 @@ impl Client {
         let answer = self
             .with_retries(|_, channel| {
                 let request = request.clone();
-                async move { send_read(channel, request).await }
+                async move { send(channel, request).await }
             })
             .await?;
         answer.map_err(ClientError::Refused)
@@ -611,74 +593,25 @@ impl Watch<'_> {
     }
 }
 
-async fn send_write(channel: ClientChannel, request: WriteProto) -> Result<Answer, GrpcStatus> {
-    Ok(dispatch!(request, channel, WriteProto {
-        Create => BeadsClient.create,
-        Update => BeadsClient.update,
-        SetMetadata => BeadsClient.set_metadata,
-        Claim => BeadsClient.claim,
-        LeaseRenew => BeadsClient.lease_renew,
-        LeaseRelease => BeadsClient.lease_release,
-        ClaimNext => BeadsClient.claim_next,
-        Close => BeadsClient.close,
-        Reopen => BeadsClient.reopen,
-        Delete => BeadsClient.delete,
-        DepAdd => BeadsClient.dep_add,
-        DepRemove => BeadsClient.dep_remove,
-        NamespaceCreate => NamespacesClient.create,
-        NamespaceDelete => NamespacesClient.delete,
-        NamespaceConfigure => NamespacesClient.configure,
-        FormulaPut => FormulasClient.put,
-        FormulaDelete => FormulasClient.delete,
-        OrderPut => OrdersClient.put,
-        OrderDelete => OrdersClient.delete,
-        OrderRun => OrdersClient.run,
-        MolCook => MoleculesClient.cook,
-        Sling => WorkClient.sling,
-        HookClaim => WorkClient.hook_claim,
-        Purge => WorkClient.purge,
-        MailSend => MailClient.send,
-        MailMark => MailClient.mark,
-        MailArchive => MailClient.archive,
-        ConvoyCreate => ConvoysClient.create,
-        ConvoyAdd => ConvoysClient.add,
-        ConvoyLand => ConvoysClient.land,
-        ConvoyCheck => ConvoysClient.check,
-        Txn => BeadsClient.txn,
-        Import => BeadsClient.import,
-        ImportUndo => BeadsClient.import_undo,
-        AuthEnable => AuthClient.enable,
-        AuthDisable => AuthClient.disable,
-        TokenCreate => AuthClient.token_create,
-        TokenRevoke => AuthClient.token_revoke,
-    }))
+/// Declares [`send`] from the RPC table: each request goes through its own RPC.
+macro_rules! send_fn {
+    ($( $service:ident $client_mod:ident :: $client:ident {
+        $( $variant:ident $method:ident $request:ident $response:ident, )*
+    } )*) => {
+        /// Sends a tagged request through the RPC its tag names and turns the response into an
+        /// answer.
+        async fn send(channel: ClientChannel, request: ClientRpc) -> Result<Answer, GrpcStatus> {
+            Ok(match request {
+                $( $( ClientRpc::$variant(request) => {
+                    use pb::$client_mod::$client;
+                    limited!($client, channel).$method(request).await?.into_inner().into_answer()
+                } )* )*
+            })
+        }
+    };
 }
 
-async fn send_read(channel: ClientChannel, request: ReadProto) -> Result<Answer, GrpcStatus> {
-    Ok(dispatch!(request, channel, ReadProto {
-        Get => BeadsClient.get,
-        List => BeadsClient.list,
-        Ready => BeadsClient.ready,
-        Children => BeadsClient.children,
-        ListByLabel => BeadsClient.list_by_label,
-        DepList => BeadsClient.dep_list,
-        Namespaces => NamespacesClient.list,
-        FormulaGet => FormulasClient.get,
-        FormulaList => FormulasClient.list,
-        OrderGet => OrdersClient.get,
-        OrderList => OrdersClient.list,
-        MolStatus => MoleculesClient.status,
-        Hook => WorkClient.hook,
-        PurgePreview => WorkClient.purge_preview,
-        Inbox => MailClient.inbox,
-        Thread => MailClient.thread,
-        ConvoyStatus => ConvoysClient.status,
-        Stranded => ConvoysClient.stranded,
-        Events => EventsClient.list,
-        Tokens => AuthClient.token_list,
-        WhoAmI => AuthClient.who_am_i,
-    }))
-}
+for_each_client_rpc!(send_fn);
 
 /// A new token: [`crate::auth::TOKEN_PREFIX`] and 256 bits from the operating system's random
 /// source. Clients draw tokens (`strand auth token create`) and send the cluster only their hash.

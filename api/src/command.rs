@@ -272,6 +272,8 @@ pub enum Command {
     },
     /// A change of the cluster's auth settings or tokens (`strand auth`); its namespace is ignored.
     Auth(crate::auth::AuthCommand),
+    /// A command defined in a file of its own (`crate::commands`); every later command is one.
+    Registered(crate::commands::RegisteredWrite),
 }
 
 /// What a leader's controller does, each conditional on the state it judged, so that applying it
@@ -492,6 +494,7 @@ impl Command {
             Command::Import { .. } => "import",
             Command::ImportUndo { .. } => "import_undo",
             Command::Auth(auth) => auth.name(),
+            Command::Registered(command) => command.name(),
         }
     }
 }
@@ -941,6 +944,8 @@ pub enum Query {
     /// Whether auth is enabled, and the token the read was made with (the node judges reads by
     /// their token, so this answers the caller's own).
     WhoAmI,
+    /// A query defined in a file of its own (`crate::commands`); every later query is one.
+    Registered(crate::commands::RegisteredRead),
 }
 
 impl std::fmt::Display for Proposal {

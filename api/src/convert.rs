@@ -15,6 +15,7 @@ use crate::command::*;
 use crate::model::*;
 use crate::outcome::{Answer, FormulaInfo, NamespaceInfo, OrderInfo, Outcome, Progress, Refusal};
 use crate::proto as pb;
+use crate::registry::ClientRpc;
 
 /// A mutating request as the node sees it: where, which retry identity, who, what.
 #[derive(Clone, Debug, PartialEq)]
@@ -65,7 +66,7 @@ fn namespace_of(name: &str) -> Namespace {
 
 /// The write request of a header and a command; an empty prefix means the cluster default, and
 /// `namespace_must_exist` that the write may not create its namespace.
-fn write_request_of(header: Option<pb::WriteHeader>, command: Command) -> WriteRequest {
+pub(crate) fn write_request_of(header: Option<pb::WriteHeader>, command: Command) -> WriteRequest {
     let header = header.unwrap_or_default();
     let request_id = (header.client_id != 0).then_some(RequestId {
         client_id: header.client_id,
@@ -86,7 +87,7 @@ fn write_request_of(header: Option<pb::WriteHeader>, command: Command) -> WriteR
 }
 
 /// The read request of a header and a query.
-fn read_request_of(header: Option<pb::ReadHeader>, query: Query) -> ReadRequest {
+pub(crate) fn read_request_of(header: Option<pb::ReadHeader>, query: Query) -> ReadRequest {
     let header = header.unwrap_or_default();
     let consistency = match pb::Consistency::try_from(header.consistency) {
         Ok(pb::Consistency::Serializable) => Consistency::Serializable,
@@ -220,18 +221,46 @@ pub trait IntoRead {
     fn into_read(self, now: Timestamp) -> Result<ReadRequest, Refusal>;
 }
 
+/// What a unary client RPC asks of the leader plane.
+#[derive(Clone, Debug)]
+pub enum Call {
+    /// A command, applied through the log.
+    Write(WriteRequest),
+    /// A query, answered with the request's consistency.
+    Read(ReadRequest),
+}
+
+/// A protobuf request of any unary client RPC, which becomes a [`Call`]; `now` is the node's
+/// clock. Every request of the RPC table (`crate::registry`) has one, so the node serves each RPC
+/// through one generic handler.
+pub trait IntoCall {
+    /// Converts, refusing malformed fields.
+    fn into_call(self, now: Timestamp) -> Result<Call, Refusal>;
+}
+
+/// Implements [`IntoWrite`] and [`IntoCall`] for a write request, from the command it carries.
 macro_rules! write_request {
     ($request:ty, |$value:ident| $command:expr) => {
-        impl IntoWrite for $request {
-            fn into_write(self) -> Result<WriteRequest, Refusal> {
+        impl $crate::convert::IntoWrite for $request {
+            fn into_write(self) -> Result<$crate::convert::WriteRequest, $crate::outcome::Refusal> {
                 let header = self.header.clone();
                 let $value = self;
-                let command: Result<Command, Refusal> = $command;
-                Ok(write_request_of(header, command?))
+                let command: Result<$crate::command::Command, $crate::outcome::Refusal> = $command;
+                Ok($crate::convert::write_request_of(header, command?))
+            }
+        }
+
+        impl $crate::convert::IntoCall for $request {
+            fn into_call(
+                self,
+                _now: $crate::model::Timestamp,
+            ) -> Result<$crate::convert::Call, $crate::outcome::Refusal> {
+                $crate::convert::IntoWrite::into_write(self).map($crate::convert::Call::Write)
             }
         }
     };
 }
+pub(crate) use write_request;
 
 write_request!(pb::CreateRequest, |request| {
     let requested_status = if request.status.is_empty() { None } else { Some(parse_status(&request.status)?) };
@@ -456,31 +485,57 @@ fn txn_write_of(write: pb::TxnWrite) -> Result<Command, Refusal> {
 fn txn_write_to_proto(command: &Command) -> Option<pb::TxnWrite> {
     use pb::txn_write::Write;
     let write = match write_to_proto(pb::WriteHeader::default(), command)? {
-        WriteProto::Create(request) => Write::Create(request),
-        WriteProto::Update(request) => Write::Update(request),
-        WriteProto::SetMetadata(request) => Write::SetMetadata(request),
-        WriteProto::Claim(request) => Write::Claim(request),
-        WriteProto::Close(request) => Write::Close(request),
-        WriteProto::Reopen(request) => Write::Reopen(request),
-        WriteProto::Delete(request) => Write::Delete(request),
-        WriteProto::DepAdd(request) => Write::DepAdd(request),
-        WriteProto::DepRemove(request) => Write::DepRemove(request),
+        ClientRpc::Create(request) => Write::Create(request),
+        ClientRpc::Update(request) => Write::Update(request),
+        ClientRpc::SetMetadata(request) => Write::SetMetadata(request),
+        ClientRpc::Claim(request) => Write::Claim(request),
+        ClientRpc::Close(request) => Write::Close(request),
+        ClientRpc::Reopen(request) => Write::Reopen(request),
+        ClientRpc::Delete(request) => Write::Delete(request),
+        ClientRpc::DepAdd(request) => Write::DepAdd(request),
+        ClientRpc::DepRemove(request) => Write::DepRemove(request),
         _ => return None,
     };
     Some(pb::TxnWrite { write: Some(write) })
 }
 
+/// Implements [`IntoRead`] and [`IntoCall`] for a read request, from the query it carries.
 macro_rules! read_request {
     ($request:ty, |$value:ident, $now:ident| $query:expr) => {
-        impl IntoRead for $request {
-            fn into_read(self, $now: Timestamp) -> Result<ReadRequest, Refusal> {
+        impl $crate::convert::IntoRead for $request {
+            fn into_read(
+                self,
+                $now: $crate::model::Timestamp,
+            ) -> Result<$crate::convert::ReadRequest, $crate::outcome::Refusal> {
                 let header = self.header.clone();
                 let $value = self;
-                let query: Result<Query, Refusal> = $query;
-                Ok(read_request_of(header, query?))
+                let query: Result<$crate::command::Query, $crate::outcome::Refusal> = $query;
+                Ok($crate::convert::read_request_of(header, query?))
+            }
+        }
+
+        impl $crate::convert::IntoCall for $request {
+            fn into_call(
+                self,
+                now: $crate::model::Timestamp,
+            ) -> Result<$crate::convert::Call, $crate::outcome::Refusal> {
+                $crate::convert::IntoRead::into_read(self, now).map($crate::convert::Call::Read)
             }
         }
     };
+}
+pub(crate) use read_request;
+
+/// The protobuf request of a registered write (`crate::commands`), written in its file.
+pub trait ToWriteRequest {
+    /// The request, with `header`.
+    fn to_request(&self, header: pb::WriteHeader) -> ClientRpc;
+}
+
+/// The protobuf request of a registered query (`crate::commands`), written in its file.
+pub trait ToReadRequest {
+    /// The request, with `header`.
+    fn to_request(&self, header: pb::ReadHeader) -> ClientRpc;
 }
 
 read_request!(pb::GetRequest, |request, _now| {
@@ -588,90 +643,87 @@ read_request!(pb::WatchRequest, |request, _now| {
 
 /// Builds the protobuf request of a command, for clients; `None` for a controller action, which
 /// only a leader proposes and no client can send.
-pub fn write_to_proto(header: pb::WriteHeader, command: &Command) -> Option<WriteProto> {
-    let header = Some(header);
+pub fn write_to_proto(header: pb::WriteHeader, command: &Command) -> Option<ClientRpc> {
+    let (registered_header, header) = (header.clone(), Some(header));
     Some(match command.clone() {
-        Command::Create(create) => WriteProto::Create(create_to_proto(header, create)),
-        Command::Update(update) => WriteProto::Update(update_to_proto(header, update)),
+        Command::Registered(command) => command.to_request(registered_header),
+        Command::Create(create) => ClientRpc::Create(create_to_proto(header, create)),
+        Command::Update(update) => ClientRpc::Update(update_to_proto(header, update)),
         Command::SetMetadata { id, entries } => {
-            WriteProto::SetMetadata(pb::SetMetadataRequest { header, id: id.0, entries: metadata_to_proto(entries) })
+            ClientRpc::SetMetadata(pb::SetMetadataRequest { header, id: id.0, entries: metadata_to_proto(entries) })
         }
         Command::Claim { id, actor, lease_ms } => {
-            WriteProto::Claim(pb::ClaimRequest { header, id: id.0, actor: actor.0, lease_ms })
+            ClientRpc::Claim(pb::ClaimRequest { header, id: id.0, actor: actor.0, lease_ms })
         }
         Command::LeaseRenew { id, lease_id } => {
-            WriteProto::LeaseRenew(pb::LeaseRenewRequest { header, id: id.0, lease_id })
+            ClientRpc::LeaseRenew(pb::LeaseRenewRequest { header, id: id.0, lease_id })
         }
         Command::LeaseRelease { id, lease_id } => {
-            WriteProto::LeaseRelease(pb::LeaseReleaseRequest { header, id: id.0, lease_id })
+            ClientRpc::LeaseRelease(pb::LeaseReleaseRequest { header, id: id.0, lease_id })
         }
         Command::Controller { .. } => return None,
-        Command::ClaimNext { actor, filter, lease_ms } => WriteProto::ClaimNext(pb::ClaimNextRequest {
+        Command::ClaimNext { actor, filter, lease_ms } => ClientRpc::ClaimNext(pb::ClaimNextRequest {
             header,
             actor: actor.0,
             filter: Some(ready_filter_to_proto(&filter)),
             lease_ms,
         }),
-        Command::Close { ids, reason } => {
-            WriteProto::Close(pb::CloseRequest { header, ids: ids_to_proto(ids), reason })
-        }
-        Command::Reopen { id } => WriteProto::Reopen(pb::ReopenRequest { header, id: id.0 }),
-        Command::Delete { id } => WriteProto::Delete(pb::DeleteRequest { header, id: id.0 }),
-        Command::DepAdd { issue_id, depends_on_id, dep_type } => WriteProto::DepAdd(pb::DepAddRequest {
+        Command::Close { ids, reason } => ClientRpc::Close(pb::CloseRequest { header, ids: ids_to_proto(ids), reason }),
+        Command::Reopen { id } => ClientRpc::Reopen(pb::ReopenRequest { header, id: id.0 }),
+        Command::Delete { id } => ClientRpc::Delete(pb::DeleteRequest { header, id: id.0 }),
+        Command::DepAdd { issue_id, depends_on_id, dep_type } => ClientRpc::DepAdd(pb::DepAddRequest {
             header,
             issue_id: issue_id.0,
             depends_on_id: depends_on_id.0,
             r#type: dep_type.0,
         }),
         Command::DepRemove { issue_id, depends_on_id } => {
-            WriteProto::DepRemove(pb::DepRemoveRequest { header, issue_id: issue_id.0, depends_on_id: depends_on_id.0 })
+            ClientRpc::DepRemove(pb::DepRemoveRequest { header, issue_id: issue_id.0, depends_on_id: depends_on_id.0 })
         }
         Command::NamespaceCreate { prefix } => {
-            WriteProto::NamespaceCreate(pb::NamespaceCreateRequest { header, prefix })
+            ClientRpc::NamespaceCreate(pb::NamespaceCreateRequest { header, prefix })
         }
-        Command::NamespaceDelete { force } => WriteProto::NamespaceDelete(pb::NamespaceDeleteRequest { header, force }),
+        Command::NamespaceDelete { force } => ClientRpc::NamespaceDelete(pb::NamespaceDeleteRequest { header, force }),
         Command::NamespaceConfigure { default_lease_ms, max_deliveries } => {
-            WriteProto::NamespaceConfigure(pb::NamespaceConfigureRequest {
+            ClientRpc::NamespaceConfigure(pb::NamespaceConfigureRequest {
                 header,
                 default_lease_ms: default_lease_ms.flatten(),
                 clear_default_lease: default_lease_ms == Some(None),
                 max_deliveries,
             })
         }
-        Command::FormulaPut { source } => WriteProto::FormulaPut(pb::FormulaPutRequest { header, source }),
-        Command::FormulaDelete { name } => WriteProto::FormulaDelete(pb::FormulaDeleteRequest { header, name }),
-        Command::OrderPut { name, source } => WriteProto::OrderPut(pb::OrderPutRequest { header, name, source }),
-        Command::OrderDelete { name } => WriteProto::OrderDelete(pb::OrderDeleteRequest { header, name }),
-        Command::OrderRun { name } => WriteProto::OrderRun(pb::OrderRunRequest { header, name }),
-        Command::MolCook(cook) => WriteProto::MolCook(cook_to_proto(header, cook)),
-        Command::Sling(sling) => WriteProto::Sling(sling_to_proto(header, sling)),
-        Command::HookClaim { agent, pool, lease_ms } => WriteProto::HookClaim(pb::HookClaimRequest {
+        Command::FormulaPut { source } => ClientRpc::FormulaPut(pb::FormulaPutRequest { header, source }),
+        Command::FormulaDelete { name } => ClientRpc::FormulaDelete(pb::FormulaDeleteRequest { header, name }),
+        Command::OrderPut { name, source } => ClientRpc::OrderPut(pb::OrderPutRequest { header, name, source }),
+        Command::OrderDelete { name } => ClientRpc::OrderDelete(pb::OrderDeleteRequest { header, name }),
+        Command::OrderRun { name } => ClientRpc::OrderRun(pb::OrderRunRequest { header, name }),
+        Command::MolCook(cook) => ClientRpc::Cook(cook_to_proto(header, cook)),
+        Command::Sling(sling) => ClientRpc::Sling(sling_to_proto(header, sling)),
+        Command::HookClaim { agent, pool, lease_ms } => ClientRpc::HookClaim(pb::HookClaimRequest {
             header,
             agent: agent.0,
             pool: pool.unwrap_or_default(),
             lease_ms,
         }),
-        Command::MailSend(mail) => WriteProto::MailSend(pb::MailSendRequest {
+        Command::MailSend(mail) => ClientRpc::MailSend(pb::MailSendRequest {
             header,
             to: mail.to,
             subject: mail.subject,
             body: mail.body,
             reply_to: mail.reply_to.map(|id| id.0).unwrap_or_default(),
         }),
-        Command::MailMark { id, read } => WriteProto::MailMark(pb::MailMarkRequest { header, id: id.0, read }),
-        Command::MailArchive { id } => WriteProto::MailArchive(pb::MailArchiveRequest { header, id: id.0 }),
+        Command::MailMark { id, read } => ClientRpc::MailMark(pb::MailMarkRequest { header, id: id.0, read }),
+        Command::MailArchive { id } => ClientRpc::MailArchive(pb::MailArchiveRequest { header, id: id.0 }),
         Command::ConvoyCreate { title, children, owned } => {
-            WriteProto::ConvoyCreate(pb::ConvoyCreateRequest { header, title, children: ids_to_proto(children), owned })
+            ClientRpc::ConvoyCreate(pb::ConvoyCreateRequest { header, title, children: ids_to_proto(children), owned })
         }
         Command::ConvoyAdd { id, children } => {
-            WriteProto::ConvoyAdd(pb::ConvoyAddRequest { header, id: id.0, children: ids_to_proto(children) })
+            ClientRpc::ConvoyAdd(pb::ConvoyAddRequest { header, id: id.0, children: ids_to_proto(children) })
         }
-        Command::ConvoyLand { id, reason } => {
-            WriteProto::ConvoyLand(pb::ConvoyLandRequest { header, id: id.0, reason })
-        }
-        Command::ConvoyCheck => WriteProto::ConvoyCheck(pb::ConvoyCheckRequest { header }),
-        Command::Purge { older_than_ms } => WriteProto::Purge(pb::PurgeRequest { header, older_than_ms }),
-        Command::Txn(txn) => WriteProto::Txn(pb::TxnRequest {
+        Command::ConvoyLand { id, reason } => ClientRpc::ConvoyLand(pb::ConvoyLandRequest { header, id: id.0, reason }),
+        Command::ConvoyCheck => ClientRpc::ConvoyCheck(pb::ConvoyCheckRequest { header }),
+        Command::Purge { older_than_ms } => ClientRpc::Purge(pb::PurgeRequest { header, older_than_ms }),
+        Command::Txn(txn) => ClientRpc::Txn(pb::TxnRequest {
             header,
             conditions: txn
                 .conditions
@@ -687,9 +739,9 @@ pub fn write_to_proto(header: pb::WriteHeader, command: &Command) -> Option<Writ
                 .collect(),
         }),
         Command::Import { beads } => {
-            WriteProto::Import(pb::ImportRequest { header, beads: beads.iter().map(pb::Bead::from).collect() })
+            ClientRpc::Import(pb::ImportRequest { header, beads: beads.iter().map(pb::Bead::from).collect() })
         }
-        Command::ImportUndo { beads } => WriteProto::ImportUndo(pb::ImportUndoRequest {
+        Command::ImportUndo { beads } => ClientRpc::ImportUndo(pb::ImportUndoRequest {
             header,
             beads: beads
                 .into_iter()
@@ -702,14 +754,14 @@ pub fn write_to_proto(header: pb::WriteHeader, command: &Command) -> Option<Writ
         }),
         Command::Auth(command) => match command {
             crate::auth::AuthCommand::Enable(spec) => {
-                WriteProto::AuthEnable(pb::AuthEnableRequest { header, admin: Some(auth::spec_to_proto(spec)) })
+                ClientRpc::AuthEnable(pb::AuthEnableRequest { header, admin: Some(auth::spec_to_proto(spec)) })
             }
-            crate::auth::AuthCommand::Disable => WriteProto::AuthDisable(pb::AuthDisableRequest { header }),
+            crate::auth::AuthCommand::Disable => ClientRpc::AuthDisable(pb::AuthDisableRequest { header }),
             crate::auth::AuthCommand::TokenCreate(spec) => {
-                WriteProto::TokenCreate(pb::TokenCreateRequest { header, token: Some(auth::spec_to_proto(spec)) })
+                ClientRpc::TokenCreate(pb::TokenCreateRequest { header, token: Some(auth::spec_to_proto(spec)) })
             }
             crate::auth::AuthCommand::TokenRevoke { name } => {
-                WriteProto::TokenRevoke(pb::TokenRevokeRequest { header, name })
+                ClientRpc::TokenRevoke(pb::TokenRevokeRequest { header, name })
             }
         },
     })
@@ -796,87 +848,22 @@ fn metadata_to_proto(
         .collect()
 }
 
-/// Declares an enum of protobuf requests tagged by RPC, with their encoded size.
-macro_rules! request_enum {
-    ($(#[$doc:meta])* $name:ident { $($variant:ident($request:ty)),* $(,)? }) => {
-        $(#[$doc])*
-        #[allow(missing_docs)]
-        #[derive(Clone, Debug)]
-        pub enum $name {
-            $($variant($request)),*
-        }
-
-        impl $name {
-            /// The encoded size of the request, in bytes.
-            pub fn encoded_len(&self) -> usize {
-                use prost::Message;
-                match self {
-                    $($name::$variant(request) => request.encoded_len()),*
-                }
-            }
-        }
-    };
-}
-
-request_enum!(
-    /// The protobuf request of one command, tagged by RPC.
-    WriteProto {
-        Create(pb::CreateRequest),
-        Update(pb::UpdateRequest),
-        SetMetadata(pb::SetMetadataRequest),
-        Claim(pb::ClaimRequest),
-        LeaseRenew(pb::LeaseRenewRequest),
-        LeaseRelease(pb::LeaseReleaseRequest),
-        ClaimNext(pb::ClaimNextRequest),
-        Close(pb::CloseRequest),
-        Reopen(pb::ReopenRequest),
-        Delete(pb::DeleteRequest),
-        DepAdd(pb::DepAddRequest),
-        DepRemove(pb::DepRemoveRequest),
-        NamespaceCreate(pb::NamespaceCreateRequest),
-        NamespaceDelete(pb::NamespaceDeleteRequest),
-        NamespaceConfigure(pb::NamespaceConfigureRequest),
-        FormulaPut(pb::FormulaPutRequest),
-        FormulaDelete(pb::FormulaDeleteRequest),
-        OrderPut(pb::OrderPutRequest),
-        OrderDelete(pb::OrderDeleteRequest),
-        OrderRun(pb::OrderRunRequest),
-        MolCook(pb::CookRequest),
-        Sling(pb::SlingRequest),
-        HookClaim(pb::HookClaimRequest),
-        MailSend(pb::MailSendRequest),
-        MailMark(pb::MailMarkRequest),
-        MailArchive(pb::MailArchiveRequest),
-        ConvoyCreate(pb::ConvoyCreateRequest),
-        ConvoyAdd(pb::ConvoyAddRequest),
-        ConvoyLand(pb::ConvoyLandRequest),
-        ConvoyCheck(pb::ConvoyCheckRequest),
-        Purge(pb::PurgeRequest),
-        Txn(pb::TxnRequest),
-        Import(pb::ImportRequest),
-        ImportUndo(pb::ImportUndoRequest),
-        AuthEnable(pb::AuthEnableRequest),
-        AuthDisable(pb::AuthDisableRequest),
-        TokenCreate(pb::TokenCreateRequest),
-        TokenRevoke(pb::TokenRevokeRequest),
-    }
-);
-
 /// Builds the protobuf request of a query, for clients.
-pub fn read_to_proto(header: pb::ReadHeader, query: &Query) -> ReadProto {
-    let header = Some(header);
+pub fn read_to_proto(header: pb::ReadHeader, query: &Query) -> ClientRpc {
+    let (registered_header, header) = (header.clone(), Some(header));
     match query.clone() {
-        Query::Get { ids } => ReadProto::Get(pb::GetRequest { header, ids: ids_to_proto(ids), missing_ok: false }),
-        Query::Lookup { ids } => ReadProto::Get(pb::GetRequest { header, ids: ids_to_proto(ids), missing_ok: true }),
-        Query::List(filter) => ReadProto::List(list_to_proto(header, filter)),
+        Query::Registered(query) => query.to_request(registered_header),
+        Query::Get { ids } => ClientRpc::Get(pb::GetRequest { header, ids: ids_to_proto(ids), missing_ok: false }),
+        Query::Lookup { ids } => ClientRpc::Get(pb::GetRequest { header, ids: ids_to_proto(ids), missing_ok: true }),
+        Query::List(filter) => ClientRpc::List(list_to_proto(header, filter)),
         Query::Ready { filter, .. } => {
-            ReadProto::Ready(pb::ReadyRequest { header, filter: Some(ready_filter_to_proto(&filter)) })
+            ClientRpc::Ready(pb::ReadyRequest { header, filter: Some(ready_filter_to_proto(&filter)) })
         }
         Query::Children { parent, include_closed } => {
-            ReadProto::Children(pb::ChildrenRequest { header, parent: parent.0, include_closed })
+            ClientRpc::Children(pb::ChildrenRequest { header, parent: parent.0, include_closed })
         }
-        Query::ListByLabel { label, limit } => ReadProto::ListByLabel(pb::ListByLabelRequest { header, label, limit }),
-        Query::DepList { id, direction } => ReadProto::DepList(pb::DepListRequest {
+        Query::ListByLabel { label, limit } => ClientRpc::ListByLabel(pb::ListByLabelRequest { header, label, limit }),
+        Query::DepList { id, direction } => ClientRpc::DepList(pb::DepListRequest {
             header,
             id: id.0,
             direction: match direction {
@@ -884,29 +871,29 @@ pub fn read_to_proto(header: pb::ReadHeader, query: &Query) -> ReadProto {
                 DepDirection::Up => "up".into(),
             },
         }),
-        Query::Events { after, types, limit } => ReadProto::Events(pb::EventsRequest { header, after, types, limit }),
-        Query::MolStatus { root } => ReadProto::MolStatus(pb::MolStatusRequest { header, root: root.0 }),
-        Query::ConvoyStatus { id } => ReadProto::ConvoyStatus(pb::ConvoyStatusRequest { header, id: id.0 }),
+        Query::Events { after, types, limit } => ClientRpc::Events(pb::EventsRequest { header, after, types, limit }),
+        Query::MolStatus { root } => ClientRpc::MolStatus(pb::MolStatusRequest { header, root: root.0 }),
+        Query::ConvoyStatus { id } => ClientRpc::ConvoyStatus(pb::ConvoyStatusRequest { header, id: id.0 }),
         Query::Stranded { convoy } => {
-            ReadProto::Stranded(pb::StrandedRequest { header, convoy: convoy.map(|id| id.0).unwrap_or_default() })
+            ClientRpc::Stranded(pb::StrandedRequest { header, convoy: convoy.map(|id| id.0).unwrap_or_default() })
         }
         Query::Hook { agent, pool, limit, .. } => {
-            ReadProto::Hook(pb::HookRequest { header, agent, pool: pool.unwrap_or_default(), limit })
+            ClientRpc::Hook(pb::HookRequest { header, agent, pool: pool.unwrap_or_default(), limit })
         }
         Query::Inbox { recipient, include_read, limit } => {
-            ReadProto::Inbox(pb::InboxRequest { header, recipient, include_read, limit })
+            ClientRpc::Inbox(pb::InboxRequest { header, recipient, include_read, limit })
         }
-        Query::Thread { thread } => ReadProto::Thread(pb::ThreadRequest { header, thread }),
-        Query::FormulaGet { name } => ReadProto::FormulaGet(pb::FormulaGetRequest { header, name }),
-        Query::FormulaList => ReadProto::FormulaList(pb::FormulaListRequest { header }),
-        Query::OrderGet { name, .. } => ReadProto::OrderGet(pb::OrderGetRequest { header, name }),
-        Query::OrderList { .. } => ReadProto::OrderList(pb::OrderListRequest { header }),
+        Query::Thread { thread } => ClientRpc::Thread(pb::ThreadRequest { header, thread }),
+        Query::FormulaGet { name } => ClientRpc::FormulaGet(pb::FormulaGetRequest { header, name }),
+        Query::FormulaList => ClientRpc::FormulaList(pb::FormulaListRequest { header }),
+        Query::OrderGet { name, .. } => ClientRpc::OrderGet(pb::OrderGetRequest { header, name }),
+        Query::OrderList { .. } => ClientRpc::OrderList(pb::OrderListRequest { header }),
         Query::PurgePreview { older_than_ms, .. } => {
-            ReadProto::PurgePreview(pb::PurgePreviewRequest { header, older_than_ms })
+            ClientRpc::PurgePreview(pb::PurgePreviewRequest { header, older_than_ms })
         }
-        Query::Namespaces => ReadProto::Namespaces(pb::NamespaceListRequest { header }),
-        Query::Tokens => ReadProto::Tokens(pb::TokenListRequest { header }),
-        Query::WhoAmI => ReadProto::WhoAmI(pb::WhoAmIRequest { header }),
+        Query::Namespaces => ClientRpc::NamespaceList(pb::NamespaceListRequest { header }),
+        Query::Tokens => ClientRpc::TokenList(pb::TokenListRequest { header }),
+        Query::WhoAmI => ClientRpc::WhoAmI(pb::WhoAmIRequest { header }),
     }
 }
 
@@ -932,33 +919,6 @@ fn list_to_proto(header: Option<pb::ReadHeader>, filter: ListFilter) -> pb::List
         },
     }
 }
-
-request_enum!(
-    /// The protobuf request of one query, tagged by RPC.
-    ReadProto {
-        Get(pb::GetRequest),
-        List(pb::ListRequest),
-        Ready(pb::ReadyRequest),
-        Children(pb::ChildrenRequest),
-        ListByLabel(pb::ListByLabelRequest),
-        DepList(pb::DepListRequest),
-        Events(pb::EventsRequest),
-        MolStatus(pb::MolStatusRequest),
-        ConvoyStatus(pb::ConvoyStatusRequest),
-        Stranded(pb::StrandedRequest),
-        Hook(pb::HookRequest),
-        Inbox(pb::InboxRequest),
-        Thread(pb::ThreadRequest),
-        FormulaGet(pb::FormulaGetRequest),
-        FormulaList(pb::FormulaListRequest),
-        OrderGet(pb::OrderGetRequest),
-        OrderList(pb::OrderListRequest),
-        PurgePreview(pb::PurgePreviewRequest),
-        Namespaces(pb::NamespaceListRequest),
-        Tokens(pb::TokenListRequest),
-        WhoAmI(pb::WhoAmIRequest),
-    }
-);
 
 impl From<&Bead> for pb::Bead {
     fn from(bead: &Bead) -> pb::Bead {
@@ -1182,7 +1142,7 @@ pub trait FromAnswer: Sized {
     fn from_answer(answer: Answer) -> Result<Self, GrpcStatus>;
 }
 
-fn unexpected(outcome: &Outcome) -> GrpcStatus {
+pub(crate) fn unexpected(outcome: &Outcome) -> GrpcStatus {
     GrpcStatus::internal(format!("the state machine answered with an unexpected shape: {outcome:?}"))
 }
 
@@ -1495,7 +1455,7 @@ mod tests {
         let several = vec![Status::Open, Status::Blocked, Status::Deferred];
         for statuses in [Vec::new(), vec![Status::Closed], several] {
             let filter = ListFilter { statuses: statuses.clone(), all: true, ..Default::default() };
-            let ReadProto::List(request) = read_to_proto(pb::ReadHeader::default(), &Query::List(filter.clone()))
+            let ClientRpc::List(request) = read_to_proto(pb::ReadHeader::default(), &Query::List(filter.clone()))
             else {
                 panic!("a list query becomes a ListRequest")
             };

@@ -6,11 +6,18 @@
 //! parsers it applies, it is the pure core, which `tests/tests/tidy.rs`
 //! (`the_state_machine_is_pure`) fences: no tonic, tokio, prost, protobuf types, clock or
 //! randomness there. Tokens are drawn by the client ([`client::generate_token`]). Protobuf types appear only in [`proto`]
-//! and are converted to and from the model in exactly one place, [`convert`].
+//! and are converted to and from the model in [`convert`], and for each registered command
+//! ([`commands`]) in its file's `mod wire`, which the same test keeps apart from the command's
+//! pure part. [`registry`] derives the plumbing of every RPC from the schema.
+
+// First, so that the RPC table's macros are in scope in every module after it.
+#[macro_use]
+pub mod registry;
 
 pub mod auth;
 pub mod client;
 pub mod command;
+pub mod commands;
 pub mod convert;
 pub mod decode_budget;
 pub mod formula;

@@ -52,6 +52,8 @@ pub enum Outcome {
         /// The tokens, by name (a fingerprint of each hash, never the hash).
         tokens: Vec<crate::auth::TokenInfo>,
     },
+    /// An answer shape defined with its command (`crate::commands`).
+    Registered(crate::commands::RegisteredAnswer),
 }
 
 /// A container's progress: a molecule root and its steps, or a convoy and its children.

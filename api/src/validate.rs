@@ -409,6 +409,7 @@ pub fn validate_command(command: &Command) -> Result<(), Refusal> {
         Command::Auth(crate::auth::AuthCommand::TokenRevoke { name }) => check_names(&[("token name", name)]),
         Command::Auth(crate::auth::AuthCommand::Disable) => Ok(()),
         Command::Import { beads } => validate_import(beads),
+        Command::Registered(command) => command.validate(),
         Command::ImportUndo { beads } => {
             if beads.is_empty() || beads.len() > IMPORT_BEADS_MAX {
                 return Err(Refusal::Invalid(format!("an import undo names 1 to {IMPORT_BEADS_MAX} beads; split it")));

@@ -41,6 +41,13 @@ pub enum BeadCommand {
         #[arg(long, value_name = "DURATION", value_parser = parse_lease)]
         lease: Option<u64>,
     },
+    /// Give back a claim you hold without a lease: the bead goes back to open, unassigned (JSON:
+    /// one object). Exit 1 if someone else holds it, naming the holder; a leased claim is given
+    /// back with `strand lease release`.
+    Release {
+        /// The bead.
+        id: String,
+    },
     /// Assign a bead to someone ("" unassigns): bd's shorthand for `update ID --assignee NAME`
     /// (JSON: one object).
     Assign {
@@ -826,6 +833,11 @@ pub async fn run(cli: &Cli, command: &BeadCommand) -> CommandResult {
         }
         BeadCommand::Claim { id, lease } => {
             let command = Command::Claim { id: BeadId::from(id.as_str()), actor: Actor(cli.actor()), lease_ms: *lease };
+            print_bead_object(&one(client.execute(command).await?)?, json);
+            Ok(true)
+        }
+        BeadCommand::Release { id } => {
+            let command = api::commands::release::Release { id: BeadId::from(id.as_str()) }.into();
             print_bead_object(&one(client.execute(command).await?)?, json);
             Ok(true)
         }

@@ -9,8 +9,10 @@
 use std::time::Duration;
 
 use api::command::{Command, Query, Sling};
+use api::commands::RegisteredAnswer;
+use api::commands::namespace_show::{NamespaceDetail, NamespaceShow};
 use api::limits::LIST_RESULTS_MAX;
-use api::model::{Actor, Bead, Timestamp};
+use api::model::{Actor, Bead, Status, Timestamp};
 use api::outcome::{NamespaceInfo, Outcome};
 use api::printable::printable;
 use clap::{Args, Subcommand, ValueEnum};
@@ -29,6 +31,12 @@ const HOOK_INJECT_LIMIT_DEFAULT: u32 = 1;
 pub enum NamespaceCommand {
     /// List the cluster's namespaces: name, id prefix, bead count, newest event seq.
     List,
+    /// Show namespace NAME's settings and counts: its prefix and lease settings, its beads by
+    /// status, its ready and leased beads, formulas and orders (JSON: one object).
+    Show {
+        /// The namespace (not --namespace).
+        name: String,
+    },
     /// Create namespace NAME (creating it again with the same prefix succeeds).
     Create {
         /// The namespace (not --namespace).
@@ -163,6 +171,14 @@ pub async fn run_namespace(cli: &Cli, command: &NamespaceCommand) -> CommandResu
             print_namespaces(&namespaces, cli.json);
             return Ok(true);
         }
+        NamespaceCommand::Show { name } => {
+            let answer = cli.client_of_existing(name)?.query(NamespaceShow.into()).await?;
+            let Outcome::Registered(RegisteredAnswer::NamespaceDetail(detail)) = answer else {
+                return Err(unexpected(&answer));
+            };
+            print_namespace_detail(&detail, cli.json);
+            return Ok(true);
+        }
         NamespaceCommand::Create { name, prefix } => {
             let prefix = match prefix {
                 Some(prefix) => prefix.clone(),
@@ -245,6 +261,31 @@ fn print_namespaces(namespaces: &[NamespaceInfo], json: bool) {
             lease_settings(namespace)
         );
     }
+}
+
+fn print_namespace_detail(detail: &NamespaceDetail, json: bool) {
+    let info = &detail.info;
+    if json {
+        let counts: serde_json::Map<String, serde_json::Value> =
+            detail.counts.iter().map(|(name, count)| (name.clone(), (*count).into())).collect();
+        let mut object = serde_json::to_value(info).unwrap_or_default();
+        object["counts"] = counts.into();
+        print_value(&object);
+        return;
+    }
+    let count = |name: &str| detail.counts.iter().find(|(counted, _)| counted == name).map_or(0, |(_, count)| *count);
+    let by_status: Vec<String> =
+        Status::ALL.into_iter().map(|status| format!("{} {}", status.as_str(), count(status.as_str()))).collect();
+    println!("{}  prefix {}", printable(&info.name), printable(&info.prefix));
+    println!("  {}: {}", crate::output::counted(info.beads, "bead"), by_status.join(", "));
+    println!("  ready {}, leased {}", count("ready"), count("leased"));
+    println!(
+        "  {}, {}, last event {}",
+        crate::output::counted(count("formulas"), "formula"),
+        crate::output::counted(count("orders"), "order"),
+        info.last_event_seq
+    );
+    println!("  {}", lease_settings(info));
 }
 
 /// A namespace's lease settings, as text.

@@ -417,3 +417,45 @@ async fn a_named_namespace_must_exist_and_a_derived_one_is_made_by_its_first_wri
     assert_eq!(created["id"], "gc-1", "{created}");
     assert_eq!(names().len(), 3, "the derived store was made: {:?}", names());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_gives_back_a_plain_claim_and_namespace_show_counts_a_namespace() {
+    let cluster = Cluster::start(1, None);
+    cluster.wait_for_leader().await;
+    let endpoint = cluster.endpoints()[0].clone();
+    let json = |args: &[&str]| json_at(&endpoint, args);
+    json(&["namespace", "create", "rig", "--prefix", "rg", "--json"]);
+    json(&["--namespace", "rig", "create", "parser", "--json"]);
+    json(&["--namespace", "rig", "create", "lexer", "--json"]);
+    json(&["--namespace", "rig", "claim", "rg-1", "--json"]);
+
+    // Only the holder releases; anyone else is refused with the holder named, and nothing changes.
+    run(
+        &endpoint,
+        &["--namespace", "rig", "release", "rg-1", "--actor", "bob"],
+        Expect::Fails(1, "bead rg-1 is claimed by alice, not by bob; only its holder releases it"),
+    );
+    assert_eq!(json(&["--namespace", "rig", "show", "rg-1", "--json"])[0]["assignee"], "alice");
+    let released = json(&["--namespace", "rig", "release", "rg-1", "--json"]);
+    assert_eq!((&released["status"], &released["assignee"]), (&"open".into(), &"".into()), "{released}");
+    run(&endpoint, &["--namespace", "rig", "release", "rg-1"], Expect::Fails(1, "rg-1 is not claimed (status open)"));
+    json(&["--namespace", "rig", "claim", "rg-2", "--lease", "10m", "--json"]);
+    run(&endpoint, &["--namespace", "rig", "release", "rg-2"], Expect::Fails(1, "`strand lease release rg-2`"));
+
+    let shown = json(&["namespace", "show", "rig", "--json"]);
+    assert_eq!(
+        (&shown["name"], &shown["prefix"], &shown["beads"]),
+        (&"rig".into(), &"rg".into(), &2.into()),
+        "{shown}"
+    );
+    let counts = &shown["counts"];
+    assert_eq!(
+        (&counts["open"], &counts["in_progress"], &counts["ready"], &counts["leased"]),
+        (&1.into(), &1.into(), &1.into(), &1.into()),
+        "{shown}"
+    );
+    let text = strand_at(&endpoint, &["namespace", "show", "rig"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.starts_with("rig  prefix rg\n  2 beads: open 1, in_progress 1, blocked 0"), "{text}");
+    run(&endpoint, &["namespace", "show", "rgi"], Expect::Fails(1, "namespace rgi does not exist; did you mean rig?"));
+}

@@ -15,7 +15,7 @@
 #![allow(clippy::unwrap_used)]
 
 use api::command::{Command, CreateBead, Proposal};
-use api::convert::{IntoRead, IntoWrite};
+use api::convert::{Call, IntoCall};
 use api::decode_budget::decode_budgeted;
 use api::model::{Actor, Namespace, Timestamp};
 use api::proto as pb;
@@ -125,31 +125,30 @@ fn header() -> Option<pb::WriteHeader> {
     })
 }
 
-/// Decodes `bytes` as write request `T` through the services' codec (its decoding budget
-/// first), converts it and applies it to a populated state.
-fn write<T: Message + prost::Name + Default + IntoWrite>(bytes: &[u8]) {
+/// Decodes `bytes` as request `T` through the services' codec (its decoding budget first),
+/// converts it, and applies it to a populated state or answers it from one.
+fn request<T: Message + prost::Name + Default + IntoCall>(bytes: &[u8]) {
     let Ok(request) = decode_budgeted::<T>(&mut &bytes[..]) else { return };
-    let Ok(write) = request.into_write() else { return };
-    let mut state = populated();
-    let proposal = Proposal {
-        request_id: write.request_id,
-        timestamp: Timestamp(1_767_225_700_000),
-        default_prefix: "st".into(),
-        namespace: write.namespace,
-        actor: write.actor,
-        event_retention: api::limits::EVENT_RETENTION_DEFAULT,
-        credential: None,
-        command: write.command,
-    };
-    let _ = state.apply(10, &proposal);
-}
-
-/// Decodes `bytes` as read request `T` through the services' codec, converts it and answers it
-/// from a populated state.
-fn read<T: Message + prost::Name + Default + IntoRead>(bytes: &[u8]) {
-    let Ok(request) = decode_budgeted::<T>(&mut &bytes[..]) else { return };
-    let Ok(read) = request.into_read(Timestamp(1_767_225_700_000)) else { return };
-    let _ = populated().query(&read.namespace, &read.query);
+    match request.into_call(Timestamp(1_767_225_700_000)) {
+        Err(_) => {}
+        Ok(Call::Write(write)) => {
+            let mut state = populated();
+            let proposal = Proposal {
+                request_id: write.request_id,
+                timestamp: Timestamp(1_767_225_700_000),
+                default_prefix: "st".into(),
+                namespace: write.namespace,
+                actor: write.actor,
+                event_retention: api::limits::EVENT_RETENTION_DEFAULT,
+                credential: None,
+                command: write.command,
+            };
+            let _ = state.apply(10, &proposal);
+        }
+        Ok(Call::Read(read)) => {
+            let _ = populated().query(&read.namespace, &read.query);
+        }
+    }
 }
 
 /// Valid encodings of a few requests, as mutation seeds.
@@ -163,11 +162,52 @@ fn request_seeds() -> Vec<Vec<u8>> {
     ]
 }
 
-macro_rules! every_request {
-    ($bytes:expr, writes: [$($write:ty),* $(,)?], reads: [$($read:ty),* $(,)?]) => {{
-        $( write::<$write>($bytes); )*
-        $( read::<$read>($bytes); )*
-    }};
+/// Runs [`request`] on `bytes` for every unary RPC of the RPC table (`api::registry`), the
+/// table that also generates the services' handlers; answers how many it ran.
+macro_rules! every_rpc {
+    ($( $service:ident $client_mod:ident :: $client:ident {
+        $( $variant:ident $method:ident $request:ident $response:ident, )*
+    } )*) => {
+        |bytes: &[u8]| -> usize {
+            let mut targets = 0;
+            $( $(
+                request::<pb::$request>(bytes);
+                targets += 1;
+            )* )*
+            targets
+        }
+    };
+}
+
+/// The fuzz targets: every unary RPC of the table, and the watch (a stream, so not in the table).
+fn every_request(bytes: &[u8]) -> usize {
+    let every_rpc = api::for_each_client_rpc!(every_rpc);
+    request::<pb::WatchRequest>(bytes);
+    every_rpc(bytes) + 1
+}
+
+/// The unary RPCs the client services offer, counted in the schema itself: every one must be a
+/// fuzz target, so a new RPC cannot go unfuzzed.
+#[test]
+fn every_rpc_of_the_client_services_is_a_fuzz_target() {
+    let set: prost_types::FileDescriptorSet = Message::decode(api::proto::client_descriptor_set()).unwrap();
+    let unary: Vec<String> = set
+        .file
+        .iter()
+        .flat_map(|file| &file.service)
+        .filter(|service| service.name() != "Cluster")
+        .flat_map(|service| {
+            service
+                .method
+                .iter()
+                .filter(|method| !method.client_streaming() && !method.server_streaming())
+                .map(move |method| format!("{}/{}", service.name(), method.name()))
+        })
+        .collect();
+    assert!(unary.iter().any(|rpc| rpc == "Auth/WhoAmI"), "{unary:?}");
+    assert_eq!(api::registry::CLIENT_RPCS, unary.len(), "the RPC table misses RPCs of {unary:?}");
+    // One target per unary RPC, and the watch.
+    assert_eq!(every_request(&[]), unary.len() + 1);
 }
 
 proptest! {
@@ -176,26 +216,7 @@ proptest! {
     /// Every request type the client services accept, from the same bytes.
     #[test]
     fn every_request_decodes_converts_and_applies_without_panicking(bytes in input(request_seeds())) {
-        every_request!(&bytes,
-            writes: [
-                pb::CreateRequest, pb::UpdateRequest, pb::SetMetadataRequest, pb::ClaimRequest,
-                pb::LeaseRenewRequest, pb::LeaseReleaseRequest, pb::ClaimNextRequest, pb::CloseRequest,
-                pb::ReopenRequest, pb::DeleteRequest, pb::DepAddRequest, pb::DepRemoveRequest,
-                pb::NamespaceCreateRequest, pb::NamespaceDeleteRequest, pb::NamespaceConfigureRequest,
-                pb::FormulaPutRequest, pb::FormulaDeleteRequest, pb::OrderPutRequest, pb::OrderDeleteRequest,
-                pb::OrderRunRequest, pb::CookRequest, pb::SlingRequest, pb::HookClaimRequest,
-                pb::MailSendRequest, pb::MailMarkRequest, pb::MailArchiveRequest, pb::ConvoyCreateRequest,
-                pb::ConvoyAddRequest, pb::ConvoyLandRequest, pb::ConvoyCheckRequest, pb::PurgeRequest,
-                pb::TxnRequest, pb::ImportRequest, pb::ImportUndoRequest,
-            ],
-            reads: [
-                pb::GetRequest, pb::ListRequest, pb::ReadyRequest, pb::ChildrenRequest, pb::ListByLabelRequest,
-                pb::DepListRequest, pb::NamespaceListRequest, pb::FormulaGetRequest, pb::FormulaListRequest,
-                pb::OrderGetRequest, pb::OrderListRequest, pb::MolStatusRequest, pb::HookRequest,
-                pb::PurgePreviewRequest, pb::InboxRequest, pb::ThreadRequest, pb::ConvoyStatusRequest,
-                pb::StrandedRequest, pb::EventsRequest, pb::WatchRequest,
-            ]
-        );
+        every_request(&bytes);
     }
 
     #[test]

@@ -39,6 +39,7 @@ use api::command::{
     Command, Condition, ControllerAction, Cook, CreateBead, Fence, FormulaSource, ImportedBead, JudgedLease, MailSend,
     Proposal, ReadyFilter, RequestId, Sling, Txn, UpdateBead,
 };
+use api::commands::{RegisteredAnswer, RegisteredWrite};
 use api::model::{Actor, Bead, BeadCounts, BeadId, DepType, Dependency, Event, Lease, Namespace, Status, Timestamp};
 use api::order::OrderRuns;
 use api::outcome::{Answer, FormulaInfo, NamespaceInfo, OrderInfo, Outcome, Progress, Refusal};
@@ -452,6 +453,8 @@ fn commands() -> Vec<Command> {
         Command::ImportUndo { beads: vec![ImportedBead { id: bead_id(7), revision: 42, edges: vec![bead_id(2)] }] },
     ]);
     commands.extend(auth_commands().into_iter().map(Command::Auth));
+    // Every registered command's own sample (`api::commands`): a new one needs no line here.
+    commands.extend(RegisteredWrite::samples().into_iter().map(Command::Registered));
     commands
 }
 
@@ -567,6 +570,9 @@ fn outcomes() -> Vec<Outcome> {
         Outcome::Txn(vec![Outcome::Done, Outcome::Purged { purged_count: 1 }]),
         Outcome::Tokens { enabled: true, tokens: vec![TokenInfo::from(&token())] },
     ]
+    .into_iter()
+    .chain(RegisteredAnswer::samples().into_iter().map(Outcome::Registered))
+    .collect()
 }
 
 fn statuses() -> Vec<Status> {
@@ -639,6 +645,7 @@ fn command_sample_name(command: &Command) -> String {
     match command {
         Command::Controller { action, .. } => format!("controller/{}", action.name()),
         Command::Auth(auth) => format!("auth/{}", auth.name()),
+        Command::Registered(command) => format!("registered/{}", command.name()),
         other => other.name().to_string(),
     }
 }
@@ -723,7 +730,7 @@ fn refusal_name(refusal: &Refusal) -> &'static str {
     }
 }
 
-fn outcome_name(outcome: &Outcome) -> &'static str {
+fn outcome_name(outcome: &Outcome) -> String {
     match outcome {
         Outcome::Bead(_) => "bead",
         Outcome::Beads(_) => "beads",
@@ -737,7 +744,9 @@ fn outcome_name(outcome: &Outcome) -> &'static str {
         Outcome::Namespaces(_) => "namespaces",
         Outcome::Txn(_) => "txn",
         Outcome::Tokens { .. } => "tokens",
+        Outcome::Registered(answer) => return format!("registered/{}", answer.name()),
     }
+    .to_string()
 }
 
 fn entry_payload_name(payload: &EntryPayloadOf<TypeConfig>) -> &'static str {
@@ -1258,6 +1267,8 @@ macro_rules! assert_every_variant {
 #[test]
 fn every_variant_of_every_sampled_enum_has_a_sample() {
     assert_every_variant!(Command, commands());
+    assert_every_variant!(RegisteredWrite, RegisteredWrite::samples());
+    assert_every_variant!(RegisteredAnswer, RegisteredAnswer::samples());
     assert_every_variant!(ControllerAction, controller_actions());
     assert_every_variant!(AuthCommand, auth_commands());
     assert_every_variant!(FormulaSource, formula_sources());
@@ -1275,7 +1286,7 @@ fn every_variant_of_every_sampled_enum_has_a_sample() {
     assert_every_variant!(AppendEntriesResponse<TypeConfig>, append_entries_responses());
     assert_every_variant!(StreamAppendError<TypeConfig>, stream_append_errors());
     // The counts as the enums stand today, so the probe itself is known to work.
-    assert_eq!(variant_count!(Command), 36);
+    assert_eq!(variant_count!(Command), 37);
     assert_eq!(variant_count!(ControllerAction), 6);
     assert_eq!(variant_count!(Refusal), 19);
 }

@@ -5,10 +5,7 @@ use std::collections::BTreeSet;
 
 use tonic::Status as GrpcStatus;
 
-use super::{
-    FromAnswer, IntoAnswer, IntoRead, IntoWrite, ReadRequest, WriteRequest, invalid, read_request_of,
-    refusal_to_status, unexpected, write_request_of,
-};
+use super::{FromAnswer, IntoAnswer, invalid, refusal_to_status, unexpected};
 use crate::auth::{AuthCommand, Role, TokenHash, TokenInfo, TokenSpec};
 use crate::command::{Command, Query};
 use crate::model::{Actor, Namespace, Timestamp};

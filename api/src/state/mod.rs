@@ -29,10 +29,10 @@ use serde::{Deserialize, Serialize};
 use crate::auth::{Token, TokenHash};
 use crate::command::{Command, ControllerAction, JudgedLease, Proposal, Query};
 use crate::model::{Bead, BeadId, DepType, Event, Namespace, Timestamp};
-use crate::outcome::{Answer, NamespaceInfo, Outcome, Refusal};
+use crate::outcome::{Answer, Outcome, Refusal};
 use crate::validate::{validate_actor, validate_command, validate_namespace, validate_prefix};
 pub use namespace::NamespaceMeta;
-use namespace::NamespaceState;
+pub use namespace::NamespaceState;
 pub use orders::{ORDER_KEY, ORDER_RUN_LABEL_PREFIX, ORDER_TRACKING_LABEL, OrderRecord};
 pub use session::Session;
 use session::{Seen, Sessions};
@@ -434,11 +434,12 @@ impl State {
                     namespace_state.meta.max_deliveries = *max_deliveries;
                 }
                 namespace_state.meta_dirty = true;
-                Ok(Outcome::Namespaces(vec![Self::namespace_info(&proposal.namespace, namespace_state)]))
+                Ok(Outcome::Namespaces(vec![namespace_state.info(&proposal.namespace)]))
             }
             Command::LeaseRenew { id, lease_id } => namespace_state.lease_renew(id, actor, *lease_id, now),
             Command::LeaseRelease { id, lease_id } => namespace_state.lease_release(id, actor, *lease_id, now),
             Command::Controller { .. } => unreachable!("handled above"),
+            Command::Registered(command) => command.apply(namespace_state, actor, now),
             write => namespace_state.bead_write(write, now),
         }
     }
@@ -609,11 +610,11 @@ impl State {
                     existing.meta.prefix
                 )));
             }
-            return Ok(Outcome::Namespaces(vec![Self::namespace_info(namespace, existing)]));
+            return Ok(Outcome::Namespaces(vec![existing.info(namespace)]));
         }
         self.removed_namespaces.remove(namespace);
         let namespace_state = NamespaceState::new(NamespaceMeta::new(prefix));
-        let info = Self::namespace_info(namespace, &namespace_state);
+        let info = namespace_state.info(namespace);
         self.namespaces.insert(namespace.clone(), namespace_state);
         Ok(Outcome::Namespaces(vec![info]))
     }
@@ -625,14 +626,14 @@ impl State {
         let Some(namespace_state) = self.namespaces.get(namespace) else {
             return Err(self.namespace_not_found(namespace, proposal.credential.as_ref()));
         };
-        if namespace_state.len() > 0 && !force {
+        if !namespace_state.is_empty() && !force {
             return Err(Refusal::Invalid(format!(
                 "namespace {namespace} holds {}; pass --force to delete it with everything in it",
                 crate::printable::counted(namespace_state.len() as u64, "bead")
             )));
         }
         let namespace_state = self.namespaces.remove(namespace).expect("checked above");
-        let info = Self::namespace_info(namespace, &namespace_state);
+        let info = namespace_state.info(namespace);
         // Every record the namespace has on disk: those it holds now, and those removed earlier in
         // this batch whose deletion has not been handed over yet (they are still dirty).
         let bead_ids: BTreeSet<&BeadId> = namespace_state.beads.keys().chain(&namespace_state.dirty_beads).collect();
@@ -651,21 +652,10 @@ impl State {
         Ok(Outcome::Namespaces(vec![info]))
     }
 
-    fn namespace_info(namespace: &Namespace, namespace_state: &NamespaceState) -> NamespaceInfo {
-        NamespaceInfo {
-            name: namespace.0.clone(),
-            prefix: namespace_state.meta.prefix.clone(),
-            beads: namespace_state.len() as u64,
-            last_event_seq: namespace_state.meta.last_event_seq(),
-            default_lease_ms: namespace_state.meta.default_lease_ms,
-            max_deliveries: namespace_state.meta.max_deliveries,
-        }
-    }
-
     /// Answers a read. A namespace never written to reads as empty.
     pub fn query(&self, namespace: &Namespace, query: &Query) -> Answer {
         if let Query::Namespaces = query {
-            let infos = self.namespaces.iter().map(|(name, state)| Self::namespace_info(name, state)).collect();
+            let infos = self.namespaces.iter().map(|(name, state)| state.info(name)).collect();
             return Ok(Outcome::Namespaces(infos));
         }
         if let Query::Tokens = query {
@@ -704,6 +694,7 @@ impl State {
             Query::OrderGet { name, now } => namespace_state.order_get(name, *now),
             Query::OrderList { now } => Ok(namespace_state.order_list(*now)),
             Query::PurgePreview { older_than_ms, now } => Ok(namespace_state.purge_preview(*older_than_ms, *now)),
+            Query::Registered(query) => query.read(namespace, namespace_state),
             Query::Namespaces | Query::Tokens | Query::WhoAmI => unreachable!("answered above"),
         };
         answer.map(|outcome| namespace_state.with_counts(outcome))
@@ -870,4 +861,4 @@ impl State {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

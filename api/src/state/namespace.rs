@@ -21,9 +21,10 @@ use serde::{Deserialize, Serialize};
 
 use super::index::Indexes;
 use crate::model::{
-    Bead, BeadCounts, BeadId, CONVOY_TYPE, DepType, Event, LABEL_OWNED, MOLECULE_TYPE, Status, Timestamp, event_type,
+    Bead, BeadCounts, BeadId, CONVOY_TYPE, DepType, Event, LABEL_OWNED, MOLECULE_TYPE, Namespace, Status, Timestamp,
+    event_type,
 };
-use crate::outcome::{Outcome, Refusal};
+use crate::outcome::{NamespaceInfo, Outcome, Refusal};
 
 /// How far up a parent chain or along dependency edges any walk goes before it stops.
 pub const GRAPH_WALK_MAX: usize = 100_000;
@@ -200,7 +201,7 @@ impl NamespaceState {
     }
 
     /// Queues an event of the command being applied.
-    pub(super) fn emit(&mut self, event_type: &'static str, subject: &BeadId, message: String) {
+    pub(crate) fn emit(&mut self, event_type: &'static str, subject: &BeadId, message: String) {
         self.pending_events.push(PendingEvent { event_type, subject: subject.clone(), message });
     }
 
@@ -240,9 +241,51 @@ impl NamespaceState {
         self.beads.get(bead_id).ok_or_else(|| Refusal::NotFound(bead_id.clone()))
     }
 
+    /// The namespace's settings and bead count, as a listing shows them, under `name`.
+    pub fn info(&self, name: &Namespace) -> NamespaceInfo {
+        NamespaceInfo {
+            name: name.0.clone(),
+            prefix: self.meta.prefix.clone(),
+            beads: self.len() as u64,
+            last_event_seq: self.meta.last_event_seq(),
+            default_lease_ms: self.meta.default_lease_ms,
+            max_deliveries: self.meta.max_deliveries,
+        }
+    }
+
+    /// How many of its beads have `status`.
+    pub fn count_with_status(&self, status: Status) -> usize {
+        self.indexes.by_status.get(&status).map_or(0, BTreeSet::len)
+    }
+
+    /// How many of its beads are ready, wisps included.
+    pub fn ready_count(&self) -> usize {
+        self.indexes.ready.all.len() + self.indexes.ready_ephemeral.all.len()
+    }
+
+    /// How many of its beads are held under a lease.
+    pub fn lease_count(&self) -> usize {
+        self.indexes.leased.len()
+    }
+
+    /// How many formulas it stores.
+    pub fn formula_count(&self) -> usize {
+        self.formulas.len()
+    }
+
+    /// How many orders it stores.
+    pub fn order_count(&self) -> usize {
+        self.orders.len()
+    }
+
     /// Number of beads.
     pub fn len(&self) -> usize {
         self.beads.len()
+    }
+
+    /// Whether it holds no bead.
+    pub fn is_empty(&self) -> bool {
+        self.beads.is_empty()
     }
 
     /// The id the next bead created with this prefix override will get.
@@ -342,7 +385,7 @@ impl NamespaceState {
 
     /// [`NamespaceState::modify`], answering the bead as the change left it: stamped with its new
     /// revision and update time (the closure sees it before they are set).
-    pub(super) fn modify_and_read(
+    pub(crate) fn modify_and_read(
         &mut self,
         bead_id: &BeadId,
         now: Timestamp,

@@ -8,17 +8,19 @@ use crate::command::*;
 use crate::model::*;
 use crate::outcome::Outcome;
 
-struct Harness {
-    state: State,
+/// A state machine under test, checking after every apply that a reload gives the same state;
+/// shared with the tests of registered commands (`crate::commands`).
+pub(crate) struct Harness {
+    pub(crate) state: State,
     now: i64,
-    namespace: Namespace,
-    actor: Actor,
+    pub(crate) namespace: Namespace,
+    pub(crate) actor: Actor,
     event_retention: u64,
     credential: Option<crate::auth::TokenHash>,
 }
 
 impl Harness {
-    fn new() -> Harness {
+    pub(crate) fn new() -> Harness {
         Harness {
             state: State::new(),
             now: 1_000,
@@ -75,19 +77,19 @@ impl Harness {
         assert_eq!(tokens(&reloaded), tokens(&self.state), "a reloaded replica has the same auth and tokens");
     }
 
-    fn apply(&mut self, command: Command) -> Answer {
+    pub(crate) fn apply(&mut self, command: Command) -> Answer {
         self.apply_with(None, command)
     }
 
-    fn query(&self, query: Query) -> Answer {
+    pub(crate) fn query(&self, query: Query) -> Answer {
         self.state.query(&self.namespace, &query)
     }
 
-    fn create(&mut self, title: &str) -> BeadId {
+    pub(crate) fn create(&mut self, title: &str) -> BeadId {
         self.create_with(CreateBead { title: title.into(), ..Default::default() })
     }
 
-    fn create_with(&mut self, create: CreateBead) -> BeadId {
+    pub(crate) fn create_with(&mut self, create: CreateBead) -> BeadId {
         bead_of(self.apply(Command::Create(create))).id
     }
 
@@ -95,7 +97,7 @@ impl Harness {
         self.create_with(CreateBead { title: title.into(), parent_id: Some(parent.clone()), ..Default::default() })
     }
 
-    fn get(&self, bead_id: &BeadId) -> Bead {
+    pub(crate) fn get(&self, bead_id: &BeadId) -> Bead {
         beads_of(self.query(Query::Get { ids: vec![bead_id.clone()] })).remove(0)
     }
 
@@ -108,7 +110,7 @@ impl Harness {
         self.ready(ReadyFilter { limit: 0, ..Default::default() })
     }
 
-    fn claim(&mut self, bead_id: &BeadId, actor: &str) -> Answer {
+    pub(crate) fn claim(&mut self, bead_id: &BeadId, actor: &str) -> Answer {
         self.apply(Command::Claim { id: bead_id.clone(), actor: Actor(actor.into()), lease_ms: None })
     }
 
@@ -127,7 +129,7 @@ fn content(state: &State) -> String {
     format!("{records:?}")
 }
 
-fn bead_of(answer: Answer) -> Bead {
+pub(crate) fn bead_of(answer: Answer) -> Bead {
     match answer {
         Ok(Outcome::Bead(bead)) => *bead,
         other => panic!("expected one bead, got {other:?}"),

@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-use super::{EventsService, read, unavailable};
+use super::{EventsService, serve, unavailable};
 use crate::core::{NodeCore, WATCH_STREAMS_MAX};
 
 /// Events one watch stream may have queued for its client before it waits for the client.
@@ -32,7 +32,7 @@ pub const WATCH_POLL_MS: u64 = 1000;
 #[tonic::async_trait]
 impl<D: Disk> Events for EventsService<D> {
     async fn list(&self, request: Request<pb::EventsRequest>) -> Result<Response<pb::EventsResponse>, Status> {
-        read(&self.leader, request).await
+        serve(&self.leader, request).await
     }
 
     type WatchStream = ReceiverStream<Result<pb::Event, Status>>;

@@ -1,0 +1,134 @@
+//! `release`: the holder of a plain (unleased) claim gives the bead back, open and unassigned.
+//! Anyone else is refused, with the holder named; a leased claim is given back with
+//! `lease release`, which checks the lease.
+
+use serde::{Deserialize, Serialize};
+
+use super::WriteCommand;
+use crate::auth::Role;
+use crate::model::{Actor, BeadId, Status, Timestamp, event_type};
+use crate::outcome::{Outcome, Refusal};
+use crate::printable::printable;
+use crate::state::NamespaceState;
+
+/// Give back the proposal's actor's plain claim on a bead.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Release {
+    /// The bead.
+    pub id: BeadId,
+}
+
+impl WriteCommand for Release {
+    const NAME: &'static str = "release";
+    const ROLE: Role = Role::Agent;
+
+    fn apply(&self, namespace: &mut NamespaceState, actor: &Actor, now: Timestamp) -> Result<Outcome, Refusal> {
+        let bead = namespace.bead(&self.id)?;
+        let id = printable(self.id.as_str());
+        if bead.status != Status::InProgress || bead.assignee.is_empty() {
+            return Err(Refusal::Invalid(format!(
+                "bead {id} is not claimed (status {}); only a claimed bead is released",
+                bead.status
+            )));
+        }
+        if bead.assignee != actor.0 {
+            let who = if actor.0.is_empty() { "no one named".to_string() } else { printable(&actor.0).to_string() };
+            return Err(Refusal::PermissionDenied(format!(
+                "bead {id} is claimed by {}, not by {who}; only its holder releases it (name it with --actor)",
+                printable(&bead.assignee)
+            )));
+        }
+        if let Some(lease) = &bead.lease {
+            return Err(Refusal::Invalid(format!(
+                "bead {id} is held under lease {}; give it back with `strand lease release {id}`",
+                lease.id
+            )));
+        }
+        let bead = namespace.modify_and_read(&self.id, now, |bead| {
+            bead.status = Status::Open;
+            bead.assignee.clear();
+        })?;
+        namespace.emit(event_type::BEAD_UPDATED, &self.id, format!("released by {}", actor.0));
+        Ok(Outcome::Bead(Box::new(bead)))
+    }
+
+    fn sample() -> Release {
+        Release { id: BeadId("st-1".into()) }
+    }
+}
+
+/// The protobuf mapping, both ways (the only part of the file that knows protobuf types).
+mod wire {
+    use super::Release;
+    use crate::convert::{ToWriteRequest, write_request};
+    use crate::model::BeadId;
+    use crate::proto as pb;
+    use crate::registry::ClientRpc;
+
+    write_request!(pb::ReleaseRequest, |request| Ok(Release { id: BeadId(request.id) }.into()));
+
+    impl ToWriteRequest for Release {
+        fn to_request(&self, header: pb::WriteHeader) -> ClientRpc {
+            pb::ReleaseRequest { header: Some(header), id: self.id.0.clone() }.into()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::Command;
+    use crate::proto as pb;
+    use crate::registry::ClientRpc;
+    use crate::state::tests::{Harness, bead_of};
+
+    fn release(harness: &mut Harness, id: &BeadId, actor: &str) -> crate::outcome::Answer {
+        harness.actor = Actor(actor.into());
+        harness.apply(Release { id: id.clone() }.into())
+    }
+
+    #[test]
+    fn the_holder_of_a_plain_claim_releases_it_and_anyone_else_is_refused_naming_the_holder() {
+        let mut harness = Harness::new();
+        let id = harness.create("parser");
+        bead_of(harness.claim(&id, "carol"));
+        let claimed = harness.get(&id);
+
+        let refused = release(&mut harness, &id, "dave").unwrap_err();
+        assert!(matches!(refused, Refusal::PermissionDenied(_)), "{refused:?}");
+        assert!(refused.to_string().contains("claimed by carol, not by dave"), "{refused}");
+        assert_eq!(harness.get(&id), claimed, "a refused release changes nothing");
+
+        let released = bead_of(release(&mut harness, &id, "carol"));
+        assert_eq!((released.status, released.assignee.as_str()), (Status::Open, ""));
+        assert_eq!(harness.get(&id), released);
+
+        let again = release(&mut harness, &id, "carol").unwrap_err();
+        assert!(again.to_string().contains("is not claimed (status open)"), "{again}");
+        let missing = release(&mut harness, &BeadId("st-99".into()), "carol").unwrap_err();
+        assert!(matches!(missing, Refusal::NotFound(_)), "{missing:?}");
+    }
+
+    #[test]
+    fn a_leased_claim_is_given_back_with_lease_release_not_release() {
+        let mut harness = Harness::new();
+        let id = harness.create("parser");
+        let command = Command::Claim { id: id.clone(), actor: Actor("carol".into()), lease_ms: Some(60_000) };
+        bead_of(harness.apply(command));
+        let leased = harness.get(&id);
+        let refused = release(&mut harness, &id, "carol").unwrap_err();
+        assert!(refused.to_string().contains("strand lease release st-1"), "{refused}");
+        assert_eq!(harness.get(&id), leased, "a refused release changes nothing");
+    }
+
+    #[test]
+    fn a_release_converts_to_its_request_and_back() {
+        let command: Command = Release::sample().into();
+        let header = pb::WriteHeader { namespace: "rig".into(), actor: "carol".into(), ..Default::default() };
+        let Some(ClientRpc::Release(request)) = crate::convert::write_to_proto(header, &command) else {
+            panic!("a release is sent as a Release request")
+        };
+        let write = crate::convert::IntoWrite::into_write(request).unwrap();
+        assert_eq!((write.command, write.namespace.0.as_str()), (command, "rig"));
+    }
+}
