@@ -308,3 +308,18 @@ fn the_state_machine_is_pure() {
     }
     assert!(checked > PURE_CORE.len(), "the state module's files were read");
 }
+
+/// `NamespaceState`'s fields are private to its module (`api/src/state/namespace/`), so every
+/// change of a bead, an index or a dirty set goes through that module's methods.
+#[test]
+fn namespace_state_keeps_its_fields_private() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
+    let text = std::fs::read_to_string(root.join("api/src/state/namespace/mod.rs")).unwrap();
+    let start = text.find("pub struct NamespaceState {").expect("NamespaceState is declared in namespace/mod.rs");
+    let body = &text[start..start + text[start..].find("\n}\n").expect("the struct ends")];
+    let fields: Vec<&str> = body.lines().skip(1).map(str::trim).filter(|line| !line.starts_with("//")).collect();
+    assert!(fields.len() >= 10, "the struct's fields were read: {fields:?}");
+    for field in fields {
+        assert!(!field.starts_with("pub"), "NamespaceState has a visible field: {field}; add a method instead");
+    }
+}

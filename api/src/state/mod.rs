@@ -11,15 +11,9 @@
 //! Invariant: a refused command changes nothing but the dedup table and the clock.
 
 mod auth;
-mod commands;
-mod import;
 mod index;
 mod namespace;
-mod orchestration;
-mod orders;
-mod query;
 mod session;
-mod txn;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
@@ -33,7 +27,7 @@ use crate::outcome::{Answer, Outcome, Refusal};
 use crate::validate::{validate_actor, validate_command, validate_namespace, validate_prefix};
 pub use namespace::NamespaceMeta;
 pub use namespace::NamespaceState;
-pub use orders::{ORDER_KEY, ORDER_RUN_LABEL_PREFIX, ORDER_TRACKING_LABEL, OrderRecord};
+pub use namespace::orders::{ORDER_KEY, ORDER_RUN_LABEL_PREFIX, ORDER_TRACKING_LABEL, OrderRecord};
 pub use session::Session;
 use session::{Seen, Sessions};
 
@@ -267,20 +261,19 @@ impl State {
             let Some(namespace_state) = state.namespaces.get_mut(&namespace) else {
                 return Err(LoadError { key: RecordKey::Formula(namespace, name) });
             };
-            namespace_state.formulas.insert(name, namespace::StoredFormula::new(source));
+            namespace_state.load_formula(name, source);
         }
         for (namespace, name, order) in orders {
             let Some(namespace_state) = state.namespaces.get_mut(&namespace) else {
                 return Err(LoadError { key: RecordKey::Order(namespace, name) });
             };
-            let stored = orders::StoredOrder::new(&name, order);
-            namespace_state.orders.insert(name, stored);
+            namespace_state.load_order(name, order);
         }
         for (namespace, source, edges) in loose {
             let Some(namespace_state) = state.namespaces.get_mut(&namespace) else {
                 return Err(LoadError { key: RecordKey::LooseEdges(namespace, source) });
             };
-            namespace_state.loose_edges.insert(source, edges);
+            namespace_state.load_loose_edges(source, edges);
         }
         for namespace_state in state.namespaces.values_mut() {
             namespace_state.refresh_all();
@@ -291,12 +284,7 @@ impl State {
 
     fn mark_clean(&mut self) {
         for namespace_state in self.namespaces.values_mut() {
-            namespace_state.dirty_beads.clear();
-            namespace_state.dirty_events.clear();
-            namespace_state.dirty_formulas.clear();
-            namespace_state.dirty_orders.clear();
-            namespace_state.dirty_loose.clear();
-            namespace_state.meta_dirty = false;
+            namespace_state.mark_clean();
         }
         self.sessions.dirty.clear();
         self.clock_dirty = false;
@@ -359,8 +347,7 @@ impl State {
                 namespace_state.flush_events(now, &proposal.actor.0, proposal.event_retention);
             } else {
                 // A refused command changed nothing, so it has nothing to report.
-                debug_assert!(namespace_state.pending_events.is_empty(), "a refused command queued events");
-                namespace_state.pending_events.clear();
+                namespace_state.discard_pending_events();
             }
         }
         if let Some(request_id) = &proposal.request_id {
@@ -406,7 +393,7 @@ impl State {
             Command::FormulaDelete { name } => namespace_state.formula_delete(name),
             Command::OrderPut { name, source } => namespace_state.order_put(name, source, now),
             Command::OrderDelete { name } => namespace_state.order_delete(name),
-            Command::OrderRun { name } => namespace_state.order_fire(name, orders::Firing::Manual, now),
+            Command::OrderRun { name } => namespace_state.order_fire(name, namespace::orders::Firing::Manual, now),
             Command::MolCook(cook) => namespace_state.mol_cook(cook, now),
             Command::Sling(sling) => namespace_state.sling(sling, now),
             Command::HookClaim { agent, pool, lease_ms } => {
@@ -427,14 +414,7 @@ impl State {
             Command::Import { beads } => namespace_state.import(beads, now),
             Command::ImportUndo { beads } => namespace_state.import_undo(beads),
             Command::NamespaceConfigure { default_lease_ms, max_deliveries } => {
-                if let Some(default_lease_ms) = default_lease_ms {
-                    namespace_state.meta.default_lease_ms = *default_lease_ms;
-                }
-                if let Some(max_deliveries) = max_deliveries {
-                    namespace_state.meta.max_deliveries = *max_deliveries;
-                }
-                namespace_state.meta_dirty = true;
-                Ok(Outcome::Namespaces(vec![namespace_state.info(&proposal.namespace)]))
+                Ok(namespace_state.configure(&proposal.namespace, *default_lease_ms, *max_deliveries))
             }
             Command::LeaseRenew { id, lease_id } => namespace_state.lease_renew(id, actor, *lease_id, now),
             Command::LeaseRelease { id, lease_id } => namespace_state.lease_release(id, actor, *lease_id, now),
@@ -446,7 +426,7 @@ impl State {
 
     /// How many leases are held, across namespaces.
     pub fn lease_count(&self) -> usize {
-        self.namespaces.values().map(|namespace_state| namespace_state.indexes.leased.len()).sum()
+        self.namespaces.values().map(NamespaceState::lease_count).sum()
     }
 
     /// Every lease held, as the leader's lease sweep reads it: its namespace, and its bead, id,
@@ -454,12 +434,7 @@ impl State {
     pub fn lease_marks(&self) -> Vec<(Namespace, JudgedLease, u64)> {
         let mut marks = Vec::with_capacity(self.lease_count());
         for (namespace, namespace_state) in &self.namespaces {
-            for bead_id in &namespace_state.indexes.leased {
-                if let Some(lease) = namespace_state.beads.get(bead_id).and_then(|bead| bead.lease.as_ref()) {
-                    let judged = JudgedLease { id: bead_id.clone(), lease_id: lease.id, renewed_at: lease.renewed_at };
-                    marks.push((namespace.clone(), judged, lease.ttl_ms));
-                }
-            }
+            marks.extend(namespace_state.lease_marks().map(|(judged, ttl_ms)| (namespace.clone(), judged, ttl_ms)));
         }
         marks
     }
@@ -484,7 +459,7 @@ impl State {
 
     /// How many orders are stored, across namespaces.
     pub fn order_count(&self) -> usize {
-        self.namespaces.values().map(|namespace_state| namespace_state.orders.len()).sum()
+        self.namespaces.values().map(NamespaceState::order_count).sum()
     }
 
     /// Whether auth is enabled.
@@ -533,7 +508,7 @@ impl State {
             return Err(Refusal::StaleControllerTerm { term, current: self.controller_term });
         }
         if let Some(namespace_state) = self.namespaces.get_mut(namespace) {
-            namespace_state.revision = self.revision;
+            namespace_state.set_revision(self.revision);
         }
         let answer = match (action, self.namespaces.get_mut(namespace)) {
             (ControllerAction::Begin, _) => Ok(Outcome::Done),
@@ -553,7 +528,7 @@ impl State {
             }
             (ControllerAction::CheckConvoys, Some(namespace_state)) => namespace_state.convoy_check(now),
             (ControllerAction::FireOrder { name, seen_fired }, Some(namespace_state)) => {
-                namespace_state.order_fire(name, orders::Firing::Trigger { seen_fired: *seen_fired }, now)
+                namespace_state.order_fire(name, namespace::orders::Firing::Trigger { seen_fired: *seen_fired }, now)
             }
         };
         if answer.is_ok() && term > self.controller_term {
@@ -578,7 +553,7 @@ impl State {
             self.namespaces.insert(namespace.clone(), NamespaceState::new(meta));
         }
         let namespace_state = self.namespaces.get_mut(namespace).expect("namespace inserted above");
-        namespace_state.revision = self.revision;
+        namespace_state.set_revision(self.revision);
         Ok(namespace_state)
     }
 
@@ -604,10 +579,10 @@ impl State {
         // The prefix was checked with the command (`validate_command`).
         validate_namespace(namespace)?;
         if let Some(existing) = self.namespaces.get(namespace) {
-            if existing.meta.prefix != prefix {
+            if existing.prefix() != prefix {
                 return Err(Refusal::Invalid(format!(
                     "namespace {namespace} already exists with id prefix {:?}; a prefix is fixed at creation",
-                    existing.meta.prefix
+                    existing.prefix()
                 )));
             }
             return Ok(Outcome::Namespaces(vec![existing.info(namespace)]));
@@ -634,20 +609,7 @@ impl State {
         }
         let namespace_state = self.namespaces.remove(namespace).expect("checked above");
         let info = namespace_state.info(namespace);
-        // Every record the namespace has on disk: those it holds now, and those removed earlier in
-        // this batch whose deletion has not been handed over yet (they are still dirty).
-        let bead_ids: BTreeSet<&BeadId> = namespace_state.beads.keys().chain(&namespace_state.dirty_beads).collect();
-        let seqs: BTreeSet<u64> = namespace_state.events.keys().chain(&namespace_state.dirty_events).copied().collect();
-        let names: BTreeSet<&String> = namespace_state.formulas.keys().chain(&namespace_state.dirty_formulas).collect();
-        let sources: BTreeSet<&BeadId> =
-            namespace_state.loose_edges.keys().chain(&namespace_state.dirty_loose).collect();
-        let orders: BTreeSet<&String> = namespace_state.orders.keys().chain(&namespace_state.dirty_orders).collect();
-        let records = &mut self.removed_records;
-        records.extend(bead_ids.into_iter().map(|bead_id| RecordKey::Bead(namespace.clone(), bead_id.clone())));
-        records.extend(seqs.into_iter().map(|seq| RecordKey::Event(namespace.clone(), seq)));
-        records.extend(names.into_iter().map(|name| RecordKey::Formula(namespace.clone(), name.clone())));
-        records.extend(sources.into_iter().map(|source| RecordKey::LooseEdges(namespace.clone(), source.clone())));
-        records.extend(orders.into_iter().map(|name| RecordKey::Order(namespace.clone(), name.clone())));
+        self.removed_records.extend(namespace_state.keys_on_disk(namespace));
         self.removed_namespaces.insert(namespace.clone());
         Ok(Outcome::Namespaces(vec![info]))
     }
@@ -745,19 +707,7 @@ impl State {
         keys.extend(std::mem::take(&mut self.removed_namespaces).into_iter().map(RecordKey::Namespace));
         keys.append(&mut self.removed_records);
         for (namespace, namespace_state) in &mut self.namespaces {
-            if namespace_state.meta_dirty {
-                keys.push(RecordKey::Namespace(namespace.clone()));
-            }
-            let beads = std::mem::take(&mut namespace_state.dirty_beads);
-            keys.extend(beads.into_iter().map(|bead_id| RecordKey::Bead(namespace.clone(), bead_id)));
-            let events = std::mem::take(&mut namespace_state.dirty_events);
-            keys.extend(events.into_iter().map(|seq| RecordKey::Event(namespace.clone(), seq)));
-            let formulas = std::mem::take(&mut namespace_state.dirty_formulas);
-            keys.extend(formulas.into_iter().map(|name| RecordKey::Formula(namespace.clone(), name)));
-            let sources = std::mem::take(&mut namespace_state.dirty_loose);
-            keys.extend(sources.into_iter().map(|source| RecordKey::LooseEdges(namespace.clone(), source)));
-            let orders = std::mem::take(&mut namespace_state.dirty_orders);
-            keys.extend(orders.into_iter().map(|name| RecordKey::Order(namespace.clone(), name)));
+            namespace_state.take_changed_keys(namespace, &mut keys);
         }
         keys.extend(std::mem::take(&mut self.sessions.dirty).into_iter().map(RecordKey::Session));
         self.mark_clean();
@@ -784,23 +734,13 @@ impl State {
         match key {
             RecordKey::Clock => Some(RecordRef::Clock(self.clock)),
             RecordKey::ControllerTerm => Some(RecordRef::ControllerTerm(self.controller_term)),
-            RecordKey::Namespace(namespace) => {
-                self.namespaces.get(namespace).map(|namespace_state| RecordRef::Namespace(&namespace_state.meta))
-            }
-            RecordKey::Bead(namespace, bead_id) => {
-                self.namespaces.get(namespace)?.beads.get(bead_id).map(RecordRef::Bead)
-            }
+            RecordKey::Namespace(namespace)
+            | RecordKey::Bead(namespace, _)
+            | RecordKey::Event(namespace, _)
+            | RecordKey::Formula(namespace, _)
+            | RecordKey::LooseEdges(namespace, _)
+            | RecordKey::Order(namespace, _) => self.namespaces.get(namespace)?.record(key),
             RecordKey::Session(client_id) => self.sessions.by_client.get(client_id).map(RecordRef::Session),
-            RecordKey::Event(namespace, seq) => self.namespaces.get(namespace)?.events.get(seq).map(RecordRef::Event),
-            RecordKey::Formula(namespace, name) => {
-                self.namespaces.get(namespace)?.formulas.get(name).map(|stored| RecordRef::Formula(&stored.source))
-            }
-            RecordKey::LooseEdges(namespace, source) => {
-                self.namespaces.get(namespace)?.loose_edges.get(source).map(RecordRef::LooseEdges)
-            }
-            RecordKey::Order(namespace, name) => {
-                self.namespaces.get(namespace)?.orders.get(name).map(|stored| RecordRef::Order(&stored.record))
-            }
             RecordKey::AuthEnabled => Some(RecordRef::AuthEnabled(self.auth.enabled)),
             RecordKey::Token(name) => self.auth.tokens.get(name).map(RecordRef::Token),
         }
@@ -813,29 +753,7 @@ impl State {
             (RecordKey::ControllerTerm, Record::ControllerTerm(self.controller_term)),
         ];
         for (namespace, namespace_state) in &self.namespaces {
-            records.push((RecordKey::Namespace(namespace.clone()), Record::Namespace(namespace_state.meta.clone())));
-            let mut beads: Vec<&Bead> = namespace_state.beads.values().collect();
-            beads.sort_by(|a, b| a.id.cmp(&b.id));
-            for bead in beads {
-                records
-                    .push((RecordKey::Bead(namespace.clone(), bead.id.clone()), Record::Bead(Box::new(bead.clone()))));
-            }
-            for (seq, event) in &namespace_state.events {
-                records.push((RecordKey::Event(namespace.clone(), *seq), Record::Event(event.clone())));
-            }
-            for (name, stored) in &namespace_state.formulas {
-                let record = Record::Formula(stored.source.clone());
-                records.push((RecordKey::Formula(namespace.clone(), name.clone()), record));
-            }
-            for (source, edges) in &namespace_state.loose_edges {
-                records.push((
-                    RecordKey::LooseEdges(namespace.clone(), source.clone()),
-                    Record::LooseEdges(edges.clone()),
-                ));
-            }
-            for (name, stored) in &namespace_state.orders {
-                records.push((RecordKey::Order(namespace.clone(), name.clone()), Record::Order(stored.record.clone())));
-            }
+            namespace_state.push_records(namespace, &mut records);
         }
         for (client_id, session) in &self.sessions.by_client {
             records.push((RecordKey::Session(*client_id), Record::Session(session.clone())));

@@ -54,14 +54,14 @@ impl Harness {
         let reloaded = State::from_records(self.state.records()).expect("records reload");
         assert_eq!(reloaded.digest(), self.state.digest());
         for (namespace, namespace_state) in &self.state.namespaces {
-            let rebuilt = reloaded.namespaces.get(namespace).map(|reloaded| &reloaded.indexes.open_children);
-            assert_eq!(rebuilt, Some(&namespace_state.indexes.open_children), "open-children counts match a rebuild");
-            let rebuilt = reloaded.namespaces.get(namespace).map(|reloaded| &reloaded.indexes.closed_ephemeral);
-            assert_eq!(rebuilt, Some(&namespace_state.indexes.closed_ephemeral), "closed wisps match a rebuild");
-            let rebuilt = reloaded.namespaces.get(namespace).map(|reloaded| &reloaded.indexes.leased);
-            assert_eq!(rebuilt, Some(&namespace_state.indexes.leased), "leased beads match a rebuild");
-            let rebuilt = reloaded.namespaces.get(namespace).map(|reloaded| &reloaded.indexes.blocks_dependents);
-            assert_eq!(rebuilt, Some(&namespace_state.indexes.blocks_dependents), "dependent counts match a rebuild");
+            let rebuilt = reloaded.namespaces.get(namespace).map(|reloaded| &reloaded.indexes().open_children);
+            assert_eq!(rebuilt, Some(&namespace_state.indexes().open_children), "open-children counts match a rebuild");
+            let rebuilt = reloaded.namespaces.get(namespace).map(|reloaded| &reloaded.indexes().closed_ephemeral);
+            assert_eq!(rebuilt, Some(&namespace_state.indexes().closed_ephemeral), "closed wisps match a rebuild");
+            let rebuilt = reloaded.namespaces.get(namespace).map(|reloaded| &reloaded.indexes().leased);
+            assert_eq!(rebuilt, Some(&namespace_state.indexes().leased), "leased beads match a rebuild");
+            let rebuilt = reloaded.namespaces.get(namespace).map(|reloaded| &reloaded.indexes().blocks_dependents);
+            assert_eq!(rebuilt, Some(&namespace_state.indexes().blocks_dependents), "dependent counts match a rebuild");
         }
         assert_eq!(reloaded.controller_term(), self.state.controller_term(), "the controller's term is kept");
         let ready = |state: &State| {

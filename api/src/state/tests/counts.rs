@@ -85,7 +85,7 @@ fn counts_are_never_held_by_a_stored_bead_even_when_an_import_brings_some() {
     let waiting = harness.create_with(waits_for("waits", &BeadId::from("gc-1")));
     let held = |harness: &Harness, bead_id: &BeadId| {
         let namespace = harness.state.namespaces.get(&harness.namespace).expect("the namespace");
-        namespace.beads.get(bead_id).map(|bead| bead.counts).expect("the bead")
+        namespace.bead(bead_id).ok().map(|bead| bead.counts).expect("the bead")
     };
     assert_eq!(held(&harness, &BeadId::from("gc-1")), BeadCounts::default());
     assert_eq!(held(&harness, &waiting), BeadCounts::default());

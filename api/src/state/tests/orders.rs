@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::command::ControllerAction;
-use crate::state::orders::{ORDER_RUN_LABEL_PREFIX, ORDER_TRACKING_LABEL};
+use crate::state::{ORDER_RUN_LABEL_PREFIX, ORDER_TRACKING_LABEL};
 
 const FORMULA: &str = "formula = \"patrol\"\n[[steps]]\nid = \"look\"\ntitle = \"Look around\"\n[[steps]]\nid = \"report\"\ntitle = \"Report\"\nneeds = [\"look\"]\n";
 

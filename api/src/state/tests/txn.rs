@@ -123,8 +123,8 @@ fn a_refused_later_write_undoes_every_earlier_write_of_the_transaction() {
     });
     let before = content(&harness.state);
     let ready_before = harness.ready_all();
-    let blocked_before = harness.state.namespaces[&harness.namespace].indexes.blocked.clone();
-    let events_before = harness.state.namespaces[&harness.namespace].meta.last_event_seq();
+    let blocked_before = harness.state.namespaces[&harness.namespace].indexes().blocked.clone();
+    let events_before = harness.state.namespaces[&harness.namespace].meta().last_event_seq();
     let writes = vec![
         Command::Close { ids: vec![blocker.clone()], reason: None },
         Command::Update(UpdateBead { id: parent.clone(), status: Some(Status::Blocked), ..Default::default() }),
@@ -139,8 +139,8 @@ fn a_refused_later_write_undoes_every_earlier_write_of_the_transaction() {
     }
     assert_eq!(content(&harness.state), before, "records are as before");
     assert_eq!(harness.ready_all(), ready_before, "the ready set is as before");
-    assert_eq!(harness.state.namespaces[&harness.namespace].indexes.blocked, blocked_before);
-    assert_eq!(harness.state.namespaces[&harness.namespace].meta.last_event_seq(), events_before, "no event");
+    assert_eq!(harness.state.namespaces[&harness.namespace].indexes().blocked, blocked_before);
+    assert_eq!(harness.state.namespaces[&harness.namespace].meta().last_event_seq(), events_before, "no event");
     assert_eq!(harness.create("after"), BeadId::from("st-5"), "the undone create gave back its id");
 }
 

@@ -6,7 +6,7 @@
 //! counters and its queued events back, and recomputes the blocked state of whatever they touch.
 //! Invariant: a refused transaction leaves the namespace's records exactly as they were.
 
-use super::namespace::{Journal, NamespaceState};
+use super::{Journal, NamespaceState};
 use crate::command::{Command, Condition, Fence, Txn};
 use crate::model::{BeadId, Timestamp};
 use crate::outcome::{Outcome, Refusal};
@@ -91,7 +91,7 @@ fn resolved(write: &Command, created: &[Option<BeadId>], index: usize) -> Result
 
 impl NamespaceState {
     /// Checks the conditions, then applies every write or none.
-    pub(super) fn txn(&mut self, txn: &Txn, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn txn(&mut self, txn: &Txn, now: Timestamp) -> Result<Outcome, Refusal> {
         for Condition { id, revision } in &txn.conditions {
             let current = self.bead(id)?.revision;
             if current != *revision {
@@ -132,7 +132,7 @@ impl NamespaceState {
     }
 
     /// Applies one bead write (a [`Command::is_bead_write`] command).
-    pub(super) fn bead_write(&mut self, write: &Command, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn bead_write(&mut self, write: &Command, now: Timestamp) -> Result<Outcome, Refusal> {
         match write {
             Command::Create(create) => self.create(create, now),
             Command::Update(update) => self.update(update, now),
@@ -150,7 +150,7 @@ impl NamespaceState {
     }
 
     /// Starts keeping what the command being applied changes, so [`Self::roll_back`] can undo it.
-    pub(super) fn begin_journal(&mut self) {
+    pub(in crate::state) fn begin_journal(&mut self) {
         assert!(self.journal.is_none(), "transactions do not nest");
         self.journal = Some(Journal {
             meta: self.meta.clone(),
@@ -161,7 +161,7 @@ impl NamespaceState {
     }
 
     /// Undoes what the current transaction changed.
-    pub(super) fn roll_back(&mut self) {
+    pub(in crate::state) fn roll_back(&mut self) {
         let journal = self.journal.take().expect("a transaction is applying");
         self.meta = journal.meta;
         self.meta_dirty = true;

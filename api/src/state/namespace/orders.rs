@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::namespace::NamespaceState;
+use super::NamespaceState;
 use crate::command::{Cook, CreateBead, FormulaSource, Sling};
 use crate::limits::ORDERS_PER_NAMESPACE_MAX;
 use crate::model::{Bead, BeadId, Status, Timestamp};
@@ -43,13 +43,13 @@ pub struct OrderRecord {
 /// refusal, which a firing answers).
 #[derive(Clone, Debug)]
 pub struct StoredOrder {
-    pub(super) record: OrderRecord,
-    pub(super) parsed: Result<Order, Refusal>,
+    pub(in crate::state) record: OrderRecord,
+    pub(in crate::state) parsed: Result<Order, Refusal>,
 }
 
 impl StoredOrder {
     /// Parses a loaded record.
-    pub(super) fn new(name: &str, record: OrderRecord) -> StoredOrder {
+    pub(in crate::state) fn new(name: &str, record: OrderRecord) -> StoredOrder {
         let parsed = Order::parse(name, &record.source);
         StoredOrder { record, parsed }
     }
@@ -57,7 +57,7 @@ impl StoredOrder {
 
 /// Why a firing happens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Firing {
+pub(in crate::state) enum Firing {
     /// The controller judged the trigger due, having seen this many firings.
     Trigger { seen_fired: u64 },
     /// `strand order run`.
@@ -72,7 +72,7 @@ impl NamespaceState {
     }
 
     /// Stores an order, replacing one of the same name (its firings are kept).
-    pub(super) fn order_put(&mut self, name: &str, source: &str, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn order_put(&mut self, name: &str, source: &str, now: Timestamp) -> Result<Outcome, Refusal> {
         let order = Order::parse(name, source)?;
         if !self.formulas.contains_key(&order.formula) {
             return Err(Refusal::Invalid(format!(
@@ -107,7 +107,7 @@ impl NamespaceState {
     }
 
     /// Removes an order.
-    pub(super) fn order_delete(&mut self, name: &str) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn order_delete(&mut self, name: &str) -> Result<Outcome, Refusal> {
         self.order(name)?;
         self.orders.remove(name);
         self.dirty_orders.insert(name.to_string());
@@ -115,12 +115,12 @@ impl NamespaceState {
     }
 
     /// One order with its source and firings.
-    pub(super) fn order_get(&self, name: &str, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn order_get(&self, name: &str, now: Timestamp) -> Result<Outcome, Refusal> {
         Ok(Outcome::Orders(vec![order_info(name, self.order(name)?, now, true)]))
     }
 
     /// Every order, by name, without sources.
-    pub(super) fn order_list(&self, now: Timestamp) -> Outcome {
+    pub(in crate::state) fn order_list(&self, now: Timestamp) -> Outcome {
         Outcome::Orders(self.orders.iter().map(|(name, stored)| order_info(name, stored, now, false)).collect())
     }
 
@@ -137,7 +137,7 @@ impl NamespaceState {
         };
         match when.status.as_str() {
             "ready" => {
-                let keys_of = |index: &'a super::index::ReadyIndex| match &when.label {
+                let keys_of = |index: &'a crate::state::index::ReadyIndex| match &when.label {
                     Some(label) => index.by_label.get(label),
                     None => Some(&index.all),
                 };
@@ -178,7 +178,7 @@ impl NamespaceState {
     }
 
     /// The enabled orders due at `now`, each with the firings seen (what the controller reads).
-    pub(super) fn due_orders(&self, now: Timestamp) -> Vec<(String, u64)> {
+    pub(in crate::state) fn due_orders(&self, now: Timestamp) -> Vec<(String, u64)> {
         let mut due = Vec::new();
         for (name, stored) in &self.orders {
             let Ok(order) = &stored.parsed else { continue };
@@ -191,7 +191,12 @@ impl NamespaceState {
 
     /// Fires an order: refused when a trigger's firing is stale (another firing came first) or
     /// its trigger is not due at `now`.
-    pub(super) fn order_fire(&mut self, name: &str, firing: Firing, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn order_fire(
+        &mut self,
+        name: &str,
+        firing: Firing,
+        now: Timestamp,
+    ) -> Result<Outcome, Refusal> {
         let stored = self.order(name)?;
         let order = stored.parsed.clone()?;
         let runs = stored.record.runs.clone();

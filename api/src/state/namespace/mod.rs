@@ -15,6 +15,14 @@
 //! Invariant: when a bead closes, its parent convoy (open, not `owned`) or molecule closes in the
 //! same command once every one of its children is closed (BEADS-SPEC §7).
 
+mod commands;
+mod import;
+mod orchestration;
+pub(super) mod orders;
+mod persist;
+mod query;
+mod txn;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
@@ -84,9 +92,9 @@ pub struct PendingEvent {
 #[derive(Clone, Debug)]
 pub struct StoredFormula {
     /// The TOML source.
-    pub(super) source: String,
+    source: String,
     /// The source, parsed.
-    pub(super) parsed: Result<crate::formula::Formula, Refusal>,
+    parsed: Result<crate::formula::Formula, Refusal>,
 }
 
 impl StoredFormula {
@@ -100,44 +108,44 @@ impl StoredFormula {
 /// One namespace: its beads, their indexes, and what changed since the last persist.
 #[derive(Clone, Debug)]
 pub struct NamespaceState {
-    pub(super) meta: NamespaceMeta,
-    pub(super) beads: HashMap<BeadId, Bead>,
-    pub(super) indexes: Indexes,
-    pub(super) dirty_beads: BTreeSet<BeadId>,
-    pub(super) meta_dirty: bool,
+    meta: NamespaceMeta,
+    beads: HashMap<BeadId, Bead>,
+    indexes: Indexes,
+    dirty_beads: BTreeSet<BeadId>,
+    meta_dirty: bool,
     /// Retained events by sequence number.
-    pub(super) events: BTreeMap<u64, Event>,
+    events: BTreeMap<u64, Event>,
     /// Events added or compacted since the last persist.
-    pub(super) dirty_events: BTreeSet<u64>,
+    dirty_events: BTreeSet<u64>,
     /// Events of the command being applied, not yet numbered.
-    pub(super) pending_events: Vec<PendingEvent>,
+    pending_events: Vec<PendingEvent>,
     /// Stored formulas by name: the TOML source, parsed once when stored or loaded.
-    pub(super) formulas: BTreeMap<String, StoredFormula>,
+    formulas: BTreeMap<String, StoredFormula>,
     /// Formulas stored or removed since the last persist.
-    pub(super) dirty_formulas: BTreeSet<String>,
+    dirty_formulas: BTreeSet<String>,
     /// Stored orders by name, parsed once when stored or loaded, with their firings.
-    pub(super) orders: BTreeMap<String, super::orders::StoredOrder>,
+    orders: BTreeMap<String, orders::StoredOrder>,
     /// Orders stored, fired or removed since the last persist.
-    pub(super) dirty_orders: BTreeSet<String>,
+    dirty_orders: BTreeSet<String>,
     /// Dependency edges whose source is not a bead (yet): source id to target and type. Gas City
     /// records edges between arbitrary ids; a bead created under such an id takes them over.
-    pub(super) loose_edges: BTreeMap<BeadId, BTreeMap<BeadId, DepType>>,
+    loose_edges: BTreeMap<BeadId, BTreeMap<BeadId, DepType>>,
     /// Loose-edge sources changed since the last persist.
-    pub(super) dirty_loose: BTreeSet<BeadId>,
+    dirty_loose: BTreeSet<BeadId>,
     /// The Raft index of the command being applied: what a bead it changes gets as its revision.
-    pub(super) revision: u64,
+    revision: u64,
     /// While a transaction applies: how to undo it.
-    pub(super) journal: Option<Journal>,
+    journal: Option<Journal>,
 }
 
 /// What a transaction changed, to undo it when a later write is refused: the namespace's
 /// settings and each touched bead as it was before its first change (`None`: it did not exist).
 #[derive(Clone, Debug)]
-pub(super) struct Journal {
-    pub(super) meta: NamespaceMeta,
-    pub(super) beads: BTreeMap<BeadId, Option<Bead>>,
-    pub(super) loose: BTreeMap<BeadId, Option<BTreeMap<BeadId, DepType>>>,
-    pub(super) pending_events: usize,
+struct Journal {
+    meta: NamespaceMeta,
+    beads: BTreeMap<BeadId, Option<Bead>>,
+    loose: BTreeMap<BeadId, Option<BTreeMap<BeadId, DepType>>>,
+    pending_events: usize,
 }
 
 impl NamespaceState {
@@ -351,7 +359,7 @@ impl NamespaceState {
     /// [`NamespaceState::lift_bead`] and [`NamespaceState::take_bead`], the only code that changes
     /// the map of beads (`insert`, `modify`, `remove`, an import's undo and a transaction's
     /// roll-back all go through them).
-    pub(super) fn put_bead(&mut self, bead: Bead) {
+    fn put_bead(&mut self, bead: Bead) {
         let bead_id = bead.id.clone();
         self.indexes.insert(&bead);
         self.beads.insert(bead_id.clone(), bead);
@@ -369,7 +377,7 @@ impl NamespaceState {
     /// Takes a bead out of the map and the indexes (forgetting what the indexes keep under its
     /// id), and marks it to be written (deleted, unless it is put back): see
     /// [`NamespaceState::put_bead`].
-    pub(super) fn take_bead(&mut self, bead_id: &BeadId) -> Option<Bead> {
+    fn take_bead(&mut self, bead_id: &BeadId) -> Option<Bead> {
         let bead = self.lift_bead(bead_id);
         self.indexes.forget(bead_id);
         self.dirty_beads.insert(bead_id.clone());

@@ -20,14 +20,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::namespace::{GRAPH_WALK_MAX, NamespaceState};
+use super::{GRAPH_WALK_MAX, NamespaceState};
 use crate::command::{ImportedBead, is_create_with_id};
 use crate::model::{Bead, BeadId, DEFAULT_TYPE, DepType, Status, Timestamp, event_type};
 use crate::outcome::{Outcome, Refusal};
 
 impl NamespaceState {
     /// Imports beads (see the module header).
-    pub(super) fn import(&mut self, beads: &[Bead], now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn import(&mut self, beads: &[Bead], now: Timestamp) -> Result<Outcome, Refusal> {
         let incoming: BTreeSet<&BeadId> = beads.iter().map(|bead| &bead.id).collect();
         let create = is_create_with_id(beads);
         for bead in beads {
@@ -141,7 +141,7 @@ impl NamespaceState {
     }
 
     /// Takes beads an import wrote out again (see the module header).
-    pub(super) fn import_undo(&mut self, beads: &[ImportedBead]) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn import_undo(&mut self, beads: &[ImportedBead]) -> Result<Outcome, Refusal> {
         let undone: BTreeSet<&BeadId> = beads.iter().map(|bead| &bead.id).collect();
         for imported in beads {
             let current = self.bead(&imported.id)?.revision;

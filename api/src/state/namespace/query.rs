@@ -6,12 +6,12 @@
 
 use std::collections::BTreeSet;
 
-use super::index::{CreatedKey, ReadyIndex, ReadyKey};
-use super::namespace::NamespaceState;
+use super::NamespaceState;
 use crate::command::{DepDirection, ListCursor, ListFilter, ListSort, ReadyFilter};
 use crate::limits::LIST_RESULTS_MAX;
 use crate::model::{Bead, BeadId, Dependency, Status, Timestamp};
 use crate::outcome::{Outcome, Refusal};
+use crate::state::index::{CreatedKey, ReadyIndex, ReadyKey};
 
 /// The effective cap of a list: `limit`, or [`LIST_RESULTS_MAX`] + 1 when unlimited, so an
 /// over-long unlimited answer can be detected and refused.
@@ -57,7 +57,7 @@ impl NamespaceState {
     }
 
     /// Ids of ready beads matching the filter and `accept`, in ready order, up to the limit.
-    pub(super) fn ready_ids(
+    pub(in crate::state) fn ready_ids(
         &self,
         filter: &ReadyFilter,
         now: Timestamp,
@@ -84,7 +84,7 @@ impl NamespaceState {
     }
 
     /// `ready` (BEADS-SPEC §4).
-    pub(super) fn ready(&self, filter: &ReadyFilter, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn ready(&self, filter: &ReadyFilter, now: Timestamp) -> Result<Outcome, Refusal> {
         let ids = self.ready_ids(filter, now, |_| true)?;
         Ok(Outcome::Beads(ids.iter().map(|bead_id| self.beads[bead_id].clone()).collect()))
     }
@@ -122,7 +122,7 @@ impl NamespaceState {
     }
 
     /// `list`: filters AND-ed, closed left out unless asked, newest first by default.
-    pub(super) fn list(&self, filter: &ListFilter) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn list(&self, filter: &ListFilter) -> Result<Outcome, Refusal> {
         if filter.is_unfiltered() && !filter.all {
             return Err(Refusal::UnfilteredList);
         }
@@ -175,7 +175,7 @@ impl NamespaceState {
     }
 
     /// Beads whose parent is this id (store invariant 10), oldest first.
-    pub(super) fn children(&self, parent: &BeadId, include_closed: bool) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn children(&self, parent: &BeadId, include_closed: bool) -> Result<Outcome, Refusal> {
         let empty = BTreeSet::new();
         let source = self.indexes.children.get(parent).unwrap_or(&empty);
         let beads =
@@ -184,14 +184,14 @@ impl NamespaceState {
     }
 
     /// Beads with exactly this label, newest first, closed included (store invariant 11).
-    pub(super) fn list_by_label(&self, label: &str, limit: u32) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn list_by_label(&self, label: &str, limit: u32) -> Result<Outcome, Refusal> {
         let empty = BTreeSet::new();
         let source = self.indexes.by_label.get(label).unwrap_or(&empty);
         Ok(Outcome::Beads(self.walk_created(source, ListSort::CreatedDesc, limit, |_| true)?))
     }
 
     /// Edges of a bead; an unknown id has none.
-    pub(super) fn dep_list(&self, bead_id: &BeadId, direction: DepDirection) -> Outcome {
+    pub(in crate::state) fn dep_list(&self, bead_id: &BeadId, direction: DepDirection) -> Outcome {
         let loose_rows = |source: &BeadId| -> Vec<Dependency> {
             let edges = self.loose_edges.get(source).into_iter().flatten();
             edges
@@ -224,12 +224,12 @@ impl NamespaceState {
     }
 
     /// The beads of these ids that exist, in the order asked.
-    pub(super) fn lookup(&self, ids: &[BeadId]) -> Outcome {
+    pub(in crate::state) fn lookup(&self, ids: &[BeadId]) -> Outcome {
         Outcome::Beads(ids.iter().filter_map(|bead_id| self.beads.get(bead_id).cloned()).collect())
     }
 
     /// Beads by id; every id must exist.
-    pub(super) fn get(&self, ids: &[BeadId]) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn get(&self, ids: &[BeadId]) -> Result<Outcome, Refusal> {
         let beads = ids.iter().map(|bead_id| self.bead(bead_id).cloned()).collect::<Result<_, _>>()?;
         Ok(Outcome::Beads(beads))
     }

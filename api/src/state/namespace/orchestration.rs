@@ -9,8 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::index::{CreatedKey, ReadyKey};
-use super::namespace::{NamespaceState, StoredFormula};
+use super::{NamespaceState, StoredFormula};
 use crate::command::{Cook, CreateBead, FormulaSource, MailSend, ReadyFilter, Sling};
 use crate::formula::Formula;
 use crate::limits::{
@@ -23,6 +22,7 @@ use crate::model::{
     is_container_type,
 };
 use crate::outcome::{FormulaInfo, Outcome, Progress, Refusal};
+use crate::state::index::{CreatedKey, ReadyKey};
 
 fn invalid(message: String) -> Refusal {
     Refusal::Invalid(message)
@@ -65,7 +65,7 @@ impl NamespaceState {
     }
 
     /// Stores a formula under its own name, replacing an older one.
-    pub(super) fn formula_put(&mut self, source: &str) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn formula_put(&mut self, source: &str) -> Result<Outcome, Refusal> {
         let formula = Formula::parse(source)?;
         let name = formula.formula.clone();
         if !self.formulas.contains_key(&name) && self.formulas.len() >= FORMULAS_PER_NAMESPACE_MAX {
@@ -78,7 +78,7 @@ impl NamespaceState {
     }
 
     /// Removes a stored formula.
-    pub(super) fn formula_delete(&mut self, name: &str) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn formula_delete(&mut self, name: &str) -> Result<Outcome, Refusal> {
         if self.formulas.remove(name).is_none() {
             return Err(invalid(format!("formula {name:?} not found; see `strand formula list`")));
         }
@@ -87,13 +87,13 @@ impl NamespaceState {
     }
 
     /// A stored formula with its source.
-    pub(super) fn formula_get(&self, name: &str) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn formula_get(&self, name: &str) -> Result<Outcome, Refusal> {
         let formula = self.formula_of(&FormulaSource::Named(name.to_string()))?;
         Ok(Outcome::Formulas(vec![formula_info(&formula, &self.formulas[name].source)]))
     }
 
     /// Every stored formula, by name, without sources.
-    pub(super) fn formula_list(&self) -> Outcome {
+    pub(in crate::state) fn formula_list(&self) -> Outcome {
         let infos = self
             .formulas
             .values()
@@ -104,12 +104,12 @@ impl NamespaceState {
     }
 
     /// Cooks a formula: the root and one child per step, in this one command.
-    pub(super) fn mol_cook(&mut self, cook: &Cook, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn mol_cook(&mut self, cook: &Cook, now: Timestamp) -> Result<Outcome, Refusal> {
         Ok(Outcome::Beads(self.cook_beads(cook, &BTreeMap::new(), now)?))
     }
 
     /// Cooks and returns the root followed by its steps; `metadata` goes on the root.
-    pub(super) fn cook_beads(
+    pub(in crate::state) fn cook_beads(
         &mut self,
         cook: &Cook,
         metadata: &BTreeMap<String, String>,
@@ -161,7 +161,7 @@ impl NamespaceState {
     }
 
     /// A container's progress; `kind` is the type it must have.
-    pub(super) fn progress(&self, root_id: &BeadId, kind: &str) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn progress(&self, root_id: &BeadId, kind: &str) -> Result<Outcome, Refusal> {
         let root = self.bead(root_id)?;
         if root.bead_type != kind {
             return Err(invalid(format!("bead {root_id} is a {}, not a {kind}", root.bead_type)));
@@ -222,7 +222,7 @@ impl NamespaceState {
         Ok(())
     }
 
-    pub(super) fn route(&mut self, bead_id: &BeadId, sling: &Sling, now: Timestamp) -> Result<Bead, Refusal> {
+    pub(in crate::state) fn route(&mut self, bead_id: &BeadId, sling: &Sling, now: Timestamp) -> Result<Bead, Refusal> {
         self.modify_and_read(bead_id, now, |bead| {
             if sling.pool {
                 // A bead is routed to one pool: re-slinging moves it.
@@ -239,7 +239,7 @@ impl NamespaceState {
     }
 
     /// Routes work (BEADS-SPEC §7 sling), all in this one command.
-    pub(super) fn sling(&mut self, sling: &Sling, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn sling(&mut self, sling: &Sling, now: Timestamp) -> Result<Outcome, Refusal> {
         let subject = self.sling_subject(&sling.subject)?;
         if let Some(container_id) = subject.as_ref().filter(|id| is_container_type(&self.beads[*id].bead_type)) {
             if sling.formula.is_some() {
@@ -366,7 +366,13 @@ impl NamespaceState {
     }
 
     /// The work query of BEADS-SPEC §7, without claiming.
-    pub(super) fn hook(&self, agent: &str, pool: Option<&str>, limit: u32, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn hook(
+        &self,
+        agent: &str,
+        pool: Option<&str>,
+        limit: u32,
+        now: Timestamp,
+    ) -> Result<Outcome, Refusal> {
         // A query is not validated on its way in as commands are; an empty assignee means
         // "unassigned", not an agent.
         crate::validate::check_actor(agent, "hook")?;
@@ -380,7 +386,7 @@ impl NamespaceState {
 
     /// The work query with `--claim`: the agent's own in-progress bead, else the first ready bead
     /// it can take, claimed in this command. An empty answer when there is no work.
-    pub(super) fn hook_claim(
+    pub(in crate::state) fn hook_claim(
         &mut self,
         agent: &Actor,
         pool: Option<&str>,
@@ -410,7 +416,12 @@ impl NamespaceState {
     }
 
     /// Sends a message from `sender`; a reply goes to the original's sender, in its thread.
-    pub(super) fn mail_send(&mut self, mail: &MailSend, sender: &Actor, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn mail_send(
+        &mut self,
+        mail: &MailSend,
+        sender: &Actor,
+        now: Timestamp,
+    ) -> Result<Outcome, Refusal> {
         if sender.0.trim().is_empty() {
             return Err(invalid("a message needs a sender; pass --actor NAME or set STRAND_ACTOR".into()));
         }
@@ -456,7 +467,12 @@ impl NamespaceState {
     }
 
     /// Marks a message read or unread.
-    pub(super) fn mail_mark(&mut self, bead_id: &BeadId, read: bool, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn mail_mark(
+        &mut self,
+        bead_id: &BeadId,
+        read: bool,
+        now: Timestamp,
+    ) -> Result<Outcome, Refusal> {
         let was_read = self.message(bead_id)?.labels.contains(LABEL_READ);
         let bead = self.modify_and_read(bead_id, now, |bead| {
             if read {
@@ -472,7 +488,7 @@ impl NamespaceState {
     }
 
     /// Archives (closes) a message; an archived message cannot be archived again.
-    pub(super) fn mail_archive(&mut self, bead_id: &BeadId, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn mail_archive(&mut self, bead_id: &BeadId, now: Timestamp) -> Result<Outcome, Refusal> {
         if self.message(bead_id)?.status == Status::Closed {
             return Err(invalid(format!("message {bead_id} is already archived")));
         }
@@ -482,7 +498,7 @@ impl NamespaceState {
     }
 
     /// Open messages for a recipient, newest first (an index walk).
-    pub(super) fn inbox(&self, recipient: &str, include_read: bool, limit: u32) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn inbox(&self, recipient: &str, include_read: bool, limit: u32) -> Result<Outcome, Refusal> {
         let index = if include_read { &self.indexes.mail } else { &self.indexes.unread };
         let beads = index
             .get(recipient)
@@ -495,7 +511,7 @@ impl NamespaceState {
     }
 
     /// Every message of a thread, oldest first.
-    pub(super) fn thread(&self, thread: &str) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn thread(&self, thread: &str) -> Result<Outcome, Refusal> {
         let label = format!("{THREAD_LABEL_PREFIX}{thread}");
         let beads = self
             .indexes
@@ -547,7 +563,7 @@ impl NamespaceState {
     }
 
     /// Creates a convoy tracking `children`.
-    pub(super) fn convoy_create(
+    pub(in crate::state) fn convoy_create(
         &mut self,
         title: &str,
         children: &[BeadId],
@@ -563,7 +579,7 @@ impl NamespaceState {
     }
 
     /// Adds beads to an open convoy.
-    pub(super) fn convoy_add(
+    pub(in crate::state) fn convoy_add(
         &mut self,
         convoy_id: &BeadId,
         children: &[BeadId],
@@ -578,7 +594,7 @@ impl NamespaceState {
     }
 
     /// Force-closes a convoy (landing an already closed convoy changes nothing).
-    pub(super) fn convoy_land(
+    pub(in crate::state) fn convoy_land(
         &mut self,
         convoy_id: &BeadId,
         reason: &Option<String>,
@@ -595,7 +611,7 @@ impl NamespaceState {
     }
 
     /// Closes every open, not-owned convoy whose children are all closed; answers those closed.
-    pub(super) fn convoy_check(&mut self, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn convoy_check(&mut self, now: Timestamp) -> Result<Outcome, Refusal> {
         let mut closed = Vec::new();
         for convoy_id in self.open_convoys() {
             if self.close_container_if_done(&convoy_id, now)? {
@@ -607,12 +623,12 @@ impl NamespaceState {
 
     /// Whether an open, not-owned convoy has children and all of them are closed (what
     /// `convoy_check` would close).
-    pub(super) fn has_closable_convoy(&self) -> bool {
+    pub(in crate::state) fn has_closable_convoy(&self) -> bool {
         self.open_convoys().iter().any(|convoy_id| self.container_done(convoy_id))
     }
 
     /// Open children with no assignee, of one convoy or of every open convoy.
-    pub(super) fn stranded(&self, convoy_id: Option<&BeadId>) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn stranded(&self, convoy_id: Option<&BeadId>) -> Result<Outcome, Refusal> {
         let convoys = match convoy_id {
             Some(convoy_id) => vec![self.convoy(convoy_id)?.id.clone()],
             None => self.open_convoys(),
@@ -647,18 +663,18 @@ impl NamespaceState {
     }
 
     /// Whether a closed wisp was closed at least `older_than_ms` before `now`.
-    pub(super) fn has_purgeable(&self, older_than_ms: i64, now: Timestamp) -> bool {
+    pub(in crate::state) fn has_purgeable(&self, older_than_ms: i64, now: Timestamp) -> bool {
         let cutoff = now.0.saturating_sub(older_than_ms);
         self.indexes.closed_ephemeral.first().is_some_and(|(closed_at, _)| *closed_at <= cutoff)
     }
 
     /// What `purge` would remove now.
-    pub(super) fn purge_preview(&self, older_than_ms: i64, now: Timestamp) -> Outcome {
+    pub(in crate::state) fn purge_preview(&self, older_than_ms: i64, now: Timestamp) -> Outcome {
         Outcome::Purged { purged_count: self.purgeable(older_than_ms, now).len() as u64 }
     }
 
     /// Removes closed wisps.
-    pub(super) fn purge(&mut self, older_than_ms: i64, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn purge(&mut self, older_than_ms: i64, now: Timestamp) -> Result<Outcome, Refusal> {
         let doomed = self.purgeable(older_than_ms, now);
         for bead_id in &doomed {
             self.remove(bead_id, now)?;
@@ -669,7 +685,7 @@ impl NamespaceState {
     // ---- events ----
 
     /// Events after `after`, oldest first; a compacted range is refused (as etcd does).
-    pub(super) fn events_after(&self, after: u64, types: &[String], limit: u32) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn events_after(&self, after: u64, types: &[String], limit: u32) -> Result<Outcome, Refusal> {
         // 0 asks for everything still kept; any other position must not have been compacted.
         if after != 0 && after < self.meta.compacted_through {
             return Err(Refusal::Compacted { requested: after, compacted: self.meta.compacted_through });

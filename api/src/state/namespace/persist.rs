@@ -1,0 +1,162 @@
+//! A namespace's records: loading them, naming the ones a command changed, and reading them back
+//! for the storage layer, a snapshot or a deletion. With these, [`super::NamespaceState`]'s fields
+//! stay private to the `namespace` module.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::orders::StoredOrder;
+use super::{NamespaceState, StoredFormula};
+use crate::command::JudgedLease;
+use crate::model::{Bead, BeadId, DepType, Namespace};
+use crate::outcome::Outcome;
+use crate::state::{OrderRecord, Record, RecordKey, RecordRef};
+
+impl NamespaceState {
+    /// Loads a stored formula's source.
+    pub(in crate::state) fn load_formula(&mut self, name: String, source: String) {
+        self.formulas.insert(name, StoredFormula::new(source));
+    }
+
+    /// Loads a stored order with its firings.
+    pub(in crate::state) fn load_order(&mut self, name: String, record: OrderRecord) {
+        let stored = StoredOrder::new(&name, record);
+        self.orders.insert(name, stored);
+    }
+
+    /// Loads the dependency edges of an id that is no bead.
+    pub(in crate::state) fn load_loose_edges(&mut self, source: BeadId, edges: BTreeMap<BeadId, DepType>) {
+        self.loose_edges.insert(source, edges);
+    }
+
+    /// Forgets what changed: everything is as stored.
+    pub(in crate::state) fn mark_clean(&mut self) {
+        self.dirty_beads.clear();
+        self.dirty_events.clear();
+        self.dirty_formulas.clear();
+        self.dirty_orders.clear();
+        self.dirty_loose.clear();
+        self.meta_dirty = false;
+    }
+
+    /// Drops the events a refused command queued (it changed nothing, so there are none).
+    pub(in crate::state) fn discard_pending_events(&mut self) {
+        debug_assert!(self.pending_events.is_empty(), "a refused command queued events");
+        self.pending_events.clear();
+    }
+
+    /// The log index of the command being applied: every bead it changes takes it as its revision.
+    pub(in crate::state) fn set_revision(&mut self, revision: u64) {
+        self.revision = revision;
+    }
+
+    /// Its indexes, for tests that compare them with a rebuild.
+    #[cfg(test)]
+    pub(in crate::state) fn indexes(&self) -> &crate::state::index::Indexes {
+        &self.indexes
+    }
+
+    /// Its settings and event counter.
+    pub fn meta(&self) -> &super::NamespaceMeta {
+        &self.meta
+    }
+
+    /// Its id prefix, fixed at creation.
+    pub fn prefix(&self) -> &str {
+        &self.meta.prefix
+    }
+
+    /// Changes its lease settings (`None` leaves one as it is), answering its listing.
+    pub(in crate::state) fn configure(
+        &mut self,
+        name: &Namespace,
+        default_lease_ms: Option<Option<u64>>,
+        max_deliveries: Option<u32>,
+    ) -> Outcome {
+        if let Some(default_lease_ms) = default_lease_ms {
+            self.meta.default_lease_ms = default_lease_ms;
+        }
+        if let Some(max_deliveries) = max_deliveries {
+            self.meta.max_deliveries = max_deliveries;
+        }
+        self.meta_dirty = true;
+        Outcome::Namespaces(vec![self.info(name)])
+    }
+
+    /// Every lease held, as the leader's lease sweep reads it: its bead, id, renewal and length.
+    pub(in crate::state) fn lease_marks(&self) -> impl Iterator<Item = (JudgedLease, u64)> + '_ {
+        self.indexes.leased.iter().filter_map(|bead_id| {
+            let lease = self.beads.get(bead_id)?.lease.as_ref()?;
+            Some((JudgedLease { id: bead_id.clone(), lease_id: lease.id, renewed_at: lease.renewed_at }, lease.ttl_ms))
+        })
+    }
+
+    /// The keys of every record it has on disk: those it holds now, and those removed earlier in
+    /// this batch whose deletion has not been handed over yet (they are still dirty).
+    pub(in crate::state) fn keys_on_disk(&self, namespace: &Namespace) -> Vec<RecordKey> {
+        let bead_ids: BTreeSet<&BeadId> = self.beads.keys().chain(&self.dirty_beads).collect();
+        let seqs: BTreeSet<u64> = self.events.keys().chain(&self.dirty_events).copied().collect();
+        let names: BTreeSet<&String> = self.formulas.keys().chain(&self.dirty_formulas).collect();
+        let sources: BTreeSet<&BeadId> = self.loose_edges.keys().chain(&self.dirty_loose).collect();
+        let orders: BTreeSet<&String> = self.orders.keys().chain(&self.dirty_orders).collect();
+        let mut keys = Vec::new();
+        keys.extend(bead_ids.into_iter().map(|bead_id| RecordKey::Bead(namespace.clone(), bead_id.clone())));
+        keys.extend(seqs.into_iter().map(|seq| RecordKey::Event(namespace.clone(), seq)));
+        keys.extend(names.into_iter().map(|name| RecordKey::Formula(namespace.clone(), name.clone())));
+        keys.extend(sources.into_iter().map(|source| RecordKey::LooseEdges(namespace.clone(), source.clone())));
+        keys.extend(orders.into_iter().map(|name| RecordKey::Order(namespace.clone(), name.clone())));
+        keys
+    }
+
+    /// Moves the keys of every record changed since the last call into `keys`, and forgets them.
+    pub(in crate::state) fn take_changed_keys(&mut self, namespace: &Namespace, keys: &mut Vec<RecordKey>) {
+        if self.meta_dirty {
+            keys.push(RecordKey::Namespace(namespace.clone()));
+        }
+        let beads = std::mem::take(&mut self.dirty_beads);
+        keys.extend(beads.into_iter().map(|bead_id| RecordKey::Bead(namespace.clone(), bead_id)));
+        let events = std::mem::take(&mut self.dirty_events);
+        keys.extend(events.into_iter().map(|seq| RecordKey::Event(namespace.clone(), seq)));
+        let formulas = std::mem::take(&mut self.dirty_formulas);
+        keys.extend(formulas.into_iter().map(|name| RecordKey::Formula(namespace.clone(), name)));
+        let sources = std::mem::take(&mut self.dirty_loose);
+        keys.extend(sources.into_iter().map(|source| RecordKey::LooseEdges(namespace.clone(), source)));
+        let orders = std::mem::take(&mut self.dirty_orders);
+        keys.extend(orders.into_iter().map(|name| RecordKey::Order(namespace.clone(), name)));
+    }
+
+    /// The record of this namespace under `key`, borrowed, if it holds one (`None` for a key of
+    /// another kind).
+    pub(in crate::state) fn record(&self, key: &RecordKey) -> Option<RecordRef<'_>> {
+        match key {
+            RecordKey::Namespace(_) => Some(RecordRef::Namespace(&self.meta)),
+            RecordKey::Bead(_, bead_id) => self.beads.get(bead_id).map(RecordRef::Bead),
+            RecordKey::Event(_, seq) => self.events.get(seq).map(RecordRef::Event),
+            RecordKey::Formula(_, name) => self.formulas.get(name).map(|stored| RecordRef::Formula(&stored.source)),
+            RecordKey::LooseEdges(_, source) => self.loose_edges.get(source).map(RecordRef::LooseEdges),
+            RecordKey::Order(_, name) => self.orders.get(name).map(|stored| RecordRef::Order(&stored.record)),
+            _ => None,
+        }
+    }
+
+    /// Appends every record of this namespace, in key order within each kind.
+    pub(in crate::state) fn push_records(&self, namespace: &Namespace, records: &mut Vec<(RecordKey, Record)>) {
+        records.push((RecordKey::Namespace(namespace.clone()), Record::Namespace(self.meta.clone())));
+        let mut beads: Vec<&Bead> = self.beads.values().collect();
+        beads.sort_by(|a, b| a.id.cmp(&b.id));
+        for bead in beads {
+            records.push((RecordKey::Bead(namespace.clone(), bead.id.clone()), Record::Bead(Box::new(bead.clone()))));
+        }
+        for (seq, event) in &self.events {
+            records.push((RecordKey::Event(namespace.clone(), *seq), Record::Event(event.clone())));
+        }
+        for (name, stored) in &self.formulas {
+            records.push((RecordKey::Formula(namespace.clone(), name.clone()), Record::Formula(stored.source.clone())));
+        }
+        for (source, edges) in &self.loose_edges {
+            records.push((RecordKey::LooseEdges(namespace.clone(), source.clone()), Record::LooseEdges(edges.clone())));
+        }
+        for (name, stored) in &self.orders {
+            records.push((RecordKey::Order(namespace.clone(), name.clone()), Record::Order(stored.record.clone())));
+        }
+    }
+}
