@@ -3,55 +3,40 @@
 //! The bead commands follow `bd`'s flags (BEADS-SPEC §5) so an agent prompt written for `bd` works
 //! with `strand` in its place. This crate is a thin layer over `api`'s client; `strand node` and
 //! `strand dev` call the `node` crate (feature `node`, on by default).
+//!
+//! Each command lives in a folder by what a user does with it: `beads/` (beads themselves: create,
+//! show, update, list, ready, query, labels, gates, prune), `work/` (namespaces, formulas,
+//! molecules, orders, sling, hook, mail, convoys, leases, events), `bulk/` (tx, graph plans,
+//! import), `compat/` (the exec-store protocol), `admin/` (cluster, auth, certificates, nodes,
+//! snapshots) and `bench/`. The root holds what the whole process shares: this file (the global
+//! flags and the dispatch), `failure` (failures and their exit codes), `output`, `answers`,
+//! `values`, `wire` and `help`.
 
-mod annotate;
+mod admin;
 mod answers;
-mod auth;
 mod beads;
 mod bench;
-mod bench_lease;
-mod bench_scenarios;
-mod bench_support;
-mod certs;
-mod cluster;
-mod convoy;
-mod events;
-mod exec_store;
-mod gate;
-mod gate_fields;
-mod graph;
+mod bulk;
+mod compat;
+mod failure;
 mod help;
-mod import;
-mod lease;
-mod listing;
-mod mail;
-mod molecule;
-mod molecule_progress;
-mod orchestration;
-mod order;
 mod output;
-mod prune;
-mod query;
-#[cfg(feature = "node")]
-mod run_node;
-#[cfg(feature = "node")]
-mod snapshot;
-mod tx;
 mod values;
 mod wire;
+mod work;
+
+pub use failure::{CommandResult, Failure};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use api::client::{Client, ClientConfig, ClientError};
+use api::client::{Client, ClientConfig};
 use api::convert::Consistency;
 use api::model::Namespace;
-use api::outcome::Refusal;
 use api::printable::printable;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
-
-const EXIT_CODES: &str = "Exit codes: 0 ok; 1 operation refused or failed (lost claim, not found, invalid transition); 2 usage error; 3 cluster unavailable; 13 an --if-assignee or --if-status precondition did not hold.";
+use failure::EXIT_CODES;
 
 /// Strand: a replicated bead store for fleets of AI coding agents.
 #[derive(Parser, Debug)]
@@ -155,7 +140,7 @@ enum Command {
     Dep(beads::DepArgs),
     /// Labels of beads.
     #[command(subcommand)]
-    Label(annotate::LabelCommand),
+    Label(beads::annotate::LabelCommand),
     /// Add a comment to a bead: Strand keeps no comments, so it is appended to the notes as
     /// `<actor>: TEXT` (JSON: bd's comment object).
     #[command(visible_alias = "comments")]
@@ -169,79 +154,79 @@ enum Command {
     /// Gates: beads that block a step until a person, a timer, a GitHub run or pull request,
     /// or another bead lets it go (bd's `gate`).
     #[command(subcommand)]
-    Gate(gate::GateCommand),
+    Gate(beads::gate::GateCommand),
     /// Leased claims: renew, release, or keep a lease alive (`claim --lease` grants one).
     #[command(subcommand)]
-    Lease(lease::LeaseCommand),
+    Lease(work::lease::LeaseCommand),
     /// Cluster administration.
     #[command(subcommand)]
-    Cluster(cluster::ClusterCommand),
+    Cluster(admin::cluster::ClusterCommand),
     /// The cluster's members: `member list`.
     #[command(subcommand)]
-    Member(cluster::MemberCommand),
+    Member(admin::cluster::MemberCommand),
     /// TLS certificates: `certs init` makes a development CA and node and client certificates.
     #[command(subcommand)]
-    Certs(certs::CertsCommand),
+    Certs(admin::certs::CertsCommand),
     /// Authentication: `auth enable` turns it on and prints the first admin token; `auth token
     /// create|list|revoke` manage tokens (roles admin, agent, reader).
     #[command(subcommand)]
-    Auth(auth::AuthCommand),
+    Auth(admin::auth::AuthCommand),
     /// Run one cluster member.
     #[cfg(feature = "node")]
-    Node(run_node::NodeArgs),
+    Node(admin::run_node::NodeArgs),
     /// Start a local cluster of child processes for trying things out; Ctrl-C stops it.
     #[cfg(feature = "node")]
-    Dev(run_node::DevArgs),
+    Dev(admin::run_node::DevArgs),
     /// Backups: `snapshot save FILE` (the whole state, at a linearized point), `snapshot status
     /// FILE` (checks a backup and says what it holds).
     #[cfg(feature = "node")]
     #[command(subcommand)]
-    Snapshot(snapshot::SnapshotCommand),
+    Snapshot(admin::snapshot::SnapshotCommand),
     /// Benchmarks against a running cluster.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
     /// Namespaces (isolated bead stores) of the cluster.
     #[command(subcommand)]
-    Namespace(orchestration::NamespaceCommand),
+    Namespace(work::orchestration::NamespaceCommand),
     /// Formulas: TOML recipes of steps, cooked into molecules.
     #[command(subcommand)]
-    Formula(molecule::FormulaCommand),
+    Formula(work::molecule::FormulaCommand),
     /// Orders: automations the leader fires on a cooldown, a cron schedule, an event or a
     /// condition, cooking a formula and slinging it (TOML as Gas City's orders/*.toml).
     #[command(subcommand)]
-    Order(order::OrderCommand),
+    Order(work::order::OrderCommand),
     /// Molecules: a root bead and one child per formula step.
     #[command(subcommand)]
-    Mol(molecule::MolCommand),
+    Mol(work::molecule::MolCommand),
     /// Route a bead (or a new task, or a convoy's open children) to an agent or a pool.
-    Sling(orchestration::SlingArgs),
+    Sling(work::orchestration::SlingArgs),
     /// An agent's work queue: its in-progress beads, then ready beads assigned to it, then its
     /// pool's. Exit 0 when there is work, 1 when there is none (with --inject, always 0).
-    Hook(orchestration::HookArgs),
+    Hook(work::orchestration::HookArgs),
     /// Messages between agents (beads of type `message`).
     #[command(subcommand)]
-    Mail(mail::MailCommand),
+    Mail(work::mail::MailCommand),
     /// Convoys: beads that track other beads and close when all of them are closed.
     #[command(subcommand)]
-    Convoy(convoy::ConvoyCommand),
+    Convoy(work::convoy::ConvoyCommand),
     /// The namespace's event log, oldest first.
-    Events(events::EventsArgs),
+    Events(work::events::EventsArgs),
     /// Stream events as they happen, until Ctrl-C.
-    Watch(events::WatchArgs),
+    Watch(work::events::WatchArgs),
     /// Remove closed wisps (ephemeral beads).
-    Purge(orchestration::PurgeArgs),
+    Purge(work::orchestration::PurgeArgs),
     /// Remove closed persistent beads by age or id pattern (bd's prune; without --force, a
     /// preview and exit 1).
-    Prune(prune::PruneArgs),
+    Prune(beads::prune::PruneArgs),
     /// Beads matching an expression: `strand query "ephemeral=true AND status=open"` (bd's
     /// query language: = != < <= > >=, AND, OR, NOT, parentheses; JSON: an array).
-    Query(query::QueryArgs),
+    Query(beads::query::QueryArgs),
     /// Bead writes from a JSON document, applied all together or not at all
     /// (JSON: {"results": [bead or null per write]}).
-    Tx(tx::TxArgs),
+    Tx(bulk::tx::TxArgs),
     /// Beads from `bd export` JSONL, ids and timestamps kept; all or nothing per file
     /// (JSON: {source, created, skipped, ids}).
-    Import(import::ImportArgs),
+    Import(bulk::import::ImportArgs),
     /// This build's version, and the bd command line it stands in for. Run as `bd`, the first
     /// line is bd's own form (`bd version 1.0.4 (strand X)`), which Gas City parses.
     Version,
@@ -250,7 +235,7 @@ enum Command {
     /// prefix $GC_BEADS_PREFIX), else --namespace. Exit 0 ok, 1 error (including an unreachable
     /// cluster), 2 unknown operation only.
     #[command(name = "exec-store")]
-    ExecStore(exec_store::ExecStoreArgs),
+    ExecStore(compat::exec_store::ExecStoreArgs),
     /// Print the completion script of a shell to stdout (bash, zsh, fish, elvish, powershell):
     /// `strand completion bash > /etc/bash_completion.d/strand`.
     Completion {
@@ -265,60 +250,6 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
-}
-
-/// What a command's failure maps to.
-#[derive(Debug)]
-pub enum Failure {
-    /// Refused or failed: exit 1.
-    Refused(String),
-    /// A conditional write found the bead at another revision: exit 1, and with `--json` bd's
-    /// error object with `code: "precondition-failed"`, which Gas City's conditional writer reads.
-    Precondition {
-        /// What happened and what to do.
-        message: String,
-        /// The revision the write named.
-        expected: u64,
-        /// The bead's revision now.
-        current: u64,
-    },
-    /// An `--if-assignee`/`--if-status` precondition did not hold: exit 13, bd's code for it.
-    Unmet(String),
-    /// Usage error: exit 2.
-    Usage(String),
-    /// Cluster unavailable: exit 3.
-    Unavailable(String),
-}
-
-impl Failure {
-    /// What went wrong, whatever the exit code.
-    pub fn message(&self) -> &str {
-        match self {
-            Failure::Refused(message)
-            | Failure::Usage(message)
-            | Failure::Unavailable(message)
-            | Failure::Unmet(message)
-            | Failure::Precondition { message, .. } => message,
-        }
-    }
-}
-
-impl From<ClientError> for Failure {
-    fn from(error: ClientError) -> Failure {
-        match error {
-            ClientError::Refused(Refusal::RevisionMismatch { expected, current, .. }) => {
-                Failure::Precondition { message: format!("precondition failed: {error}"), expected, current }
-            }
-            ClientError::Unavailable(_) => Failure::Unavailable(error.to_string()),
-            ClientError::Refused(_) | ClientError::Failed(_) => Failure::Refused(error.to_string()),
-        }
-    }
-}
-
-impl From<anyhow::Error> for Failure {
-    fn from(error: anyhow::Error) -> Failure {
-        Failure::Refused(format!("{error:#}"))
-    }
 }
 
 /// The bd release whose command line Strand stands in for. Not 1.0.5: Gas City turns on its
@@ -350,8 +281,6 @@ const TIMEOUT_VARIABLE: &str = "STRAND_TIMEOUT";
 /// How long a command retries by default.
 const TIMEOUT_DEFAULT: &str = "15s";
 
-/// bd's exit code for an `--if-assignee`/`--if-status` precondition that did not hold.
-const UNMET_EXIT_CODE: u8 = 13;
 /// bd's database directory: Gas City sets it to `<scope>/.beads` for every bd it runs.
 const BEADS_DIR_VARIABLE: &str = "BEADS_DIR";
 /// The endpoint used when no flag, variable or config file names one.
@@ -419,15 +348,10 @@ fn connect(config: ClientConfig) -> Result<Client, Failure> {
     Client::new(config).map_err(|error| Failure::Usage(error.to_string()))
 }
 
-/// The result of a command: `Ok(true)` success, `Ok(false)` nothing done (exit 1, no message).
-/// Not to be confused with `api`'s names, which the CLI uses as they are: an `api::outcome::Outcome`
-/// is what the cluster answered, and an `api::outcome::Answer` that or its refusal.
-pub type CommandResult = Result<bool, Failure>;
-
 impl Cli {
     /// The gate timeout of `gate create --timeout T` (bd's flag), which is then not the client's.
     pub fn gate_timeout(&self) -> Option<&str> {
-        let creating_gate = matches!(&self.command, Command::Gate(gate::GateCommand::Create(_)));
+        let creating_gate = matches!(&self.command, Command::Gate(beads::gate::GateCommand::Create(_)));
         (creating_gate && self.timeout_given).then_some(self.timeout.as_str())
     }
 
@@ -538,7 +462,7 @@ impl Cli {
             return namespace.clone();
         }
         match std::env::var(BEADS_DIR_VARIABLE).ok().filter(|dir| !dir.is_empty()) {
-            Some(dir) => exec_store::namespace_of_beads_dir(&dir),
+            Some(dir) => compat::exec_store::namespace_of_beads_dir(&dir),
             None => Namespace::DEFAULT.to_string(),
         }
     }
@@ -561,7 +485,7 @@ impl Cli {
     /// first write with the id prefix `$GC_BEADS_PREFIX` (the cluster's when unset).
     pub fn client(&self) -> Result<Client, Failure> {
         let prefix = match self.namespace_derived() {
-            true => std::env::var(exec_store::PREFIX_VARIABLE).ok().filter(|prefix| !prefix.is_empty()),
+            true => std::env::var(compat::exec_store::PREFIX_VARIABLE).ok().filter(|prefix| !prefix.is_empty()),
             false => None,
         };
         self.client_with(&self.namespace(), prefix)
@@ -667,41 +591,41 @@ async fn dispatch(cli: &Cli) -> CommandResult {
     match &cli.command {
         Command::Bead(command) => beads::run(cli, command).await,
         Command::Dep(args) => beads::run_dep(cli, args).await,
-        Command::Label(command) => annotate::run_label(cli, command).await,
-        Command::Comment { id, text } => annotate::run_comment(cli, id, text).await,
-        Command::Gate(command) => gate::run(cli, command).await,
-        Command::Lease(command) => lease::run(cli, command).await,
-        Command::Cluster(command) => cluster::run(cli, command).await,
-        Command::Member(command) => cluster::run_member(cli, command).await,
-        Command::Certs(command) => certs::run(cli, command),
-        Command::Auth(command) => auth::run(cli, command).await,
+        Command::Label(command) => beads::annotate::run_label(cli, command).await,
+        Command::Comment { id, text } => beads::annotate::run_comment(cli, id, text).await,
+        Command::Gate(command) => beads::gate::run(cli, command).await,
+        Command::Lease(command) => work::lease::run(cli, command).await,
+        Command::Cluster(command) => admin::cluster::run(cli, command).await,
+        Command::Member(command) => admin::cluster::run_member(cli, command).await,
+        Command::Certs(command) => admin::certs::run(cli, command),
+        Command::Auth(command) => admin::auth::run(cli, command).await,
         #[cfg(feature = "node")]
-        Command::Node(args) => run_node::run_node(args, cli.token()?).await,
+        Command::Node(args) => admin::run_node::run_node(args, cli.token()?).await,
         #[cfg(feature = "node")]
-        Command::Snapshot(command) => snapshot::run(cli, command).await,
+        Command::Snapshot(command) => admin::snapshot::run(cli, command).await,
         #[cfg(feature = "node")]
-        Command::Dev(args) => run_node::run_dev(args).await,
+        Command::Dev(args) => admin::run_node::run_dev(args).await,
         Command::Bench(command) => bench::run(cli, command).await,
-        Command::Namespace(command) => orchestration::run_namespace(cli, command).await,
-        Command::Formula(command) => molecule::run_formula(cli, command).await,
-        Command::Order(command) => order::run(cli, command).await,
-        Command::Mol(command) => molecule::run(cli, command).await,
-        Command::Sling(args) => orchestration::run_sling(cli, args).await,
-        Command::Hook(args) => orchestration::run_hook(cli, args).await,
-        Command::Mail(command) => mail::run(cli, command).await,
-        Command::Convoy(command) => convoy::run(cli, command).await,
-        Command::Events(args) => events::run_events(cli, args).await,
-        Command::Watch(args) => events::run_watch(cli, args).await,
-        Command::Purge(args) => orchestration::run_purge(cli, args).await,
-        Command::Query(args) => query::run(cli, args).await,
-        Command::Prune(args) => prune::run(cli, args).await,
-        Command::Tx(args) => tx::run(cli, args).await,
-        Command::Import(args) => import::run(cli, args).await,
+        Command::Namespace(command) => work::orchestration::run_namespace(cli, command).await,
+        Command::Formula(command) => work::molecule::run_formula(cli, command).await,
+        Command::Order(command) => work::order::run(cli, command).await,
+        Command::Mol(command) => work::molecule::run(cli, command).await,
+        Command::Sling(args) => work::orchestration::run_sling(cli, args).await,
+        Command::Hook(args) => work::orchestration::run_hook(cli, args).await,
+        Command::Mail(command) => work::mail::run(cli, command).await,
+        Command::Convoy(command) => work::convoy::run(cli, command).await,
+        Command::Events(args) => work::events::run_events(cli, args).await,
+        Command::Watch(args) => work::events::run_watch(cli, args).await,
+        Command::Purge(args) => work::orchestration::run_purge(cli, args).await,
+        Command::Query(args) => beads::query::run(cli, args).await,
+        Command::Prune(args) => beads::prune::run(cli, args).await,
+        Command::Tx(args) => bulk::tx::run(cli, args).await,
+        Command::Import(args) => bulk::import::run(cli, args).await,
         Command::Version => {
             print_version(cli.json);
             Ok(true)
         }
-        Command::ExecStore(args) => exec_store::run(cli, args).await,
+        Command::ExecStore(args) => compat::exec_store::run(cli, args).await,
         Command::Completion { shell } => help::run_completion(*shell),
         Command::Man { dir } => help::run_man(dir.as_deref()),
     }
@@ -806,42 +730,9 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    // An error quotes user text (ids, titles) and nodes' messages; `printable` escapes control
-    // characters, so it stays one line and cannot drive the terminal.
     let outcome = runtime.block_on(async {
         cli.resolve_token_actor().await;
         dispatch(&cli).await
     });
-    match outcome {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(1),
-        Err(Failure::Refused(message)) => {
-            eprintln!("error: {}", printable(&message));
-            ExitCode::from(1)
-        }
-        Err(Failure::Unmet(message)) => {
-            eprintln!("error: {}", printable(&message));
-            ExitCode::from(UNMET_EXIT_CODE)
-        }
-        Err(Failure::Precondition { message, expected, current }) => {
-            if cli.json {
-                let error = serde_json::json!({
-                    "error": message, "code": "precondition-failed",
-                    "expected_revision": expected, "current_revision": current, "schema_version": 1,
-                });
-                eprintln!("{error}");
-            } else {
-                eprintln!("error: {}", printable(&message));
-            }
-            ExitCode::from(1)
-        }
-        Err(Failure::Usage(message)) => {
-            eprintln!("error: {}", printable(&message));
-            ExitCode::from(2)
-        }
-        Err(Failure::Unavailable(message)) => {
-            eprintln!("error: {}", printable(&message));
-            ExitCode::from(3)
-        }
-    }
+    failure::exit_code(outcome, cli.json)
 }

@@ -14,7 +14,7 @@ use api::outcome::Progress;
 use api::printable::{printable, printable_block};
 use serde::Serialize;
 
-use crate::gate_fields::GateFields;
+use crate::beads::gate_fields::GateFields;
 
 /// A bead as printed with `--json`.
 #[derive(Serialize)]

@@ -15,7 +15,7 @@ use api::model::{Bead, BeadId, Status};
 use clap::Args;
 
 use crate::answers::beads_of;
-use crate::listing::{LIST_LIMIT_DEFAULT, Listing, LocalFilter, SortOrder};
+use crate::beads::listing::{LIST_LIMIT_DEFAULT, Listing, LocalFilter, SortOrder};
 use crate::output::print_with_counts;
 use crate::values::{parse_priority, parse_time};
 use crate::{Cli, CommandResult, Failure};

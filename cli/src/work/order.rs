@@ -18,9 +18,9 @@ use api::state::{ORDER_RUN_LABEL_PREFIX, ORDER_TRACKING_LABEL};
 use clap::Subcommand;
 
 use crate::answers::{beads_of, unexpected};
-use crate::molecule::read_source_file;
 use crate::output::{BLOCK_INDENT, print_beads, print_value};
 use crate::values::now_ms;
+use crate::work::molecule::read_source_file;
 use crate::{Cli, CommandResult, Failure};
 
 /// `strand order ...`.

@@ -28,10 +28,10 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::answers::{beads_of, one_bead, unexpected};
-use crate::listing::{Listing, LocalFilter, SortOrder};
-use crate::molecule::formula_source;
+use crate::beads::listing::{Listing, LocalFilter, SortOrder};
 use crate::output::DependencyJson;
 use crate::wire::{CreateInput, UpdateInput};
+use crate::work::molecule::formula_source;
 use crate::{Cli, CommandResult, Failure};
 
 /// `strand exec-store OP [ARGS...]`.
@@ -465,7 +465,7 @@ fn store_client(cli: &Cli) -> Result<api::client::Client, Failure> {
 }
 
 async fn cook(client: &api::client::Client, input: CookInput) -> Result<String, Failure> {
-    let vars = crate::molecule::vars(&input.vars.unwrap_or_default()).map_err(|failure| match failure {
+    let vars = crate::work::molecule::vars(&input.vars.unwrap_or_default()).map_err(|failure| match failure {
         Failure::Usage(message) => error(format!("mol-cook: {message}")),
         other => other,
     })?;

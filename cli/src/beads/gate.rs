@@ -25,11 +25,11 @@ use clap::{Args, Subcommand};
 use serde::Deserialize;
 
 use crate::answers::{beads_of, one_bead};
-use crate::beads::statuses_arg;
-use crate::gate_fields::{
+use crate::beads::gate_fields::{
     AWAIT_ID_KEY, AWAIT_TYPE_KEY, GATE_TYPE, GATE_TYPES, GateFields, REF_KEY, TIMEOUT_KEY, WAITERS_KEY,
 };
-use crate::listing::{Listing, LocalFilter, SortOrder};
+use crate::beads::listing::{Listing, LocalFilter, SortOrder};
+use crate::beads::statuses_arg;
 use crate::output::{BLOCK_INDENT, print_bead_object, print_beads, print_value};
 use crate::values::now_ms;
 use crate::{Cli, CommandResult, Failure};

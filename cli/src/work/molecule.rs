@@ -3,7 +3,7 @@
 //! Cooking it makes a molecule: a root bead (`type=molecule`) and one child per step, created in
 //! one atomic command. `mol status` shows the current step (the first not-closed step whose
 //! needs are all closed) and closed/total; `mol current` and `mol progress` are bd's views
-//! ([`crate::molecule_progress`]).
+//! ([`crate::work::molecule_progress`]).
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -204,7 +204,7 @@ pub enum MolCommand {
     },
     /// bd's `mol current`: where the agent stands in its molecules, step by step
     /// (JSON: an array of {molecule_id, molecule_title, current_step, next_step, steps, completed, total}).
-    Current(crate::molecule_progress::CurrentArgs),
+    Current(crate::work::molecule_progress::CurrentArgs),
     /// bd's `mol wisp`: cook a formula as a wisp; `--root-only` makes the root alone
     /// (JSON: {new_epic_id, root_only}).
     Wisp {
@@ -231,7 +231,7 @@ pub enum MolCommand {
     },
     /// bd's `mol progress`: closed/total of one molecule
     /// (JSON: {molecule_id, molecule_title, total, completed, in_progress, current_step_id, percent}).
-    Progress(crate::molecule_progress::ProgressArgs),
+    Progress(crate::work::molecule_progress::ProgressArgs),
 }
 
 #[derive(Args, Debug)]
@@ -253,12 +253,12 @@ pub struct CookArgs {
 pub async fn run(cli: &Cli, command: &MolCommand) -> CommandResult {
     match command {
         MolCommand::Cook(args) => cook(cli, args).await,
-        MolCommand::Current(args) => crate::molecule_progress::run_current(cli, args).await,
+        MolCommand::Current(args) => crate::work::molecule_progress::run_current(cli, args).await,
         MolCommand::Burn { root, force } => burn(cli, root, *force).await,
         MolCommand::Wisp { formula, root_only, title, vars: pairs } => {
             wisp(cli, formula, *root_only, title.clone(), pairs).await
         }
-        MolCommand::Progress(args) => crate::molecule_progress::run_progress(cli, args).await,
+        MolCommand::Progress(args) => crate::work::molecule_progress::run_progress(cli, args).await,
         MolCommand::Status { root } => {
             let answer = cli.client()?.query(Query::MolStatus { root: BeadId::from(root.as_str()) }).await?;
             let Outcome::Progress(progress) = answer else { return Err(unexpected(&answer)) };

@@ -10,7 +10,7 @@ use api::limits::TXN_WRITES_MAX;
 use api::model::{Bead, Status};
 use clap::Args;
 
-use crate::listing::{Listing, LocalFilter, SortOrder};
+use crate::beads::listing::{Listing, LocalFilter, SortOrder};
 use crate::output::print_value;
 use crate::values::now_ms;
 use crate::{Cli, CommandResult, Failure};

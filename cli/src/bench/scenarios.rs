@@ -16,7 +16,7 @@ use clap::Args;
 use futures::StreamExt;
 use hdrhistogram::Histogram;
 
-use crate::bench_support::{agent_client, check_range, create_beads, latency_summary, new_histogram};
+use crate::bench::support::{agent_client, check_range, create_beads, latency_summary, new_histogram};
 use crate::{Cli, CommandResult, Failure};
 
 /// Most watchers of the fan-out scenario.
@@ -94,7 +94,7 @@ fn fresh_namespace(scenario: &str) -> Namespace {
 
 /// `bench hook`: N pool agents loop `hook --claim` then close what they got.
 pub async fn run_hook(cli: &Cli, args: &HookArgs) -> CommandResult {
-    check_range("--agents", args.agents, 1, crate::bench_support::AGENTS_MAX)?;
+    check_range("--agents", args.agents, 1, crate::bench::support::AGENTS_MAX)?;
     let (namespace, setup) = fresh_client(cli, "hook")?;
     let pool = "bench";
     println!("{} beads routed to pool {pool}, {} agents", args.beads, args.agents);
@@ -194,7 +194,7 @@ pub async fn run_blocker(cli: &Cli, args: &BlockerArgs) -> CommandResult {
             Outcome::Bead(bead) => bead.id,
             other => return Err(failed(format!("create answered {other:?}"))),
         };
-        let dependents = crate::bench_support::create_waiting(&client, args.dependents, &label, &blocker).await?;
+        let dependents = crate::bench::support::create_waiting(&client, args.dependents, &label, &blocker).await?;
         let ready_filter = ReadyFilter { labels_all: vec![label.clone()], limit: 0, ..Default::default() };
         let ready_count = |answer: Outcome| match answer {
             Outcome::Beads(beads) => Ok(beads.len()),

@@ -372,7 +372,7 @@ pub async fn run_dev(args: &DevArgs) -> CommandResult {
     let client_toml = args.dir.join("client.toml");
     let token_file = args.dir.join("admin.token");
     if args.tls {
-        crate::certs::ensure(&certs, args.nodes)?;
+        crate::admin::certs::ensure(&certs, args.nodes)?;
     }
     let mut children = Vec::new();
     for (index, (address, peer_address)) in addresses.iter().zip(&peer_addresses).enumerate() {
@@ -425,7 +425,7 @@ pub async fn run_dev(args: &DevArgs) -> CommandResult {
         if let Some(token) = &token {
             text.push_str(&format!("token = \"{token}\"\n"));
         }
-        crate::certs::write_file(&client_toml, &text, token.is_some())
+        crate::admin::certs::write_file(&client_toml, &text, token.is_some())
             .map_err(|error| Failure::Refused(format!("cannot write {}: {error}", client_toml.display())))?;
     }
     println!("strand dev: {} nodes ready, data and logs in {}", args.nodes, args.dir.display());
@@ -517,10 +517,10 @@ async fn dev_admin_token(
     if enabled && let (Some(token), false) = (&config.token, tokens.is_empty()) {
         return Ok(token.clone());
     }
-    let (token, mut spec) = crate::auth::draw(String::new(), api::auth::Role::Admin, Default::default(), None);
+    let (token, mut spec) = crate::admin::auth::draw(String::new(), api::auth::Role::Admin, Default::default(), None);
     spec.name = format!("dev-admin-{}", &spec.hash.fingerprint()[..6]);
     // Saved before the cluster hears of it, so an enable whose answer is lost loses no token.
-    crate::certs::write_file(token_file, &format!("{token}\n"), true)
+    crate::admin::certs::write_file(token_file, &format!("{token}\n"), true)
         .map_err(|error| Failure::Refused(format!("cannot write {}: {error}", token_file.display())))?;
     config.token = None;
     let enabling = api::client::Client::new(config).map_err(Failure::from)?;

@@ -186,7 +186,7 @@ pub(crate) fn draw(
 /// Writes the token to `path` before the cluster hears of it, so a made token is never lost.
 fn save(path: Option<&PathBuf>, token: &str) -> Result<(), Failure> {
     let Some(path) = path else { return Ok(()) };
-    crate::certs::write_file(path, &format!("{token}\n"), true).map_err(|error| {
+    crate::admin::certs::write_file(path, &format!("{token}\n"), true).map_err(|error| {
         Failure::Usage(format!("cannot write the token to {} ({error}); nothing was sent", path.display()))
     })
 }

@@ -17,7 +17,7 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::answers::beads_of;
-use crate::listing::{Listing, LocalFilter, SortOrder};
+use crate::beads::listing::{Listing, LocalFilter, SortOrder};
 use crate::output::{BeadJson, print_value};
 use crate::{Cli, CommandResult, Failure};
 

@@ -23,7 +23,7 @@ use api::outcome::Outcome;
 use clap::Args;
 use hdrhistogram::Histogram;
 
-use crate::bench_support::{agent_client, check_range, create_beads, latency_summary, new_histogram};
+use crate::bench::support::{agent_client, check_range, create_beads, latency_summary, new_histogram};
 use crate::{Cli, CommandResult, Failure};
 
 /// Most agents.

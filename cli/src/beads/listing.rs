@@ -16,7 +16,7 @@ use api::model::{Bead, Status, Timestamp};
 
 use crate::Failure;
 use crate::answers::beads_of;
-use crate::gate_fields::GATE_TYPE;
+use crate::beads::gate_fields::GATE_TYPE;
 
 /// Beads one page of a listing asks the cluster for.
 pub const LIST_PAGE_BEADS: u32 = 1000;

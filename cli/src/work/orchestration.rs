@@ -1,7 +1,7 @@
 //! The orchestration commands of BEADS-SPEC §7 that are one request each: `namespace`, `sling`,
-//! `hook` and `purge`, plus the helpers the other orchestration modules share (taking beads out
-//! of an answer, naming an answer of the wrong kind). Formulas and molecules, mail, convoys and
-//! events have their own modules.
+//! `hook` and `purge`. Formulas and molecules, orders, mail, convoys, leases and events have their
+//! own modules in `work/`; the answer helpers they share (taking beads out of an answer, naming an
+//! answer of the wrong kind) are in `crate::answers`.
 //!
 //! Every read has `--json`. A command that finds nothing to do exits 1 (`hook` with no work),
 //! except `hook --inject`, which always exits 0 so that a session hook never blocks its agent.
@@ -18,8 +18,8 @@ use api::printable::printable;
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::answers::{beads_of, unexpected};
-use crate::molecule::{formula_source, vars};
 use crate::output::{bead_line, print_beads, print_value};
+use crate::work::molecule::{formula_source, vars};
 use crate::{Cli, CommandResult, Failure};
 
 /// How many beads `hook` shows by default (`--inject` shows one: the next item).
@@ -206,9 +206,9 @@ pub async fn run_namespace(cli: &Cli, command: &NamespaceCommand) -> CommandResu
         }
         NamespaceCommand::OfStore { root, scope, beads_dir } => {
             let name = if *beads_dir {
-                crate::exec_store::namespace_of_beads_dir(root)
+                crate::compat::exec_store::namespace_of_beads_dir(root)
             } else {
-                crate::exec_store::namespace_of_store(root, scope)
+                crate::compat::exec_store::namespace_of_store(root, scope)
             };
             if cli.json {
                 print_value(&serde_json::json!({ "namespace": name }));

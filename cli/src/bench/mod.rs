@@ -1,6 +1,14 @@
 //! `strand bench claim`: drives a running cluster with concurrent claiming agents and reports
 //! throughput and latency. It is a benchmark, not a test: it asserts only that no bead was
 //! claimed twice (and exits 1 if one was).
+//!
+//! This folder holds `strand bench`: this module dispatches its subcommands and runs `claim`;
+//! `scenarios` runs `hook`, `ready`, `blocker` and `watch`, `lease` the lease benchmarks, and
+//! `support` holds what they share.
+
+pub mod lease;
+pub mod scenarios;
+pub mod support;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,7 +22,7 @@ use api::outcome::Outcome;
 use clap::{Args, Subcommand};
 use hdrhistogram::Histogram;
 
-use crate::bench_support::{AGENTS_MAX, agent_client, create_beads, latency_summary, new_histogram};
+use crate::bench::support::{AGENTS_MAX, agent_client, create_beads, latency_summary, new_histogram};
 use crate::{Cli, CommandResult, Failure};
 
 #[derive(Subcommand, Debug)]
@@ -22,15 +30,15 @@ pub enum BenchCommand {
     /// M beads created, then claimed by N concurrent agents, with plain claim and with claim_next.
     Claim(ClaimArgs),
     /// N pool agents loop `hook --claim` and close what they get; no bead may go out twice.
-    Hook(crate::bench_scenarios::HookArgs),
+    Hook(crate::bench::scenarios::HookArgs),
     /// `ready --limit 1` latency with 100 beads stored, then with --beads (default 1M).
-    Ready(crate::bench_scenarios::ReadyArgs),
+    Ready(crate::bench::scenarios::ReadyArgs),
     /// Closing a blocker that --dependents beads wait for; all must become ready.
-    Blocker(crate::bench_scenarios::BlockerArgs),
+    Blocker(crate::bench::scenarios::BlockerArgs),
     /// `watch` fan-out: --watchers streams see --events creates, in order, none missed.
-    Watch(crate::bench_scenarios::WatchArgs),
+    Watch(crate::bench::scenarios::WatchArgs),
     /// Leases: renewal overhead against plain claims, then a mass expiry with write latency.
-    Lease(crate::bench_lease::LeaseArgs),
+    Lease(crate::bench::lease::LeaseArgs),
 }
 
 #[derive(Args, Debug)]
@@ -144,16 +152,16 @@ fn double_claims(winners: &[(BeadId, usize)]) -> Vec<BeadId> {
 pub async fn run(cli: &Cli, command: &BenchCommand) -> CommandResult {
     match command {
         BenchCommand::Claim(args) => run_claim(cli, args).await,
-        BenchCommand::Hook(args) => crate::bench_scenarios::run_hook(cli, args).await,
-        BenchCommand::Ready(args) => crate::bench_scenarios::run_ready(cli, args).await,
-        BenchCommand::Blocker(args) => crate::bench_scenarios::run_blocker(cli, args).await,
-        BenchCommand::Watch(args) => crate::bench_scenarios::run_watch(cli, args).await,
-        BenchCommand::Lease(args) => crate::bench_lease::run(cli, args).await,
+        BenchCommand::Hook(args) => crate::bench::scenarios::run_hook(cli, args).await,
+        BenchCommand::Ready(args) => crate::bench::scenarios::run_ready(cli, args).await,
+        BenchCommand::Blocker(args) => crate::bench::scenarios::run_blocker(cli, args).await,
+        BenchCommand::Watch(args) => crate::bench::scenarios::run_watch(cli, args).await,
+        BenchCommand::Lease(args) => crate::bench::lease::run(cli, args).await,
     }
 }
 
 async fn run_claim(cli: &Cli, args: &ClaimArgs) -> CommandResult {
-    crate::bench_support::check_range("--agents", args.agents, 1, AGENTS_MAX)?;
+    crate::bench::support::check_range("--agents", args.agents, 1, AGENTS_MAX)?;
     let run_id = rand::random::<u32>();
     let namespace = Namespace(format!("bench-{run_id:08x}"));
     let setup = agent_client(cli, &namespace)?;

@@ -33,7 +33,7 @@ use clap::Args;
 use serde::Deserialize;
 
 use crate::answers::beads_of;
-use crate::gate_fields::{AWAIT_ID_KEY, AWAIT_TYPE_KEY, REF_KEY, TIMEOUT_KEY, WAITERS_KEY};
+use crate::beads::gate_fields::{AWAIT_ID_KEY, AWAIT_TYPE_KEY, REF_KEY, TIMEOUT_KEY, WAITERS_KEY};
 use crate::output::print_value;
 use crate::{Cli, CommandResult, Failure};
 use api::go_duration::format_go_duration;
@@ -344,7 +344,7 @@ fn parents_first(beads: Vec<(Bead, usize)>) -> Result<Vec<(Bead, usize)>, Failur
         .iter()
         .map(|(bead, _)| bead.parent_id.as_ref().and_then(|parent| position.get(parent).copied()))
         .collect();
-    let order = crate::graph::parents_first(&parents)
+    let order = crate::bulk::graph::parents_first(&parents)
         .ok_or_else(|| Failure::Refused("the parents in the file form a cycle; nothing was imported".into()))?;
     let mut slots: Vec<Option<(Bead, usize)>> = beads.into_iter().map(Some).collect();
     Ok(order.into_iter().filter_map(|index| slots[index].take()).collect())

@@ -2,6 +2,17 @@
 //! claim, close, reopen, delete, list, ready, children and `dep add|remove|list`. Where bd prints
 //! an array (show, update, close, reopen, list, ready) Strand prints an array; where it prints one
 //! object (create, delete, dep add/remove) it prints one with `schema_version: 1`.
+//!
+//! This folder holds what a user does to beads themselves, past these commands: labels and
+//! comments (`annotate`), gates (`gate`, with their await fields in `gate_fields`), `list` and
+//! `ready` as bd has them (`listing`), `query` and `prune`.
+
+pub mod annotate;
+pub mod gate;
+pub mod gate_fields;
+pub mod listing;
+pub mod prune;
+pub mod query;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -14,7 +25,7 @@ use api::printable::printable;
 use clap::{Args, Subcommand};
 
 use crate::answers::beads_of;
-use crate::listing::{LIST_LIMIT_DEFAULT, Listing, LocalFilter, ReadySort, SortOrder, hidden_types, window};
+use crate::beads::listing::{LIST_LIMIT_DEFAULT, Listing, LocalFilter, ReadySort, SortOrder, hidden_types, window};
 use crate::output::{
     BD_DEFAULT_PRIORITY, print_bead_object, print_beads, print_details, print_value, print_with_counts,
 };
@@ -806,7 +817,7 @@ pub async fn run(cli: &Cli, command: &BeadCommand) -> CommandResult {
     match command {
         BeadCommand::Create(args) if args.graph.is_some() => {
             let path = args.graph.as_deref().expect("matched above");
-            crate::graph::apply(cli, path, args.ephemeral, args.no_history).await
+            crate::bulk::graph::apply(cli, path, args.ephemeral, args.no_history).await
         }
         BeadCommand::Create(args) => {
             let command = match (create_command(args)?, args.id.as_deref().filter(|id| !id.is_empty())) {
