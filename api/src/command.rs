@@ -76,7 +76,7 @@ pub enum Command {
         /// Key to new value; `None` removes the key.
         entries: BTreeMap<String, Option<String>>,
     },
-    /// Claim one bead for an actor (BEADS-SPEC §3), with a lease when `lease_ms` is set.
+    /// Claim one bead for an actor (docs/beads.md §3), with a lease when `lease_ms` is set.
     Claim {
         /// The bead.
         id: BeadId,
@@ -668,7 +668,7 @@ impl UpdateBead {
     }
 }
 
-/// The filters of `ready` (BEADS-SPEC §4), AND-ed.
+/// The filters of `ready` (docs/beads.md §4), AND-ed.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReadyFilter {
     /// Only beads assigned to this actor.
@@ -833,7 +833,7 @@ pub enum Query {
     },
     /// Beads matching a filter.
     List(ListFilter),
-    /// Ready beads (BEADS-SPEC §4) at time `now`.
+    /// Ready beads (docs/beads.md §4) at time `now`.
     Ready {
         /// The filters.
         filter: ReadyFilter,
@@ -885,7 +885,7 @@ pub enum Query {
         /// The convoy; every open convoy when `None`.
         convoy: Option<BeadId>,
     },
-    /// An agent's work queue (BEADS-SPEC §7 hook): in-progress first, then ready assigned, then
+    /// An agent's work queue (docs/beads.md §7 hook): in-progress first, then ready assigned, then
     /// ready routed to its pool.
     Hook {
         /// The agent.

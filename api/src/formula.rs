@@ -1,4 +1,4 @@
-//! Formulas (BEADS-SPEC §7): TOML recipes of steps that are cooked into molecules.
+//! Formulas (docs/beads.md §7): TOML recipes of steps that are cooked into molecules.
 //!
 //! ```toml
 //! formula = "release"

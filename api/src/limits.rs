@@ -95,7 +95,7 @@ pub const EVENTS_LIMIT_DEFAULT: u32 = 1000;
 pub const PURGE_BEADS_MAX: usize = 10_000;
 /// Most children one convoy create/add or one sling routes in a single command.
 pub const ROUTED_BEADS_MAX: usize = 10_000;
-/// Longest message subject kept as a title, in characters (BEADS-SPEC §7).
+/// Longest message subject kept as a title, in characters (docs/beads.md §7).
 pub const MAIL_SUBJECT_CHARS_MAX: usize = 80;
 
 const _: () = assert!(TITLE_BYTES_MAX < REQUEST_BYTES_MAX);

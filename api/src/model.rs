@@ -1,4 +1,4 @@
-//! The bead model of BEADS-SPEC §1: beads, statuses, dependencies, and the newtypes that carry
+//! The bead model of docs/beads.md §1: beads, statuses, dependencies, and the newtypes that carry
 //! their preconditions (`BeadId`, `Actor`, `Namespace`, `Timestamp`).
 //!
 //! These types are what the state machine stores and what snapshots carry, so they derive plain
@@ -235,7 +235,7 @@ pub fn is_container_type(bead_type: &str) -> bool {
     CONTAINER_TYPES.contains(&bead_type)
 }
 
-/// A bead: the unit of work, message or container, with every field of BEADS-SPEC §1.
+/// A bead: the unit of work, message or container, with every field of docs/beads.md §1.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Bead {
     /// `<prefix>-<n>`.
@@ -398,7 +398,7 @@ pub fn routed_pool(bead: &Bead) -> Option<&str> {
         .filter(|pool| !pool.is_empty())
 }
 
-/// The kinds of event of BEADS-SPEC §7 that the state machine records.
+/// The kinds of event of docs/beads.md §7 that the state machine records.
 pub mod event_type {
     /// A bead was created.
     pub const BEAD_CREATED: &str = "bead.created";

@@ -1,6 +1,6 @@
 //! `strand`: the command line of a Strand cluster, and (`strand node`) a cluster member.
 //!
-//! The bead commands follow `bd`'s flags (BEADS-SPEC §5) so an agent prompt written for `bd` works
+//! The bead commands follow `bd`'s flags (docs/beads.md §5) so an agent prompt written for `bd` works
 //! with `strand` in its place. This crate is a thin layer over `api`'s client; `strand node` and
 //! `strand dev` call the `node` crate (feature `node`, on by default).
 //!
@@ -230,7 +230,7 @@ enum Command {
     /// This build's version, and the bd command line it stands in for. Run as `bd`, the first
     /// line is bd's own form (`bd version 1.0.4 (strand X)`), which Gas City parses.
     Version,
-    /// Gas City's exec-store protocol (BEADS-SPEC §6): `strand exec-store OP [ARGS]`, JSON on
+    /// Gas City's exec-store protocol (docs/beads.md §6): `strand exec-store OP [ARGS]`, JSON on
     /// stdin and stdout. The store is the namespace of $GC_STORE_ROOT and $GC_STORE_SCOPE (id
     /// prefix $GC_BEADS_PREFIX), else --namespace. Exit 0 ok, 1 error (including an unreachable
     /// cluster), 2 unknown operation only.
@@ -375,7 +375,7 @@ impl Cli {
         self.lease_id
     }
 
-    /// The actor, resolved through the chain of BEADS-SPEC §3; with a token and nothing naming
+    /// The actor, resolved through the chain of docs/beads.md §3; with a token and nothing naming
     /// the actor, the token's actor comes before the OS user.
     pub fn actor(&self) -> String {
         if let Some(actor) = self.named_actor() {

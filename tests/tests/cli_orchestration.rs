@@ -1,5 +1,5 @@
 //! The orchestration commands of the `strand` binary against 3 real `strand node` processes:
-//! formulas and molecules, convoys, mail, hook (`--inject` prints BEADS-SPEC §7's block exactly),
+//! formulas and molecules, convoys, mail, hook (`--inject` prints docs/beads.md §7's block exactly),
 //! purge, events and watch, with their JSON shapes and exit codes (0 ok, 1 refused or nothing
 //! done, 2 usage). One cluster per test function, several checks per cluster.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
@@ -241,7 +241,7 @@ async fn mail_round_trips_and_hook_injects_the_work_block() {
     assert_eq!(strand.exits(1, "worker", &["hook", "--json"]).trim(), "[]");
     assert_eq!(strand.exits(0, "worker", &["hook", "--inject"]), "");
 
-    // Work assigned to the agent: the exact block of BEADS-SPEC §7, one line per bead (`create`
+    // Work assigned to the agent: the exact block of docs/beads.md §7, one line per bead (`create`
     // gives bd's default priority, 2).
     let bead = id(&strand.json("tester", &["create", "fix the parser", "--assignee", "worker"]));
     let expected = format!(

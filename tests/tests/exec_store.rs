@@ -1,4 +1,4 @@
-//! Gas City's exec-store protocol (BEADS-SPEC §6), op by op, through `deploy/gc-exec-store`
+//! Gas City's exec-store protocol (docs/beads.md §6), op by op, through `deploy/gc-exec-store`
 //! against a live 3-node cluster, the way the orchestrator runs it: a cleared environment with
 //! only the orchestrator's `GC_*` variables and the `STRAND_*` ones.
 //!

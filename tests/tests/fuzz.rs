@@ -4,7 +4,7 @@
 //! from storage and peers, log entries, proposals, state records and keys, whole snapshot files
 //! as a node verifies them on arrival, and the peer protocol's payloads (appends, votes,
 //! forwarded requests) as the peer plane decodes them. (The exec-store stdin parser is fuzzed in
-//! `cli/src/exec_store.rs`, inside the binary.)
+//! `cli/src/compat/exec_store.rs`, inside the binary.)
 //!
 //! These are proptest-driven, structure-aware fuzz targets rather than `cargo fuzz` ones: `cargo
 //! fuzz` needs a nightly toolchain for its sanitizer flags, and none can be installed here. Each

@@ -39,7 +39,7 @@ enum Setup {
 
 /// The sections whose ```` ```console ```` blocks are run, and what each expects.
 const SECTIONS: &[(&str, Setup)] = &[
-    ("Using it", Setup::MakeRun),
+    ("A ten-minute tour", Setup::MakeRun),
     ("Namespaces", Setup::MakeRun),
     ("Leased claims", Setup::MakeRun),
     ("Orders", Setup::MakeRun),

@@ -1,4 +1,4 @@
-//! Tidy test: crates import only in the directions ARCHITECTURE.md and STYLE.md give.
+//! Tidy test: crates import only in the directions ARCHITECTURE.md and docs/style.md give.
 //!
 //! ```text
 //! cli        -> api (and node, behind its optional `node` feature, for `strand node`)

@@ -40,7 +40,7 @@ impl CreatedKey {
     }
 }
 
-/// The order of BEADS-SPEC §4: priority ascending with unset last, then creation, then id.
+/// The order of docs/beads.md §4: priority ascending with unset last, then creation, then id.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ReadyKey {
     /// Priority 0..=4, or 5 when unset.

@@ -1,5 +1,5 @@
 //! State-machine tests: one `Harness` that applies commands like the log would, the twelve store
-//! invariants of BEADS-SPEC §2 each under its own name, then table tests per command.
+//! invariants of docs/beads.md §2 each under its own name, then table tests per command.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -151,7 +151,7 @@ fn labels(names: &[&str]) -> BTreeSet<String> {
     names.iter().map(|name| name.to_string()).collect()
 }
 
-// ---- The twelve store invariants of BEADS-SPEC §2 ----
+// ---- The twelve store invariants of docs/beads.md §2 ----
 
 #[test]
 fn invariant_01_create_assigns_unique_nonempty_ids() {
@@ -275,7 +275,7 @@ fn invariant_12_container_types_are_case_sensitive() {
     assert_eq!(harness.get(&bead_id).bead_type, "CONVOY");
 }
 
-// ---- Claim (BEADS-SPEC §3) ----
+// ---- Claim (docs/beads.md §3) ----
 
 #[test]
 fn claim_table() {
@@ -405,7 +405,7 @@ fn claim_next_skips_beads_assigned_to_others() {
     assert_eq!(beads_of(harness.apply(command))[0].id, free);
 }
 
-// ---- Ready (BEADS-SPEC §4) ----
+// ---- Ready (docs/beads.md §4) ----
 
 #[test]
 fn ready_order_priority_then_created_then_id() {

@@ -1,4 +1,4 @@
-//! `strand exec-store OP [ARGS]`: Gas City's exec-store protocol (BEADS-SPEC §6) on a Strand
+//! `strand exec-store OP [ARGS]`: Gas City's exec-store protocol (docs/beads.md §6) on a Strand
 //! cluster, so an orchestrator configured with `exec:<deploy/gc-exec-store>` keeps its beads here.
 //!
 //! The protocol, kept exactly:

@@ -1,5 +1,5 @@
 //! `strand convoy`: a convoy is a bead of type `convoy` whose children are the work it tracks
-//! (BEADS-SPEC §7). It closes by itself when its last open child closes, unless it is labelled
+//! (docs/beads.md §7). It closes by itself when its last open child closes, unless it is labelled
 //! `owned`; `land` force-closes it and `check` applies the auto-close rule to every open convoy.
 
 use api::command::{Command, Query};

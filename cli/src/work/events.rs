@@ -1,4 +1,4 @@
-//! `strand events` and `strand watch`: the namespace's event log (BEADS-SPEC §7), whose `seq` is
+//! `strand events` and `strand watch`: the namespace's event log (docs/beads.md §7), whose `seq` is
 //! gap-free and increasing. `events` lists a page after a seq; `watch` streams until Ctrl-C, and
 //! the client resumes it on another node after a disconnect with no event missed and none twice.
 

@@ -1,4 +1,4 @@
-//! `strand mail`: messages between agents (BEADS-SPEC §7). A message is a bead of type `message`
+//! `strand mail`: messages between agents (docs/beads.md §7). A message is a bead of type `message`
 //! addressed through its assignee, sent by the actor, labelled `gc:message` and `thread:<id>`,
 //! where the thread id is the id of the thread's first message. Reading adds `read` (the message
 //! stays open); archiving closes it. Text output escapes what agents wrote (`api::printable`):

@@ -1,4 +1,4 @@
-//! `strand formula` and `strand mol`. A formula is a TOML recipe of steps (BEADS-SPEC §7), checked
+//! `strand formula` and `strand mol`. A formula is a TOML recipe of steps (docs/beads.md §7), checked
 //! by [`Formula::parse`] (locally for `formula validate`, by the cluster for everything else).
 //! Cooking it makes a molecule: a root bead (`type=molecule`) and one child per step, created in
 //! one atomic command. `mol status` shows the current step (the first not-closed step whose

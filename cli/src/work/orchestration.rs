@@ -1,4 +1,4 @@
-//! The orchestration commands of BEADS-SPEC §7 that are one request each: `namespace`, `sling`,
+//! The orchestration commands of docs/beads.md §7 that are one request each: `namespace`, `sling`,
 //! `hook` and `purge`. Formulas and molecules, orders, mail, convoys, leases and events have their
 //! own modules in `work/`; the answer helpers they share (taking beads out of an answer, naming an
 //! answer of the wrong kind) are in `crate::answers`.
@@ -325,7 +325,7 @@ pub async fn run_sling(cli: &Cli, args: &SlingArgs) -> CommandResult {
     Ok(true)
 }
 
-/// The `<system-reminder>` block of BEADS-SPEC §7 for these beads (never empty); each bead's line
+/// The `<system-reminder>` block of docs/beads.md §7 for these beads (never empty); each bead's line
 /// is escaped (`bead_line`), so a title cannot add lines to the block.
 pub fn inject_block(beads: &[Bead]) -> String {
     assert!(!beads.is_empty(), "an inject block is only printed when there is work");

@@ -1,6 +1,6 @@
 //! Metadata: concurrent `set_metadata` of different keys of one bead loses no key.
 //!
-//! Property (BEADS-SPEC §2, per-key metadata merge): a metadata write changes only the keys it
+//! Property (docs/beads.md §2, per-key metadata merge): a metadata write changes only the keys it
 //! names, atomically, so writes of different keys never overwrite each other, however they
 //! interleave. The workload gives every write a fresh key on a few hot beads; after healing,
 //! every acknowledged key must hold its value.

@@ -1,6 +1,6 @@
 //! Orchestration commands apply whole, once, and durably.
 //!
-//! Property (BEADS-SPEC §7; Ongaro 2014 §6.3 for exactly-once): a cook, a sling or a mail send
+//! Property (docs/beads.md §7; Ongaro 2014 §6.3 for exactly-once): a cook, a sling or a mail send
 //! is one replicated command that creates its beads all together. Each carries a title unique in
 //! the run, so, among every bead read back after healing: an acknowledged one's beads are there
 //! exactly once (a sling's task and its auto-convoy both), a refused one's are not there, and one

@@ -74,7 +74,7 @@ impl NamespaceState {
         Ok(Outcome::Bead(Box::new(bead)))
     }
 
-    /// Claims one bead (BEADS-SPEC §3).
+    /// Claims one bead (docs/beads.md §3).
     pub(in crate::state) fn claim(
         &mut self,
         bead_id: &BeadId,

@@ -13,7 +13,7 @@
 //! the state numbers and stores them at the end of the same command, so events and the change
 //! they describe are persisted in one atomic batch.
 //! Invariant: when a bead closes, its parent convoy (open, not `owned`) or molecule closes in the
-//! same command once every one of its children is closed (BEADS-SPEC §7).
+//! same command once every one of its children is closed (docs/beads.md §7).
 
 mod commands;
 mod import;

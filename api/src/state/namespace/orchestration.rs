@@ -1,4 +1,4 @@
-//! The orchestration commands and reads of one namespace (BEADS-SPEC §7): formulas and molecules,
+//! The orchestration commands and reads of one namespace (docs/beads.md §7): formulas and molecules,
 //! sling, hook, mail, convoys, purge and the event log.
 //!
 //! Each command checks everything first and only then changes beads, through the same
@@ -238,7 +238,7 @@ impl NamespaceState {
         })
     }
 
-    /// Routes work (BEADS-SPEC §7 sling), all in this one command.
+    /// Routes work (docs/beads.md §7 sling), all in this one command.
     pub(in crate::state) fn sling(&mut self, sling: &Sling, now: Timestamp) -> Result<Outcome, Refusal> {
         let subject = self.sling_subject(&sling.subject)?;
         if let Some(container_id) = subject.as_ref().filter(|id| is_container_type(&self.beads[*id].bead_type)) {
@@ -365,7 +365,7 @@ impl NamespaceState {
         Ok(ids)
     }
 
-    /// The work query of BEADS-SPEC §7, without claiming.
+    /// The work query of docs/beads.md §7, without claiming.
     pub(in crate::state) fn hook(
         &self,
         agent: &str,

@@ -83,7 +83,7 @@ impl NamespaceState {
         Ok(found.into_iter().map(|key| key.created.id.clone()).collect())
     }
 
-    /// `ready` (BEADS-SPEC §4).
+    /// `ready` (docs/beads.md §4).
     pub(in crate::state) fn ready(&self, filter: &ReadyFilter, now: Timestamp) -> Result<Outcome, Refusal> {
         let ids = self.ready_ids(filter, now, |_| true)?;
         Ok(Outcome::Beads(ids.iter().map(|bead_id| self.beads[bead_id].clone()).collect()))

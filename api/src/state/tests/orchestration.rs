@@ -1,4 +1,4 @@
-//! State-machine tests of the orchestration layer (BEADS-SPEC §7): events, convoys, formulas and
+//! State-machine tests of the orchestration layer (docs/beads.md §7): events, convoys, formulas and
 //! molecules, sling, hook, mail, purge and namespaces. Every apply goes through the harness,
 //! which also checks that a reload from the persisted records gives the same state.
 
