@@ -1,7 +1,10 @@
 //! Generates the gRPC code of `proto/strand.proto` (needs `protoc`, installed by `.ci/run` and
 //! the Makefile), and the RPC table (`rpc_table.rs`): every unary RPC of the services clients
 //! call, read from the compiled schema, as two macros the plumbing is derived from (see
-//! `src/registry.rs`). A new RPC in `strand.proto` is served, sent and fuzzed with no other line.
+//! `src/registry.rs`), and the command registry (`commands_registry.rs`): the files of
+//! `src/commands/`, each declaring itself with a `registered!(KIND INDEX Type)` line (see
+//! `src/commands/mod.rs`). A new RPC in `strand.proto` is served, sent and fuzzed with no other
+//! line, and a new command file is registered with no line elsewhere.
 use std::fmt::Write as _;
 
 use prost::Message as _;
@@ -12,6 +15,7 @@ const NOT_CLIENT_SERVICES: &[&str] = &["Raft", "Cluster"];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed=proto/strand.proto");
+    println!("cargo:rerun-if-changed=src/commands");
     let out_dir = std::path::PathBuf::from(std::env::var("OUT_DIR")?);
     // Type names let the codec find a message's schema; the descriptor set is that schema
     // (`src/decode_budget.rs`).
@@ -24,7 +28,63 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .compile_with_config(config, &["proto/strand.proto"], &["proto"])?;
     let set = prost_types::FileDescriptorSet::decode(std::fs::read(&descriptor_path)?.as_slice())?;
     std::fs::write(out_dir.join("rpc_table.rs"), rpc_table(&set)?)?;
+    let manifest_dir = std::path::PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?);
+    std::fs::write(out_dir.join("commands_registry.rs"), commands_registry(&manifest_dir.join("src/commands"))?)?;
     Ok(())
+}
+
+/// The kinds a command file registers, in the order of the `registry!` lists.
+const KINDS: [(&str, &str); 3] = [("write", "writes"), ("read", "reads"), ("answer", "answers")];
+
+/// The module declarations of `src/commands/*.rs` and the `registry!` call that lists what each
+/// registers, by kind, in index order. The index is a stored variant index: each kind's indexes
+/// must run 0, 1, 2, ... with no gap and no duplicate, or the build stops here.
+fn commands_registry(dir: &std::path::Path) -> Result<String, Box<dyn std::error::Error>> {
+    let mut modules = String::new();
+    let mut entries: Vec<(usize, u32, String, String)> = Vec::new();
+    let mut paths: Vec<_> =
+        std::fs::read_dir(dir)?.map(|entry| entry.map(|entry| entry.path())).collect::<Result<_, _>>()?;
+    paths.sort();
+    for path in paths {
+        let Some(module) = path.file_stem().and_then(|stem| stem.to_str()) else { continue };
+        if path.extension().is_none_or(|extension| extension != "rs") || module == "mod" {
+            continue;
+        }
+        writeln!(modules, "#[path = {:?}]\npub mod {module};", path.display().to_string())?;
+        for line in std::fs::read_to_string(&path)?.lines() {
+            let Some(rest) = line.strip_prefix("registered!(").and_then(|rest| rest.strip_suffix(");")) else {
+                continue;
+            };
+            let words: Vec<&str> = rest.split_whitespace().collect();
+            let [kind, index, name] = words.as_slice() else {
+                return Err(format!("{}: `{line}` is not `registered!(KIND INDEX Type);`", path.display()).into());
+            };
+            let kind = KINDS
+                .iter()
+                .position(|(singular, _)| singular == kind)
+                .ok_or_else(|| format!("{}: kind {kind} is not write, read or answer", path.display()))?;
+            entries.push((kind, index.parse()?, name.to_string(), module.to_string()));
+        }
+    }
+    entries.sort();
+    let mut lists = String::new();
+    for (kind, (singular, plural)) in KINDS.iter().enumerate() {
+        writeln!(lists, "    {plural} {{")?;
+        let of_kind: Vec<_> = entries.iter().filter(|entry| entry.0 == kind).collect();
+        for (expected, (_, index, name, module)) in of_kind.iter().enumerate() {
+            if *index != expected as u32 {
+                return Err(format!(
+                    "the registered {singular}s are numbered {:?}; number them 0, 1, 2, ... with no gap or repeat \
+                     (an index is stored: a new one takes the next number, and none is reused)",
+                    of_kind.iter().map(|entry| entry.1).collect::<Vec<_>>()
+                )
+                .into());
+            }
+            writeln!(lists, "        {name}({module}::{name}),")?;
+        }
+        writeln!(lists, "    }}")?;
+    }
+    Ok(format!("{modules}\nregistry! {{\n{lists}}}\n"))
 }
 
 /// `WhoAmI` → `who_am_i`, as tonic names a method.

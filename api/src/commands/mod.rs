@@ -1,23 +1,23 @@
 //! The registry of commands that each live in one file: the file holds the command's type, its
 //! validation, the role it needs, how it applies to the state (a write) or reads it (a query),
 //! its answer, and its protobuf mapping both ways, as mini-redis keeps each command in one file.
-//! The lists below, one line per command, derive the rest, so nothing is written per command
-//! anywhere else: its [`Command`] or [`Query`] variant (through [`RegisteredWrite`] and
+//! Each file declares what it registers with one `registered!(KIND INDEX Type);` line at its top
+//! level (KIND is `write`, `read` or `answer`); `build.rs` collects those lines into the
+//! `registry!` lists and declares the files' modules, so nothing is written per command anywhere
+//! else: its [`Command`] or [`Query`] variant (through [`RegisteredWrite`] and
 //! [`RegisteredRead`]), its name, its role in the token check, its dispatch in the state machine,
 //! its proto dispatch for clients, and its samples in the golden storage file
 //! (`tests/golden/storage-format.txt`). Its RPC is served, sent and fuzzed from the RPC table
 //! (`crate::registry`), which `build.rs` reads from `strand.proto`.
 //!
 //! Adding a command: its request and response messages and its `rpc` line in `strand.proto`, its
-//! file here with one line in the list below, and its CLI subcommand.
+//! file here, and its CLI subcommand.
 //!
-//! The lists are stored by position (postcard's variant index): a new line goes at the end of its
-//! list, and the golden storage file pins every line's encoding. The commands written before the
+//! A registered INDEX is the command's stored variant index: each kind's indexes run 0, 1, 2, ...
+//! (the build stops on a gap or a repeat), a new command takes the next one and none is ever
+//! reused, and the golden storage file pins every one's encoding. The commands written before the
 //! registry are still the variants of [`Command`] and [`Query`] and are converted in
 //! `crate::convert`.
-
-pub mod namespace_show;
-pub mod release;
 
 use serde::{Deserialize, Serialize};
 
@@ -206,14 +206,11 @@ macro_rules! registry {
     };
 }
 
-registry! {
-    writes {
-        Release(release::Release),
-    }
-    reads {
-        NamespaceShow(namespace_show::NamespaceShow),
-    }
-    answers {
-        NamespaceDetail(namespace_show::NamespaceDetail),
-    }
+/// A command file's registration, read by `build.rs` (it expands to nothing in the file, which
+/// sees it because the files' modules are declared after it).
+macro_rules! registered {
+    ($kind:ident $index:literal $name:ident) => {};
 }
+
+// The command files' modules and the `registry!` call of what they register (`build.rs`).
+include!(concat!(env!("OUT_DIR"), "/commands_registry.rs"));

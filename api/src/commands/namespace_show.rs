@@ -8,6 +8,9 @@ use crate::model::{Namespace, Status};
 use crate::outcome::{NamespaceInfo, Outcome, Refusal};
 use crate::state::NamespaceState;
 
+registered!(read 0 NamespaceShow);
+registered!(answer 0 NamespaceDetail);
+
 /// Show the settings and counts of the request's namespace.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NamespaceShow;

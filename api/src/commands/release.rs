@@ -11,6 +11,8 @@ use crate::outcome::{Outcome, Refusal};
 use crate::printable::printable;
 use crate::state::NamespaceState;
 
+registered!(write 0 Release);
+
 /// Give back the proposal's actor's plain claim on a bead.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Release {
