@@ -52,18 +52,27 @@ fn commands_registry(dir: &std::path::Path) -> Result<String, Box<dyn std::error
         }
         writeln!(modules, "#[path = {:?}]\npub mod {module};", path.display().to_string())?;
         for line in std::fs::read_to_string(&path)?.lines() {
-            let Some(rest) = line.strip_prefix("registered!(").and_then(|rest| rest.strip_suffix(");")) else {
+            let code = line.trim_start();
+            if code.starts_with("//") || !code.contains("registered!(") {
                 continue;
+            }
+            // Any other use is a mistake: a registration this script did not read would leave its
+            // command out of every dispatch without a word.
+            let malformed = || {
+                format!("{}: `{line}` is not `registered!(KIND INDEX Type);` at the start of a line", path.display())
             };
+            let rest =
+                line.strip_prefix("registered!(").and_then(|rest| rest.strip_suffix(");")).ok_or_else(malformed)?;
             let words: Vec<&str> = rest.split_whitespace().collect();
             let [kind, index, name] = words.as_slice() else {
-                return Err(format!("{}: `{line}` is not `registered!(KIND INDEX Type);`", path.display()).into());
+                return Err(malformed().into());
             };
+            let index: u32 = index.parse().map_err(|_| malformed())?;
             let kind = KINDS
                 .iter()
                 .position(|(singular, _)| singular == kind)
                 .ok_or_else(|| format!("{}: kind {kind} is not write, read or answer", path.display()))?;
-            entries.push((kind, index.parse()?, name.to_string(), module.to_string()));
+            entries.push((kind, index, name.to_string(), module.to_string()));
         }
     }
     entries.sort();

@@ -1285,6 +1285,7 @@ fn refusal_code(refusal: &Refusal) -> Code {
         | Refusal::RevisionMismatch { .. }
         | Refusal::LeaseLost { .. }
         | Refusal::NotLeaseHolder { .. }
+        | Refusal::NotHolder { .. }
         | Refusal::StaleControllerTerm { .. } => Code::FailedPrecondition,
         Refusal::Invalid(_) | Refusal::TooLarge { .. } | Refusal::UnfilteredList | Refusal::TooManyResults { .. } => {
             Code::InvalidArgument

@@ -300,7 +300,7 @@ pub enum Refusal {
         request_seq: u64,
     },
     /// A request that names a namespace which must exist (the CLI's `--namespace`) found none of
-    /// that name. New variants go here, at the end: the dedup table stores refusals.
+    /// that name.
     #[error(
         "namespace {} does not exist; {}create it with `strand namespace create {}`, or see the namespaces with `strand namespace list`",
         printable(namespace),
@@ -316,6 +316,31 @@ pub enum Refusal {
         /// The existing namespace closest to it, when one is close enough to be a likely typo
         /// (and the request's token may see it).
         closest: Option<String>,
+    },
+    /// A release (`strand release`) by someone who does not hold the bead's claim, or of a bead
+    /// nobody holds. New variants go here, at the end: the dedup table stores refusals.
+    #[error(
+        "bead {} {}",
+        printable(id.as_str()),
+        if holder.is_empty() {
+            format!("is not claimed (status {status}); only a claimed bead is released")
+        } else {
+            format!(
+                "is claimed by {}, not by {}; only its holder releases it (name it with --actor)",
+                printable(holder),
+                printable(actor)
+            )
+        }
+    )]
+    NotHolder {
+        /// The bead.
+        id: BeadId,
+        /// Who holds its claim (empty: nobody).
+        holder: String,
+        /// Who asked to release it.
+        actor: String,
+        /// The bead's status.
+        status: Status,
     },
 }
 

@@ -35,13 +35,6 @@ macro_rules! client_rpc_enum {
                     $( $( ClientRpc::$variant(request) => prost::Message::encoded_len(request), )* )*
                 }
             }
-
-            /// The RPC's full name, `strand.v1.Service/method`.
-            pub fn rpc_name(&self) -> &'static str {
-                match self {
-                    $( $( ClientRpc::$variant(_) => concat!("strand.v1.", stringify!($service), "/", stringify!($method)), )* )*
-                }
-            }
         }
 
         $( $(

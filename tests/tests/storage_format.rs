@@ -522,6 +522,7 @@ fn refusals() -> Vec<Refusal> {
         Refusal::PermissionDenied("the reader role only reads".into()),
         Refusal::RequestTooOld { client_id: 77, request_seq: 2 },
         Refusal::NamespaceNotFound { namespace: "rgi".into(), closest: Some("rig".into()) },
+        Refusal::NotHolder { id: bead_id(1), holder: "carol".into(), actor: "dave".into(), status: Status::InProgress },
     ]
 }
 
@@ -727,6 +728,7 @@ fn refusal_name(refusal: &Refusal) -> &'static str {
         Refusal::PermissionDenied(_) => "permission_denied",
         Refusal::RequestTooOld { .. } => "request_too_old",
         Refusal::NamespaceNotFound { .. } => "namespace_not_found",
+        Refusal::NotHolder { .. } => "not_holder",
     }
 }
 
@@ -1288,7 +1290,7 @@ fn every_variant_of_every_sampled_enum_has_a_sample() {
     // The counts as the enums stand today, so the probe itself is known to work.
     assert_eq!(variant_count!(Command), 37);
     assert_eq!(variant_count!(ControllerAction), 6);
-    assert_eq!(variant_count!(Refusal), 19);
+    assert_eq!(variant_count!(Refusal), 20);
 }
 
 fn entries(pairs: &[(&str, &str)]) -> Vec<(String, String)> {

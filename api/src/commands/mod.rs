@@ -1,13 +1,14 @@
 //! The registry of commands that each live in one file: the file holds the command's type, its
 //! validation, the role it needs, how it applies to the state (a write) or reads it (a query),
 //! its answer, and its protobuf mapping both ways, as mini-redis keeps each command in one file.
-//! Each file declares what it registers with one `registered!(KIND INDEX Type);` line at its top
-//! level (KIND is `write`, `read` or `answer`); `build.rs` collects those lines into the
+//! Each file declares what it registers with a `registered!(KIND INDEX Type);` line at its top
+//! level, one per registered type (KIND is `write`, `read` or `answer`); `build.rs` collects those lines into the
 //! `registry!` lists and declares the files' modules, so nothing is written per command anywhere
 //! else: its [`Command`] or [`Query`] variant (through [`RegisteredWrite`] and
 //! [`RegisteredRead`]), its name, its role in the token check, its dispatch in the state machine,
-//! its proto dispatch for clients, and its samples in the golden storage file
-//! (`tests/golden/storage-format.txt`). Its RPC is served, sent and fuzzed from the RPC table
+//! its proto dispatch for clients, and, for a write or an answer (which are stored), its sample in
+//! the golden storage file (`tests/golden/storage-format.txt`). A query is neither stored nor
+//! sent between nodes, so it has none. Its RPC is served, sent and fuzzed from the RPC table
 //! (`crate::registry`), which `build.rs` reads from `strand.proto`.
 //!
 //! Adding a command: its request and response messages and its `rpc` line in `strand.proto`, its
@@ -48,10 +49,11 @@ pub trait WriteCommand: Sized {
 pub trait ReadCommand: Sized {
     /// Its name, for logs and refusals.
     const NAME: &'static str;
+    /// Whether its namespace must exist: a read of one that does not is refused
+    /// (`Refusal::NamespaceNotFound`) instead of answered as empty.
+    const MUST_EXIST: bool = false;
     /// Answers it from the namespace `name`, whose state is `namespace`.
     fn read(&self, name: &Namespace, namespace: &NamespaceState) -> Result<Outcome, Refusal>;
-    /// One value of it, whose encoding the golden storage file pins.
-    fn sample() -> Self;
 }
 
 /// An answer shape of its own, defined with its command.
@@ -159,9 +161,11 @@ macro_rules! registry {
                 }
             }
 
-            /// A sample of every registered query, in the list's order.
-            pub fn samples() -> Vec<RegisteredRead> {
-                vec![$( RegisteredRead::$read(<$read_type as ReadCommand>::sample()), )*]
+            /// Whether its namespace must exist.
+            pub fn must_exist(&self) -> bool {
+                match self {
+                    $( RegisteredRead::$read(_) => <$read_type as ReadCommand>::MUST_EXIST, )*
+                }
             }
         }
 

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::WriteCommand;
 use crate::auth::Role;
-use crate::model::{Actor, BeadId, Status, Timestamp, event_type};
+use crate::model::{Actor, BeadId, Status, Timestamp};
 use crate::outcome::{Outcome, Refusal};
 use crate::printable::printable;
 use crate::state::NamespaceState;
@@ -26,31 +26,27 @@ impl WriteCommand for Release {
 
     fn apply(&self, namespace: &mut NamespaceState, actor: &Actor, now: Timestamp) -> Result<Outcome, Refusal> {
         let bead = namespace.bead(&self.id)?;
-        let id = printable(self.id.as_str());
-        if bead.status != Status::InProgress || bead.assignee.is_empty() {
-            return Err(Refusal::Invalid(format!(
-                "bead {id} is not claimed (status {}); only a claimed bead is released",
-                bead.status
-            )));
-        }
-        if bead.assignee != actor.0 {
-            let who = if actor.0.is_empty() { "no one named".to_string() } else { printable(&actor.0).to_string() };
-            return Err(Refusal::PermissionDenied(format!(
-                "bead {id} is claimed by {}, not by {who}; only its holder releases it (name it with --actor)",
-                printable(&bead.assignee)
-            )));
+        let claimed = bead.status == Status::InProgress && !bead.assignee.is_empty();
+        if !claimed || bead.assignee != actor.0 {
+            return Err(Refusal::NotHolder {
+                id: self.id.clone(),
+                holder: if claimed { bead.assignee.clone() } else { String::new() },
+                actor: actor.0.clone(),
+                status: bead.status,
+            });
         }
         if let Some(lease) = &bead.lease {
+            let id = printable(self.id.as_str());
             return Err(Refusal::Invalid(format!(
                 "bead {id} is held under lease {}; give it back with `strand lease release {id}`",
                 lease.id
             )));
         }
+        // The change is recorded as the bead's `bead.updated` event.
         let bead = namespace.modify_and_read(&self.id, now, |bead| {
             bead.status = Status::Open;
             bead.assignee.clear();
         })?;
-        namespace.emit(event_type::BEAD_UPDATED, &self.id, format!("released by {}", actor.0));
         Ok(Outcome::Bead(Box::new(bead)))
     }
 
@@ -97,7 +93,7 @@ mod tests {
         let claimed = harness.get(&id);
 
         let refused = release(&mut harness, &id, "dave").unwrap_err();
-        assert!(matches!(refused, Refusal::PermissionDenied(_)), "{refused:?}");
+        assert!(matches!(&refused, Refusal::NotHolder { holder, .. } if holder == "carol"), "{refused:?}");
         assert!(refused.to_string().contains("claimed by carol, not by dave"), "{refused}");
         assert_eq!(harness.get(&id), claimed, "a refused release changes nothing");
 

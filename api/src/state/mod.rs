@@ -675,6 +675,7 @@ impl State {
         query: &Query,
     ) -> Answer {
         let token = self.auth.authorize_read(credential, namespace, query)?;
+        let must_exist = must_exist || matches!(query, Query::Registered(read) if read.must_exist());
         if must_exist && !matches!(query, Query::Namespaces | Query::Tokens | Query::WhoAmI) {
             self.require_namespace(credential, namespace)?;
         }

@@ -12,7 +12,7 @@ use crate::outcome::Outcome;
 /// shared with the tests of registered commands (`crate::commands`).
 pub(crate) struct Harness {
     pub(crate) state: State,
-    now: i64,
+    pub(crate) now: i64,
     pub(crate) namespace: Namespace,
     pub(crate) actor: Actor,
     event_retention: u64,
@@ -101,12 +101,12 @@ impl Harness {
         beads_of(self.query(Query::Get { ids: vec![bead_id.clone()] })).remove(0)
     }
 
-    fn ready(&self, filter: ReadyFilter) -> Vec<BeadId> {
+    pub(crate) fn ready(&self, filter: ReadyFilter) -> Vec<BeadId> {
         let answer = self.query(Query::Ready { filter, now: Timestamp(self.now) });
         beads_of(answer).into_iter().map(|bead| bead.id).collect()
     }
 
-    fn ready_all(&self) -> Vec<BeadId> {
+    pub(crate) fn ready_all(&self) -> Vec<BeadId> {
         self.ready(ReadyFilter { limit: 0, ..Default::default() })
     }
 

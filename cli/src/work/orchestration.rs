@@ -172,7 +172,7 @@ pub async fn run_namespace(cli: &Cli, command: &NamespaceCommand) -> CommandResu
             return Ok(true);
         }
         NamespaceCommand::Show { name } => {
-            let answer = cli.client_of_existing(name)?.query(NamespaceShow.into()).await?;
+            let answer = cli.client_of_existing(name)?.query(NamespaceShow::default().into()).await?;
             let Outcome::Registered(RegisteredAnswer::NamespaceDetail(detail)) = answer else {
                 return Err(unexpected(&answer));
             };

@@ -266,9 +266,12 @@ impl NamespaceState {
         self.indexes.by_status.get(&status).map_or(0, BTreeSet::len)
     }
 
-    /// How many of its beads are ready, wisps included.
-    pub fn ready_count(&self) -> usize {
-        self.indexes.ready.all.len() + self.indexes.ready_ephemeral.all.len()
+    /// How many of its beads `ready` lists at `now`: open, unblocked, not deferred past `now`, not
+    /// wisps and not of an infrastructure type. A walk of the ready index.
+    pub fn ready_count(&self, now: Timestamp) -> usize {
+        let deferred =
+            |id: &BeadId| self.beads.get(id).is_some_and(|bead| bead.defer_until.is_some_and(|until| until > now));
+        self.indexes.ready.all.iter().filter(|key| !deferred(&key.created.id)).count()
     }
 
     /// How many of its beads are held under a lease.
