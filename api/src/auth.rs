@@ -458,8 +458,8 @@ mod tests {
         };
         assert!(agent.may_write(&rig, &alice, &message("alice")).is_ok());
         assert!(agent.may_write(&rig, &alice, &message("bob")).is_err(), "a message cannot be sent as another");
-        assert!(agent.may_read(&rig, &Query::FormulaList).is_ok());
-        assert!(agent.may_read(&other, &Query::FormulaList).is_err());
+        assert!(agent.may_read(&rig, &Query::from(crate::commands::formula_list::FormulaList)).is_ok());
+        assert!(agent.may_read(&other, &Query::from(crate::commands::formula_list::FormulaList)).is_err());
         assert!(agent.may_read(&rig, &Query::Tokens).is_err());
     }
 
@@ -472,7 +472,7 @@ mod tests {
             reader.may_write(&namespace, &alice, &Command::Reopen { id: "st-1".into() }),
             Err(Refusal::PermissionDenied(_))
         ));
-        assert!(reader.may_read(&namespace, &Query::FormulaList).is_ok());
+        assert!(reader.may_read(&namespace, &Query::from(crate::commands::formula_list::FormulaList)).is_ok());
         let admin = token(Role::Admin, &[]);
         assert!(admin.may_write(&namespace, &Actor("bob".into()), &Command::Purge { older_than_ms: 0 }).is_ok());
         assert!(admin.may_read(&namespace, &Query::Tokens).is_ok());

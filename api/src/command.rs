@@ -911,13 +911,6 @@ pub enum Query {
         /// The thread id (the id of its first message).
         thread: String,
     },
-    /// A stored formula, with its source.
-    FormulaGet {
-        /// Its name.
-        name: String,
-    },
-    /// Every stored formula.
-    FormulaList,
     /// A stored order, with its source and firings.
     OrderGet {
         /// Its name.

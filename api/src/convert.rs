@@ -594,10 +594,6 @@ read_request!(pb::DepListRequest, |request, _now| {
 
 read_request!(pb::NamespaceListRequest, |_request, _now| Ok(Query::Namespaces));
 
-read_request!(pb::FormulaGetRequest, |request, _now| Ok(Query::FormulaGet { name: request.name }));
-
-read_request!(pb::FormulaListRequest, |_request, _now| Ok(Query::FormulaList));
-
 read_request!(pb::OrderGetRequest, |request, now| Ok(Query::OrderGet { name: request.name, now }));
 
 read_request!(pb::OrderListRequest, |_request, now| Ok(Query::OrderList { now }));
@@ -884,8 +880,6 @@ pub fn read_to_proto(header: pb::ReadHeader, query: &Query) -> ClientRpc {
             ClientRpc::Inbox(pb::InboxRequest { header, recipient, include_read, limit })
         }
         Query::Thread { thread } => ClientRpc::Thread(pb::ThreadRequest { header, thread }),
-        Query::FormulaGet { name } => ClientRpc::FormulaGet(pb::FormulaGetRequest { header, name }),
-        Query::FormulaList => ClientRpc::FormulaList(pb::FormulaListRequest { header }),
         Query::OrderGet { name, .. } => ClientRpc::OrderGet(pb::OrderGetRequest { header, name }),
         Query::OrderList { .. } => ClientRpc::OrderList(pb::OrderListRequest { header }),
         Query::PurgePreview { older_than_ms, .. } => {

@@ -651,8 +651,6 @@ impl State {
             Query::Hook { agent, pool, limit, now } => namespace_state.hook(agent, pool.as_deref(), *limit, *now),
             Query::Inbox { recipient, include_read, limit } => namespace_state.inbox(recipient, *include_read, *limit),
             Query::Thread { thread } => namespace_state.thread(thread),
-            Query::FormulaGet { name } => namespace_state.formula_get(name),
-            Query::FormulaList => Ok(namespace_state.formula_list()),
             Query::OrderGet { name, now } => namespace_state.order_get(name, *now),
             Query::OrderList { now } => Ok(namespace_state.order_list(*now)),
             Query::PurgePreview { older_than_ms, now } => Ok(namespace_state.purge_preview(*older_than_ms, *now)),

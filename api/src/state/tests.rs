@@ -69,7 +69,7 @@ impl Harness {
             state.query(&self.namespace, &Query::Ready { filter, now: Timestamp(i64::MAX) })
         };
         assert_eq!(ready(&reloaded), ready(&self.state), "a reloaded replica has the same ready set");
-        let formulas = |state: &State| state.query(&self.namespace, &Query::FormulaList);
+        let formulas = |state: &State| state.query(&self.namespace, &crate::commands::formula_list::FormulaList.into());
         assert_eq!(formulas(&reloaded), formulas(&self.state), "a reloaded replica parsed the same formulas");
         let orders = |state: &State| state.query(&self.namespace, &Query::OrderList { now: Timestamp(self.now) });
         assert_eq!(orders(&reloaded), orders(&self.state), "a reloaded replica has the same orders and firings");

@@ -10,6 +10,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use api::command::{Command, Cook, FormulaSource, Query};
+use api::commands::formula_get::FormulaGet;
+use api::commands::formula_list::FormulaList;
 use api::formula::{Formula, parse_vars};
 use api::limits::FORMULA_BYTES_MAX;
 use api::model::BeadId;
@@ -132,8 +134,8 @@ pub async fn run_formula(cli: &Cli, command: &FormulaCommand) -> CommandResult {
         FormulaCommand::Put { file } => {
             client.execute(Command::FormulaPut { source: read_formula_file(file)? }).await?
         }
-        FormulaCommand::List => client.query(Query::FormulaList).await?,
-        FormulaCommand::Show { name } => client.query(Query::FormulaGet { name: name.clone() }).await?,
+        FormulaCommand::List => client.query(FormulaList.into()).await?,
+        FormulaCommand::Show { name } => client.query(FormulaGet { name: name.clone() }.into()).await?,
         FormulaCommand::Delete { name } => {
             client.execute(Command::FormulaDelete { name: name.clone() }).await?;
             if !cli.json {
@@ -277,7 +279,7 @@ async fn wisp(cli: &Cli, formula: &str, root_only: bool, title: Option<String>, 
         let text = match &source {
             FormulaSource::Inline(text) => text.clone(),
             FormulaSource::Named(name) => {
-                let answer = client.query(Query::FormulaGet { name: name.clone() }).await?;
+                let answer = client.query(FormulaGet { name: name.clone() }.into()).await?;
                 let Outcome::Formulas(mut found) = answer else { return Err(unexpected(&answer)) };
                 found.pop().map(|info| info.source).unwrap_or_default()
             }

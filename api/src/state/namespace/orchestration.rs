@@ -87,13 +87,13 @@ impl NamespaceState {
     }
 
     /// A stored formula with its source.
-    pub(in crate::state) fn formula_get(&self, name: &str) -> Result<Outcome, Refusal> {
+    pub fn formula_get(&self, name: &str) -> Result<Outcome, Refusal> {
         let formula = self.formula_of(&FormulaSource::Named(name.to_string()))?;
         Ok(Outcome::Formulas(vec![formula_info(&formula, &self.formulas[name].source)]))
     }
 
     /// Every stored formula, by name, without sources.
-    pub(in crate::state) fn formula_list(&self) -> Outcome {
+    pub fn formula_list(&self) -> Outcome {
         let infos = self
             .formulas
             .values()

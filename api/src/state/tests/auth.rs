@@ -35,7 +35,7 @@ fn without_auth_anyone_writes_and_enable_needs_an_admin_token_first() {
     let refused = harness.apply(Command::Reopen { id: "st-1".into() }).unwrap_err();
     assert!(matches!(refused, Refusal::Unauthenticated(_)), "{refused}");
     assert!(matches!(
-        harness.state.query_as(None, &harness.namespace, false, &Query::FormulaList),
+        harness.state.query_as(None, &harness.namespace, false, &crate::commands::formula_list::FormulaList.into()),
         Err(Refusal::Unauthenticated(_))
     ));
     harness.credential = Some(admin);

@@ -278,9 +278,15 @@ fn molecule_status_tracks_the_current_step_and_the_root_closes_with_the_last_ste
 fn stored_formulas_are_put_listed_shown_cooked_by_name_and_deleted() {
     let mut harness = Harness::new();
     harness.apply(Command::FormulaPut { source: RELEASE.into() }).unwrap();
-    let Ok(Outcome::Formulas(list)) = harness.query(Query::FormulaList) else { panic!("formulas") };
+    let Ok(Outcome::Formulas(list)) = harness.query(crate::commands::formula_list::FormulaList.into()) else {
+        panic!("formulas")
+    };
     assert_eq!((list[0].name.as_str(), list[0].steps), ("release", 3));
-    let Ok(Outcome::Formulas(shown)) = harness.query(Query::FormulaGet { name: "release".into() }) else { panic!() };
+    let Ok(Outcome::Formulas(shown)) =
+        harness.query(crate::commands::formula_get::FormulaGet { name: "release".into() }.into())
+    else {
+        panic!()
+    };
     assert_eq!(shown[0].source, RELEASE);
     let cooked = Command::MolCook(Cook {
         formula: FormulaSource::Named("release".into()),
@@ -294,7 +300,10 @@ fn stored_formulas_are_put_listed_shown_cooked_by_name_and_deleted() {
     assert!(harness.ready_all().is_empty(), "wisps are not ready unless asked");
     assert!(refusal(harness.apply(Command::FormulaPut { source: "formula = \"x\"".into() })).contains("no [[steps]]"));
     harness.apply(Command::FormulaDelete { name: "release".into() }).unwrap();
-    assert!(refusal(harness.query(Query::FormulaGet { name: "release".into() })).contains("not found"));
+    assert!(
+        refusal(harness.query(crate::commands::formula_get::FormulaGet { name: "release".into() }.into()))
+            .contains("not found")
+    );
 }
 
 // ---- sling ----
