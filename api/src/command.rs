@@ -870,21 +870,6 @@ pub enum Query {
         /// At most this many (capped at [`crate::limits::EVENTS_PER_QUERY_MAX`]).
         limit: u32,
     },
-    /// A molecule's progress: its steps, the current one, closed/total.
-    MolStatus {
-        /// The root.
-        root: BeadId,
-    },
-    /// A convoy's progress: its children, closed/total.
-    ConvoyStatus {
-        /// The convoy.
-        id: BeadId,
-    },
-    /// Open children with no assignee, of one convoy or of every open convoy.
-    Stranded {
-        /// The convoy; every open convoy when `None`.
-        convoy: Option<BeadId>,
-    },
     /// An agent's work queue (docs/beads.md §7 hook): in-progress first, then ready assigned, then
     /// ready routed to its pool.
     Hook {
@@ -905,11 +890,6 @@ pub enum Query {
         include_read: bool,
         /// At most this many (0: unlimited).
         limit: u32,
-    },
-    /// Every message of a thread, oldest first.
-    Thread {
-        /// The thread id (the id of its first message).
-        thread: String,
     },
     /// A stored order, with its source and firings.
     OrderGet {

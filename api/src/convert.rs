@@ -127,7 +127,7 @@ pub fn parse_key_value(pair: &str) -> Result<(String, String), Refusal> {
         .ok_or_else(|| invalid(format!("{pair:?} is not key=value")))
 }
 
-fn optional_id(text: &str) -> Option<BeadId> {
+pub(crate) fn optional_id(text: &str) -> Option<BeadId> {
     (!text.is_empty()).then(|| BeadId(text.to_string()))
 }
 
@@ -598,8 +598,6 @@ read_request!(pb::OrderGetRequest, |request, now| Ok(Query::OrderGet { name: req
 
 read_request!(pb::OrderListRequest, |_request, now| Ok(Query::OrderList { now }));
 
-read_request!(pb::MolStatusRequest, |request, _now| Ok(Query::MolStatus { root: BeadId(request.root) }));
-
 read_request!(pb::HookRequest, |request, now| {
     Ok(Query::Hook { agent: request.agent, pool: non_empty(request.pool), limit: request.limit, now })
 });
@@ -617,12 +615,6 @@ read_request!(pb::PurgePreviewRequest, |request, now| {
 read_request!(pb::InboxRequest, |request, _now| {
     Ok(Query::Inbox { recipient: request.recipient, include_read: request.include_read, limit: request.limit })
 });
-
-read_request!(pb::ThreadRequest, |request, _now| Ok(Query::Thread { thread: request.thread }));
-
-read_request!(pb::ConvoyStatusRequest, |request, _now| Ok(Query::ConvoyStatus { id: BeadId(request.id) }));
-
-read_request!(pb::StrandedRequest, |request, _now| Ok(Query::Stranded { convoy: optional_id(&request.convoy) }));
 
 read_request!(pb::EventsRequest, |request, _now| {
     Ok(Query::Events { after: request.after, types: event_types(request.types)?, limit: request.limit })
@@ -868,18 +860,12 @@ pub fn read_to_proto(header: pb::ReadHeader, query: &Query) -> ClientRpc {
             },
         }),
         Query::Events { after, types, limit } => ClientRpc::Events(pb::EventsRequest { header, after, types, limit }),
-        Query::MolStatus { root } => ClientRpc::MolStatus(pb::MolStatusRequest { header, root: root.0 }),
-        Query::ConvoyStatus { id } => ClientRpc::ConvoyStatus(pb::ConvoyStatusRequest { header, id: id.0 }),
-        Query::Stranded { convoy } => {
-            ClientRpc::Stranded(pb::StrandedRequest { header, convoy: convoy.map(|id| id.0).unwrap_or_default() })
-        }
         Query::Hook { agent, pool, limit, .. } => {
             ClientRpc::Hook(pb::HookRequest { header, agent, pool: pool.unwrap_or_default(), limit })
         }
         Query::Inbox { recipient, include_read, limit } => {
             ClientRpc::Inbox(pb::InboxRequest { header, recipient, include_read, limit })
         }
-        Query::Thread { thread } => ClientRpc::Thread(pb::ThreadRequest { header, thread }),
         Query::OrderGet { name, .. } => ClientRpc::OrderGet(pb::OrderGetRequest { header, name }),
         Query::OrderList { .. } => ClientRpc::OrderList(pb::OrderListRequest { header }),
         Query::PurgePreview { older_than_ms, .. } => {

@@ -2,7 +2,7 @@
 //! (docs/beads.md §7). It closes by itself when its last open child closes, unless it is labelled
 //! `owned`; `land` force-closes it and `check` applies the auto-close rule to every open convoy.
 
-use api::command::{Command, Query};
+use api::command::Command;
 use api::model::BeadId;
 use api::outcome::Outcome;
 use clap::Subcommand;
@@ -73,12 +73,14 @@ pub async fn run(cli: &Cli, command: &ConvoyCommand) -> CommandResult {
             print_convoys(&beads_of(write(command).await?), json);
         }
         ConvoyCommand::Status { convoy } => {
-            let answer = client.query(Query::ConvoyStatus { id: BeadId::from(convoy.as_str()) }).await?;
+            let answer = client
+                .query(api::commands::convoy_status::ConvoyStatus { id: BeadId::from(convoy.as_str()) }.into())
+                .await?;
             let Outcome::Progress(progress) = answer else { return Err(unexpected(&answer)) };
             print_progress(&progress, "children", json);
         }
         ConvoyCommand::Stranded { convoy } => {
-            let query = Query::Stranded { convoy: convoy.as_deref().map(BeadId::from) };
+            let query = api::commands::stranded::Stranded { convoy: convoy.as_deref().map(BeadId::from) }.into();
             print_beads(&beads_of(client.query(query).await?), json);
         }
         ConvoyCommand::Land { convoy, reason } => {

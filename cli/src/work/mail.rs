@@ -124,7 +124,7 @@ pub async fn run(cli: &Cli, command: &MailCommand) -> CommandResult {
                 return Err(Failure::Refused(format!("bead {id} is a {}, not a message", message.bead_type)));
             }
             let thread = thread_of(&message);
-            let messages = beads_of(client.query(Query::Thread { thread }).await?);
+            let messages = beads_of(client.query(api::commands::thread::Thread { thread }.into()).await?);
             if json {
                 print_beads(&messages, true);
             } else {

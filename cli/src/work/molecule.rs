@@ -262,7 +262,10 @@ pub async fn run(cli: &Cli, command: &MolCommand) -> CommandResult {
         }
         MolCommand::Progress(args) => crate::work::molecule_progress::run_progress(cli, args).await,
         MolCommand::Status { root } => {
-            let answer = cli.client()?.query(Query::MolStatus { root: BeadId::from(root.as_str()) }).await?;
+            let answer = cli
+                .client()?
+                .query(api::commands::mol_status::MolStatus { root: BeadId::from(root.as_str()) }.into())
+                .await?;
             let Outcome::Progress(progress) = answer else { return Err(unexpected(&answer)) };
             print_progress(&progress, "steps", cli.json);
             Ok(true)

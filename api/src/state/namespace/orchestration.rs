@@ -161,7 +161,7 @@ impl NamespaceState {
     }
 
     /// A container's progress; `kind` is the type it must have.
-    pub(in crate::state) fn progress(&self, root_id: &BeadId, kind: &str) -> Result<Outcome, Refusal> {
+    pub fn progress(&self, root_id: &BeadId, kind: &str) -> Result<Outcome, Refusal> {
         let root = self.bead(root_id)?;
         if root.bead_type != kind {
             return Err(invalid(format!("bead {root_id} is a {}, not a {kind}", root.bead_type)));
@@ -511,7 +511,7 @@ impl NamespaceState {
     }
 
     /// Every message of a thread, oldest first.
-    pub(in crate::state) fn thread(&self, thread: &str) -> Result<Outcome, Refusal> {
+    pub fn thread(&self, thread: &str) -> Result<Outcome, Refusal> {
         let label = format!("{THREAD_LABEL_PREFIX}{thread}");
         let beads = self
             .indexes
@@ -628,7 +628,7 @@ impl NamespaceState {
     }
 
     /// Open children with no assignee, of one convoy or of every open convoy.
-    pub(in crate::state) fn stranded(&self, convoy_id: Option<&BeadId>) -> Result<Outcome, Refusal> {
+    pub fn stranded(&self, convoy_id: Option<&BeadId>) -> Result<Outcome, Refusal> {
         let convoys = match convoy_id {
             Some(convoy_id) => vec![self.convoy(convoy_id)?.id.clone()],
             None => self.open_convoys(),

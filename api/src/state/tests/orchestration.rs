@@ -203,14 +203,18 @@ fn convoy_check_closes_every_finished_convoy_and_stranded_lists_unassigned_open_
     harness.claim(&held, "alice").unwrap();
     let closed = beads_of(harness.apply(Command::ConvoyCheck));
     assert_eq!(closed.iter().map(|bead| bead.id.clone()).collect::<Vec<_>>(), ids(&[&finished.id]));
-    let stranded = beads_of(harness.query(Query::Stranded { convoy: None }));
+    let stranded = beads_of(harness.query(crate::commands::stranded::Stranded { convoy: None }.into()));
     assert_eq!(stranded.iter().map(|bead| bead.id.clone()).collect::<Vec<_>>(), ids(&[&waiting]));
-    let status = progress(harness.query(Query::ConvoyStatus { id: running.id.clone() }));
+    let status =
+        progress(harness.query(crate::commands::convoy_status::ConvoyStatus { id: running.id.clone() }.into()));
     assert_eq!((status.closed(), status.children.len()), (0, 2));
     assert!(
         refusal(harness.apply(Command::ConvoyAdd { id: finished.id, children: ids(&[&waiting]) })).contains("closed")
     );
-    assert!(refusal(harness.query(Query::ConvoyStatus { id: waiting })).contains("not a convoy"));
+    assert!(
+        refusal(harness.query(crate::commands::convoy_status::ConvoyStatus { id: waiting }.into()))
+            .contains("not a convoy")
+    );
 }
 
 // ---- formulas and molecules ----
@@ -264,11 +268,11 @@ fn molecule_status_tracks_the_current_step_and_the_root_closes_with_the_last_ste
     let mut harness = Harness::new();
     let beads = beads_of(cook(&mut harness, RELEASE, &[("version", "2")], false));
     let root = beads[0].id.clone();
-    let status = progress(harness.query(Query::MolStatus { root: root.clone() }));
+    let status = progress(harness.query(crate::commands::mol_status::MolStatus { root: root.clone() }.into()));
     assert_eq!((status.current.clone(), status.closed()), (Some(beads[1].id.clone()), 0));
     harness.close(&beads[1].id).unwrap();
     harness.close(&beads[2].id).unwrap();
-    let status = progress(harness.query(Query::MolStatus { root: root.clone() }));
+    let status = progress(harness.query(crate::commands::mol_status::MolStatus { root: root.clone() }.into()));
     assert_eq!((status.current.clone(), status.closed(), status.children.len()), (Some(beads[3].id.clone()), 2, 3));
     harness.close(&beads[3].id).unwrap();
     assert_eq!(harness.get(&root).status, Status::Closed, "the root closes in the command that closes the last step");
@@ -544,7 +548,7 @@ fn mail_round_trip_send_inbox_read_reply_thread_archive() {
     assert_eq!((reply.assignee.as_str(), reply.from.as_str()), ("alice", "bob"));
     assert!(reply.labels.contains(&format!("thread:{}", sent.id)));
     assert!(reply.labels.contains(&format!("reply-to:{}", sent.id)));
-    let thread = beads_of(harness.query(Query::Thread { thread: sent.id.0.clone() }));
+    let thread = beads_of(harness.query(crate::commands::thread::Thread { thread: sent.id.0.clone() }.into()));
     assert_eq!(thread.iter().map(|bead| bead.id.clone()).collect::<Vec<_>>(), ids(&[&sent.id, &reply.id]));
     harness.apply(Command::MailArchive { id: sent.id.clone() }).unwrap();
     assert!(inbox(&harness, true).is_empty());
