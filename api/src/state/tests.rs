@@ -101,7 +101,7 @@ impl Harness {
         beads_of(self.query(Query::Get { ids: vec![bead_id.clone()] })).remove(0)
     }
 
-    pub(crate) fn ready(&self, filter: ReadyFilter) -> Vec<BeadId> {
+    fn ready(&self, filter: ReadyFilter) -> Vec<BeadId> {
         let answer = self.query(Query::Ready { filter, now: Timestamp(self.now) });
         beads_of(answer).into_iter().map(|bead| bead.id).collect()
     }

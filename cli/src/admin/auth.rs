@@ -107,13 +107,7 @@ pub async fn run(cli: &Cli, command: &AuthCommand) -> CommandResult {
             } else if !enabled {
                 println!("auth is not enabled on this cluster: requests need no token");
             } else if let Some(token) = tokens.first() {
-                println!(
-                    "{} (role {}, namespaces {}, actor {})",
-                    printable(&token.name),
-                    token.role,
-                    namespaces_text(token),
-                    printable(&token.actor.0)
-                );
+                println!("{}", token_line(token));
             }
             Ok(true)
         }
@@ -217,6 +211,17 @@ fn own_token(answer: Outcome, name: &str) -> Result<TokenInfo, Failure> {
     }
 }
 
+/// A token as one line: its name, role, namespaces and actor.
+fn token_line(token: &TokenInfo) -> String {
+    format!(
+        "{} (role {}, namespaces {}, actor {})",
+        printable(&token.name),
+        token.role,
+        namespaces_text(token),
+        printable(&token.actor.0)
+    )
+}
+
 fn namespaces_text(token: &TokenInfo) -> String {
     if token.namespaces.is_empty() {
         return "*".into();
@@ -240,13 +245,7 @@ fn print_made(cli: &Cli, made: &TokenInfo, token: &str, headline: &str) {
         crate::output::print_value(&value);
         return;
     }
-    println!(
-        "{headline}: {} (role {}, namespaces {}, actor {})",
-        printable(&made.name),
-        made.role,
-        namespaces_text(made),
-        printable(&made.actor.0)
-    );
+    println!("{headline}: {}", token_line(made));
     println!("{token}");
     println!(
         "this is the only time the token is shown; give it as --token, $STRAND_TOKEN, or `token` in $STRAND_CONFIG"
