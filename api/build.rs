@@ -3,8 +3,10 @@
 //! call, read from the compiled schema, as two macros the plumbing is derived from (see
 //! `src/registry.rs`), and the command registry (`commands_registry.rs`): the files of
 //! `src/commands/`, each declaring itself with a `registered!(KIND INDEX Type)` line (see
-//! `src/commands/mod.rs`). A new RPC in `strand.proto` is served, sent and fuzzed with no other
-//! line, and a new command file is registered with no line elsewhere.
+//! `src/commands/mod.rs`). A new unary RPC of an all-unary client service in `strand.proto` is
+//! served, sent and fuzzed with no other line (what it means, its conversion, is written in its
+//! command's file or in `convert.rs`), and a new command file is registered with no line
+//! elsewhere.
 use std::fmt::Write as _;
 
 use prost::Message as _;

@@ -6,6 +6,7 @@
 //! cargo run -p api --example latency -- 127.0.0.1:7400
 //! ```
 
+use api::commands::get::Get;
 use std::time::Instant;
 
 use api::client::{Client, ClientConfig};
@@ -42,7 +43,7 @@ async fn main() {
     let (serializable, linearizable) = (client(Consistency::Serializable), client(Consistency::Linearizable));
     let create = || Command::Create(CreateBead { title: "latency".into(), ..Default::default() });
     let Ok(Outcome::Bead(bead)) = linearizable.execute(create()).await else { panic!("create failed") };
-    let get = || Query::Get { ids: vec![BeadId(bead.id.0.clone())] };
+    let get = || Query::from(Get { ids: vec![BeadId(bead.id.0.clone())] });
     let read_serializable = median_millis(|| async {
         serializable.query(get()).await.expect("read");
     })

@@ -7,6 +7,8 @@
 //! cargo run -p api --example ready_scale -- 200000  # another size
 //! ```
 
+use api::commands::list::List;
+use api::commands::ready::Ready;
 use std::time::Instant;
 
 use api::command::{Command, CreateBead, ListFilter, Proposal, Query, ReadyFilter};
@@ -56,8 +58,8 @@ fn median_micros(state: &State, query: &Query, runs: usize) -> f64 {
 
 fn main() {
     let large: u64 = std::env::args().nth(1).and_then(|text| text.parse().ok()).unwrap_or(1_000_000);
-    let ready = Query::Ready { filter: ReadyFilter { limit: 1, ..Default::default() }, now: Timestamp(i64::MAX) };
-    let by_label = Query::List(ListFilter { labels_all: vec!["rare".into()], limit: 10, ..Default::default() });
+    let ready = Query::from(Ready { filter: ReadyFilter { limit: 1, ..Default::default() }, now: Timestamp(i64::MAX) });
+    let by_label = Query::from(List(ListFilter { labels_all: vec!["rare".into()], limit: 10, ..Default::default() }));
     for beads in [100, large] {
         let started = Instant::now();
         let state = build(beads);

@@ -819,97 +819,10 @@ pub enum DepDirection {
 }
 
 /// A read of the state machine. Reads never enter the Raft log.
+// A query lives for one read, so its size matters less than a boxed variant's extra step.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Query {
-    /// Beads by id (all must exist).
-    Get {
-        /// The ids.
-        ids: Vec<BeadId>,
-    },
-    /// The beads of these ids that exist, in the order asked; missing ids are left out.
-    Lookup {
-        /// The ids.
-        ids: Vec<BeadId>,
-    },
-    /// Beads matching a filter.
-    List(ListFilter),
-    /// Ready beads (docs/beads.md §4) at time `now`.
-    Ready {
-        /// The filters.
-        filter: ReadyFilter,
-        /// The reader's clock, for `defer_until`.
-        now: Timestamp,
-    },
-    /// Beads whose parent is this id.
-    Children {
-        /// The parent.
-        parent: BeadId,
-        /// Include closed children.
-        include_closed: bool,
-    },
-    /// Beads carrying exactly this label, newest first, closed ones included.
-    ListByLabel {
-        /// The label.
-        label: String,
-        /// 0 means unlimited.
-        limit: u32,
-    },
-    /// Dependency edges of a bead.
-    DepList {
-        /// The bead.
-        id: BeadId,
-        /// Which way.
-        direction: DepDirection,
-    },
-    /// Events with a sequence number above `after`, oldest first.
-    Events {
-        /// Last sequence number already seen (0: from the start).
-        after: u64,
-        /// Only these types (empty: all).
-        types: Vec<String>,
-        /// At most this many (capped at [`crate::limits::EVENTS_PER_QUERY_MAX`]).
-        limit: u32,
-    },
-    /// An agent's work queue (docs/beads.md §7 hook): in-progress first, then ready assigned, then
-    /// ready routed to its pool.
-    Hook {
-        /// The agent.
-        agent: String,
-        /// Its pool.
-        pool: Option<String>,
-        /// At most this many.
-        limit: u32,
-        /// The reader's clock, for `defer_until`.
-        now: Timestamp,
-    },
-    /// Open messages for a recipient, newest first; unread only unless `include_read`.
-    Inbox {
-        /// The recipient.
-        recipient: String,
-        /// Include messages already read.
-        include_read: bool,
-        /// At most this many (0: unlimited).
-        limit: u32,
-    },
-    /// A stored order, with its source and firings.
-    OrderGet {
-        /// Its name.
-        name: String,
-        /// The reader's clock, for when it is next due.
-        now: Timestamp,
-    },
-    /// Every stored order.
-    OrderList {
-        /// The reader's clock, for when each is next due.
-        now: Timestamp,
-    },
-    /// What `purge` would remove now.
-    PurgePreview {
-        /// Minimum age since close, in milliseconds.
-        older_than_ms: i64,
-        /// The reader's clock.
-        now: Timestamp,
-    },
     /// Every namespace of the cluster (the request's namespace is ignored).
     Namespaces,
     /// Whether auth is enabled, and every token (never a token itself: names, hashes and rights).
@@ -917,7 +830,7 @@ pub enum Query {
     /// Whether auth is enabled, and the token the read was made with (the node judges reads by
     /// their token, so this answers the caller's own).
     WhoAmI,
-    /// A query defined in a file of its own (`crate::commands`); every later query is one.
+    /// A query defined in a file of its own (`crate::commands`): every query but the three above.
     Registered(crate::commands::RegisteredRead),
 }
 

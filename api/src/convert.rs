@@ -60,7 +60,7 @@ pub struct ReadRequest {
     pub credential: Option<crate::auth::TokenHash>,
 }
 
-fn namespace_of(name: &str) -> Namespace {
+pub(crate) fn namespace_of(name: &str) -> Namespace {
     if name.is_empty() { Namespace::default_namespace() } else { Namespace(name.to_string()) }
 }
 
@@ -159,22 +159,13 @@ fn formula_to_proto(formula: FormulaSource) -> pb::FormulaRef {
     pb::FormulaRef { source: Some(source) }
 }
 
-/// Checks event type filters against the known types, so a typo is refused instead of
-/// silently matching nothing.
-fn event_types(types: Vec<String>) -> Result<Vec<String>, Refusal> {
-    if let Some(unknown) = types.iter().find(|name| !event_type::ALL.contains(&name.as_str())) {
-        return Err(invalid(format!("unknown event type {unknown:?}; use one of: {}", event_type::ALL.join(", "))));
-    }
-    Ok(types)
-}
-
 fn metadata_changes(
     changes: std::collections::HashMap<String, pb::MetadataChange>,
 ) -> BTreeMap<String, Option<String>> {
     changes.into_iter().map(|(key, change)| (key, (!change.remove).then_some(change.value))).collect()
 }
 
-fn ready_filter(filter: Option<pb::ReadyFilter>) -> Result<ReadyFilter, Refusal> {
+pub(crate) fn ready_filter(filter: Option<pb::ReadyFilter>) -> Result<ReadyFilter, Refusal> {
     let filter = filter.unwrap_or_default();
     Ok(ReadyFilter {
         assignee: filter.assignee,
@@ -192,7 +183,7 @@ fn ready_filter(filter: Option<pb::ReadyFilter>) -> Result<ReadyFilter, Refusal>
     })
 }
 
-fn ready_filter_to_proto(filter: &ReadyFilter) -> pb::ReadyFilter {
+pub(crate) fn ready_filter_to_proto(filter: &ReadyFilter) -> pb::ReadyFilter {
     pb::ReadyFilter {
         assignee: filter.assignee.clone(),
         unassigned: filter.unassigned,
@@ -538,96 +529,7 @@ pub trait ToReadRequest {
     fn to_request(&self, header: pb::ReadHeader) -> ClientRpc;
 }
 
-read_request!(pb::GetRequest, |request, _now| {
-    if request.ids.len() > crate::limits::IDS_PER_REQUEST_MAX {
-        return Err(invalid(format!("get names more than {} ids", crate::limits::IDS_PER_REQUEST_MAX)));
-    }
-    let ids = request.ids.into_iter().map(BeadId).collect();
-    Ok(if request.missing_ok { Query::Lookup { ids } } else { Query::Get { ids } })
-});
-
-read_request!(pb::ListRequest, |request, _now| {
-    let namespace = namespace_of(request.header.as_ref().map_or("", |header| header.namespace.as_str()));
-    let after = if request.after.is_empty() { None } else { Some(ListCursor::decode(&request.after, &namespace)?) };
-    let sort = match request.sort.as_str() {
-        "" | "created_desc" => ListSort::CreatedDesc,
-        "created_asc" => ListSort::CreatedAsc,
-        other => return Err(invalid(format!("unknown sort {other:?}; use created_asc or created_desc"))),
-    };
-    Ok(Query::List(ListFilter {
-        statuses: request
-            .status
-            .iter()
-            .chain(&request.statuses)
-            .map(|text| parse_status(text))
-            .collect::<Result<_, _>>()?,
-        assignee: request.assignee,
-        labels_all: request.labels_all,
-        bead_type: request.r#type,
-        parent: request.parent.map(BeadId),
-        metadata_equals: request.metadata_equals.iter().map(|pair| parse_key_value(pair)).collect::<Result<_, _>>()?,
-        all: request.all,
-        limit: request.limit,
-        sort,
-        after,
-    }))
-});
-
-read_request!(pb::ReadyRequest, |request, now| Ok(Query::Ready { filter: ready_filter(request.filter)?, now }));
-
-read_request!(pb::ChildrenRequest, |request, _now| {
-    Ok(Query::Children { parent: BeadId(request.parent), include_closed: request.include_closed })
-});
-
-read_request!(pb::ListByLabelRequest, |request, _now| {
-    Ok(Query::ListByLabel { label: request.label, limit: request.limit })
-});
-
-read_request!(pb::DepListRequest, |request, _now| {
-    let direction = match request.direction.as_str() {
-        "" | "down" => DepDirection::Down,
-        "up" => DepDirection::Up,
-        other => return Err(invalid(format!("unknown direction {other:?}; use down or up"))),
-    };
-    Ok(Query::DepList { id: BeadId(request.id), direction })
-});
-
 read_request!(pb::NamespaceListRequest, |_request, _now| Ok(Query::Namespaces));
-
-read_request!(pb::OrderGetRequest, |request, now| Ok(Query::OrderGet { name: request.name, now }));
-
-read_request!(pb::OrderListRequest, |_request, now| Ok(Query::OrderList { now }));
-
-read_request!(pb::HookRequest, |request, now| {
-    Ok(Query::Hook { agent: request.agent, pool: non_empty(request.pool), limit: request.limit, now })
-});
-
-read_request!(pb::PurgePreviewRequest, |request, now| {
-    if request.older_than_ms < 0 {
-        return Err(invalid(format!(
-            "purge: older_than_ms {} is negative; give an age in milliseconds, 0 or more",
-            request.older_than_ms
-        )));
-    }
-    Ok(Query::PurgePreview { older_than_ms: request.older_than_ms, now })
-});
-
-read_request!(pb::InboxRequest, |request, _now| {
-    Ok(Query::Inbox { recipient: request.recipient, include_read: request.include_read, limit: request.limit })
-});
-
-read_request!(pb::EventsRequest, |request, _now| {
-    Ok(Query::Events { after: request.after, types: event_types(request.types)?, limit: request.limit })
-});
-
-// A watch reads the log in batches as large as one answer may be.
-read_request!(pb::WatchRequest, |request, _now| {
-    Ok(Query::Events {
-        after: request.after,
-        types: event_types(request.types)?,
-        limit: crate::limits::EVENTS_PER_QUERY_MAX,
-    })
-});
 
 /// Builds the protobuf request of a command, for clients; `None` for a controller action, which
 /// only a leader proposes and no client can send.
@@ -841,62 +743,9 @@ pub fn read_to_proto(header: pb::ReadHeader, query: &Query) -> ClientRpc {
     let (registered_header, header) = (header.clone(), Some(header));
     match query.clone() {
         Query::Registered(query) => query.to_request(registered_header),
-        Query::Get { ids } => ClientRpc::Get(pb::GetRequest { header, ids: ids_to_proto(ids), missing_ok: false }),
-        Query::Lookup { ids } => ClientRpc::Get(pb::GetRequest { header, ids: ids_to_proto(ids), missing_ok: true }),
-        Query::List(filter) => ClientRpc::List(list_to_proto(header, filter)),
-        Query::Ready { filter, .. } => {
-            ClientRpc::Ready(pb::ReadyRequest { header, filter: Some(ready_filter_to_proto(&filter)) })
-        }
-        Query::Children { parent, include_closed } => {
-            ClientRpc::Children(pb::ChildrenRequest { header, parent: parent.0, include_closed })
-        }
-        Query::ListByLabel { label, limit } => ClientRpc::ListByLabel(pb::ListByLabelRequest { header, label, limit }),
-        Query::DepList { id, direction } => ClientRpc::DepList(pb::DepListRequest {
-            header,
-            id: id.0,
-            direction: match direction {
-                DepDirection::Down => "down".into(),
-                DepDirection::Up => "up".into(),
-            },
-        }),
-        Query::Events { after, types, limit } => ClientRpc::Events(pb::EventsRequest { header, after, types, limit }),
-        Query::Hook { agent, pool, limit, .. } => {
-            ClientRpc::Hook(pb::HookRequest { header, agent, pool: pool.unwrap_or_default(), limit })
-        }
-        Query::Inbox { recipient, include_read, limit } => {
-            ClientRpc::Inbox(pb::InboxRequest { header, recipient, include_read, limit })
-        }
-        Query::OrderGet { name, .. } => ClientRpc::OrderGet(pb::OrderGetRequest { header, name }),
-        Query::OrderList { .. } => ClientRpc::OrderList(pb::OrderListRequest { header }),
-        Query::PurgePreview { older_than_ms, .. } => {
-            ClientRpc::PurgePreview(pb::PurgePreviewRequest { header, older_than_ms })
-        }
         Query::Namespaces => ClientRpc::NamespaceList(pb::NamespaceListRequest { header }),
         Query::Tokens => ClientRpc::TokenList(pb::TokenListRequest { header }),
         Query::WhoAmI => ClientRpc::WhoAmI(pb::WhoAmIRequest { header }),
-    }
-}
-
-fn list_to_proto(header: Option<pb::ReadHeader>, filter: ListFilter) -> pb::ListRequest {
-    let namespace = namespace_of(header.as_ref().map_or("", |header| header.namespace.as_str()));
-    pb::ListRequest {
-        after: filter.after.as_ref().map(|cursor| cursor.encode(&namespace)).unwrap_or_default(),
-        header,
-        // The first status goes in `status`, the others in `statuses`: a server that predates
-        // `statuses` then lists fewer beads than asked rather than every bead, closed ones included.
-        status: filter.statuses.first().map(|status| status.as_str().to_string()),
-        statuses: filter.statuses.iter().skip(1).map(|status| status.as_str().to_string()).collect(),
-        assignee: filter.assignee,
-        labels_all: filter.labels_all,
-        r#type: filter.bead_type,
-        parent: filter.parent.map(|id| id.0),
-        metadata_equals: filter.metadata_equals.iter().map(|(key, value)| format!("{key}={value}")).collect(),
-        all: filter.all,
-        limit: filter.limit,
-        sort: match filter.sort {
-            ListSort::CreatedAsc => "created_asc".into(),
-            ListSort::CreatedDesc => "created_desc".into(),
-        },
     }
 }
 
@@ -1426,32 +1275,3 @@ impl IntoAnswer for pb::EventsResponse {
 
 // After the macros, which it uses.
 mod auth;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_list_by_statuses_crosses_the_wire_unchanged_and_one_status_keeps_the_old_field() {
-        let several = vec![Status::Open, Status::Blocked, Status::Deferred];
-        for statuses in [Vec::new(), vec![Status::Closed], several] {
-            let filter = ListFilter { statuses: statuses.clone(), all: true, ..Default::default() };
-            let ClientRpc::List(request) = read_to_proto(pb::ReadHeader::default(), &Query::List(filter.clone()))
-            else {
-                panic!("a list query becomes a ListRequest")
-            };
-            assert_eq!(request.status.is_some(), !statuses.is_empty(), "{statuses:?}");
-            assert_eq!(request.statuses.len(), statuses.len().saturating_sub(1));
-            assert_eq!(request.into_read(Timestamp(0)).unwrap().query, Query::List(filter));
-        }
-        let bogus = pb::ListRequest { statuses: vec!["bogus".into()], all: true, ..Default::default() };
-        assert!(bogus.into_read(Timestamp(0)).is_err(), "an unknown status is refused");
-    }
-
-    #[test]
-    fn a_purge_preview_with_a_negative_age_is_refused_like_the_purge() {
-        let preview = pb::PurgePreviewRequest { older_than_ms: -1, ..Default::default() };
-        let refusal = preview.into_read(Timestamp(0)).expect_err("a negative age is refused");
-        assert!(refusal.to_string().contains("negative"), "{refusal}");
-    }
-}

@@ -1,9 +1,11 @@
 //! The registry of RPCs: one table, derived from `proto/strand.proto` by `build.rs`, that the
-//! plumbing of every client RPC is generated from, so none of it is written per RPC and none of
-//! it can drift:
+//! plumbing of every unary client RPC is generated from, so none of it is written per RPC and
+//! none of it can drift:
 //! - [`ClientRpc`], the protobuf request of one unary RPC tagged by RPC, with its size and the
 //!   call that sends it ([`crate::client`]);
-//! - the node's service handlers (`node/src/client`, through [`for_each_leader_service!`]);
+//! - the node's handlers of every client service whose RPCs are all unary (`node/src/client`,
+//!   through [`for_each_leader_service!`]); `Events`, which also streams `Watch`, is written by
+//!   hand in `node/src/client/watch.rs`;
 //! - the fuzz targets (`tests/tests/fuzz.rs`, through [`for_each_client_rpc!`]).
 //!
 //! What an RPC means (its command or query, its conversion, validation and application) is the

@@ -161,7 +161,8 @@ enum Command {
     /// Cluster administration.
     #[command(subcommand)]
     Cluster(admin::cluster::ClusterCommand),
-    /// The cluster's members: `member list`.
+    /// The cluster's members: `member list`, `member add` (as a learner, promoted once caught
+    /// up), `member promote`, `member remove`.
     #[command(subcommand)]
     Member(admin::cluster::MemberCommand),
     /// TLS certificates: `certs init` makes a development CA and node and client certificates.
@@ -178,7 +179,8 @@ enum Command {
     #[cfg(feature = "node")]
     Dev(admin::run_node::DevArgs),
     /// Backups: `snapshot save FILE` (the whole state, at a linearized point), `snapshot status
-    /// FILE` (checks a backup and says what it holds).
+    /// FILE` (checks a backup and says what it holds), `snapshot restore FILE` (a new cluster's
+    /// data directory from a backup).
     #[cfg(feature = "node")]
     #[command(subcommand)]
     Snapshot(admin::snapshot::SnapshotCommand),

@@ -16,6 +16,8 @@
 //! too, and so is a node whose storage was wiped (it rejoined empty). A node that never catches up
 //! is named as behind, with how far its log got.
 
+use api::commands::list::List;
+use api::commands::order_list::OrderList;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -316,12 +318,12 @@ async fn read_orders(client: &api::client::Client) -> Result<OrderFirings, Strin
         limit: FINAL_LIST_MAX,
         ..Default::default()
     };
-    let tracking = match client.query(Query::List(filter)).await.map_err(|error| error.to_string())? {
+    let tracking = match client.query(Query::from(List(filter))).await.map_err(|error| error.to_string())? {
         Outcome::Beads(beads) => beads,
         other => return Err(format!("the tracking beads' list answered {other:?}")),
     };
     let orders = match client
-        .query(Query::OrderList { now: api::model::Timestamp(0) })
+        .query(Query::from(OrderList { now: api::model::Timestamp(0) }))
         .await
         .map_err(|error| error.to_string())?
     {
@@ -348,7 +350,7 @@ async fn read_orders(client: &api::client::Client) -> Result<OrderFirings, Strin
 async fn list_retrying(client: &api::client::Client, filter: ListFilter) -> Result<Vec<api::model::Bead>, String> {
     let mut last = Err("never read".to_string());
     for _ in 0..10 {
-        last = match client.query(Query::List(filter.clone())).await {
+        last = match client.query(Query::from(List(filter.clone()))).await {
             Ok(Outcome::Beads(beads)) => return Ok(beads),
             Ok(other) => Err(format!("a list answered {other:?}")),
             Err(error) => Err(error.to_string()),

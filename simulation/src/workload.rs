@@ -22,6 +22,9 @@
 //! snapshots move entries and records near the size limits. A run makes at most
 //! [`LARGE_BEADS_MAX`] of them: every node holds each one in memory, in its log and in its state.
 
+use api::commands::get::Get;
+use api::commands::list::List;
+use api::commands::ready::Ready;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -180,9 +183,9 @@ fn call(op: &Op) -> Call {
             Call::Write(Command::SetMetadata { id, entries: BTreeMap::from([(key, Some(value))]) })
         }
         Op::Close { id } => Call::Write(Command::Close { ids: vec![id], reason: None }),
-        Op::Get { id } => Call::Read(Query::Get { ids: vec![id] }),
-        Op::Ready => Call::Read(Query::Ready { filter: ready_filter(), now: Timestamp(0) }),
-        Op::List { limit } => Call::Read(Query::List(list_filter(limit))),
+        Op::Get { id } => Call::Read(Query::from(Get { ids: vec![id] })),
+        Op::Ready => Call::Read(Query::from(Ready { filter: ready_filter(), now: Timestamp(0) })),
+        Op::List { limit } => Call::Read(Query::from(List(list_filter(limit)))),
         Op::CreateLeasable { title } => Call::Write(Command::Create(CreateBead {
             title,
             labels: [LEASE_LABEL.to_string()].into(),

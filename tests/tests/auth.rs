@@ -6,6 +6,8 @@
 
 use api::client::ClientError;
 use api::command::{Command, CreateBead, ListFilter, Query};
+use api::commands::get::Get;
+use api::commands::list::List;
 use api::outcome::{Outcome, Refusal};
 use futures::StreamExt;
 use tests::{Cluster, http_get, json_of, strand_binary, wait_for};
@@ -75,7 +77,7 @@ async fn tokens_and_roles_bind_every_request() {
     // No token, or an unknown one: UNAUTHENTICATED, for writes, reads and status alike.
     let refused = refusal(open.execute(create("no token")).await);
     assert!(matches!(refused, Refusal::Unauthenticated(_)), "{refused}");
-    assert!(matches!(refusal(open.query(Query::List(ListFilter::default())).await), Refusal::Unauthenticated(_)));
+    assert!(matches!(refusal(open.query(Query::from(List(ListFilter::default()))).await), Refusal::Unauthenticated(_)));
     let stranger = cluster.client_with_token(cluster.endpoints(), "default", &api::client::generate_token());
     assert!(matches!(refusal(stranger.execute(create("stranger")).await), Refusal::Unauthenticated(_)));
     let plain = strand(&cluster, None, &["list"]);
@@ -160,7 +162,7 @@ async fn tokens_and_roles_bind_every_request() {
         .map(|endpoint| cluster.client_with_token(vec![endpoint], "rig", &agent))
         .collect();
     for client in &per_node {
-        client.query(Query::Get { ids: vec![id.as_str().into()] }).await.unwrap();
+        client.query(Query::from(Get { ids: vec![id.as_str().into()] })).await.unwrap();
     }
     let watcher = cluster.client_with_token(vec![cluster.endpoints()[2].clone()], "rig", &agent);
     let mut watch = Box::pin(watcher.watch(0, Vec::new()));
@@ -179,7 +181,7 @@ async fn tokens_and_roles_bind_every_request() {
     for client in &per_node {
         let refused = refusal(client.execute(create("after revocation")).await);
         assert!(matches!(refused, Refusal::Unauthenticated(_)), "{refused}");
-        let refused = refusal(client.query(Query::Get { ids: vec![id.as_str().into()] }).await);
+        let refused = refusal(client.query(Query::from(Get { ids: vec![id.as_str().into()] })).await);
         assert!(matches!(refused, Refusal::Unauthenticated(_)), "{refused}");
     }
     // An open watch stream ends with the refusal too.

@@ -2,6 +2,7 @@
 //! claimed exactly once, and every client's view agrees.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
+use api::commands::list::List;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -65,7 +66,7 @@ async fn concurrent_claims_through_all_nodes_each_bead_claimed_once() {
     for endpoint in cluster.endpoints() {
         let client = cluster.client_of(vec![endpoint.clone()]);
         let filter = ListFilter { labels_all: vec!["race".into()], limit: 0, ..Default::default() };
-        let Outcome::Beads(beads) = client.query(Query::List(filter)).await.unwrap() else { panic!("list") };
+        let Outcome::Beads(beads) = client.query(Query::from(List(filter))).await.unwrap() else { panic!("list") };
         assert_eq!(beads.len(), BEADS);
         for bead in beads {
             assert_eq!(bead.status, Status::InProgress);

@@ -3,6 +3,7 @@
 //! same state digest. (d) A request retried after a leader change is applied once.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
+use api::commands::list::List;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -72,7 +73,7 @@ async fn leader_killed_under_load_loses_no_acknowledged_write() {
     let reader = cluster
         .client_of(cluster.nodes.iter().filter(|node| node.id != leader).map(|node| node.address.clone()).collect());
     let filter = ListFilter { labels_all: vec!["load".into()], all: true, limit: 0, ..Default::default() };
-    let Outcome::Beads(beads) = reader.query(Query::List(filter)).await.unwrap() else { panic!("list") };
+    let Outcome::Beads(beads) = reader.query(Query::from(List(filter))).await.unwrap() else { panic!("list") };
     let stored: std::collections::HashMap<BeadId, _> = beads.into_iter().map(|bead| (bead.id.clone(), bead)).collect();
     for bead_id in &acked.created {
         assert!(stored.contains_key(bead_id), "acknowledged create {bead_id} was lost");
@@ -115,7 +116,7 @@ async fn retried_request_after_leader_change_is_applied_once() {
         assert_eq!(retried.id, first.id, "the retry through {address} was answered from the dedup table");
     }
     let filter = ListFilter { all: true, limit: 0, ..Default::default() };
-    let Outcome::Beads(beads) = probe.query(Query::List(filter)).await.unwrap() else { panic!("list") };
+    let Outcome::Beads(beads) = probe.query(Query::from(List(filter))).await.unwrap() else { panic!("list") };
     assert_eq!(beads.iter().filter(|bead| bead.title == "exactly once").count(), 1);
 }
 

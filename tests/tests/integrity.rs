@@ -11,6 +11,7 @@
 //!   stream of vote requests that claim a leadership transfer nobody started disturbs nothing.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
+use api::commands::list::List;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -42,7 +43,7 @@ async fn ids_on(cluster: &Cluster, id: u64) -> Vec<BeadId> {
     config.consistency = api::convert::Consistency::Serializable;
     let client = api::client::Client::new(config).unwrap();
     let filter = ListFilter { all: true, limit: 0, ..Default::default() };
-    let Outcome::Beads(beads) = client.query(Query::List(filter)).await.unwrap() else { panic!("list") };
+    let Outcome::Beads(beads) = client.query(Query::from(List(filter))).await.unwrap() else { panic!("list") };
     beads.into_iter().map(|bead| bead.id).collect()
 }
 
@@ -131,7 +132,9 @@ async fn wal_damage(damaged: &[u64]) -> (Cluster, Vec<BeadId>, Vec<(u64, PathBuf
 /// Every acknowledged id is in the cluster's linearizable list.
 async fn assert_all_held(cluster: &Cluster, acknowledged: &[BeadId]) {
     let filter = ListFilter { all: true, limit: 0, ..Default::default() };
-    let Outcome::Beads(beads) = cluster.client().query(Query::List(filter)).await.unwrap() else { panic!("list") };
+    let Outcome::Beads(beads) = cluster.client().query(Query::from(List(filter))).await.unwrap() else {
+        panic!("list")
+    };
     let held: Vec<BeadId> = beads.into_iter().map(|bead| bead.id).collect();
     for bead_id in acknowledged {
         assert!(held.contains(bead_id), "acknowledged {bead_id} was lost");

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use api::command::{Command, CreateBead, Query};
+use api::commands::get::Get;
 use api::model::{Actor, BeadId};
 use tests::{Cluster, http_get, wait_for};
 
@@ -25,7 +26,7 @@ async fn every_node_serves_raft_state_and_request_counters() {
     through_follower.execute(Command::Create(create)).await.unwrap();
     let missing = Command::Claim { id: BeadId("st-999999".into()), actor: Actor("agent".into()), lease_ms: None };
     assert!(through_follower.execute(missing).await.is_err(), "claiming a missing bead is refused");
-    through_follower.query(Query::Get { ids: vec![BeadId("st-1".into())] }).await.unwrap();
+    through_follower.query(Query::from(Get { ids: vec![BeadId("st-1".into())] })).await.unwrap();
 
     let (status, headers, page) = http_get(&follower.address, "/metrics").await;
     assert!(status.contains("200"), "{status}");

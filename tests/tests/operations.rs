@@ -3,6 +3,7 @@
 //! refused, each with its message and no change of leader.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
+use api::commands::list::List;
 use std::sync::atomic::Ordering;
 
 use api::command::{Command, CreateBead};
@@ -179,7 +180,7 @@ async fn a_backup_under_load_holds_every_write_acknowledged_before_it_and_checks
 /// Every bead a client of `cluster` lists: (id, title, status), in id order.
 async fn all_beads(cluster: &Cluster) -> Vec<(String, String, String)> {
     let filter = api::command::ListFilter { all: true, limit: 0, ..Default::default() };
-    let Outcome::Beads(beads) = cluster.client().query(api::command::Query::List(filter)).await.unwrap() else {
+    let Outcome::Beads(beads) = cluster.client().query(api::command::Query::from(List(filter))).await.unwrap() else {
         panic!("a list answers beads")
     };
     let mut beads: Vec<_> =

@@ -15,6 +15,7 @@
 //!   `cluster status`, and a warning in the leader's log.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
+use api::commands::list::List;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -105,7 +106,7 @@ async fn ids_on(cluster: &Cluster, id: u64) -> Vec<BeadId> {
     config.tls = cluster.client_tls();
     let client = api::client::Client::new(config).unwrap();
     let filter = ListFilter { all: true, limit: 0, ..Default::default() };
-    let Outcome::Beads(beads) = client.query(Query::List(filter)).await.unwrap() else { panic!("list") };
+    let Outcome::Beads(beads) = client.query(Query::from(List(filter))).await.unwrap() else { panic!("list") };
     beads.into_iter().map(|bead| bead.id).collect()
 }
 
@@ -276,7 +277,9 @@ async fn an_old_leader_with_a_diverged_log_catches_up() {
     let index = cluster.own_status(leader).await.last_log_index;
     caught_up_without_leader_change(&cluster, (old_leader, started), index, load, (leader, term)).await;
     let filter = ListFilter { all: true, limit: 0, ..Default::default() };
-    let Outcome::Beads(beads) = cluster.client().query(Query::List(filter)).await.unwrap() else { panic!("list") };
+    let Outcome::Beads(beads) = cluster.client().query(Query::from(List(filter))).await.unwrap() else {
+        panic!("list")
+    };
     assert!(
         !beads.iter().any(|bead| bead.title.starts_with("never committed")),
         "an entry only the cut-off leader held was applied"

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use api::command::{Command, CreateBead, Query};
+use api::commands::get::Get;
 use api::model::BeadId;
 use api::outcome::Outcome;
 use tests::Cluster;
@@ -21,7 +22,7 @@ async fn killed_node_restarts_with_its_data_and_refuses_a_foreign_directory() {
     cluster.kill(1);
     cluster.restart(1);
     cluster.wait_for_leader().await;
-    let Outcome::Beads(beads) = cluster.client().query(Query::Get { ids: created.clone() }).await.unwrap() else {
+    let Outcome::Beads(beads) = cluster.client().query(Query::from(Get { ids: created.clone() })).await.unwrap() else {
         panic!("get")
     };
     assert_eq!(beads.iter().map(|bead| bead.id.clone()).collect::<Vec<BeadId>>(), created);

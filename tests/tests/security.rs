@@ -4,6 +4,7 @@
 //! the decoding budget refused unread.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
+use api::commands::list::List;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -123,7 +124,7 @@ async fn client_certificates_are_required_when_the_client_listener_asks_for_them
     let mut config = ClientConfig::new(cluster.endpoints());
     config.tls = Some(api::tls::ClientTls { ca: cluster.tls().unwrap().dir.join("ca.pem"), identity: None });
     config.deadline = Duration::from_secs(3);
-    let error = Client::new(config).unwrap().query(Query::List(ListFilter::default())).await.unwrap_err();
+    let error = Client::new(config).unwrap().query(Query::from(List(ListFilter::default()))).await.unwrap_err();
     assert!(error.to_string().contains("--cert and --key"), "{error}");
     // A TLS verification failure is final: the client says so at once instead of retrying until
     // its deadline (which would end in `Unavailable`, "no node ... could serve the request").
@@ -265,7 +266,7 @@ async fn a_request_that_would_grow_past_the_decoding_budget_is_refused_unread() 
     let client = cluster.client();
     client.execute(create("after")).await.unwrap();
     let filter = ListFilter { all: true, limit: 0, ..Default::default() };
-    let Outcome::Beads(listed) = client.query(Query::List(filter)).await.unwrap() else { panic!("list") };
+    let Outcome::Beads(listed) = client.query(Query::from(List(filter))).await.unwrap() else { panic!("list") };
     assert_eq!(listed.iter().map(|bead| bead.title.as_str()).collect::<Vec<_>>(), ["after"]);
 }
 

@@ -1,24 +1,30 @@
-//! The registry of commands that each live in one file: the file holds the command's type, its
-//! validation, the role it needs, how it applies to the state (a write) or reads it (a query),
-//! its answer, and its protobuf mapping both ways, as mini-redis keeps each command in one file.
+//! The registry of commands that each live in one file, as mini-redis keeps each command in one
+//! file. A write's file holds its type, its validation, the role it needs, how it applies to a
+//! namespace (through `NamespaceState`'s primitives), its protobuf mapping both ways and its
+//! tests; a query's file holds its type, how it reads a namespace and its protobuf mapping; a
+//! command with an answer shape of its own holds that shape too.
+//!
 //! Each file declares what it registers with a `registered!(KIND INDEX Type);` line at its top
-//! level, one per registered type (KIND is `write`, `read` or `answer`); `build.rs` collects those lines into the
-//! `registry!` lists and declares the files' modules, so nothing is written per command anywhere
-//! else: its [`Command`] or [`Query`] variant (through [`RegisteredWrite`] and
-//! [`RegisteredRead`]), its name, its role in the token check, its dispatch in the state machine,
-//! its proto dispatch for clients, and, for a write or an answer (which are stored), its sample in
-//! the golden storage file (`tests/golden/storage-format.txt`). A query is neither stored nor
-//! sent between nodes, so it has none. Its RPC is served, sent and fuzzed from the RPC table
-//! (`crate::registry`), which `build.rs` reads from `strand.proto`.
+//! level, one per registered type (KIND is `write`, `read` or `answer`); `build.rs` collects those
+//! lines into the `registry!` lists and declares the files' modules, so nothing is written per
+//! command anywhere else: its [`Command`] or [`Query`] variant (through [`RegisteredWrite`] and
+//! [`RegisteredRead`]), its name, for a write its role in the token check and its validation, its
+//! dispatch in the state machine, its proto dispatch for clients, and, for a write or an answer
+//! (which are stored), its sample in the golden storage file (`tests/golden/storage-format.txt`).
+//! A query is neither stored nor sent between nodes, so it has none. Its RPC is served, sent and
+//! fuzzed from the RPC table (`crate::registry`), which `build.rs` reads from `strand.proto`.
 //!
 //! Adding a command: its request and response messages and its `rpc` line in `strand.proto`, its
 //! file here, and its CLI subcommand.
 //!
-//! A registered INDEX is the command's stored variant index: each kind's indexes run 0, 1, 2, ...
-//! (the build stops on a gap or a repeat), a new command takes the next one and none is ever
-//! reused, and the golden storage file pins every one's encoding. The commands written before the
-//! registry are still the variants of [`Command`] and [`Query`] and are converted in
-//! `crate::convert`.
+//! Each kind's indexes run 0, 1, 2, ... (the build stops on a gap or a repeat). A write's or an
+//! answer's index is its stored variant index: a new one takes the next number, none is ever
+//! reused, and the golden storage file pins every one's encoding. A read's index is not stored.
+//!
+//! Every query is registered but the three cluster-wide reads the token check answers itself
+//! ([`Query::Namespaces`], [`Query::Tokens`], [`Query::WhoAmI`]). The writes made before the
+//! registry are still the variants of [`Command`] ahead of [`Command::Registered`], converted in
+//! `crate::convert`: their variant indexes are stored in every log.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,5 +1,5 @@
-//! `namespace show NS`: a namespace's settings (prefix, lease settings) and counts (its beads by
-//! status, ready and leased beads, events, formulas and orders).
+//! `namespace show NS`: a namespace's settings (prefix, lease settings), its counts (beads by
+//! status, ready and leased beads, formulas and orders) and its newest event.
 
 use serde::{Deserialize, Serialize};
 

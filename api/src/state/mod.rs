@@ -637,19 +637,6 @@ impl State {
         };
         // Every answer of beads carries their counts (dependents, comments) from the indexes.
         let answer = match query {
-            Query::Get { ids } => namespace_state.get(ids),
-            Query::Lookup { ids } => Ok(namespace_state.lookup(ids)),
-            Query::List(filter) => namespace_state.list(filter),
-            Query::Ready { filter, now } => namespace_state.ready(filter, *now),
-            Query::Children { parent, include_closed } => namespace_state.children(parent, *include_closed),
-            Query::ListByLabel { label, limit } => namespace_state.list_by_label(label, *limit),
-            Query::DepList { id, direction } => Ok(namespace_state.dep_list(id, *direction)),
-            Query::Events { after, types, limit } => namespace_state.events_after(*after, types, *limit),
-            Query::Hook { agent, pool, limit, now } => namespace_state.hook(agent, pool.as_deref(), *limit, *now),
-            Query::Inbox { recipient, include_read, limit } => namespace_state.inbox(recipient, *include_read, *limit),
-            Query::OrderGet { name, now } => namespace_state.order_get(name, *now),
-            Query::OrderList { now } => Ok(namespace_state.order_list(*now)),
-            Query::PurgePreview { older_than_ms, now } => Ok(namespace_state.purge_preview(*older_than_ms, *now)),
             Query::Registered(query) => query.read(namespace, namespace_state),
             Query::Namespaces | Query::Tokens | Query::WhoAmI => unreachable!("answered above"),
         };

@@ -1,6 +1,13 @@
 //! State-machine tests: one `Harness` that applies commands like the log would, the twelve store
 //! invariants of docs/beads.md §2 each under its own name, then table tests per command.
 
+use crate::commands::children::Children;
+use crate::commands::dep_list::DepList;
+use crate::commands::get::Get;
+use crate::commands::list::List;
+use crate::commands::list_by_label::ListByLabel;
+use crate::commands::order_list::OrderList;
+use crate::commands::ready::Ready;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
@@ -66,12 +73,12 @@ impl Harness {
         assert_eq!(reloaded.controller_term(), self.state.controller_term(), "the controller's term is kept");
         let ready = |state: &State| {
             let filter = ReadyFilter { limit: 0, include_ephemeral: true, ..Default::default() };
-            state.query(&self.namespace, &Query::Ready { filter, now: Timestamp(i64::MAX) })
+            state.query(&self.namespace, &Query::from(Ready { filter, now: Timestamp(i64::MAX) }))
         };
         assert_eq!(ready(&reloaded), ready(&self.state), "a reloaded replica has the same ready set");
         let formulas = |state: &State| state.query(&self.namespace, &crate::commands::formula_list::FormulaList.into());
         assert_eq!(formulas(&reloaded), formulas(&self.state), "a reloaded replica parsed the same formulas");
-        let orders = |state: &State| state.query(&self.namespace, &Query::OrderList { now: Timestamp(self.now) });
+        let orders = |state: &State| state.query(&self.namespace, &Query::from(OrderList { now: Timestamp(self.now) }));
         assert_eq!(orders(&reloaded), orders(&self.state), "a reloaded replica has the same orders and firings");
         let tokens = |state: &State| state.query(&self.namespace, &Query::Tokens);
         assert_eq!(tokens(&reloaded), tokens(&self.state), "a reloaded replica has the same auth and tokens");
@@ -98,11 +105,11 @@ impl Harness {
     }
 
     pub(crate) fn get(&self, bead_id: &BeadId) -> Bead {
-        beads_of(self.query(Query::Get { ids: vec![bead_id.clone()] })).remove(0)
+        beads_of(self.query(Query::from(Get { ids: vec![bead_id.clone()] }))).remove(0)
     }
 
     fn ready(&self, filter: ReadyFilter) -> Vec<BeadId> {
-        let answer = self.query(Query::Ready { filter, now: Timestamp(self.now) });
+        let answer = self.query(Query::from(Ready { filter, now: Timestamp(self.now) }));
         beads_of(answer).into_iter().map(|bead| bead.id).collect()
     }
 
@@ -193,7 +200,7 @@ fn invariant_04_create_stamps_created_at_with_proposal_time() {
 #[test]
 fn invariant_05_get_of_missing_id_is_not_found() {
     let harness = Harness::new();
-    let answer = harness.query(Query::Get { ids: vec!["st-404".into()] });
+    let answer = harness.query(Query::from(Get { ids: vec!["st-404".into()] }));
     assert_eq!(answer, Err(Refusal::NotFound("st-404".into())));
     assert!(answer.unwrap_err().to_string().contains("not found"));
 }
@@ -246,7 +253,7 @@ fn invariant_10_children_are_exactly_the_beads_with_that_parent() {
     let child_a = harness.create_child("a", &parent);
     let child_b = harness.create_child("b", &parent);
     harness.create_child("c", &other);
-    let children = beads_of(harness.query(Query::Children { parent, include_closed: true }));
+    let children = beads_of(harness.query(Query::from(Children { parent, include_closed: true })));
     assert_eq!(children.into_iter().map(|bead| bead.id).collect::<Vec<_>>(), vec![child_a, child_b]);
 }
 
@@ -258,11 +265,11 @@ fn invariant_11_list_by_label_exact_unlimited_newest_first() {
     harness.create_with(CreateBead { title: "b".into(), labels: labels(&["pool:web-2"]), ..Default::default() });
     let second =
         harness.create_with(CreateBead { title: "c".into(), labels: labels(&["pool:web"]), ..Default::default() });
-    let listed = beads_of(harness.query(Query::ListByLabel { label: "pool:web".into(), limit: 0 }));
+    let listed = beads_of(harness.query(Query::from(ListByLabel { label: "pool:web".into(), limit: 0 })));
     assert_eq!(listed.into_iter().map(|bead| bead.id).collect::<Vec<_>>(), vec![second.clone(), first]);
-    let limited = beads_of(harness.query(Query::ListByLabel { label: "pool:web".into(), limit: 1 }));
+    let limited = beads_of(harness.query(Query::from(ListByLabel { label: "pool:web".into(), limit: 1 })));
     assert_eq!(limited.into_iter().map(|bead| bead.id).collect::<Vec<_>>(), vec![second]);
-    assert!(beads_of(harness.query(Query::ListByLabel { label: "pool".into(), limit: 0 })).is_empty());
+    assert!(beads_of(harness.query(Query::from(ListByLabel { label: "pool".into(), limit: 0 }))).is_empty());
 }
 
 #[test]
@@ -681,7 +688,7 @@ fn child_takes_parent_prefix_and_namespaces_are_isolated() {
     let child = harness.create_child("c", &parent);
     assert_eq!(child.prefix(), "st");
     harness.namespace = Namespace("rig-a".into());
-    assert_eq!(harness.query(Query::Get { ids: vec![parent.clone()] }), Err(Refusal::NotFound(parent)));
+    assert_eq!(harness.query(Query::from(Get { ids: vec![parent.clone()] })), Err(Refusal::NotFound(parent)));
     let other = harness.create("other");
     assert_eq!(other.0, "st-1", "each namespace numbers its own ids");
 }
@@ -733,7 +740,7 @@ fn edges_between_ids_that_are_not_beads_follow_gas_citys_dependency_conformance(
             .unwrap();
     };
     let dep_list = |harness: &Harness, id: &str, direction: DepDirection| match harness
-        .query(Query::DepList { id: id.into(), direction })
+        .query(Query::from(DepList { id: id.into(), direction }))
     {
         Ok(Outcome::Dependencies(rows)) => rows,
         other => panic!("expected rows, got {other:?}"),
@@ -773,14 +780,14 @@ fn delete_removes_bead_and_edges() {
     let waiting =
         harness.create_with(CreateBead { title: "w".into(), needs: vec![blocker.0.clone()], ..Default::default() });
     harness.apply(Command::Delete { id: blocker.clone() }).unwrap();
-    assert_eq!(harness.query(Query::Get { ids: vec![blocker.clone()] }), Err(Refusal::NotFound(blocker)));
+    assert_eq!(harness.query(Query::from(Get { ids: vec![blocker.clone()] })), Err(Refusal::NotFound(blocker)));
     assert!(harness.get(&waiting).depends_on.is_empty());
     assert_eq!(harness.ready_all(), ids(&[&waiting]));
     let parent = harness.create("parent");
     let child = harness.create_child("child", &parent);
     harness.apply(Command::Delete { id: parent.clone() }).unwrap();
     assert_eq!(harness.get(&child).parent_id, None, "children of a deleted bead become roots");
-    assert!(beads_of(harness.query(Query::Children { parent, include_closed: true })).is_empty());
+    assert!(beads_of(harness.query(Query::from(Children { parent, include_closed: true }))).is_empty());
 }
 
 #[test]
@@ -791,9 +798,9 @@ fn list_filters_sort_and_closed_handling() {
     let c = harness.create_with(CreateBead { title: "c".into(), assignee: "bob".into(), ..Default::default() });
     harness.close(&b).unwrap();
     let list = |harness: &Harness, filter: ListFilter| {
-        beads_of(harness.query(Query::List(filter))).into_iter().map(|bead| bead.id).collect::<Vec<_>>()
+        beads_of(harness.query(Query::from(List(filter)))).into_iter().map(|bead| bead.id).collect::<Vec<_>>()
     };
-    assert_eq!(harness.query(Query::List(ListFilter::default())), Err(Refusal::UnfilteredList));
+    assert_eq!(harness.query(Query::from(List(ListFilter::default()))), Err(Refusal::UnfilteredList));
     assert_eq!(list(&harness, ListFilter { all: true, ..Default::default() }), ids(&[&c, &b, &a]));
     assert_eq!(list(&harness, ListFilter { assignee: Some("alice".into()), ..Default::default() }), ids(&[&a]));
     assert_eq!(
@@ -829,7 +836,7 @@ fn list_by_several_statuses_is_one_ordered_answer() {
     }
     let [open, blocked, _working, deferred, closed, open_again] = &made[..] else { unreachable!() };
     let list = |filter: ListFilter| {
-        beads_of(harness.query(Query::List(filter))).into_iter().map(|bead| bead.id).collect::<Vec<_>>()
+        beads_of(harness.query(Query::from(List(filter)))).into_iter().map(|bead| bead.id).collect::<Vec<_>>()
     };
     let folded_open = vec![Status::Open, Status::Blocked, Status::Deferred];
     let by = |sort, limit| ListFilter { statuses: folded_open.clone(), sort, limit, ..Default::default() };
@@ -858,11 +865,12 @@ fn dep_add_idempotent_retype_remove_noop_and_cycles_refused() {
     harness.apply(add("blocks")).unwrap();
     harness.apply(add("blocks")).unwrap();
     harness.apply(add("related")).unwrap();
-    let rows =
-        |harness: &Harness, id: &BeadId, direction| match harness.query(Query::DepList { id: id.clone(), direction }) {
-            Ok(Outcome::Dependencies(rows)) => rows,
-            other => panic!("{other:?}"),
-        };
+    let rows = |harness: &Harness, id: &BeadId, direction| match harness
+        .query(Query::from(DepList { id: id.clone(), direction }))
+    {
+        Ok(Outcome::Dependencies(rows)) => rows,
+        other => panic!("{other:?}"),
+    };
     assert_eq!(
         rows(&harness, &a, DepDirection::Down),
         vec![Dependency { issue_id: a.clone(), depends_on_id: b.clone(), dep_type: DepType("related".into()) }]
@@ -969,7 +977,7 @@ fn reload_computes_blocked_state_across_load_order() {
     assert_eq!(harness.ready_all(), ids(&[&later]));
     let reloaded = State::from_records(harness.state.records()).unwrap();
     let filter = ReadyFilter { limit: 0, ..Default::default() };
-    let answer = reloaded.query(&harness.namespace, &Query::Ready { filter, now: Timestamp(i64::MAX) });
+    let answer = reloaded.query(&harness.namespace, &Query::from(Ready { filter, now: Timestamp(i64::MAX) }));
     assert_eq!(beads_of(answer).into_iter().map(|bead| bead.id).collect::<Vec<_>>(), vec![later]);
 }
 
@@ -988,7 +996,8 @@ fn an_allocated_id_never_inherits_a_dangling_edge() {
     harness.apply(loose).unwrap();
     let next = harness.create("next");
     assert_eq!(next, BeadId::from("st-4"), "st-2 and st-3 are named by edges");
-    let bead = beads_of(harness.state.query(&harness.namespace, &Query::Get { ids: vec![next.clone()] })).remove(0);
+    let bead =
+        beads_of(harness.state.query(&harness.namespace, &Query::from(Get { ids: vec![next.clone()] }))).remove(0);
     assert!(bead.depends_on.is_empty(), "{bead:?}");
     assert_eq!(harness.ready_all().first(), Some(&first), "st-1 waits on no bead, as before");
     harness.state = State::from_records(harness.state.records()).unwrap();
@@ -1033,7 +1042,7 @@ fn refused_write_leaves_no_namespace_and_metadata_only_list_walks_all() {
     let bead_id = harness.create_with(CreateBead { title: "m".into(), metadata, ..Default::default() });
     let filter = ListFilter { metadata_equals: vec![("k".into(), "v".into())], ..Default::default() };
     assert_eq!(
-        beads_of(harness.query(Query::List(filter))).into_iter().map(|bead| bead.id).collect::<Vec<_>>(),
+        beads_of(harness.query(Query::from(List(filter)))).into_iter().map(|bead| bead.id).collect::<Vec<_>>(),
         vec![bead_id]
     );
 }
@@ -1073,7 +1082,7 @@ fn a_write_that_may_not_create_its_namespace_is_refused_naming_the_closest() {
         matches!(answer, Outcome::Namespaces(infos) if infos.len() == 1 && infos[0].name == "default")
     }));
     // Reads: refused when asked to find the namespace, read as empty otherwise.
-    let list = Query::List(ListFilter { all: true, ..Default::default() });
+    let list = Query::from(List(ListFilter { all: true, ..Default::default() }));
     let typo = Namespace("defualt".into());
     assert!(matches!(
         harness.state.query_as(None, &typo, true, &list),

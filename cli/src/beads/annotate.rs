@@ -6,6 +6,7 @@
 //! `comment_count` in `list` and `ready`, which Gas City's wisp compaction reads.
 
 use api::command::{Command, Query, UpdateBead};
+use api::commands::get::Get;
 use api::model::{BeadId, COMMENT_MARK};
 use api::printable::printable;
 use clap::Subcommand;
@@ -42,7 +43,8 @@ pub async fn run_label(cli: &Cli, command: &LabelCommand) -> CommandResult {
     let client = cli.client()?;
     let (words, adding) = match command {
         LabelCommand::List { id } => {
-            let bead = one_bead(client.query(Query::Get { ids: vec![BeadId::from(id.as_str())] }).await?, "bead")?;
+            let bead =
+                one_bead(client.query(Query::from(Get { ids: vec![BeadId::from(id.as_str())] })).await?, "bead")?;
             if cli.json {
                 print_value(&bead.labels);
             } else {

@@ -14,6 +14,7 @@
 //! Text output escapes what agents and tools wrote (titles, await ids, waiters, `gh`'s answers)
 //! through `api::printable`, so none of it adds a line or drives the terminal.
 
+use api::commands::get::Lookup;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -154,7 +155,7 @@ fn not_closed() -> Vec<Status> {
 
 /// One gate; a bead of another type is refused.
 async fn gate(client: &Client, id: &str) -> Result<Bead, Failure> {
-    let found = beads_of(client.query(Query::Lookup { ids: vec![BeadId::from(id)] }).await?);
+    let found = beads_of(client.query(Query::from(Lookup { ids: vec![BeadId::from(id)] })).await?);
     let bead = found
         .into_iter()
         .next()
@@ -245,7 +246,7 @@ async fn create(cli: &Cli, client: &Client, args: &GateCreateArgs) -> CommandRes
     if args.await_type == "timer" && timeout.is_none_or(|timeout| timeout.is_zero()) {
         return Err(Failure::Usage("a timer gate needs --timeout (e.g. --timeout 2h)".into()));
     }
-    let blocked = beads_of(client.query(Query::Lookup { ids: vec![BeadId::from(args.blocks.as_str())] }).await?)
+    let blocked = beads_of(client.query(Query::from(Lookup { ids: vec![BeadId::from(args.blocks.as_str())] })).await?)
         .into_iter()
         .next()
         .ok_or_else(|| {
@@ -543,7 +544,7 @@ async fn judge_bead(client: &Client, namespace: &str, await_id: &str) -> Verdict
     if target.is_empty() {
         return Verdict::Pending("no bead specified - set await_id to a bead id of this store".into());
     }
-    match client.query(Query::Lookup { ids: vec![BeadId::from(target)] }).await {
+    match client.query(Query::from(Lookup { ids: vec![BeadId::from(target)] })).await {
         Err(error) => Verdict::Error(error.to_string()),
         Ok(answer) => match beads_of(answer).first() {
             Some(bead) if bead.status == Status::Closed => Verdict::Resolved(format!("bead {target} closed")),

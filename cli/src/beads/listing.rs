@@ -8,6 +8,7 @@
 //! works at any size; the CLI holds the matching beads it prints. In creation order a limit stops
 //! the paging early; sorting by another field needs every matching bead first, as in bd.
 
+use api::commands::list::List;
 use std::cmp::Ordering;
 
 use api::client::Client;
@@ -222,7 +223,7 @@ impl Listing {
         filter.sort = in_creation_order.unwrap_or(ListSort::CreatedDesc);
         let mut found = Vec::new();
         loop {
-            let page = beads_of(client.query(Query::List(filter.clone())).await?);
+            let page = beads_of(client.query(Query::from(List(filter.clone()))).await?);
             let full = page.len() == LIST_PAGE_BEADS as usize;
             filter.after = page.last().map(ListCursor::after);
             found.extend(page.into_iter().filter(|bead| self.local.accepts(bead)));

@@ -1,7 +1,8 @@
 //! The bead commands with `bd`'s flags, aliases, exit codes and JSON shapes: create, show, update,
-//! claim, close, reopen, delete, list, ready, children and `dep add|remove|list`. Where bd prints
-//! an array (show, update, close, reopen, list, ready) Strand prints an array; where it prints one
-//! object (create, delete, dep add/remove) it prints one with `schema_version: 1`.
+//! assign, claim, release, close, reopen, delete, list, ready, children and `dep add|remove|list`.
+//! Where bd prints an array (show, update, close, reopen, list, ready) Strand prints an array;
+//! where it prints one object (create, assign, claim, delete, dep add/remove, and `release`, which
+//! bd lacks) it prints one with `schema_version: 1`.
 //!
 //! This folder holds what a user does to beads themselves, past these commands: labels and
 //! comments (`annotate`), gates (`gate`, with their await fields in `gate_fields`), `list` and
@@ -14,6 +15,11 @@ pub mod listing;
 pub mod prune;
 pub mod query;
 
+use api::commands::children::Children;
+use api::commands::dep_list::DepList;
+use api::commands::get::Get;
+use api::commands::get::Lookup;
+use api::commands::ready::Ready;
 use std::collections::{BTreeMap, BTreeSet};
 
 use api::client::Client;
@@ -873,7 +879,7 @@ pub async fn run(cli: &Cli, command: &BeadCommand) -> CommandResult {
         }
         BeadCommand::Ready(args) => run_ready(cli, args).await,
         BeadCommand::Children { id, all } => {
-            let query = Query::Children { parent: BeadId::from(id.as_str()), include_closed: *all };
+            let query = Query::from(Children { parent: BeadId::from(id.as_str()), include_closed: *all });
             print_with_counts(&beads_of(client.query(query).await?), json);
             Ok(true)
         }
@@ -925,7 +931,7 @@ async fn guarded_write(
     let wanted_status = args.if_status.as_deref().map(status_arg).transpose()?;
     for _ in 0..GUARD_ATTEMPTS {
         // bd's words for a bead that is not there, which Gas City's release reads as "not held".
-        let found = beads_of(client.query(Query::Lookup { ids: vec![BeadId::from(id)] }).await?);
+        let found = beads_of(client.query(Query::from(Lookup { ids: vec![BeadId::from(id)] })).await?);
         let bead = found.into_iter().next().ok_or_else(|| {
             Failure::Refused(format!(
                 "no issue found matching {id}; nothing was written (check the id with `strand list`)"
@@ -961,7 +967,7 @@ async fn run_update(cli: &Cli, args: &UpdateArgs) -> CommandResult {
     let mut failures = 0;
     for id in &args.ids {
         let current_labels = match &args.set_labels {
-            Some(_) => one(client.query(Query::Get { ids: vec![BeadId::from(id.as_str())] }).await?)?.labels,
+            Some(_) => one(client.query(Query::from(Get { ids: vec![BeadId::from(id.as_str())] })).await?)?.labels,
             None => BTreeSet::new(),
         };
         let update = update_command(cli, args, id, &current_labels)?;
@@ -1003,7 +1009,7 @@ async fn run_reopen(cli: &Cli, ids: &[String]) -> CommandResult {
     let mut failed = false;
     for id in ids {
         let bead_id = BeadId::from(id.as_str());
-        let current = match client.query(Query::Get { ids: vec![bead_id.clone()] }).await {
+        let current = match client.query(Query::from(Get { ids: vec![bead_id.clone()] })).await {
             Ok(answer) => one(answer)?,
             Err(error) => {
                 failed = true;
@@ -1025,7 +1031,7 @@ async fn run_delete(cli: &Cli, args: &DeleteArgs) -> CommandResult {
     let guard = single_id(cli, &args.ids, args.if_revision)?;
     let client = cli.client()?;
     let ids: Vec<BeadId> = args.ids.iter().map(|id| BeadId::from(id.as_str())).collect();
-    let beads = beads_of(client.query(Query::Get { ids: ids.clone() }).await?);
+    let beads = beads_of(client.query(Query::from(Get { ids: ids.clone() })).await?);
     let beads = if args.cascade { with_dependents(&client, beads).await? } else { beads };
     if !args.force || args.dry_run {
         println!("DELETE PREVIEW: {} bead(s) and their dependency edges", beads.len());
@@ -1038,7 +1044,8 @@ async fn run_delete(cli: &Cli, args: &DeleteArgs) -> CommandResult {
     }
     let mut edges_removed = 0;
     for bead in &beads {
-        let dependents = client.query(Query::DepList { id: bead.id.clone(), direction: DepDirection::Up }).await?;
+        let dependents =
+            client.query(Query::from(DepList { id: bead.id.clone(), direction: DepDirection::Up })).await?;
         edges_removed += bead.depends_on.len() + dependencies_of(dependents).len();
     }
     if args.cascade {
@@ -1084,13 +1091,16 @@ async fn with_dependents(client: &Client, beads: Vec<Bead>) -> Result<Vec<Bead>,
         if !seen.insert(bead.id.clone()) {
             continue;
         }
-        let rows =
-            dependencies_of(client.query(Query::DepList { id: bead.id.clone(), direction: DepDirection::Up }).await?);
+        let rows = dependencies_of(
+            client.query(Query::from(DepList { id: bead.id.clone(), direction: DepDirection::Up })).await?,
+        );
         let sources: Vec<BeadId> = rows.into_iter().map(|row| row.issue_id).filter(|id| !seen.contains(id)).collect();
         if !sources.is_empty() {
-            queue.extend(beads_of(client.query(Query::Lookup { ids: sources }).await?));
+            queue.extend(beads_of(client.query(Query::from(Lookup { ids: sources })).await?));
         }
-        queue.extend(beads_of(client.query(Query::Children { parent: bead.id.clone(), include_closed: true }).await?));
+        queue.extend(beads_of(
+            client.query(Query::from(Children { parent: bead.id.clone(), include_closed: true })).await?,
+        ));
         found.push(bead);
         if found.len() > api::limits::TXN_WRITES_MAX {
             return Err(Failure::Refused(format!(
@@ -1108,7 +1118,7 @@ async fn run_show(cli: &Cli, args: &ShowArgs) -> CommandResult {
         return Err(usage("at least one bead id is required (positional, or --id)".into()));
     }
     let client = cli.client()?;
-    let found = beads_of(client.query(Query::Lookup { ids: ids.clone() }).await?);
+    let found = beads_of(client.query(Query::from(Lookup { ids: ids.clone() })).await?);
     for id in ids.iter().filter(|id| !found.iter().any(|bead| &bead.id == *id)) {
         eprintln!("error: bead {} not found", printable(id.as_str()));
     }
@@ -1130,7 +1140,7 @@ async fn run_show(cli: &Cli, args: &ShowArgs) -> CommandResult {
     // index), then the beads at the far end of every edge, looked up together.
     let mut up = Vec::new();
     for bead in &found {
-        let rows = client.query(Query::DepList { id: bead.id.clone(), direction: DepDirection::Up }).await?;
+        let rows = client.query(Query::from(DepList { id: bead.id.clone(), direction: DepDirection::Up })).await?;
         up.extend(dependencies_of(rows));
     }
     let far_ends: BTreeSet<BeadId> = found
@@ -1148,7 +1158,7 @@ async fn run_show(cli: &Cli, args: &ShowArgs) -> CommandResult {
 async fn lookup_all(client: &Client, ids: Vec<BeadId>) -> Result<Vec<Bead>, Failure> {
     let mut found = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(api::limits::IDS_PER_REQUEST_MAX) {
-        found.extend(beads_of(client.query(Query::Lookup { ids: chunk.to_vec() }).await?));
+        found.extend(beads_of(client.query(Query::from(Lookup { ids: chunk.to_vec() })).await?));
     }
     Ok(found)
 }
@@ -1170,7 +1180,7 @@ async fn run_ready(cli: &Cli, args: &ReadyArgs) -> CommandResult {
     // Another order than the cluster's, a priority filter or an offset needs every ready bead.
     let whole = sort != ReadySort::Priority || args.priority.is_some() || args.offset > 0;
     let filter = ready_filter(args, if whole { 0 } else { args.limit })?;
-    let mut beads = beads_of(client.query(Query::Ready { filter, now: Timestamp(0) }).await?);
+    let mut beads = beads_of(client.query(Query::from(Ready { filter, now: Timestamp(0) })).await?);
     beads.retain(|bead| args.priority.is_none_or(|priority| bead.priority == Some(priority)));
     sort.apply(&mut beads, now_ms());
     print_with_counts(&window(beads, args.offset, args.limit), cli.json);
@@ -1246,7 +1256,7 @@ async fn run_dep_command(cli: &Cli, command: &DepCommand) -> CommandResult {
             let direction = if direction == "up" { DepDirection::Up } else { DepDirection::Down };
             let mut rows = Vec::new();
             for id in ids {
-                let answer = client.query(Query::DepList { id: BeadId::from(id.as_str()), direction }).await?;
+                let answer = client.query(Query::from(DepList { id: BeadId::from(id.as_str()), direction })).await?;
                 rows.extend(dependencies_of(answer));
             }
             rows.retain(|row| dep_type.as_ref().is_none_or(|dep_type| &row.dep_type.0 == dep_type));
@@ -1263,7 +1273,7 @@ async fn run_dep_command(cli: &Cli, command: &DepCommand) -> CommandResult {
             let beads = if others.is_empty() {
                 Vec::new()
             } else {
-                beads_of(client.query(Query::Lookup { ids: others }).await?)
+                beads_of(client.query(Query::from(Lookup { ids: others })).await?)
             };
             crate::output::print_edge_beads(&rows, &beads, direction == DepDirection::Up, cli.json);
             Ok(true)

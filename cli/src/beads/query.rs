@@ -8,6 +8,7 @@
 //! parent) go to the cluster; the whole expression is then checked on each bead here. Closed beads
 //! are left out unless `--all` is given or the expression mentions `status`, as in bd.
 
+use api::commands::get::Lookup;
 use std::collections::BTreeMap;
 
 use api::command::{ListFilter, Query as ClusterQuery};
@@ -557,7 +558,7 @@ pub async fn run(cli: &Cli, args: &QueryArgs) -> CommandResult {
     let client = cli.client()?;
     // `id=X` in the conjunction (Gas City's look-up of one wisp) is one read, not a listing.
     let found = match check.exact_id() {
-        Some(id) => beads_of(client.query(ClusterQuery::Lookup { ids: vec![BeadId::from(id)] }).await?),
+        Some(id) => beads_of(client.query(ClusterQuery::from(Lookup { ids: vec![BeadId::from(id)] })).await?),
         None => listing.run(&client).await?,
     };
     let closed_hidden = |bead: &Bead| !include_closed && bead.status == Status::Closed;
@@ -584,7 +585,7 @@ async fn print_matches(client: &api::client::Client, beads: &[Bead]) -> CommandR
     let targets: Vec<BeadId> = beads.iter().flat_map(|bead| bead.depends_on.keys().cloned()).collect();
     let mut statuses: BTreeMap<BeadId, Status> = BTreeMap::new();
     for chunk in targets.chunks(api::limits::IDS_PER_REQUEST_MAX) {
-        let found = beads_of(client.query(ClusterQuery::Lookup { ids: chunk.to_vec() }).await?);
+        let found = beads_of(client.query(ClusterQuery::from(Lookup { ids: chunk.to_vec() })).await?);
         statuses.extend(found.into_iter().map(|bead| (bead.id, bead.status)));
     }
     let values: Vec<serde_json::Value> = crate::output::with_counts(beads)

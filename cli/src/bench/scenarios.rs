@@ -4,6 +4,7 @@
 //! property that makes its numbers meaningful (no bead handed out twice, every dependent ready,
 //! every watcher saw every event in order); it exits 1 when that check fails.
 
+use api::commands::ready::Ready;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -150,7 +151,7 @@ async fn ready_latency(client: &Client, queries: usize) -> Result<Histogram<u64>
     for _ in 0..queries {
         let filter = ReadyFilter { limit: 1, ..Default::default() };
         let attempt = Instant::now();
-        client.query(Query::Ready { filter, now: Timestamp(0) }).await?;
+        client.query(Query::from(Ready { filter, now: Timestamp(0) })).await?;
         latency.saturating_record(micros(attempt.elapsed()));
     }
     Ok(latency)
@@ -201,11 +202,11 @@ pub async fn run_blocker(cli: &Cli, args: &BlockerArgs) -> CommandResult {
             other => Err(crate::answers::unexpected(&other)),
         };
         let before =
-            ready_count(client.query(Query::Ready { filter: ready_filter.clone(), now: Timestamp(0) }).await?)?;
+            ready_count(client.query(Query::from(Ready { filter: ready_filter.clone(), now: Timestamp(0) })).await?)?;
         let started = Instant::now();
         client.execute(Command::Close { ids: vec![blocker], reason: None }).await?;
         let close = started.elapsed();
-        let after = ready_count(client.query(Query::Ready { filter: ready_filter, now: Timestamp(0) }).await?)?;
+        let after = ready_count(client.query(Query::from(Ready { filter: ready_filter, now: Timestamp(0) })).await?)?;
         println!(
             "round {round}: close of a blocker with {} dependents took {:.2}ms; ready before {before}, after {after}",
             dependents.len(),

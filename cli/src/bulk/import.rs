@@ -18,6 +18,7 @@
 //! `gate_fields`). Comments and memory lines have no place in Strand: they are counted and
 //! reported, not imported.
 
+use api::commands::get::Lookup;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
@@ -370,7 +371,7 @@ fn batches(beads: Vec<(Bead, usize)>) -> Vec<Vec<Bead>> {
 async fn check_ids_free(client: &Client, beads: &[(Bead, usize)]) -> Result<(), Failure> {
     let ids: Vec<BeadId> = beads.iter().map(|(bead, _)| bead.id.clone()).collect();
     for chunk in ids.chunks(IDS_PER_REQUEST_MAX) {
-        if let Some(existing) = beads_of(client.query(Query::Lookup { ids: chunk.to_vec() }).await?).first() {
+        if let Some(existing) = beads_of(client.query(Query::from(Lookup { ids: chunk.to_vec() })).await?).first() {
             return Err(Failure::Refused(format!(
                 "bead {} already exists in this namespace; an import only adds beads, so import into an empty namespace (--namespace) or leave that bead out; nothing was imported",
                 existing.id
@@ -390,7 +391,7 @@ async fn check_parents(client: &Client, beads: &[(Bead, usize)]) -> Result<(), F
         .collect();
     let outside: Vec<BeadId> = outside.into_iter().collect();
     for chunk in outside.chunks(IDS_PER_REQUEST_MAX) {
-        let found: BTreeSet<BeadId> = beads_of(client.query(Query::Lookup { ids: chunk.to_vec() }).await?)
+        let found: BTreeSet<BeadId> = beads_of(client.query(Query::from(Lookup { ids: chunk.to_vec() })).await?)
             .into_iter()
             .map(|bead| bead.id)
             .collect();
@@ -466,7 +467,7 @@ pub async fn run(cli: &Cli, args: &ImportArgs) -> CommandResult {
                 Err(error) => {
                     // The batch may have been applied before the answer was lost: find out.
                     let ids: Vec<BeadId> = sent.keys().cloned().collect();
-                    match client.query(Query::Lookup { ids }).await {
+                    match client.query(Query::from(Lookup { ids })).await {
                         Ok(answer) => written.extend(beads_of(answer).into_iter().map(imported)),
                         Err(_) => {
                             return Err(Failure::Refused(format!(

@@ -17,6 +17,12 @@
 //!
 //! Malformed stdin is refused before anything is sent, so it changes nothing.
 
+use api::commands::children::Children;
+use api::commands::dep_list::DepList;
+use api::commands::get::Get;
+use api::commands::list_by_label::ListByLabel;
+use api::commands::purge_preview::PurgePreview;
+use api::commands::ready::Ready;
 use std::collections::BTreeMap;
 
 use api::command::{Command, Cook, DepDirection, FormulaSource, ListFilter, Query, ReadyFilter};
@@ -325,7 +331,7 @@ async fn dispatch(cli: &Cli, operation: Operation, words: &Words<'_>) -> Command
         }
         Operation::Get => {
             let id = words.one("ID")?;
-            print_wire_bead(client.query(Query::Get { ids: vec![bead_id(id)] }).await?)
+            print_wire_bead(client.query(Query::from(Get { ids: vec![bead_id(id)] })).await?)
         }
         Operation::Update => {
             let id = words.one("ID")?;
@@ -347,19 +353,19 @@ async fn dispatch(cli: &Cli, operation: Operation, words: &Words<'_>) -> Command
                 _ => unreachable!("between(0, 1) answers at most one word"),
             };
             let filter = ReadyFilter { limit: 0, include_ephemeral, ..ReadyFilter::default() };
-            print_wire_beads(&beads_of(client.query(Query::Ready { filter, now: Timestamp(0) }).await?));
+            print_wire_beads(&beads_of(client.query(Query::from(Ready { filter, now: Timestamp(0) })).await?));
             Ok(true)
         }
         Operation::Children => {
             let parent = words.one("PARENT")?;
-            let query = Query::Children { parent: bead_id(parent), include_closed: true };
+            let query = Query::from(Children { parent: bead_id(parent), include_closed: true });
             print_wire_beads(&beads_of(client.query(query).await?));
             Ok(true)
         }
         Operation::ListByLabel => {
             let found = words.between(1, 2, "LABEL [LIMIT]")?;
             let limit = found.get(1).map(|text| limit_of(text, op)).transpose()?.unwrap_or(0);
-            let query = Query::ListByLabel { label: found[0].clone(), limit };
+            let query = Query::from(ListByLabel { label: found[0].clone(), limit });
             print_wire_beads(&beads_of(client.query(query).await?));
             Ok(true)
         }
@@ -407,7 +413,7 @@ async fn dispatch(cli: &Cli, operation: Operation, words: &Words<'_>) -> Command
                 Some("up") => DepDirection::Up,
                 Some(other) => return Err(error(format!("dep-list: direction {other:?} is unknown; use down or up"))),
             };
-            let rows = match client.query(Query::DepList { id: bead_id(&found[0]), direction }).await? {
+            let rows = match client.query(Query::from(DepList { id: bead_id(&found[0]), direction })).await? {
                 Outcome::Dependencies(rows) => rows,
                 other => return Err(unexpected(&other)),
             };
@@ -425,7 +431,7 @@ async fn dispatch(cli: &Cli, operation: Operation, words: &Words<'_>) -> Command
             words.exactly(0, "no arguments (the options on stdin)")?;
             let input: PurgeInput = read_json(op)?;
             let answer = if input.dry_run {
-                client.query(Query::PurgePreview { older_than_ms: 0, now: Timestamp(0) }).await?
+                client.query(Query::from(PurgePreview { older_than_ms: 0, now: Timestamp(0) })).await?
             } else {
                 client.execute(Command::Purge { older_than_ms: 0 }).await?
             };

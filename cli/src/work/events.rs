@@ -3,6 +3,7 @@
 //! the client resumes it on another node after a disconnect with no event missed and none twice.
 
 use api::command::Query;
+use api::commands::events::Events;
 use api::limits::{EVENTS_LIMIT_DEFAULT, EVENTS_PER_QUERY_MAX};
 use api::model::event_type;
 use api::outcome::Outcome;
@@ -63,7 +64,7 @@ pub async fn run_events(cli: &Cli, args: &EventsArgs) -> CommandResult {
             args.limit
         )));
     }
-    let query = Query::Events { after: args.after, types: args.types.clone(), limit: args.limit };
+    let query = Query::from(Events { after: args.after, types: args.types.clone(), limit: args.limit });
     let answer = cli.client()?.query(query).await?;
     let Outcome::Events { events, .. } = answer else { return Err(unexpected(&answer)) };
     print_events(&events, cli.json);

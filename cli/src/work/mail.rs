@@ -5,6 +5,8 @@
 //! a body keeps its lines, each after the first indented, so none can pass for a header.
 
 use api::command::{Command, MailSend, Query};
+use api::commands::get::Get;
+use api::commands::inbox::Inbox;
 use api::model::{Bead, BeadId, LABEL_READ, MESSAGE_TYPE, THREAD_LABEL_PREFIX};
 use api::printable::{printable, printable_block};
 use clap::Subcommand;
@@ -99,7 +101,7 @@ pub async fn run(cli: &Cli, command: &MailCommand) -> CommandResult {
         }
         MailCommand::Inbox { agent, all, limit } => {
             let recipient = agent.clone().unwrap_or_else(|| cli.actor());
-            let query = Query::Inbox { recipient, include_read: *all, limit: *limit };
+            let query = Query::from(Inbox { recipient, include_read: *all, limit: *limit });
             print_messages(&beads_of(client.query(query).await?), json);
         }
         MailCommand::Read { id } => {
@@ -119,7 +121,7 @@ pub async fn run(cli: &Cli, command: &MailCommand) -> CommandResult {
             print_or(&message, json, || format!("archived {}", printable(message.id.as_str())));
         }
         MailCommand::Thread { id } => {
-            let message = one(client.query(Query::Get { ids: vec![BeadId::from(id.as_str())] }).await?)?;
+            let message = one(client.query(Query::from(Get { ids: vec![BeadId::from(id.as_str())] })).await?)?;
             if message.bead_type != MESSAGE_TYPE {
                 return Err(Failure::Refused(format!("bead {id} is a {}, not a message", message.bead_type)));
             }

@@ -5,6 +5,7 @@
 //! needs are all closed) and closed/total; `mol current` and `mol progress` are bd's views
 //! ([`crate::work::molecule_progress`]).
 
+use api::commands::children::Children;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -321,7 +322,7 @@ async fn burn(cli: &Cli, root: &str, force: bool) -> CommandResult {
     while next < ids.len() && ids.len() <= api::limits::TXN_WRITES_MAX {
         let parent = ids[next].clone();
         next += 1;
-        let children = beads_of(client.query(Query::Children { parent, include_closed: true }).await?);
+        let children = beads_of(client.query(Query::from(Children { parent, include_closed: true })).await?);
         ids.extend(children.into_iter().map(|child| child.id));
     }
     ids.reverse();

@@ -7,6 +7,8 @@
 //! for. A step is `done` (closed), `current` (in progress), `blocked` (so marked), `ready` (open,
 //! and every step it waits for is closed) or `pending`.
 
+use api::commands::children::Children;
+use api::commands::get::Lookup;
 use std::collections::{BTreeMap, BTreeSet};
 
 use api::client::Client;
@@ -63,7 +65,7 @@ struct Molecule {
 
 impl Molecule {
     async fn load(client: &Client, root: Bead) -> Result<Molecule, Failure> {
-        let query = Query::Children { parent: root.id.clone(), include_closed: true };
+        let query = Query::from(Children { parent: root.id.clone(), include_closed: true });
         Ok(Molecule { root, steps: beads_of(client.query(query).await?) })
     }
 
@@ -138,7 +140,7 @@ fn parse_range(text: &str) -> Result<(usize, usize), Failure> {
 
 /// The bead with this id, or bd's "molecule 'ID' not found".
 async fn molecule_root(client: &Client, id: &str) -> Result<Bead, Failure> {
-    let found = beads_of(client.query(Query::Lookup { ids: vec![BeadId::from(id)] }).await?);
+    let found = beads_of(client.query(Query::from(Lookup { ids: vec![BeadId::from(id)] })).await?);
     found.into_iter().next().ok_or_else(|| {
         Failure::Refused(format!("molecule '{id}' not found; check the id with `strand list --type molecule`"))
     })
@@ -159,7 +161,8 @@ async fn molecules_above(client: &Client, agent: &str, status: Status) -> Result
         if status == Status::Hooked && !is_molecule(&bead) {
             // A hooked bead that is not a molecule itself points at one through what it waits for.
             let ids: Vec<BeadId> = bead.needs();
-            candidates = if ids.is_empty() { Vec::new() } else { beads_of(client.query(Query::Lookup { ids }).await?) };
+            candidates =
+                if ids.is_empty() { Vec::new() } else { beads_of(client.query(Query::from(Lookup { ids })).await?) };
         }
         for candidate in candidates {
             if let Some(root) = molecule_of(client, candidate, status == Status::InProgress).await? {
@@ -176,7 +179,7 @@ async fn molecule_of(client: &Client, bead: Bead, walk: bool) -> Result<Option<B
     let mut visited = BTreeSet::from([top.id.clone()]);
     while walk && visited.len() <= PARENT_DEPTH_MAX {
         let Some(parent) = top.parent_id.clone().filter(|parent| !visited.contains(parent)) else { break };
-        let Some(next) = beads_of(client.query(Query::Lookup { ids: vec![parent.clone()] }).await?).pop() else {
+        let Some(next) = beads_of(client.query(Query::from(Lookup { ids: vec![parent.clone()] })).await?).pop() else {
             break;
         };
         visited.insert(parent);

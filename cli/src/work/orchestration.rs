@@ -6,6 +6,8 @@
 //! Every read has `--json`. A command that finds nothing to do exits 1 (`hook` with no work),
 //! except `hook --inject`, which always exits 0 so that a session hook never blocks its agent.
 
+use api::commands::hook::Hook;
+use api::commands::purge_preview::PurgePreview;
 use std::time::Duration;
 
 use api::command::{Command, Query, Sling};
@@ -374,7 +376,7 @@ async fn hook_beads(cli: &Cli, args: &HookArgs) -> Result<Vec<Bead>, Failure> {
             .await?
     } else {
         // The node reads `now` from its own clock (for `defer_until`); the reader's is never used.
-        let query = Query::Hook { agent, pool: args.pool.clone(), limit, now: Timestamp(0) };
+        let query = Query::from(Hook { agent, pool: args.pool.clone(), limit, now: Timestamp(0) });
         client.query(query).await?
     };
     Ok(beads_of(answer))
@@ -386,7 +388,7 @@ pub async fn run_purge(cli: &Cli, args: &PurgeArgs) -> CommandResult {
     let client = cli.client()?;
     let answer = if args.dry_run {
         // The node stamps `now` with its own clock.
-        client.query(Query::PurgePreview { older_than_ms, now: Timestamp(0) }).await?
+        client.query(Query::from(PurgePreview { older_than_ms, now: Timestamp(0) })).await?
     } else {
         client.execute(Command::Purge { older_than_ms }).await?
     };

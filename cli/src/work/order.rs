@@ -6,6 +6,9 @@
 //! (`last_fired_at`, `next_due_at`); its `last_window` is a window's number (a cron minute, an
 //! event seq, a time in ms), as the state keeps it.
 
+use api::commands::list::List;
+use api::commands::order_get::OrderGet;
+use api::commands::order_list::OrderList;
 use std::path::PathBuf;
 
 use api::command::{Command, ListFilter, ListSort, Query};
@@ -77,8 +80,8 @@ pub async fn run(cli: &Cli, command: &OrderCommand) -> CommandResult {
             let source = read_source_file(file, "order", ORDER_BYTES_MAX)?;
             client.execute(Command::OrderPut { name, source }).await?
         }
-        OrderCommand::List => client.query(Query::OrderList { now }).await?,
-        OrderCommand::Show { name } => client.query(Query::OrderGet { name: name.clone(), now }).await?,
+        OrderCommand::List => client.query(Query::from(OrderList { now })).await?,
+        OrderCommand::Show { name } => client.query(Query::from(OrderGet { name: name.clone(), now })).await?,
         OrderCommand::Delete { name } => {
             client.execute(Command::OrderDelete { name: name.clone() }).await?;
             if cli.json {
@@ -96,10 +99,10 @@ pub async fn run(cli: &Cli, command: &OrderCommand) -> CommandResult {
                 sort: ListSort::CreatedDesc,
                 ..Default::default()
             };
-            let beads = beads_of(client.query(Query::List(filter)).await?);
+            let beads = beads_of(client.query(Query::from(List(filter))).await?);
             if beads.is_empty() {
                 // No firing yet, or no such order: `order show` refuses the latter with its reason.
-                client.query(Query::OrderGet { name: name.clone(), now }).await?;
+                client.query(Query::from(OrderGet { name: name.clone(), now })).await?;
             }
             print_beads(&beads, cli.json);
             return Ok(true);

@@ -10,6 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use api::command::Query;
+use api::commands::RegisteredRead;
+use api::commands::events::Events as EventsQuery;
 use api::convert::{IntoRead, refusal_to_status};
 use api::model::Namespace;
 use api::outcome::{Answer, Outcome};
@@ -50,7 +52,7 @@ impl<D: Disk> Events for EventsService<D> {
         let credential = super::credential_of(request.metadata())?;
         let mut read = request.into_inner().into_read(now).map_err(refusal_to_status)?;
         read.credential = credential;
-        let Query::Events { after, types, limit } = read.query.clone() else {
+        let Query::Registered(RegisteredRead::Events(EventsQuery { after, types, limit })) = read.query.clone() else {
             unreachable!("a watch request converts to an events query")
         };
         // Subscribed before the first read, so that a batch applied after this line wakes the feed
@@ -138,7 +140,7 @@ impl<D: Disk> EventFeed<D> {
                 self.wait_for_apply().await;
             }
             self.changes.borrow_and_update();
-            let query = Query::Events { after: self.cursor, types: self.types.clone(), limit: self.limit };
+            let query = Query::from(EventsQuery { after: self.cursor, types: self.types.clone(), limit: self.limit });
             answer = self.core.read_as(self.credential.as_ref(), &self.namespace, self.must_exist, &query);
         }
     }

@@ -15,6 +15,7 @@
 //! show, a read that goes back in time, a lost metadata key or update, an answer the model would
 //! not give.
 
+use api::commands::get::Get;
 use std::collections::{BTreeMap, HashSet};
 
 use api::command::{Command, CreateBead, Proposal};
@@ -225,7 +226,7 @@ fn apply(model: &mut State, command: &Command) -> Answer {
 }
 
 fn read(model: &State, id: &BeadId) -> Option<Projection> {
-    let query = api::command::Query::Get { ids: vec![id.clone()] };
+    let query = api::command::Query::from(Get { ids: vec![id.clone()] });
     match model.query(&Namespace::default_namespace(), &query) {
         Ok(outcome) => answer_bead(&outcome, id),
         Err(_) => None,

@@ -1,8 +1,12 @@
-//! One namespace's beads and the mutating commands on them.
+//! One namespace's state: its beads with their indexes, its events, and the primitives every
+//! change goes through; the commands and reads on it are in the child modules (`commands`,
+//! `orchestration`, `orders`, `import`, `txn`, `query`), and `persist` loads and names its records.
 //!
-//! Every change to a bead goes through [`NamespaceState::modify`], which takes the bead out of the
-//! indexes, changes it, puts it back, marks it dirty for persistence and refreshes the blocked
-//! state of whatever the change can affect. That single path is what keeps the index invariants of
+//! Every change to a bead goes through [`NamespaceState::modify`], `insert` or `remove` (an
+//! import's undo and a transaction's roll-back too), all over the three primitives that touch the
+//! map of beads (`put_bead`, `lift_bead`, `take_bead`): they take the bead out of the indexes,
+//! change it, put it back, mark it dirty for persistence and refresh the blocked state of
+//! whatever the change can affect. That single path is what keeps the index invariants of
 //! [`super::index`] true.
 //!
 //! Invariant: a bead is blocked exactly when its status is `blocked`, or one of its blocking

@@ -366,13 +366,7 @@ impl NamespaceState {
     }
 
     /// The work query of docs/beads.md §7, without claiming.
-    pub(in crate::state) fn hook(
-        &self,
-        agent: &str,
-        pool: Option<&str>,
-        limit: u32,
-        now: Timestamp,
-    ) -> Result<Outcome, Refusal> {
+    pub(crate) fn hook(&self, agent: &str, pool: Option<&str>, limit: u32, now: Timestamp) -> Result<Outcome, Refusal> {
         // A query is not validated on its way in as commands are; an empty assignee means
         // "unassigned", not an agent.
         crate::validate::check_actor(agent, "hook")?;
@@ -498,7 +492,7 @@ impl NamespaceState {
     }
 
     /// Open messages for a recipient, newest first (an index walk).
-    pub(in crate::state) fn inbox(&self, recipient: &str, include_read: bool, limit: u32) -> Result<Outcome, Refusal> {
+    pub(crate) fn inbox(&self, recipient: &str, include_read: bool, limit: u32) -> Result<Outcome, Refusal> {
         let index = if include_read { &self.indexes.mail } else { &self.indexes.unread };
         let beads = index
             .get(recipient)
@@ -669,7 +663,7 @@ impl NamespaceState {
     }
 
     /// What `purge` would remove now.
-    pub(in crate::state) fn purge_preview(&self, older_than_ms: i64, now: Timestamp) -> Outcome {
+    pub(crate) fn purge_preview(&self, older_than_ms: i64, now: Timestamp) -> Outcome {
         Outcome::Purged { purged_count: self.purgeable(older_than_ms, now).len() as u64 }
     }
 
@@ -685,7 +679,7 @@ impl NamespaceState {
     // ---- events ----
 
     /// Events after `after`, oldest first; a compacted range is refused (as etcd does).
-    pub(in crate::state) fn events_after(&self, after: u64, types: &[String], limit: u32) -> Result<Outcome, Refusal> {
+    pub(crate) fn events_after(&self, after: u64, types: &[String], limit: u32) -> Result<Outcome, Refusal> {
         // 0 asks for everything still kept; any other position must not have been compacted.
         if after != 0 && after < self.meta.compacted_through {
             return Err(Refusal::Compacted { requested: after, compacted: self.meta.compacted_through });

@@ -115,12 +115,12 @@ impl NamespaceState {
     }
 
     /// One order with its source and firings.
-    pub(in crate::state) fn order_get(&self, name: &str, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(crate) fn order_get(&self, name: &str, now: Timestamp) -> Result<Outcome, Refusal> {
         Ok(Outcome::Orders(vec![order_info(name, self.order(name)?, now, true)]))
     }
 
     /// Every order, by name, without sources.
-    pub(in crate::state) fn order_list(&self, now: Timestamp) -> Outcome {
+    pub(crate) fn order_list(&self, now: Timestamp) -> Outcome {
         Outcome::Orders(self.orders.iter().map(|(name, stored)| order_info(name, stored, now, false)).collect())
     }
 

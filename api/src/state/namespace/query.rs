@@ -84,7 +84,7 @@ impl NamespaceState {
     }
 
     /// `ready` (docs/beads.md §4).
-    pub(in crate::state) fn ready(&self, filter: &ReadyFilter, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(crate) fn ready(&self, filter: &ReadyFilter, now: Timestamp) -> Result<Outcome, Refusal> {
         let ids = self.ready_ids(filter, now, |_| true)?;
         Ok(Outcome::Beads(ids.iter().map(|bead_id| self.beads[bead_id].clone()).collect()))
     }
@@ -122,7 +122,7 @@ impl NamespaceState {
     }
 
     /// `list`: filters AND-ed, closed left out unless asked, newest first by default.
-    pub(in crate::state) fn list(&self, filter: &ListFilter) -> Result<Outcome, Refusal> {
+    pub(crate) fn list(&self, filter: &ListFilter) -> Result<Outcome, Refusal> {
         if filter.is_unfiltered() && !filter.all {
             return Err(Refusal::UnfilteredList);
         }
@@ -175,7 +175,7 @@ impl NamespaceState {
     }
 
     /// Beads whose parent is this id (store invariant 10), oldest first.
-    pub(in crate::state) fn children(&self, parent: &BeadId, include_closed: bool) -> Result<Outcome, Refusal> {
+    pub(crate) fn children(&self, parent: &BeadId, include_closed: bool) -> Result<Outcome, Refusal> {
         let empty = BTreeSet::new();
         let source = self.indexes.children.get(parent).unwrap_or(&empty);
         let beads =
@@ -184,14 +184,14 @@ impl NamespaceState {
     }
 
     /// Beads with exactly this label, newest first, closed included (store invariant 11).
-    pub(in crate::state) fn list_by_label(&self, label: &str, limit: u32) -> Result<Outcome, Refusal> {
+    pub(crate) fn list_by_label(&self, label: &str, limit: u32) -> Result<Outcome, Refusal> {
         let empty = BTreeSet::new();
         let source = self.indexes.by_label.get(label).unwrap_or(&empty);
         Ok(Outcome::Beads(self.walk_created(source, ListSort::CreatedDesc, limit, |_| true)?))
     }
 
     /// Edges of a bead; an unknown id has none.
-    pub(in crate::state) fn dep_list(&self, bead_id: &BeadId, direction: DepDirection) -> Outcome {
+    pub(crate) fn dep_list(&self, bead_id: &BeadId, direction: DepDirection) -> Outcome {
         let loose_rows = |source: &BeadId| -> Vec<Dependency> {
             let edges = self.loose_edges.get(source).into_iter().flatten();
             edges
@@ -224,12 +224,12 @@ impl NamespaceState {
     }
 
     /// The beads of these ids that exist, in the order asked.
-    pub(in crate::state) fn lookup(&self, ids: &[BeadId]) -> Outcome {
+    pub(crate) fn lookup(&self, ids: &[BeadId]) -> Outcome {
         Outcome::Beads(ids.iter().filter_map(|bead_id| self.beads.get(bead_id).cloned()).collect())
     }
 
     /// Beads by id; every id must exist.
-    pub(in crate::state) fn get(&self, ids: &[BeadId]) -> Result<Outcome, Refusal> {
+    pub(crate) fn get(&self, ids: &[BeadId]) -> Result<Outcome, Refusal> {
         let beads = ids.iter().map(|bead_id| self.bead(bead_id).cloned()).collect::<Result<_, _>>()?;
         Ok(Outcome::Beads(beads))
     }

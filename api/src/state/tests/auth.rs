@@ -1,5 +1,6 @@
 //! Auth in the state machine: enabling, tokens, and every write judged when it is applied.
 
+use crate::commands::get::Get;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
@@ -75,8 +76,12 @@ fn an_agent_acts_as_itself_in_its_namespaces_and_a_reader_only_reads() {
 
     harness.credential = Some(reader);
     assert!(matches!(harness.apply(Command::Reopen { id: "st-1".into() }), Err(Refusal::PermissionDenied(_))));
-    let read =
-        harness.state.query_as(Some(&reader), &harness.namespace, false, &Query::Get { ids: vec!["st-1".into()] });
+    let read = harness.state.query_as(
+        Some(&reader),
+        &harness.namespace,
+        false,
+        &Query::from(Get { ids: vec!["st-1".into()] }),
+    );
     assert!(read.is_ok(), "{read:?}");
     assert!(matches!(
         harness.state.query_as(Some(&reader), &harness.namespace, false, &Query::Tokens),

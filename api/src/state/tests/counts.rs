@@ -3,11 +3,14 @@
 //! held by a stored bead, nor carried by a command's answer.
 
 use super::*;
+use crate::commands::get::Get;
+use crate::commands::list::List;
+use crate::commands::ready::Ready;
 
 /// The counts `list --all` answers with the bead.
 fn listed_counts(harness: &Harness, bead_id: &BeadId) -> BeadCounts {
     let filter = ListFilter { all: true, limit: 0, ..Default::default() };
-    let listed = beads_of(harness.query(Query::List(filter)));
+    let listed = beads_of(harness.query(Query::from(List(filter))));
     listed.into_iter().find(|bead| &bead.id == bead_id).map(|bead| bead.counts).expect("the bead is listed")
 }
 
@@ -34,7 +37,8 @@ fn a_read_counts_the_blocks_edges_of_beads_that_point_at_a_bead() {
         "bd counts `blocks` edges of beads: not a related edge, a child, or an edge from an id that is no bead"
     );
     assert_eq!(harness.get(&blocker).counts.dependents, 1, "every read answers the counts");
-    let ready = beads_of(harness.query(Query::Ready { filter: ReadyFilter::default(), now: Timestamp(harness.now) }));
+    let ready =
+        beads_of(harness.query(Query::from(Ready { filter: ReadyFilter::default(), now: Timestamp(harness.now) })));
     assert_eq!(ready.iter().find(|bead| bead.id == blocker).map(|bead| bead.counts.dependents), Some(1));
 
     let third = harness.create_with(waits_for("also waits", &blocker));
@@ -92,6 +96,6 @@ fn counts_are_never_held_by_a_stored_bead_even_when_an_import_brings_some() {
     assert_eq!(harness.get(&BeadId::from("gc-1")).counts, BeadCounts { dependents: 1, comments: 0 });
     // A reloaded replica rebuilds the same counts from the records, which carry none.
     let reloaded = State::from_records(harness.state.records()).expect("records reload");
-    let read = reloaded.query(&harness.namespace, &Query::Get { ids: vec![BeadId::from("gc-1")] });
+    let read = reloaded.query(&harness.namespace, &Query::from(Get { ids: vec![BeadId::from("gc-1")] }));
     assert_eq!(beads_of(read)[0].counts, BeadCounts { dependents: 1, comments: 0 });
 }

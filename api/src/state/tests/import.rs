@@ -4,6 +4,7 @@
 //! as the import found it.
 
 use super::*;
+use crate::commands::dep_list::DepList;
 
 fn imported(id: &str, title: &str) -> Bead {
     Bead {
@@ -191,7 +192,7 @@ fn an_undo_leaves_the_namespace_as_the_import_found_it() {
     harness.apply(undo(&current)).unwrap();
     assert!(harness.get(&existing).depends_on.contains_key(&BeadId::from("gc-b")), "the edge to gc-b stays");
     assert_eq!(harness.ready_all(), ready_before, "gc-b is no bead again, so it blocks nothing");
-    let loose = harness.query(Query::DepList { id: BeadId::from("gc-b"), direction: DepDirection::Down });
+    let loose = harness.query(Query::from(DepList { id: BeadId::from("gc-b"), direction: DepDirection::Down }));
     assert!(format!("{loose:?}").contains("external:rig:x"), "the taken-over edge is loose again: {loose:?}");
     harness.check_persistence();
 }

@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::command::{ControllerAction, Fence};
+use crate::commands::events::Events;
 use crate::limits::MAX_DELIVERIES_DEFAULT;
 use crate::model::{LABEL_DEAD_LETTER, Lease, event_type};
 
@@ -34,7 +35,7 @@ impl Harness {
     }
 
     fn event_types(&self) -> Vec<String> {
-        match self.query(Query::Events { after: 0, types: Vec::new(), limit: 0 }) {
+        match self.query(Query::from(Events { after: 0, types: Vec::new(), limit: 0 })) {
             Ok(Outcome::Events { events, .. }) => events.into_iter().map(|event| event.event_type).collect(),
             other => panic!("events answered {other:?}"),
         }

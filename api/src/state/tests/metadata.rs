@@ -7,6 +7,8 @@
 //! `--if-revision` admits exactly one of several racers.
 
 use super::*;
+use crate::commands::children::Children;
+use crate::commands::list::List;
 
 fn entries(pairs: &[(&str, Option<&str>)]) -> BTreeMap<String, Option<String>> {
     pairs.iter().map(|(key, value)| (key.to_string(), value.map(str::to_string))).collect()
@@ -86,7 +88,8 @@ fn a_metadata_filter_is_anded_with_type_label_and_parent() {
         all: true,
         ..Default::default()
     };
-    let found: Vec<BeadId> = beads_of(harness.query(Query::List(filter))).into_iter().map(|bead| bead.id).collect();
+    let found: Vec<BeadId> =
+        beads_of(harness.query(Query::from(List(filter)))).into_iter().map(|bead| bead.id).collect();
     assert_eq!(found, vec![wanted], "ListFiltersByQueryFields");
 }
 
@@ -111,8 +114,8 @@ fn every_write_moves_the_revision_no_read_does_and_a_revision_cas_admits_one_rac
         assert!(now > last, "every mutation moves the revision: {now} > {last}");
         last = now;
     }
-    let _ = harness.query(Query::List(ListFilter { all: true, ..Default::default() }));
-    let _ = harness.query(Query::Children { parent: bead_id.clone(), include_closed: true });
+    let _ = harness.query(Query::from(List(ListFilter { all: true, ..Default::default() })));
+    let _ = harness.query(Query::from(Children { parent: bead_id.clone(), include_closed: true }));
     assert_eq!(harness.get(&bead_id).revision, last, "reads never move it");
 
     // CompareAndSetMetadataKey as Gas City's bd store does it: read, compare, write

@@ -3,6 +3,13 @@
 //! which also checks that a reload from the persisted records gives the same state.
 
 use super::*;
+use crate::commands::events::Events;
+use crate::commands::get::Get;
+use crate::commands::hook::Hook;
+use crate::commands::inbox::Inbox;
+use crate::commands::list::List;
+use crate::commands::purge_preview::PurgePreview;
+use crate::commands::ready::Ready;
 use crate::outcome::{NamespaceInfo, Progress, Refusal};
 
 const RELEASE: &str = r#"
@@ -34,7 +41,7 @@ fn cook(harness: &mut Harness, source: &str, vars: &[(&str, &str)], ephemeral: b
 }
 
 fn events(harness: &Harness, after: u64) -> Vec<Event> {
-    match harness.query(Query::Events { after, types: Vec::new(), limit: 0 }) {
+    match harness.query(Query::from(Events { after, types: Vec::new(), limit: 0 })) {
         Ok(Outcome::Events { events, .. }) => events,
         other => panic!("expected events, got {other:?}"),
     }
@@ -114,7 +121,7 @@ fn event_type_filter_and_limit() {
         let bead_id = harness.create(&format!("b{n}"));
         harness.close(&bead_id).unwrap();
     }
-    let closed = harness.query(Query::Events { after: 0, types: vec!["bead.closed".into()], limit: 2 });
+    let closed = harness.query(Query::from(Events { after: 0, types: vec!["bead.closed".into()], limit: 2 }));
     let Ok(Outcome::Events { events, last_seq }) = closed else { panic!("events") };
     assert_eq!(events.iter().map(|event| event.seq).collect::<Vec<_>>(), [2, 4]);
     assert_eq!(last_seq, 10);
@@ -130,7 +137,7 @@ fn retention_compacts_old_events_and_a_compacted_seq_is_refused() {
     let kept = events(&harness, 50);
     assert_eq!(kept.len(), 100);
     assert_eq!(kept[0].seq, 51);
-    let error = harness.query(Query::Events { after: 10, types: Vec::new(), limit: 0 }).expect_err("compacted");
+    let error = harness.query(Query::from(Events { after: 10, types: Vec::new(), limit: 0 })).expect_err("compacted");
     assert_eq!(error, Refusal::Compacted { requested: 10, compacted: 50 });
     assert!(error.to_string().contains("--after 50"), "{error}");
 }
@@ -365,8 +372,9 @@ fn slinging_a_convoy_routes_its_open_children_all_or_nothing() {
     assert_eq!((held.assignee.as_str(), held.labels.contains("pool:web")), ("carol", false));
     let again = beads_of(harness.apply(Command::Sling(Sling { pool: true, ..sling(&convoy.id.0, "api") })));
     assert!(again.iter().all(|bead| bead.labels.contains("pool:api") && !bead.labels.contains("pool:web")));
-    let convoys =
-        beads_of(harness.query(Query::List(ListFilter { bead_type: Some("convoy".into()), ..Default::default() })));
+    let convoys = beads_of(
+        harness.query(Query::from(List(ListFilter { bead_type: Some("convoy".into()), ..Default::default() }))),
+    );
     assert_eq!(convoys.len(), 1, "slinging a container creates no convoy");
 }
 
@@ -387,7 +395,7 @@ fn sling_refuses_unknown_ids_and_cooks_a_wisp_with_a_formula() {
     let steps = &answer[2..];
     assert_eq!(steps.len(), 3);
     assert!(steps.iter().all(|step| step.assignee == "alice" && step.ephemeral), "the wisp's steps are routed too");
-    let query = Query::Hook { agent: "alice".into(), pool: None, limit: 10, now: Timestamp(harness.now) };
+    let query = Query::from(Hook { agent: "alice".into(), pool: None, limit: 10, now: Timestamp(harness.now) });
     let hooked: Vec<BeadId> = beads_of(harness.query(query)).into_iter().map(|bead| bead.id).collect();
     assert_eq!(hooked, vec![steps[0].id.clone()], "alice's hook finds the wisp's ready step");
 }
@@ -398,9 +406,9 @@ fn hook_with_in_progress_work_at_the_limit_lists_no_more_and_an_empty_agent_is_r
     let mine = harness.create("mine");
     harness.claim(&mine, "alice").unwrap();
     harness.create_with(CreateBead { title: "assigned".into(), assignee: "alice".into(), ..Default::default() });
-    let query = Query::Hook { agent: "alice".into(), pool: None, limit: 1, now: Timestamp(harness.now) };
+    let query = Query::from(Hook { agent: "alice".into(), pool: None, limit: 1, now: Timestamp(harness.now) });
     assert_eq!(beads_of(harness.query(query)).len(), 1, "--limit 1 is one bead");
-    let empty = Query::Hook { agent: String::new(), pool: None, limit: 1, now: Timestamp(harness.now) };
+    let empty = Query::from(Hook { agent: String::new(), pool: None, limit: 1, now: Timestamp(harness.now) });
     assert!(harness.query(empty).expect_err("refused").to_string().contains("hook needs an agent"));
 }
 
@@ -450,7 +458,7 @@ fn events_after_zero_start_at_the_oldest_kept() {
     let kept = events(&harness, 0);
     assert_eq!(kept.len(), 100);
     assert_eq!(kept[0].seq, 51);
-    let compacted = harness.query(Query::Events { after: 10, types: Vec::new(), limit: 0 });
+    let compacted = harness.query(Query::from(Events { after: 10, types: Vec::new(), limit: 0 }));
     assert!(refusal(compacted).contains("50"), "a compacted position is still refused");
 }
 
@@ -504,8 +512,12 @@ fn hook_puts_own_work_first_then_assigned_then_pool() {
     let mine = harness.create("mine");
     harness.claim(&mine, "alice").unwrap();
     let hook = |harness: &Harness| {
-        let query =
-            Query::Hook { agent: "alice".into(), pool: Some("web".into()), limit: 10, now: Timestamp(harness.now) };
+        let query = Query::from(Hook {
+            agent: "alice".into(),
+            pool: Some("web".into()),
+            limit: 10,
+            now: Timestamp(harness.now),
+        });
         beads_of(harness.query(query)).into_iter().map(|bead| bead.id).collect::<Vec<_>>()
     };
     assert_eq!(hook(&harness), ids(&[&mine, &assigned, &pooled, &routed]));
@@ -532,7 +544,7 @@ fn mail_round_trip_send_inbox_read_reply_thread_archive() {
     assert_eq!((sent.bead_type.as_str(), sent.assignee.as_str(), sent.from.as_str()), ("message", "bob", "alice"));
     assert_eq!(sent.labels, labels(&["gc:message", &format!("thread:{}", sent.id)]));
     let inbox = |harness: &Harness, include_read: bool| {
-        let query = Query::Inbox { recipient: "bob".into(), include_read, limit: 0 };
+        let query = Query::from(Inbox { recipient: "bob".into(), include_read, limit: 0 });
         beads_of(harness.query(query)).into_iter().map(|bead| bead.id).collect::<Vec<_>>()
     };
     assert_eq!(inbox(&harness, false), ids(&[&sent.id]));
@@ -575,7 +587,7 @@ fn purge_removes_only_closed_wisps_older_than_asked() {
     let open_wisp =
         harness.create_with(CreateBead { title: "open wisp".into(), ephemeral: true, ..Default::default() });
     let preview = |harness: &Harness, older_than_ms| {
-        harness.query(Query::PurgePreview { older_than_ms, now: Timestamp(harness.now) })
+        harness.query(Query::from(PurgePreview { older_than_ms, now: Timestamp(harness.now) }))
     };
     assert_eq!(preview(&harness, 1_000_000), Ok(Outcome::Purged { purged_count: 0 }));
     assert_eq!(preview(&harness, 0), Ok(Outcome::Purged { purged_count: 4 }));
@@ -596,11 +608,11 @@ fn purge_goes_by_close_time_whatever_the_creation_order() {
     harness.close(&first).unwrap();
     harness.now += 5_000;
     // 15 s after `second` closed and 5 s after `first` did: only `second` is older than 8 s.
-    let preview = harness.query(Query::PurgePreview { older_than_ms: 8_000, now: Timestamp(harness.now) });
+    let preview = harness.query(Query::from(PurgePreview { older_than_ms: 8_000, now: Timestamp(harness.now) }));
     assert_eq!(preview, Ok(Outcome::Purged { purged_count: 1 }));
     assert_eq!(harness.apply(Command::Purge { older_than_ms: 8_000 }), Ok(Outcome::Purged { purged_count: 1 }));
     harness.get(&first);
-    let gone = harness.query(Query::Get { ids: vec![second.clone()] });
+    let gone = harness.query(Query::from(Get { ids: vec![second.clone()] }));
     assert!(refusal(gone).contains("not found"), "the wisp closed longest ago was purged");
     assert_eq!(harness.apply(Command::Purge { older_than_ms: 0 }), Ok(Outcome::Purged { purged_count: 1 }));
     assert_eq!(harness.state.bead_count(), 0);
@@ -669,7 +681,7 @@ fn closing_a_blocker_with_ten_thousand_dependents_makes_them_all_ready() {
     }
     let ready = |state: &State| {
         let filter = ReadyFilter { limit: 0, ..Default::default() };
-        match state.query(&Namespace::default_namespace(), &Query::Ready { filter, now: Timestamp(i64::MAX) }) {
+        match state.query(&Namespace::default_namespace(), &Query::from(Ready { filter, now: Timestamp(i64::MAX) })) {
             Ok(Outcome::Beads(beads)) => beads.len(),
             other => panic!("ready: {other:?}"),
         }

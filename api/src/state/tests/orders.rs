@@ -5,6 +5,8 @@
 
 use super::*;
 use crate::command::ControllerAction;
+use crate::commands::order_get::OrderGet;
+use crate::commands::order_list::OrderList;
 use crate::state::{ORDER_RUN_LABEL_PREFIX, ORDER_TRACKING_LABEL};
 
 const FORMULA: &str = "formula = \"patrol\"\n[[steps]]\nid = \"look\"\ntitle = \"Look around\"\n[[steps]]\nid = \"report\"\ntitle = \"Report\"\nneeds = [\"look\"]\n";
@@ -21,7 +23,7 @@ impl Harness {
     }
 
     fn order(&self, name: &str) -> crate::outcome::OrderInfo {
-        match self.query(Query::OrderGet { name: name.into(), now: Timestamp(self.now) }) {
+        match self.query(Query::from(OrderGet { name: name.into(), now: Timestamp(self.now) })) {
             Ok(Outcome::Orders(mut orders)) => orders.remove(0),
             other => panic!("order get answered {other:?}"),
         }
@@ -174,7 +176,7 @@ fn bad_orders_are_refused_and_store_nothing() {
         other => panic!("{other:?}"),
     }
     assert!(
-        matches!(harness.query(Query::OrderList { now: Timestamp(harness.now) }), Ok(Outcome::Orders(orders)) if orders.is_empty())
+        matches!(harness.query(Query::from(OrderList { now: Timestamp(harness.now) })), Ok(Outcome::Orders(orders)) if orders.is_empty())
     );
 }
 
@@ -187,7 +189,7 @@ fn a_replaced_order_keeps_its_firings_and_a_deleted_one_is_gone() {
     let info = harness.order("sweep");
     assert_eq!((info.fired, info.trigger.as_str()), (1, "cooldown 2h0m0s"));
     harness.apply(Command::OrderDelete { name: "sweep".into() }).expect("deleted");
-    assert!(harness.query(Query::OrderGet { name: "sweep".into(), now: Timestamp(harness.now) }).is_err());
+    assert!(harness.query(Query::from(OrderGet { name: "sweep".into(), now: Timestamp(harness.now) })).is_err());
 }
 
 #[test]
