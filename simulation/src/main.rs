@@ -12,8 +12,9 @@ use simulation::nemesis::Fault;
 use simulation::run::{RunConfig, RunReport, run};
 
 /// Strand's deterministic simulator: runs seeds of a simulated cluster under faults and checks
-/// every run for linearizability, durability, exactly-once, convergence, metadata, liveness,
-/// storage integrity, Raft safety and orders firing at most once per window.
+/// every run for linearizability, durability, exactly-once, metadata, convergence, storage
+/// integrity, membership, liveness, Raft safety, leases, orchestration, controller terms and
+/// orders firing at most once per window.
 ///
 /// Exit codes: 0 every seed passed, 1 a violation (its replay command is printed), 2 usage error.
 #[derive(Parser, Debug)]
@@ -34,7 +35,8 @@ struct Args {
     /// Simulated length of the fault phase, e.g. 10s or 1m.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     duration: Duration,
-    /// Faults to inject: default (every kind but corrupt), all, none, or a comma-separated list.
+    /// Faults to inject: default (partition, oneway, lossy, crash, clock), all (those and corrupt,
+    /// wipe, membership), none, or a comma-separated list of those kinds.
     #[arg(long, default_value = "default", value_parser = parse_faults)]
     faults: FaultList,
     /// Concurrent simulated agents.
@@ -67,7 +69,13 @@ fn parse_faults(text: &str) -> Result<FaultList, String> {
             .split(',')
             .map(|name| {
                 <Fault as clap::ValueEnum>::from_str(name.trim(), true).map_err(|_| {
-                    format!("unknown fault {name:?}; use default, all, none, or a list of partition,oneway,lossy,crash,clock,corrupt")
+                    let names: Vec<String> = Fault::ALL
+                        .iter()
+                        .filter_map(|fault| {
+                            clap::ValueEnum::to_possible_value(fault).map(|value| value.get_name().to_string())
+                        })
+                        .collect();
+                    format!("unknown fault {name:?}; use default, all, none, or a list of {}", names.join(","))
                 })
             })
             .collect::<Result<Vec<_>, _>>()
