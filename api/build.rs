@@ -2,7 +2,7 @@
 //! the Makefile), and the RPC table (`rpc_table.rs`): every unary RPC of the services clients
 //! call, read from the compiled schema, as two macros the plumbing is derived from (see
 //! `src/registry.rs`), and the command registry (`commands_registry.rs`): the files of
-//! `src/commands/`, each declaring itself with a `registered!(KIND INDEX Type)` line (see
+//! `src/commands/`, each declaring itself with a `registered!(KIND INDEX Name [Type])` line (see
 //! `src/commands/mod.rs`). A new unary RPC of an all-unary client service in `strand.proto` is
 //! served, sent and fuzzed with no other line (what it means, its conversion, is written in its
 //! command's file or in `convert.rs`), and a new command file is registered with no line
@@ -35,15 +35,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// The kinds a command file registers, in the order of the `registry!` lists.
-const KINDS: [(&str, &str); 3] = [("write", "writes"), ("read", "reads"), ("answer", "answers")];
+/// The kinds of write a command file registers; they share one index sequence, the variant
+/// indexes of `Command`.
+const WRITE_KINDS: [&str; 3] = ["write", "bead_write", "cluster_write"];
+
+/// One registration: its list (0 writes, 1 reads, 2 answers), index, kind, variant name, type
+/// name and module.
+type Entry = (usize, u32, String, String, String, String);
 
 /// The module declarations of `src/commands/*.rs` and the `registry!` call that lists what each
-/// registers, by kind, in index order. The index is a stored variant index: each kind's indexes
-/// must run 0, 1, 2, ... with no gap and no duplicate, or the build stops here.
+/// registers, by list, in index order. A write's or an answer's index is a stored variant index:
+/// each list's indexes must run 0, 1, 2, ... with no gap and no duplicate, or the build stops here.
 fn commands_registry(dir: &std::path::Path) -> Result<String, Box<dyn std::error::Error>> {
     let mut modules = String::new();
-    let mut entries: Vec<(usize, u32, String, String)> = Vec::new();
+    let mut entries: Vec<Entry> = Vec::new();
     let mut paths: Vec<_> =
         std::fs::read_dir(dir)?.map(|entry| entry.map(|entry| entry.path())).collect::<Result<_, _>>()?;
     paths.sort();
@@ -61,40 +66,62 @@ fn commands_registry(dir: &std::path::Path) -> Result<String, Box<dyn std::error
             // Any other use is a mistake: a registration this script did not read would leave its
             // command out of every dispatch without a word.
             let malformed = || {
-                format!("{}: `{line}` is not `registered!(KIND INDEX Type);` at the start of a line", path.display())
+                format!(
+                    "{}: `{line}` is not `registered!(KIND INDEX Name [Type]);` at the start of a line",
+                    path.display()
+                )
             };
             let rest =
                 line.strip_prefix("registered!(").and_then(|rest| rest.strip_suffix(");")).ok_or_else(malformed)?;
             let words: Vec<&str> = rest.split_whitespace().collect();
-            let [kind, index, name] = words.as_slice() else {
-                return Err(malformed().into());
+            let (kind, index, name, type_name) = match words.as_slice() {
+                [kind, index, name] => (*kind, *index, *name, *name),
+                [kind, index, name, type_name] => (*kind, *index, *name, *type_name),
+                _ => return Err(malformed().into()),
             };
             let index: u32 = index.parse().map_err(|_| malformed())?;
-            let kind = KINDS
-                .iter()
-                .position(|(singular, _)| singular == kind)
-                .ok_or_else(|| format!("{}: kind {kind} is not write, read or answer", path.display()))?;
-            entries.push((kind, index, name.to_string(), module.to_string()));
+            let list = match kind {
+                kind if WRITE_KINDS.contains(&kind) => 0,
+                "read" => 1,
+                "answer" => 2,
+                other => {
+                    return Err(format!(
+                        "{}: kind {other} is not write, bead_write, cluster_write, read or answer",
+                        path.display()
+                    )
+                    .into());
+                }
+            };
+            entries.push((list, index, kind.into(), name.into(), type_name.into(), module.into()));
         }
     }
     entries.sort();
-    let mut lists = String::new();
-    for (kind, (singular, plural)) in KINDS.iter().enumerate() {
-        writeln!(lists, "    {plural} {{")?;
-        let of_kind: Vec<_> = entries.iter().filter(|entry| entry.0 == kind).collect();
-        for (expected, (_, index, name, module)) in of_kind.iter().enumerate() {
-            if *index != expected as u32 {
-                return Err(format!(
-                    "the registered {singular}s are numbered {:?}; number them 0, 1, 2, ... with no gap or repeat \
-                     (an index is stored: a new one takes the next number, and none is reused)",
-                    of_kind.iter().map(|entry| entry.1).collect::<Vec<_>>()
-                )
-                .into());
-            }
-            writeln!(lists, "        {name}({module}::{name}),")?;
+    for (list, singular) in ["write", "read", "answer"].into_iter().enumerate() {
+        let indexes: Vec<u32> = entries.iter().filter(|entry| entry.0 == list).map(|entry| entry.1).collect();
+        if indexes.iter().enumerate().any(|(expected, index)| *index != expected as u32) {
+            return Err(format!(
+                "the registered {singular}s are numbered {indexes:?}; number them 0, 1, 2, ... with no gap or repeat \
+                 (a write's or an answer's index is stored: a new one takes the next number, and none is reused)"
+            )
+            .into());
         }
-        writeln!(lists, "    }}")?;
     }
+    let line = |entry: &Entry| format!("{}({}::{})", entry.3, entry.5, entry.4);
+    let mut lists = String::from("    writes {\n");
+    for entry in entries.iter().filter(|entry| entry.0 == 0) {
+        writeln!(lists, "        {} {},", entry.2, line(entry))?;
+    }
+    lists.push_str("    }\n    bead_writes {\n");
+    for entry in entries.iter().filter(|entry| entry.0 == 0 && entry.2 == "bead_write") {
+        writeln!(lists, "        {},", line(entry))?;
+    }
+    for (list, plural) in [(1, "reads"), (2, "answers")] {
+        writeln!(lists, "    }}\n    {plural} {{")?;
+        for entry in entries.iter().filter(|entry| entry.0 == list) {
+            writeln!(lists, "        {},", line(entry))?;
+        }
+    }
+    lists.push_str("    }\n");
     Ok(format!("{modules}\nregistry! {{\n{lists}}}\n"))
 }
 

@@ -288,7 +288,9 @@ impl Token {
                 command.name()
             ))),
             Role::Agent => {
-                if admin_only(command) {
+                // Commands only an admin may send reach beyond one agent's work (settings and
+                // deletion of a namespace, purge, import, auth): each command's file names its role.
+                if command.role() == Role::Admin {
                     return Err(Refusal::PermissionDenied(format!(
                         "token {} has the agent role; {} needs an admin token",
                         printable(&self.name),
@@ -299,7 +301,11 @@ impl Token {
                     return Err(self.namespace_refusal(namespace));
                 }
                 let own = self.actor.0.as_str();
-                let other = if actor.0 != own { Some(actor.0.as_str()) } else { other_actor(command, own) };
+                // The first actor other than its own that the command claims or assigns a bead to, or
+                // sends as, a transaction's writes included: an agent may name only itself there (an
+                // empty assignee unassigns). It may still route work to others through `sling`, and
+                // take a bead over by assigning it to itself, as bd allows.
+                let other = if actor.0 != own { Some(actor.0.as_str()) } else { command.other_actor(own) };
                 match other {
                     None => Ok(()),
                     Some(other) => Err(Refusal::PermissionDenied(format!(
@@ -341,60 +347,10 @@ impl Token {
     }
 }
 
-/// Commands only an admin may send: they reach beyond one agent's work (settings and deletion of
-/// a namespace, purge, import, auth).
-fn admin_only(command: &Command) -> bool {
-    match command {
-        Command::Registered(command) => command.role() == Role::Admin,
-        _ => matches!(
-            command,
-            Command::NamespaceDelete { .. }
-                | Command::NamespaceConfigure { .. }
-                | Command::Purge { .. }
-                | Command::Import { .. }
-                | Command::ImportUndo { .. }
-                | Command::Auth(_)
-                | Command::Controller { .. }
-        ),
-    }
-}
-
-/// The first actor other than `own` that `command` claims or assigns a bead to, or sends as, a
-/// transaction's writes included: an agent may name only itself there (an empty assignee
-/// unassigns). It may still route work to others through `sling`, and take a bead over by
-/// assigning it to itself, as bd allows.
-fn other_actor<'a>(command: &'a Command, own: &str) -> Option<&'a str> {
-    let claimant = |name: &'a str| (name != own).then_some(name);
-    let named = |name: &'a str| (!name.is_empty() && name != own).then_some(name);
-    match command {
-        Command::Claim { actor, .. } | Command::ClaimNext { actor, .. } => claimant(&actor.0),
-        Command::HookClaim { agent, .. } => claimant(&agent.0),
-        Command::Update(update) => update
-            .claim_for
-            .as_ref()
-            .and_then(|actor| claimant(&actor.0))
-            .or_else(|| update.assignee.as_deref().and_then(named)),
-        Command::Create(create) => named(&create.assignee).or_else(|| named(&create.from)),
-        Command::Txn(txn) => txn.writes.iter().find_map(|write| other_actor(write, own)),
-        _ => None,
-    }
-}
-
 /// Fills every claimant `command` leaves empty with `actor` (a client that named no one acts as
-/// its token's actor).
+/// its token's actor): each command's file says which of its fields are claimants.
 pub fn fill_claimants(command: &mut Command, actor: &Actor) {
-    let fill = |named: &mut Actor| {
-        if named.0.is_empty() {
-            *named = actor.clone();
-        }
-    };
-    match command {
-        Command::Claim { actor, .. } | Command::ClaimNext { actor, .. } => fill(actor),
-        Command::HookClaim { agent, .. } => fill(agent),
-        Command::Update(update) => update.claim_for.iter_mut().for_each(fill),
-        Command::Txn(txn) => txn.writes.iter_mut().for_each(|write| fill_claimants(write, actor)),
-        _ => {}
-    }
+    command.fill_claimants(actor);
 }
 
 #[cfg(test)]
@@ -430,14 +386,16 @@ mod tests {
         let agent = token(Role::Agent, &["rig"]);
         let rig = Namespace("rig".into());
         let alice = Actor("alice".into());
-        let claim = |actor: &str| Command::Claim { id: "st-1".into(), actor: Actor(actor.into()), lease_ms: None };
+        let claim = |actor: &str| {
+            Command::Claim(crate::command::Claim { id: "st-1".into(), actor: Actor(actor.into()), lease_ms: None })
+        };
         assert!(agent.may_write(&rig, &alice, &claim("alice")).is_ok());
         let refused = agent.may_write(&rig, &alice, &claim("bob")).unwrap_err();
         assert!(matches!(&refused, Refusal::PermissionDenied(message) if message.contains("not as bob")), "{refused}");
         assert!(agent.may_write(&rig, &Actor("bob".into()), &claim("alice")).is_err());
         let other = Namespace("other".into());
         assert!(matches!(agent.may_write(&other, &alice, &claim("alice")), Err(Refusal::PermissionDenied(_))));
-        assert!(agent.may_write(&rig, &alice, &Command::Purge { older_than_ms: 0 }).is_err());
+        assert!(agent.may_write(&rig, &alice, &Command::Purge(crate::command::Purge { older_than_ms: 0 })).is_err());
         let txn = Command::Txn(crate::command::Txn { writes: vec![claim("bob")], ..Default::default() });
         assert!(agent.may_write(&rig, &alice, &txn).is_err());
         let mut filled = Command::Txn(crate::command::Txn { writes: vec![claim("")], ..Default::default() });
@@ -469,12 +427,20 @@ mod tests {
         let namespace = Namespace("any".into());
         let alice = Actor("alice".into());
         assert!(matches!(
-            reader.may_write(&namespace, &alice, &Command::Reopen { id: "st-1".into() }),
+            reader.may_write(&namespace, &alice, &Command::Reopen(crate::command::Reopen { id: "st-1".into() })),
             Err(Refusal::PermissionDenied(_))
         ));
         assert!(reader.may_read(&namespace, &Query::from(crate::commands::formula_list::FormulaList)).is_ok());
         let admin = token(Role::Admin, &[]);
-        assert!(admin.may_write(&namespace, &Actor("bob".into()), &Command::Purge { older_than_ms: 0 }).is_ok());
+        assert!(
+            admin
+                .may_write(
+                    &namespace,
+                    &Actor("bob".into()),
+                    &Command::Purge(crate::command::Purge { older_than_ms: 0 })
+                )
+                .is_ok()
+        );
         assert!(admin.may_read(&namespace, &Query::Tokens).is_ok());
     }
 }

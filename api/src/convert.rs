@@ -102,7 +102,7 @@ pub(crate) fn read_request_of(header: Option<pb::ReadHeader>, query: Query) -> R
     }
 }
 
-fn invalid(message: String) -> Refusal {
+pub(crate) fn invalid(message: String) -> Refusal {
     Refusal::Invalid(message)
 }
 
@@ -114,7 +114,7 @@ pub fn parse_status(text: &str) -> Result<Status, Refusal> {
     })
 }
 
-fn parse_priority(priority: Option<u32>) -> Result<Option<u8>, Refusal> {
+pub(crate) fn parse_priority(priority: Option<u32>) -> Result<Option<u8>, Refusal> {
     priority
         .map(|value| u8::try_from(value).map_err(|_| invalid(format!("priority {value} is out of range; use 0 to 4"))))
         .transpose()
@@ -132,26 +132,26 @@ pub(crate) fn optional_id(text: &str) -> Option<BeadId> {
 }
 
 /// Proto3 strings cannot be absent: an empty one means "unset".
-fn non_empty(text: String) -> Option<String> {
+pub(crate) fn non_empty(text: String) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
-fn ids_of(ids: Vec<String>) -> Vec<BeadId> {
+pub(crate) fn ids_of(ids: Vec<String>) -> Vec<BeadId> {
     ids.into_iter().map(BeadId).collect()
 }
 
-fn ids_to_proto(ids: Vec<BeadId>) -> Vec<String> {
+pub(crate) fn ids_to_proto(ids: Vec<BeadId>) -> Vec<String> {
     ids.into_iter().map(|id| id.0).collect()
 }
 
-fn formula_of(formula: Option<pb::FormulaRef>) -> Option<FormulaSource> {
+pub(crate) fn formula_of(formula: Option<pb::FormulaRef>) -> Option<FormulaSource> {
     match formula?.source? {
         pb::formula_ref::Source::Name(name) => Some(FormulaSource::Named(name)),
         pb::formula_ref::Source::Toml(toml) => Some(FormulaSource::Inline(toml)),
     }
 }
 
-fn formula_to_proto(formula: FormulaSource) -> pb::FormulaRef {
+pub(crate) fn formula_to_proto(formula: FormulaSource) -> pb::FormulaRef {
     let source = match formula {
         FormulaSource::Named(name) => pb::formula_ref::Source::Name(name),
         FormulaSource::Inline(toml) => pb::formula_ref::Source::Toml(toml),
@@ -159,10 +159,23 @@ fn formula_to_proto(formula: FormulaSource) -> pb::FormulaRef {
     pb::FormulaRef { source: Some(source) }
 }
 
-fn metadata_changes(
+pub(crate) fn metadata_changes(
     changes: std::collections::HashMap<String, pb::MetadataChange>,
 ) -> BTreeMap<String, Option<String>> {
     changes.into_iter().map(|(key, change)| (key, (!change.remove).then_some(change.value))).collect()
+}
+
+/// Metadata changes as protobuf carries them: a value, or a removal.
+pub(crate) fn metadata_to_proto(
+    entries: BTreeMap<String, Option<String>>,
+) -> std::collections::HashMap<String, pb::MetadataChange> {
+    entries
+        .into_iter()
+        .map(|(key, value)| {
+            let change = pb::MetadataChange { remove: value.is_none(), value: value.unwrap_or_default() };
+            (key, change)
+        })
+        .collect()
 }
 
 pub(crate) fn ready_filter(filter: Option<pb::ReadyFilter>) -> Result<ReadyFilter, Refusal> {
@@ -253,243 +266,6 @@ macro_rules! write_request {
 }
 pub(crate) use write_request;
 
-write_request!(pb::CreateRequest, |request| {
-    let requested_status = if request.status.is_empty() { None } else { Some(parse_status(&request.status)?) };
-    Ok(Command::Create(CreateBead {
-        title: request.title,
-        description: request.description,
-        notes: request.notes,
-        bead_type: request.r#type,
-        priority: parse_priority(request.priority)?,
-        assignee: request.assignee,
-        from: request.from,
-        parent_id: optional_id(&request.parent_id),
-        reference: request.r#ref,
-        needs: request.needs,
-        labels: request.labels.into_iter().collect(),
-        metadata: request.metadata.into_iter().collect(),
-        ephemeral: request.ephemeral,
-        no_history: request.no_history,
-        defer_until: request.defer_until_ms.map(Timestamp),
-        requested_status,
-    }))
-});
-
-write_request!(pb::UpdateRequest, |request| {
-    Ok(Command::Update(UpdateBead {
-        id: BeadId(request.id),
-        title: request.title,
-        description: request.description,
-        notes: request.notes,
-        append_notes: request.append_notes,
-        ephemeral: request.ephemeral,
-        no_history: request.no_history,
-        status: request.status.as_deref().map(parse_status).transpose()?,
-        bead_type: request.r#type,
-        priority: parse_priority(request.priority)?,
-        assignee: request.assignee,
-        parent_id: request.parent_id.map(BeadId),
-        add_labels: request.add_labels.into_iter().collect(),
-        remove_labels: request.remove_labels.into_iter().collect(),
-        metadata: metadata_changes(request.metadata),
-        claim_for: request.claim_for.map(Actor),
-        lease_ms: request.lease_ms,
-    }))
-});
-
-write_request!(pb::SetMetadataRequest, |request| {
-    Ok(Command::SetMetadata { id: BeadId(request.id), entries: metadata_changes(request.entries) })
-});
-
-write_request!(pb::ClaimRequest, |request| {
-    Ok(Command::Claim { id: BeadId(request.id), actor: Actor(request.actor), lease_ms: request.lease_ms })
-});
-
-write_request!(pb::LeaseRenewRequest, |request| {
-    Ok(Command::LeaseRenew { id: BeadId(request.id), lease_id: request.lease_id })
-});
-
-write_request!(pb::LeaseReleaseRequest, |request| {
-    Ok(Command::LeaseRelease { id: BeadId(request.id), lease_id: request.lease_id })
-});
-
-write_request!(pb::ClaimNextRequest, |request| {
-    Ok(Command::ClaimNext {
-        actor: Actor(request.actor),
-        filter: ready_filter(request.filter)?,
-        lease_ms: request.lease_ms,
-    })
-});
-
-write_request!(pb::CloseRequest, |request| {
-    Ok(Command::Close { ids: request.ids.into_iter().map(BeadId).collect(), reason: request.reason })
-});
-
-write_request!(pb::ReopenRequest, |request| Ok(Command::Reopen { id: BeadId(request.id) }));
-
-write_request!(pb::DeleteRequest, |request| Ok(Command::Delete { id: BeadId(request.id) }));
-
-write_request!(pb::DepAddRequest, |request| {
-    let dep_type = if request.r#type.is_empty() { DepType::blocks() } else { DepType(request.r#type) };
-    Ok(Command::DepAdd { issue_id: BeadId(request.issue_id), depends_on_id: BeadId(request.depends_on_id), dep_type })
-});
-
-write_request!(pb::DepRemoveRequest, |request| {
-    Ok(Command::DepRemove { issue_id: BeadId(request.issue_id), depends_on_id: BeadId(request.depends_on_id) })
-});
-
-write_request!(pb::NamespaceCreateRequest, |request| Ok(Command::NamespaceCreate { prefix: request.prefix }));
-
-write_request!(pb::NamespaceDeleteRequest, |request| Ok(Command::NamespaceDelete { force: request.force }));
-
-write_request!(pb::NamespaceConfigureRequest, |request| {
-    let default_lease_ms = match (request.clear_default_lease, request.default_lease_ms) {
-        (true, Some(_)) => {
-            return Err(invalid("a namespace configure both sets and clears the default lease; do one".into()));
-        }
-        (true, None) => Some(None),
-        (false, lease_ms) => lease_ms.map(Some),
-    };
-    Ok(Command::NamespaceConfigure { default_lease_ms, max_deliveries: request.max_deliveries })
-});
-
-write_request!(pb::FormulaPutRequest, |request| Ok(Command::FormulaPut { source: request.source }));
-
-write_request!(pb::FormulaDeleteRequest, |request| Ok(Command::FormulaDelete { name: request.name }));
-
-write_request!(pb::OrderPutRequest, |request| Ok(Command::OrderPut { name: request.name, source: request.source }));
-
-write_request!(pb::OrderDeleteRequest, |request| Ok(Command::OrderDelete { name: request.name }));
-
-write_request!(pb::OrderRunRequest, |request| Ok(Command::OrderRun { name: request.name }));
-
-write_request!(pb::CookRequest, |request| {
-    let formula = formula_of(request.formula)
-        .ok_or_else(|| invalid("a cook needs a formula: a stored formula's name or its TOML".into()))?;
-    Ok(Command::MolCook(Cook {
-        formula,
-        title: non_empty(request.title),
-        vars: request.vars.into_iter().collect(),
-        ephemeral: request.ephemeral,
-    }))
-});
-
-write_request!(pb::SlingRequest, |request| {
-    Ok(Command::Sling(Sling {
-        subject: request.subject,
-        target: request.target,
-        pool: request.pool,
-        formula: formula_of(request.formula),
-        vars: request.vars.into_iter().collect(),
-        no_convoy: request.no_convoy,
-        owned: request.owned,
-        merge: non_empty(request.merge),
-    }))
-});
-
-write_request!(pb::HookClaimRequest, |request| {
-    Ok(Command::HookClaim { agent: Actor(request.agent), pool: non_empty(request.pool), lease_ms: request.lease_ms })
-});
-
-write_request!(pb::MailSendRequest, |request| {
-    Ok(Command::MailSend(MailSend {
-        to: request.to,
-        subject: request.subject,
-        body: request.body,
-        reply_to: optional_id(&request.reply_to),
-    }))
-});
-
-write_request!(pb::MailMarkRequest, |request| Ok(Command::MailMark { id: BeadId(request.id), read: request.read }));
-
-write_request!(pb::MailArchiveRequest, |request| Ok(Command::MailArchive { id: BeadId(request.id) }));
-
-write_request!(pb::ConvoyCreateRequest, |request| {
-    Ok(Command::ConvoyCreate { title: request.title, children: ids_of(request.children), owned: request.owned })
-});
-
-write_request!(pb::ConvoyAddRequest, |request| {
-    Ok(Command::ConvoyAdd { id: BeadId(request.id), children: ids_of(request.children) })
-});
-
-write_request!(pb::ConvoyLandRequest, |request| {
-    Ok(Command::ConvoyLand { id: BeadId(request.id), reason: request.reason })
-});
-
-write_request!(pb::ConvoyCheckRequest, |_request| Ok(Command::ConvoyCheck));
-
-write_request!(pb::PurgeRequest, |request| Ok(Command::Purge { older_than_ms: request.older_than_ms }));
-
-write_request!(pb::TxnRequest, |request| {
-    let conditions = request
-        .conditions
-        .into_iter()
-        .map(|condition| Condition { id: BeadId(condition.id), revision: condition.revision })
-        .collect();
-    let writes = request
-        .writes
-        .into_iter()
-        .enumerate()
-        .map(|(index, write)| {
-            txn_write_of(write).map_err(|refusal| Refusal::TxnWriteRefused { index, refusal: Box::new(refusal) })
-        })
-        .collect::<Result<_, _>>()?;
-    let fences =
-        request.fences.into_iter().map(|fence| Fence { id: BeadId(fence.id), lease_id: fence.lease_id }).collect();
-    Ok(Command::Txn(Txn { conditions, fences, writes }))
-});
-
-write_request!(pb::ImportRequest, |request| {
-    let beads = request.beads.into_iter().map(bead_from_proto).collect::<Result<_, _>>()?;
-    Ok(Command::Import { beads })
-});
-
-write_request!(pb::ImportUndoRequest, |request| {
-    let beads = request
-        .beads
-        .into_iter()
-        .map(|bead| ImportedBead { id: BeadId(bead.id), revision: bead.revision, edges: ids_of(bead.edges) })
-        .collect();
-    Ok(Command::ImportUndo { beads })
-});
-
-/// The command of one write of a transaction (its inner header is ignored).
-fn txn_write_of(write: pb::TxnWrite) -> Result<Command, Refusal> {
-    use pb::txn_write::Write;
-    let request = match write.write {
-        Some(Write::Create(request)) => request.into_write(),
-        Some(Write::Update(request)) => request.into_write(),
-        Some(Write::SetMetadata(request)) => request.into_write(),
-        Some(Write::Claim(request)) => request.into_write(),
-        Some(Write::Close(request)) => request.into_write(),
-        Some(Write::Reopen(request)) => request.into_write(),
-        Some(Write::Delete(request)) => request.into_write(),
-        Some(Write::DepAdd(request)) => request.into_write(),
-        Some(Write::DepRemove(request)) => request.into_write(),
-        None => return Err(invalid("a transaction write names no operation".into())),
-    };
-    Ok(request?.command)
-}
-
-/// The protobuf form of one write of a transaction; `None` for a command a transaction cannot
-/// hold. The inner request keeps an empty header, which the server ignores.
-fn txn_write_to_proto(command: &Command) -> Option<pb::TxnWrite> {
-    use pb::txn_write::Write;
-    let write = match write_to_proto(pb::WriteHeader::default(), command)? {
-        ClientRpc::Create(request) => Write::Create(request),
-        ClientRpc::Update(request) => Write::Update(request),
-        ClientRpc::SetMetadata(request) => Write::SetMetadata(request),
-        ClientRpc::Claim(request) => Write::Claim(request),
-        ClientRpc::Close(request) => Write::Close(request),
-        ClientRpc::Reopen(request) => Write::Reopen(request),
-        ClientRpc::Delete(request) => Write::Delete(request),
-        ClientRpc::DepAdd(request) => Write::DepAdd(request),
-        ClientRpc::DepRemove(request) => Write::DepRemove(request),
-        _ => return None,
-    };
-    Some(pb::TxnWrite { write: Some(write) })
-}
-
 /// Implements [`IntoRead`] and [`IntoCall`] for a read request, from the query it carries.
 macro_rules! read_request {
     ($request:ty, |$value:ident, $now:ident| $query:expr) => {
@@ -517,10 +293,11 @@ macro_rules! read_request {
 }
 pub(crate) use read_request;
 
-/// The protobuf request of a registered write (`crate::commands`), written in its file.
+/// The protobuf request of a write (`crate::commands`), written in its file; `None` for a write
+/// no client sends.
 pub trait ToWriteRequest {
     /// The request, with `header`.
-    fn to_request(&self, header: pb::WriteHeader) -> ClientRpc;
+    fn to_request(&self, header: pb::WriteHeader) -> Option<ClientRpc>;
 }
 
 /// The protobuf request of a registered query (`crate::commands`), written in its file.
@@ -534,208 +311,7 @@ read_request!(pb::NamespaceListRequest, |_request, _now| Ok(Query::Namespaces));
 /// Builds the protobuf request of a command, for clients; `None` for a controller action, which
 /// only a leader proposes and no client can send.
 pub fn write_to_proto(header: pb::WriteHeader, command: &Command) -> Option<ClientRpc> {
-    let (registered_header, header) = (header.clone(), Some(header));
-    Some(match command.clone() {
-        Command::Registered(command) => command.to_request(registered_header),
-        Command::Create(create) => ClientRpc::Create(create_to_proto(header, create)),
-        Command::Update(update) => ClientRpc::Update(update_to_proto(header, update)),
-        Command::SetMetadata { id, entries } => {
-            ClientRpc::SetMetadata(pb::SetMetadataRequest { header, id: id.0, entries: metadata_to_proto(entries) })
-        }
-        Command::Claim { id, actor, lease_ms } => {
-            ClientRpc::Claim(pb::ClaimRequest { header, id: id.0, actor: actor.0, lease_ms })
-        }
-        Command::LeaseRenew { id, lease_id } => {
-            ClientRpc::LeaseRenew(pb::LeaseRenewRequest { header, id: id.0, lease_id })
-        }
-        Command::LeaseRelease { id, lease_id } => {
-            ClientRpc::LeaseRelease(pb::LeaseReleaseRequest { header, id: id.0, lease_id })
-        }
-        Command::Controller { .. } => return None,
-        Command::ClaimNext { actor, filter, lease_ms } => ClientRpc::ClaimNext(pb::ClaimNextRequest {
-            header,
-            actor: actor.0,
-            filter: Some(ready_filter_to_proto(&filter)),
-            lease_ms,
-        }),
-        Command::Close { ids, reason } => ClientRpc::Close(pb::CloseRequest { header, ids: ids_to_proto(ids), reason }),
-        Command::Reopen { id } => ClientRpc::Reopen(pb::ReopenRequest { header, id: id.0 }),
-        Command::Delete { id } => ClientRpc::Delete(pb::DeleteRequest { header, id: id.0 }),
-        Command::DepAdd { issue_id, depends_on_id, dep_type } => ClientRpc::DepAdd(pb::DepAddRequest {
-            header,
-            issue_id: issue_id.0,
-            depends_on_id: depends_on_id.0,
-            r#type: dep_type.0,
-        }),
-        Command::DepRemove { issue_id, depends_on_id } => {
-            ClientRpc::DepRemove(pb::DepRemoveRequest { header, issue_id: issue_id.0, depends_on_id: depends_on_id.0 })
-        }
-        Command::NamespaceCreate { prefix } => {
-            ClientRpc::NamespaceCreate(pb::NamespaceCreateRequest { header, prefix })
-        }
-        Command::NamespaceDelete { force } => ClientRpc::NamespaceDelete(pb::NamespaceDeleteRequest { header, force }),
-        Command::NamespaceConfigure { default_lease_ms, max_deliveries } => {
-            ClientRpc::NamespaceConfigure(pb::NamespaceConfigureRequest {
-                header,
-                default_lease_ms: default_lease_ms.flatten(),
-                clear_default_lease: default_lease_ms == Some(None),
-                max_deliveries,
-            })
-        }
-        Command::FormulaPut { source } => ClientRpc::FormulaPut(pb::FormulaPutRequest { header, source }),
-        Command::FormulaDelete { name } => ClientRpc::FormulaDelete(pb::FormulaDeleteRequest { header, name }),
-        Command::OrderPut { name, source } => ClientRpc::OrderPut(pb::OrderPutRequest { header, name, source }),
-        Command::OrderDelete { name } => ClientRpc::OrderDelete(pb::OrderDeleteRequest { header, name }),
-        Command::OrderRun { name } => ClientRpc::OrderRun(pb::OrderRunRequest { header, name }),
-        Command::MolCook(cook) => ClientRpc::Cook(cook_to_proto(header, cook)),
-        Command::Sling(sling) => ClientRpc::Sling(sling_to_proto(header, sling)),
-        Command::HookClaim { agent, pool, lease_ms } => ClientRpc::HookClaim(pb::HookClaimRequest {
-            header,
-            agent: agent.0,
-            pool: pool.unwrap_or_default(),
-            lease_ms,
-        }),
-        Command::MailSend(mail) => ClientRpc::MailSend(pb::MailSendRequest {
-            header,
-            to: mail.to,
-            subject: mail.subject,
-            body: mail.body,
-            reply_to: mail.reply_to.map(|id| id.0).unwrap_or_default(),
-        }),
-        Command::MailMark { id, read } => ClientRpc::MailMark(pb::MailMarkRequest { header, id: id.0, read }),
-        Command::MailArchive { id } => ClientRpc::MailArchive(pb::MailArchiveRequest { header, id: id.0 }),
-        Command::ConvoyCreate { title, children, owned } => {
-            ClientRpc::ConvoyCreate(pb::ConvoyCreateRequest { header, title, children: ids_to_proto(children), owned })
-        }
-        Command::ConvoyAdd { id, children } => {
-            ClientRpc::ConvoyAdd(pb::ConvoyAddRequest { header, id: id.0, children: ids_to_proto(children) })
-        }
-        Command::ConvoyLand { id, reason } => ClientRpc::ConvoyLand(pb::ConvoyLandRequest { header, id: id.0, reason }),
-        Command::ConvoyCheck => ClientRpc::ConvoyCheck(pb::ConvoyCheckRequest { header }),
-        Command::Purge { older_than_ms } => ClientRpc::Purge(pb::PurgeRequest { header, older_than_ms }),
-        Command::Txn(txn) => ClientRpc::Txn(pb::TxnRequest {
-            header,
-            conditions: txn
-                .conditions
-                .into_iter()
-                .map(|condition| pb::TxnCondition { id: condition.id.0, revision: condition.revision })
-                .collect(),
-            // A write a transaction cannot hold is sent empty, and the server refuses it.
-            writes: txn.writes.iter().map(|write| txn_write_to_proto(write).unwrap_or_default()).collect(),
-            fences: txn
-                .fences
-                .into_iter()
-                .map(|fence| pb::TxnFence { id: fence.id.0, lease_id: fence.lease_id })
-                .collect(),
-        }),
-        Command::Import { beads } => {
-            ClientRpc::Import(pb::ImportRequest { header, beads: beads.iter().map(pb::Bead::from).collect() })
-        }
-        Command::ImportUndo { beads } => ClientRpc::ImportUndo(pb::ImportUndoRequest {
-            header,
-            beads: beads
-                .into_iter()
-                .map(|bead| pb::ImportedBead {
-                    id: bead.id.0,
-                    revision: bead.revision,
-                    edges: ids_to_proto(bead.edges),
-                })
-                .collect(),
-        }),
-        Command::Auth(command) => match command {
-            crate::auth::AuthCommand::Enable(spec) => {
-                ClientRpc::AuthEnable(pb::AuthEnableRequest { header, admin: Some(auth::spec_to_proto(spec)) })
-            }
-            crate::auth::AuthCommand::Disable => ClientRpc::AuthDisable(pb::AuthDisableRequest { header }),
-            crate::auth::AuthCommand::TokenCreate(spec) => {
-                ClientRpc::TokenCreate(pb::TokenCreateRequest { header, token: Some(auth::spec_to_proto(spec)) })
-            }
-            crate::auth::AuthCommand::TokenRevoke { name } => {
-                ClientRpc::TokenRevoke(pb::TokenRevokeRequest { header, name })
-            }
-        },
-    })
-}
-
-fn create_to_proto(header: Option<pb::WriteHeader>, create: CreateBead) -> pb::CreateRequest {
-    pb::CreateRequest {
-        header,
-        title: create.title,
-        description: create.description,
-        notes: create.notes,
-        r#type: create.bead_type,
-        priority: create.priority.map(u32::from),
-        assignee: create.assignee,
-        from: create.from,
-        parent_id: create.parent_id.map(|id| id.0).unwrap_or_default(),
-        r#ref: create.reference,
-        needs: create.needs,
-        labels: create.labels.into_iter().collect(),
-        metadata: create.metadata.into_iter().collect(),
-        ephemeral: create.ephemeral,
-        no_history: create.no_history,
-        defer_until_ms: create.defer_until.map(|time| time.0),
-        status: create.requested_status.map(|status| status.as_str().to_string()).unwrap_or_default(),
-    }
-}
-
-fn update_to_proto(header: Option<pb::WriteHeader>, update: UpdateBead) -> pb::UpdateRequest {
-    pb::UpdateRequest {
-        header,
-        id: update.id.0,
-        title: update.title,
-        description: update.description,
-        notes: update.notes,
-        append_notes: update.append_notes,
-        ephemeral: update.ephemeral,
-        no_history: update.no_history,
-        status: update.status.map(|status| status.as_str().to_string()),
-        r#type: update.bead_type,
-        priority: update.priority.map(u32::from),
-        assignee: update.assignee,
-        parent_id: update.parent_id.map(|id| id.0),
-        add_labels: update.add_labels.into_iter().collect(),
-        remove_labels: update.remove_labels.into_iter().collect(),
-        metadata: metadata_to_proto(update.metadata),
-        claim_for: update.claim_for.map(|actor| actor.0),
-        lease_ms: update.lease_ms,
-    }
-}
-
-fn cook_to_proto(header: Option<pb::WriteHeader>, cook: Cook) -> pb::CookRequest {
-    pb::CookRequest {
-        header,
-        formula: Some(formula_to_proto(cook.formula)),
-        title: cook.title.unwrap_or_default(),
-        vars: cook.vars.into_iter().collect(),
-        ephemeral: cook.ephemeral,
-    }
-}
-
-fn sling_to_proto(header: Option<pb::WriteHeader>, sling: Sling) -> pb::SlingRequest {
-    pb::SlingRequest {
-        header,
-        subject: sling.subject,
-        target: sling.target,
-        pool: sling.pool,
-        formula: sling.formula.map(formula_to_proto),
-        vars: sling.vars.into_iter().collect(),
-        no_convoy: sling.no_convoy,
-        owned: sling.owned,
-        merge: sling.merge.unwrap_or_default(),
-    }
-}
-
-fn metadata_to_proto(
-    entries: BTreeMap<String, Option<String>>,
-) -> std::collections::HashMap<String, pb::MetadataChange> {
-    entries
-        .into_iter()
-        .map(|(key, value)| {
-            let change = pb::MetadataChange { remove: value.is_none(), value: value.unwrap_or_default() };
-            (key, change)
-        })
-        .collect()
+    command.to_request(header)
 }
 
 /// Builds the protobuf request of a query, for clients.
@@ -1274,4 +850,4 @@ impl IntoAnswer for pb::EventsResponse {
 }
 
 // After the macros, which it uses.
-mod auth;
+pub(crate) mod auth;

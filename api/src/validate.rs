@@ -15,13 +15,13 @@
 //! or digit, without `..`. Ids only named (a look-up, a dependency target such as
 //! `external:rig:id`) are not judged.
 
-use crate::command::{Command, ControllerAction, CreateBead, ReadyFilter, Txn, UpdateBead, is_create_with_id};
+use crate::command::{Command, ReadyFilter, Txn};
 use crate::limits::*;
-use crate::model::{Actor, Bead, Namespace, Status};
+use crate::model::{Actor, Namespace, Status};
 use crate::outcome::Refusal;
 use crate::printable::{has_unsafe, printable};
 
-fn check_size(what: &str, value: &str, limit: usize) -> Result<(), Refusal> {
+pub(crate) fn check_size(what: &str, value: &str, limit: usize) -> Result<(), Refusal> {
     if value.len() > limit {
         return Err(Refusal::TooLarge { what: what.to_string(), size: value.len(), limit });
     }
@@ -34,7 +34,7 @@ fn check_size(what: &str, value: &str, limit: usize) -> Result<(), Refusal> {
 /// This rule is new (issue 28): a command an older build applied may be refused by this one, at
 /// proposal and again at apply (`validate_command` runs in the state machine). That is sound only
 /// because the nodes of a cluster run one build, as their peer protocol already requires.
-fn check_identifier(what: &str, value: &str) -> Result<(), Refusal> {
+pub(crate) fn check_identifier(what: &str, value: &str) -> Result<(), Refusal> {
     if has_unsafe(value) {
         return Err(Refusal::Invalid(format!(
             "{what} \"{}\" has a control character; actors, labels and metadata keys are identifiers: give one without control characters",
@@ -51,14 +51,14 @@ pub fn validate_actor(actor: &Actor) -> Result<(), Refusal> {
     check_identifier("actor", &actor.0)
 }
 
-fn check_title(title: &str) -> Result<(), Refusal> {
+pub(crate) fn check_title(title: &str) -> Result<(), Refusal> {
     if title.trim().is_empty() {
         return Err(Refusal::Invalid("title must not be empty; give the bead a title".into()));
     }
     check_size("title", title, TITLE_BYTES_MAX)
 }
 
-fn check_priority(priority: Option<u8>) -> Result<(), Refusal> {
+pub(crate) fn check_priority(priority: Option<u8>) -> Result<(), Refusal> {
     match priority {
         Some(value) if value > 4 => {
             Err(Refusal::Invalid(format!("priority {value} is out of range; use 0 (highest) to 4")))
@@ -67,7 +67,7 @@ fn check_priority(priority: Option<u8>) -> Result<(), Refusal> {
     }
 }
 
-fn check_labels<'a>(labels: impl IntoIterator<Item = &'a String>) -> Result<(), Refusal> {
+pub(crate) fn check_labels<'a>(labels: impl IntoIterator<Item = &'a String>) -> Result<(), Refusal> {
     for (count, label) in labels.into_iter().enumerate() {
         if count >= LABELS_MAX {
             return Err(Refusal::Invalid(format!("more than {LABELS_MAX} labels; drop some")));
@@ -82,11 +82,13 @@ fn check_labels<'a>(labels: impl IntoIterator<Item = &'a String>) -> Result<(), 
 
 /// Refuses labels about to be set that hold a control character. Labels only removed or filtered
 /// on are not judged, so a label stored before the rule can still be found and taken off.
-fn check_new_labels<'a>(labels: impl IntoIterator<Item = &'a String>) -> Result<(), Refusal> {
+pub(crate) fn check_new_labels<'a>(labels: impl IntoIterator<Item = &'a String>) -> Result<(), Refusal> {
     labels.into_iter().try_for_each(|label| check_identifier("label", label))
 }
 
-fn check_metadata<'a>(entries: impl IntoIterator<Item = (&'a String, Option<&'a String>)>) -> Result<(), Refusal> {
+pub(crate) fn check_metadata<'a>(
+    entries: impl IntoIterator<Item = (&'a String, Option<&'a String>)>,
+) -> Result<(), Refusal> {
     for (count, (key, value)) in entries.into_iter().enumerate() {
         if count >= METADATA_KEYS_MAX {
             return Err(Refusal::Invalid(format!("more than {METADATA_KEYS_MAX} metadata keys; drop some")));
@@ -104,7 +106,7 @@ fn check_metadata<'a>(entries: impl IntoIterator<Item = (&'a String, Option<&'a 
     Ok(())
 }
 
-fn check_names(fields: &[(&str, &str)]) -> Result<(), Refusal> {
+pub(crate) fn check_names(fields: &[(&str, &str)]) -> Result<(), Refusal> {
     fields.iter().try_for_each(|(what, value)| check_size(what, value, NAME_BYTES_MAX))
 }
 
@@ -179,249 +181,15 @@ pub fn validate_bead_id(id: &str) -> Result<(), Refusal> {
     Err(Refusal::Invalid(format!("id \"{}\" {wrong}; {ID_CHARSET}", printable(id))))
 }
 
-fn validate_create(create: &CreateBead) -> Result<(), Refusal> {
-    check_title(&create.title)?;
-    if create.ephemeral && create.no_history {
-        return Err(Refusal::Invalid(
-            "a bead is either ephemeral (a wisp) or no_history, not both; drop one of them".into(),
-        ));
-    }
-    check_size("description", &create.description, DESCRIPTION_BYTES_MAX)?;
-    check_size("notes", &create.notes, DESCRIPTION_BYTES_MAX)?;
-    check_priority(create.priority)?;
-    check_names(&[
-        ("type", &create.bead_type),
-        ("assignee", &create.assignee),
-        ("from", &create.from),
-        ("ref", &create.reference),
-    ])?;
-    check_identifier("assignee", &create.assignee)?;
-    check_identifier("from", &create.from)?;
-    check_labels(&create.labels)?;
-    check_new_labels(&create.labels)?;
-    check_metadata(create.metadata.iter().map(|(key, value)| (key, Some(value))))?;
-    if create.needs.len() > DEPENDENCIES_PER_BEAD_MAX {
-        return Err(Refusal::Invalid(format!("more than {DEPENDENCIES_PER_BEAD_MAX} needs")));
-    }
-    create.needs.iter().try_for_each(|need| check_size("need", need, NAME_BYTES_MAX))
-}
-
-/// Checks imported beads as creates are checked, plus what a create does not carry: the id (its
-/// charset, [`validate_bead_id`]), the close reason, and each id appearing once. A refusal names
-/// the imported bead; that of a `create --id` ([`is_create_with_id`]) is the create's own.
-fn validate_import(beads: &[Bead]) -> Result<(), Refusal> {
-    if beads.is_empty() || beads.len() > IMPORT_BEADS_MAX {
-        return Err(Refusal::Invalid(format!("an import holds 1 to {IMPORT_BEADS_MAX} beads; split it")));
-    }
-    let create = is_create_with_id(beads);
-    let mut seen = std::collections::BTreeSet::new();
-    for bead in beads {
-        let id = &bead.id.0;
-        let refused = |refusal: Refusal| {
-            if create { refusal } else { Refusal::Invalid(format!("imported bead {id:?}: {refusal}")) }
-        };
-        validate_bead_id(id).map_err(refused)?;
-        if !seen.insert(id) {
-            return Err(refused(Refusal::Invalid("the id appears twice in the import".into())));
-        }
-        let as_create = CreateBead {
-            title: bead.title.clone(),
-            description: bead.description.clone(),
-            notes: bead.notes.clone(),
-            bead_type: bead.bead_type.clone(),
-            priority: bead.priority,
-            assignee: bead.assignee.clone(),
-            from: bead.from.clone(),
-            reference: bead.reference.clone(),
-            labels: bead.labels.clone(),
-            metadata: bead.metadata.clone(),
-            ephemeral: bead.ephemeral,
-            no_history: bead.no_history,
-            needs: bead.depends_on.keys().map(|target| target.0.clone()).collect(),
-            ..CreateBead::default()
-        };
-        validate_create(&as_create).map_err(refused)?;
-        if let Some(reason) = &bead.close_reason {
-            check_size("close reason", reason, REASON_BYTES_MAX).map_err(refused)?;
-        }
-        for (target, dep_type) in &bead.depends_on {
-            if target.0.is_empty() || dep_type.0.is_empty() {
-                return Err(refused(Refusal::Invalid("a dependency needs a target id and a type".into())));
-            }
-            check_size("dependency type", &dep_type.0, NAME_BYTES_MAX).map_err(refused)?;
-        }
-    }
-    Ok(())
-}
-
-fn validate_update(update: &UpdateBead) -> Result<(), Refusal> {
-    if let Some(title) = &update.title {
-        check_title(title)?;
-    }
-    for (what, text) in
-        [("description", &update.description), ("notes", &update.notes), ("notes", &update.append_notes)]
-    {
-        if let Some(text) = text {
-            check_size(what, text, DESCRIPTION_BYTES_MAX)?;
-        }
-    }
-    check_priority(update.priority)?;
-    if let Some(lease_ms) = update.lease_ms {
-        if update.claim_for.is_none() {
-            return Err(Refusal::Invalid("a lease comes with a claim; add --claim".into()));
-        }
-        validate_lease(lease_ms)?;
-    }
-    for (what, value) in [("type", &update.bead_type), ("assignee", &update.assignee)] {
-        if let Some(value) = value {
-            check_names(&[(what, value)])?;
-        }
-    }
-    if let Some(assignee) = &update.assignee {
-        check_identifier("assignee", assignee)?;
-    }
-    if let Some(actor) = &update.claim_for {
-        check_identifier("actor", &actor.0)?;
-    }
-    if update.bead_type.as_deref() == Some("") {
-        return Err(Refusal::Invalid("type must not be empty".into()));
-    }
-    check_labels(update.add_labels.iter().chain(&update.remove_labels))?;
-    check_new_labels(&update.add_labels)?;
-    check_metadata(update.metadata.iter().map(|(key, value)| (key, value.as_ref())))
-}
-
 /// Checks a ready filter's strings against the limits.
 pub fn validate_ready_filter(filter: &ReadyFilter) -> Result<(), Refusal> {
     check_labels(filter.labels_all.iter().chain(&filter.labels_any).chain(&filter.exclude_labels))
 }
 
-/// Checks a command's shape: sizes, counts, non-empty titles, priority range.
+/// Checks a command's shape: sizes, counts, non-empty titles, priority range (each command's
+/// file says what it checks).
 pub fn validate_command(command: &Command) -> Result<(), Refusal> {
-    match command {
-        Command::Create(create) => validate_create(create),
-        Command::Update(update) => validate_update(update),
-        Command::SetMetadata { entries, .. } => {
-            if entries.is_empty() {
-                return Err(Refusal::Invalid("set_metadata needs at least one key".into()));
-            }
-            check_metadata(entries.iter().map(|(key, value)| (key, value.as_ref())))
-        }
-        Command::Claim { actor, .. } | Command::ClaimNext { actor, .. } => {
-            if actor.0.is_empty() {
-                return Err(Refusal::Invalid("claim needs an actor; pass --actor or set STRAND_ACTOR".into()));
-            }
-            check_names(&[("actor", &actor.0)])?;
-            check_identifier("actor", &actor.0)?;
-            match command {
-                Command::ClaimNext { filter, lease_ms, .. } => {
-                    lease_ms.map_or(Ok(()), validate_lease)?;
-                    validate_ready_filter(filter)
-                }
-                Command::Claim { lease_ms: Some(lease_ms), .. } => validate_lease(*lease_ms),
-                _ => Ok(()),
-            }
-        }
-        Command::Controller { action: ControllerAction::ExpireLeases { leases }, .. } => {
-            if leases.len() > EXPIRIES_PER_COMMAND_MAX {
-                return Err(Refusal::TooLarge {
-                    what: "a batch of lease expiries".into(),
-                    size: leases.len(),
-                    limit: EXPIRIES_PER_COMMAND_MAX,
-                });
-            }
-            Ok(())
-        }
-        Command::LeaseRenew { .. } | Command::LeaseRelease { .. } | Command::Controller { .. } => Ok(()),
-        Command::NamespaceConfigure { default_lease_ms, max_deliveries } => {
-            if default_lease_ms.is_none() && max_deliveries.is_none() {
-                return Err(Refusal::Invalid(
-                    "namespace configure needs a setting: --default-lease or --max-deliveries".into(),
-                ));
-            }
-            if let Some(Some(lease_ms)) = default_lease_ms {
-                validate_lease(*lease_ms)?;
-            }
-            match max_deliveries {
-                Some(count) if !(1..=MAX_DELIVERIES_MAX).contains(count) => Err(Refusal::Invalid(format!(
-                    "max_deliveries {count} is out of range; allow 1 to {MAX_DELIVERIES_MAX} deliveries"
-                ))),
-                _ => Ok(()),
-            }
-        }
-        Command::Close { ids, reason } => {
-            if ids.is_empty() {
-                return Err(Refusal::Invalid("close needs at least one id".into()));
-            }
-            if ids.len() > IDS_PER_REQUEST_MAX {
-                return Err(Refusal::Invalid(format!("close names more than {IDS_PER_REQUEST_MAX} ids; split it")));
-            }
-            reason.as_ref().map_or(Ok(()), |reason| check_size("reason", reason, REASON_BYTES_MAX))
-        }
-        Command::DepAdd { dep_type, .. } => {
-            if dep_type.0.is_empty() {
-                return Err(Refusal::Invalid("dependency type must not be empty".into()));
-            }
-            check_names(&[("dependency type", &dep_type.0)])
-        }
-        Command::Reopen { .. } | Command::Delete { .. } | Command::DepRemove { .. } => Ok(()),
-        Command::NamespaceCreate { prefix } => crate::validate::validate_prefix(prefix),
-        Command::NamespaceDelete { .. } | Command::ConvoyCheck | Command::MailMark { .. } => Ok(()),
-        Command::MailArchive { .. } => Ok(()),
-        Command::FormulaPut { source } => check_size("formula", source, FORMULA_BYTES_MAX),
-        Command::FormulaDelete { name } => check_names(&[("formula name", name)]),
-        Command::OrderPut { name, source } => {
-            check_names(&[("order name", name)])?;
-            check_size("order", source, crate::limits::ORDER_BYTES_MAX)
-        }
-        Command::OrderDelete { name } | Command::OrderRun { name } => check_names(&[("order name", name)]),
-        Command::MolCook(cook) => validate_cook(cook),
-        Command::Sling(sling) => validate_sling(sling),
-        Command::HookClaim { agent, pool, lease_ms } => {
-            check_actor(&agent.0, "hook --claim")?;
-            lease_ms.map_or(Ok(()), validate_lease)?;
-            check_names(&[("pool", pool.as_deref().unwrap_or_default())])
-        }
-        Command::MailSend(mail) => {
-            check_names(&[("recipient", &mail.to)])?;
-            check_identifier("recipient", &mail.to)?;
-            check_size("subject", &mail.subject, TITLE_BYTES_MAX)?;
-            check_size("body", &mail.body, DESCRIPTION_BYTES_MAX)
-        }
-        Command::ConvoyCreate { title, children, .. } => {
-            check_title(title)?;
-            check_routed(children.len())
-        }
-        Command::ConvoyAdd { children, .. } => check_routed(children.len()),
-        Command::ConvoyLand { reason, .. } => {
-            reason.as_ref().map_or(Ok(()), |reason| check_size("reason", reason, REASON_BYTES_MAX))
-        }
-        Command::Purge { older_than_ms } => {
-            if *older_than_ms < 0 {
-                return Err(Refusal::Invalid("purge --older-than must not be negative".into()));
-            }
-            Ok(())
-        }
-        Command::Txn(txn) => validate_txn(txn),
-        Command::Auth(crate::auth::AuthCommand::Enable(spec) | crate::auth::AuthCommand::TokenCreate(spec)) => {
-            crate::auth::validate_spec(spec)
-        }
-        Command::Auth(crate::auth::AuthCommand::TokenRevoke { name }) => check_names(&[("token name", name)]),
-        Command::Auth(crate::auth::AuthCommand::Disable) => Ok(()),
-        Command::Import { beads } => validate_import(beads),
-        Command::Registered(command) => command.validate(),
-        Command::ImportUndo { beads } => {
-            if beads.is_empty() || beads.len() > IMPORT_BEADS_MAX {
-                return Err(Refusal::Invalid(format!("an import undo names 1 to {IMPORT_BEADS_MAX} beads; split it")));
-            }
-            if beads.iter().any(|bead| bead.edges.len() > DEPENDENCIES_PER_BEAD_MAX) {
-                return Err(Refusal::Invalid(format!(
-                    "an imported bead has at most {DEPENDENCIES_PER_BEAD_MAX} edges"
-                )));
-            }
-            Ok(())
-        }
-    }
+    command.validate()
 }
 
 /// Checks a lease's length: [`LEASE_MS_MIN`] to [`LEASE_MS_MAX`] milliseconds.
@@ -438,31 +206,7 @@ pub fn validate_lease(lease_ms: u64) -> Result<(), Refusal> {
 
 /// Checks a transaction and each of its writes as the cluster does before applying it.
 pub fn validate_txn(txn: &Txn) -> Result<(), Refusal> {
-    if txn.writes.is_empty() {
-        return Err(Refusal::Invalid("a transaction needs at least one write".into()));
-    }
-    if txn.writes.len() > TXN_WRITES_MAX {
-        return Err(Refusal::Invalid(format!("a transaction holds at most {TXN_WRITES_MAX} writes; split it")));
-    }
-    if txn.conditions.len() > TXN_CONDITIONS_MAX {
-        return Err(Refusal::Invalid(format!("a transaction checks at most {TXN_CONDITIONS_MAX} conditions")));
-    }
-    if txn.fences.len() > crate::limits::TXN_FENCES_MAX {
-        return Err(Refusal::Invalid(format!(
-            "a transaction carries at most {} lease fences",
-            crate::limits::TXN_FENCES_MAX
-        )));
-    }
-    for (index, write) in txn.writes.iter().enumerate() {
-        if !write.is_bead_write() {
-            return Err(Refusal::Invalid(format!(
-                "write {} of the transaction is not a bead write; a transaction holds create, update, set_metadata, claim, close, reopen, delete, dep_add and dep_remove",
-                index + 1
-            )));
-        }
-        validate_command(write).map_err(|refusal| Refusal::TxnWriteRefused { index, refusal: Box::new(refusal) })?;
-    }
-    Ok(())
+    crate::commands::WriteCommand::validate(txn)
 }
 
 /// Refuses an empty or malformed agent name for `what`.
@@ -474,56 +218,10 @@ pub(crate) fn check_actor(actor: &str, what: &str) -> Result<(), Refusal> {
     check_identifier("agent", actor)
 }
 
-fn check_routed(count: usize) -> Result<(), Refusal> {
+/// Refuses more routed beads than one command may hold.
+pub(crate) fn check_routed(count: usize) -> Result<(), Refusal> {
     if count > ROUTED_BEADS_MAX {
         return Err(Refusal::Invalid(format!("more than {ROUTED_BEADS_MAX} beads in one command; split it")));
-    }
-    Ok(())
-}
-
-fn validate_cook(cook: &crate::command::Cook) -> Result<(), Refusal> {
-    match &cook.formula {
-        crate::command::FormulaSource::Named(name) => check_names(&[("formula name", name)])?,
-        crate::command::FormulaSource::Inline(source) => check_size("formula", source, FORMULA_BYTES_MAX)?,
-    }
-    if let Some(title) = &cook.title {
-        check_title(title)?;
-    }
-    if cook.vars.len() > FORMULA_VARS_MAX {
-        return Err(Refusal::Invalid(format!("more than {FORMULA_VARS_MAX} variables; pass fewer --var")));
-    }
-    cook.vars.iter().try_for_each(|(key, value)| {
-        check_names(&[("variable name", key)])?;
-        check_size(&format!("variable {key}"), value, DESCRIPTION_BYTES_MAX)
-    })
-}
-
-fn validate_sling(sling: &crate::command::Sling) -> Result<(), Refusal> {
-    if sling.subject.trim().is_empty() {
-        return Err(Refusal::Invalid("sling needs a bead id or a title".into()));
-    }
-    check_size("sling subject", &sling.subject, TITLE_BYTES_MAX)?;
-    let target_ok = !sling.target.is_empty() && !sling.target.contains(char::is_whitespace);
-    if !target_ok {
-        return Err(Refusal::Invalid(format!(
-            "sling target {:?} is not an agent or pool name; give a name without spaces",
-            sling.target
-        )));
-    }
-    check_names(&[("target", &sling.target)])?;
-    check_identifier("sling target", &sling.target)?;
-    if sling.pool {
-        check_size("pool label", &format!("{}{}", crate::model::POOL_LABEL_PREFIX, sling.target), LABEL_BYTES_MAX)?;
-    }
-    if let Some(merge) = &sling.merge
-        && !["direct", "mr", "local"].contains(&merge.as_str())
-    {
-        return Err(Refusal::Invalid(format!("--merge {merge:?} is unknown; use direct, mr or local")));
-    }
-    if let Some(formula) = &sling.formula {
-        let cook =
-            crate::command::Cook { formula: formula.clone(), title: None, vars: sling.vars.clone(), ephemeral: true };
-        validate_cook(&cook)?;
     }
     Ok(())
 }
@@ -539,7 +237,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::command::{MailSend, Sling};
+    use crate::command::{CreateBead, MailSend, Sling, UpdateBead};
     use crate::model::{BeadId, Timestamp};
 
     const EVIL: &str = "ev\u{1b}[2Jil";
@@ -553,15 +251,26 @@ mod tests {
 
     #[test]
     fn actors_with_control_characters_are_refused_naming_the_field() {
-        let claim = Command::Claim { id: BeadId::from("st-1"), actor: Actor(EVIL.into()), lease_ms: None };
+        let claim = Command::Claim(crate::command::Claim {
+            id: BeadId::from("st-1"),
+            actor: Actor(EVIL.into()),
+            lease_ms: None,
+        });
         assert_eq!(
             refused(validate_command(&claim)),
             "actor \"ev\\u{1b}[2Jil\" has a control character; actors, labels and metadata keys are identifiers: give one without control characters"
         );
-        let claim_next =
-            Command::ClaimNext { actor: Actor("a\nb".into()), filter: ReadyFilter::default(), lease_ms: None };
+        let claim_next = Command::ClaimNext(crate::command::ClaimNext {
+            actor: Actor("a\nb".into()),
+            filter: ReadyFilter::default(),
+            lease_ms: None,
+        });
         assert!(refused(validate_command(&claim_next)).starts_with("actor \"a\\nb\" has a control character"));
-        let hook = Command::HookClaim { agent: Actor("bell\u{7}".into()), pool: None, lease_ms: None };
+        let hook = Command::HookClaim(crate::command::HookClaim {
+            agent: Actor("bell\u{7}".into()),
+            pool: None,
+            lease_ms: None,
+        });
         assert!(refused(validate_command(&hook)).starts_with("agent \"bell\\u{7}\" has a control character"));
         assert!(refused(validate_actor(&Actor("csi\u{9b}2J".into()))).starts_with("actor \"csi\\u{9b}2J\""));
         assert!(refused(validate_actor(&Actor("rtl\u{202e}".into()))).starts_with("actor \"rtl\\u{202e}\""));
@@ -603,10 +312,10 @@ mod tests {
         let update =
             UpdateBead { id: BeadId::from("st-1"), add_labels: ["x\ty".to_string()].into(), ..UpdateBead::default() };
         assert!(refused(validate_command(&Command::Update(update))).starts_with("label \"x\\ty\" has"));
-        let set = Command::SetMetadata {
+        let set = Command::SetMetadata(crate::command::SetMetadata {
             id: BeadId::from("st-1"),
             entries: [("\u{202e}key".to_string(), Some("v".to_string()))].into(),
-        };
+        });
         assert!(refused(validate_command(&set)).starts_with("metadata key \"\\u{202e}key\" has"));
     }
 
@@ -666,23 +375,30 @@ mod tests {
     #[test]
     fn a_create_under_an_id_is_refused_as_a_create_and_an_import_as_an_import() {
         let create = CreateBead { title: "t".into(), ..CreateBead::default() };
-        let as_create = Command::Import { beads: vec![create.clone().into_bead(BeadId::from("../../etc"))] };
+        let as_create = Command::Import(crate::command::Import {
+            beads: vec![create.clone().into_bead(BeadId::from("../../etc"))],
+        });
         assert_eq!(
             refused(validate_command(&as_create)),
             format!("id \"../../etc\" has characters an id cannot hold; {ID_CHARSET}"),
             "no word of an import"
         );
-        let untitled = Command::Import { beads: vec![CreateBead::default().into_bead(BeadId::from("st-7"))] };
+        let untitled = Command::Import(crate::command::Import {
+            beads: vec![CreateBead::default().into_bead(BeadId::from("st-7"))],
+        });
         assert_eq!(refused(validate_command(&untitled)), "title must not be empty; give the bead a title");
         let mut imported = create.clone().into_bead(BeadId::from("gc 1"));
         imported.created_at = Timestamp(5);
         assert_eq!(
-            refused(validate_command(&Command::Import { beads: vec![imported] })),
+            refused(validate_command(&Command::Import(crate::command::Import { beads: vec![imported] }))),
             format!("imported bead \"gc 1\": id \"gc 1\" has characters an id cannot hold; {ID_CHARSET}")
         );
         // Two beads are an import, whatever their times.
         let pair = vec![create.clone().into_bead(BeadId::from("gc-1")), create.into_bead(BeadId::from("gc/2"))];
-        assert!(refused(validate_command(&Command::Import { beads: pair })).starts_with("imported bead \"gc/2\": id"));
+        assert!(
+            refused(validate_command(&Command::Import(crate::command::Import { beads: pair })))
+                .starts_with("imported bead \"gc/2\": id")
+        );
         // A transaction's creates carry no id: the namespace assigns one.
         let txn = Txn {
             writes: vec![Command::Create(CreateBead { title: "t".into(), ..CreateBead::default() })],

@@ -169,10 +169,12 @@ impl<D: Disk> StateMachineStore<D> {
     fn apply_normal(&self, index: u64, proposal: &Proposal) -> Answer {
         let mut state = self.inner.state.write().expect("state lock");
         let answer = match &proposal.command {
-            Command::Controller { term, action } if self.inner.probes.unfenced_controller => {
+            Command::Controller(api::command::Controller { term, action }) if self.inner.probes.unfenced_controller => {
                 let term = (*term).max(state.controller_term());
-                let laundered =
-                    Proposal { command: Command::Controller { term, action: action.clone() }, ..proposal.clone() };
+                let laundered = Proposal {
+                    command: Command::Controller(api::command::Controller { term, action: action.clone() }),
+                    ..proposal.clone()
+                };
                 state.apply(index, &laundered)
             }
             _ => state.apply(index, proposal),

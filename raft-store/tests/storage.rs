@@ -198,20 +198,23 @@ fn borrowed_records_encode_exactly_like_owned_ones() {
     create.request_id = Some(RequestId { client_id: 7, request_seq: 1, lowest_unacked: 1 });
     state.apply(1, &create).unwrap();
     let mut formula_put = proposal("unused", 11);
-    formula_put.command = Command::FormulaPut { source: formula.into() };
+    formula_put.command = Command::FormulaPut(api::command::FormulaPut { source: formula.into() });
     state.apply(2, &formula_put).unwrap();
     let mut loose_edge = proposal("unused", 12);
-    loose_edge.command =
-        Command::DepAdd { issue_id: "a".into(), depends_on_id: "b".into(), dep_type: api::model::DepType::blocks() };
+    loose_edge.command = Command::DepAdd(api::command::DepAdd {
+        issue_id: "a".into(),
+        depends_on_id: "b".into(),
+        dep_type: api::model::DepType::blocks(),
+    });
     state.apply(3, &loose_edge).unwrap();
     let mut order_put = proposal("unused", 13);
-    order_put.command = Command::OrderPut {
+    order_put.command = Command::OrderPut(api::command::OrderPut {
         name: "nightly".into(),
         source: "[order]\nformula = \"release\"\ngate = \"cooldown\"\ninterval = \"1h\"\n".into(),
-    };
+    });
     state.apply(4, &order_put).unwrap();
     let mut order_run = proposal("unused", 14);
-    order_run.command = Command::OrderRun { name: "nightly".into() };
+    order_run.command = Command::OrderRun(api::command::OrderRun { name: "nightly".into() });
     state.apply(5, &order_run).unwrap();
     let mut enable = proposal("unused", 15);
     enable.command = Command::Auth(api::auth::AuthCommand::Enable(api::auth::TokenSpec {

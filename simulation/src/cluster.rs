@@ -342,7 +342,7 @@ fn observer(node: u64, observations: Observations) -> MetricsObserver {
 /// Records each controller action node `node` applies.
 fn controller_probe(node: u64, applies: ControllerApplies) -> raft_store::ApplyObserver {
     Arc::new(move |index, proposal: &api::command::Proposal, answer: &api::outcome::Answer| {
-        if let api::command::Command::Controller { term, action } = &proposal.command {
+        if let api::command::Command::Controller(api::command::Controller { term, action }) = &proposal.command {
             let apply = ControllerApply { node, index, term: *term, action: action.name(), applied: answer.is_ok() };
             applies.lock().expect("controller applies lock").push(apply);
         }

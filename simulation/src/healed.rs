@@ -295,10 +295,10 @@ async fn final_read(client: &api::client::Client, history: &SharedHistory, agent
 async fn orderer(schedule: Schedule) -> turmoil::Result {
     let mut rng = StdRng::seed_from_u64(schedule.seed ^ 0x6f72_6465_7273);
     let client = workload::client(&schedule.node_ids, &mut rng)?;
-    let mut writes = vec![Command::FormulaPut { source: SIM_FORMULA.into() }];
-    writes.extend(
-        SIM_ORDERS.iter().map(|(name, source, _)| Command::OrderPut { name: (*name).into(), source: (*source).into() }),
-    );
+    let mut writes = vec![Command::FormulaPut(api::command::FormulaPut { source: SIM_FORMULA.into() })];
+    writes.extend(SIM_ORDERS.iter().map(|(name, source, _)| {
+        Command::OrderPut(api::command::OrderPut { name: (*name).into(), source: (*source).into() })
+    }));
     for command in writes {
         while client.execute(command.clone()).await.is_err() {
             if now() >= schedule.agents_done_at {
@@ -372,7 +372,10 @@ async fn reader(schedule: Schedule, history: SharedHistory, report: Arc<Mutex<He
     }
     // Disabled, the orders stop writing, so the nodes can be caught agreeing.
     for (name, source, _) in SIM_ORDERS {
-        let disabled = Command::OrderPut { name: name.into(), source: format!("{source}enabled = false\n") };
+        let disabled = Command::OrderPut(api::command::OrderPut {
+            name: name.into(),
+            source: format!("{source}enabled = false\n"),
+        });
         for _ in 0..10 {
             if client.execute(disabled.clone()).await.is_ok() {
                 break;

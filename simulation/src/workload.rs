@@ -174,15 +174,18 @@ fn call(op: &Op) -> Call {
             labels: [LABEL.to_string()].into(),
             ..Default::default()
         })),
-        Op::Claim { id, actor } => Call::Write(Command::Claim { id, actor, lease_ms: None }),
-        Op::ClaimNext { actor } => Call::Write(Command::ClaimNext { actor, filter: ready_filter(), lease_ms: None }),
+        Op::Claim { id, actor } => Call::Write(Command::Claim(api::command::Claim { id, actor, lease_ms: None })),
+        Op::ClaimNext { actor } => {
+            Call::Write(Command::ClaimNext(api::command::ClaimNext { actor, filter: ready_filter(), lease_ms: None }))
+        }
         Op::Update { id, priority } => {
             Call::Write(Command::Update(UpdateBead { id, priority: Some(priority), ..Default::default() }))
         }
-        Op::SetMetadata { id, key, value } => {
-            Call::Write(Command::SetMetadata { id, entries: BTreeMap::from([(key, Some(value))]) })
-        }
-        Op::Close { id } => Call::Write(Command::Close { ids: vec![id], reason: None }),
+        Op::SetMetadata { id, key, value } => Call::Write(Command::SetMetadata(api::command::SetMetadata {
+            id,
+            entries: BTreeMap::from([(key, Some(value))]),
+        })),
+        Op::Close { id } => Call::Write(Command::Close(api::command::Close { ids: vec![id], reason: None })),
         Op::Get { id } => Call::Read(Query::from(Get { ids: vec![id] })),
         Op::Ready => Call::Read(Query::from(Ready { filter: ready_filter(), now: Timestamp(0) })),
         Op::List { limit } => Call::Read(Query::from(List(list_filter(limit)))),
@@ -191,7 +194,7 @@ fn call(op: &Op) -> Call {
             labels: [LEASE_LABEL.to_string()].into(),
             ..Default::default()
         })),
-        Op::LeaseClaimNext { actor, lease_ms } => Call::Write(Command::ClaimNext {
+        Op::LeaseClaimNext { actor, lease_ms } => Call::Write(Command::ClaimNext(api::command::ClaimNext {
             actor,
             filter: ReadyFilter {
                 labels_all: vec![LEASE_LABEL.into()],
@@ -200,8 +203,8 @@ fn call(op: &Op) -> Call {
                 ..Default::default()
             },
             lease_ms: Some(lease_ms),
-        }),
-        Op::LeaseRenew { id, .. } => Call::Write(Command::LeaseRenew { id, lease_id: None }),
+        })),
+        Op::LeaseRenew { id, .. } => Call::Write(Command::LeaseRenew(api::command::LeaseRenew { id, lease_id: None })),
         Op::Cook { title } => Call::Write(Command::MolCook(Cook {
             formula: FormulaSource::Named(crate::healed::SIM_FORMULA_NAME.into()),
             title: Some(title),
@@ -218,21 +221,23 @@ fn call(op: &Op) -> Call {
             owned: false,
             merge: None,
         })),
-        Op::HookClaim { agent } => {
-            Call::Write(Command::HookClaim { agent, pool: Some(SIM_POOL.into()), lease_ms: None })
-        }
-        Op::HookClose { id } => Call::Write(Command::Close { ids: vec![id], reason: None }),
+        Op::HookClaim { agent } => Call::Write(Command::HookClaim(api::command::HookClaim {
+            agent,
+            pool: Some(SIM_POOL.into()),
+            lease_ms: None,
+        })),
+        Op::HookClose { id } => Call::Write(Command::Close(api::command::Close { ids: vec![id], reason: None })),
         Op::Mail { subject } => Call::Write(Command::MailSend(MailSend {
             to: "sim-mayor".into(),
             subject,
             body: "report".into(),
             reply_to: None,
         })),
-        Op::Purge => Call::Write(Command::Purge { older_than_ms: 3_600_000 }),
+        Op::Purge => Call::Write(Command::Purge(api::command::Purge { older_than_ms: 3_600_000 })),
         Op::FencedClose { id, lease_id, .. } => Call::Write(Command::Txn(Txn {
             conditions: Vec::new(),
             fences: vec![Fence { id: id.clone(), lease_id }],
-            writes: vec![Command::Close { ids: vec![id], reason: None }],
+            writes: vec![Command::Close(api::command::Close { ids: vec![id], reason: None })],
         })),
     }
 }

@@ -41,7 +41,13 @@ async fn concurrent_claims_through_all_nodes_each_bead_claimed_once() {
             // Every client tries every bead, starting at a different offset.
             for step in 0..BEADS {
                 let bead_id = ids[(client_index * 7 + step) % BEADS].clone();
-                match client.execute(Command::Claim { id: bead_id.clone(), actor: actor.clone(), lease_ms: None }).await
+                match client
+                    .execute(Command::Claim(api::command::Claim {
+                        id: bead_id.clone(),
+                        actor: actor.clone(),
+                        lease_ms: None,
+                    }))
+                    .await
                 {
                     Ok(Outcome::Bead(bead)) if bead.assignee == actor.0 => won.push(bead_id),
                     Ok(other) => panic!("claim answered {other:?}"),

@@ -33,7 +33,7 @@ async fn worker(client: api::client::Client, index: usize, stop: Arc<AtomicBool>
             CreateBead { title: format!("load {index}"), labels: ["load".to_string()].into(), ..Default::default() };
         let Ok(Outcome::Bead(bead)) = client.execute(Command::Create(create)).await else { continue };
         acked.lock().await.created.push(bead.id.clone());
-        let claim = Command::Claim { id: bead.id.clone(), actor: actor.clone(), lease_ms: None };
+        let claim = Command::Claim(api::command::Claim { id: bead.id.clone(), actor: actor.clone(), lease_ms: None });
         if let Ok(Outcome::Bead(claimed)) = client.execute(claim).await {
             acked.lock().await.claimed.push((claimed.id, actor.0.clone()));
         }

@@ -250,7 +250,8 @@ async fn an_oversized_proposal_is_refused_at_once_and_writes_go_on() {
 async fn a_forwarded_controller_action_is_refused() {
     let cluster = Cluster::start(3, None);
     let mut raft = peer_client_of_leader(&cluster).await;
-    let begin = Command::Controller { term: u64::MAX, action: api::command::ControllerAction::Begin };
+    let begin =
+        Command::Controller(api::command::Controller { term: u64::MAX, action: api::command::ControllerAction::Begin });
     let response = raft.propose(forwarded(begin)).await.unwrap().into_inner();
     let answer: Result<api::outcome::Answer, String> = node::peer::network::decode(&response).unwrap();
     match answer {

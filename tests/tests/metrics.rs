@@ -24,7 +24,11 @@ async fn every_node_serves_raft_state_and_request_counters() {
     let through_follower = cluster.client_of(vec![follower.address.clone()]);
     let create = CreateBead { title: "scraped".into(), ..Default::default() };
     through_follower.execute(Command::Create(create)).await.unwrap();
-    let missing = Command::Claim { id: BeadId("st-999999".into()), actor: Actor("agent".into()), lease_ms: None };
+    let missing = Command::Claim(api::command::Claim {
+        id: BeadId("st-999999".into()),
+        actor: Actor("agent".into()),
+        lease_ms: None,
+    });
     assert!(through_follower.execute(missing).await.is_err(), "claiming a missing bead is refused");
     through_follower.query(Query::from(Get { ids: vec![BeadId("st-1".into())] })).await.unwrap();
 

@@ -43,11 +43,18 @@ async fn pool_agents_hammering_hook_claim_never_share_a_bead() {
             let actor = Actor(format!("agent-{agent}"));
             let mut got = Vec::new();
             loop {
-                let command = Command::HookClaim { agent: actor.clone(), pool: Some("web".into()), lease_ms: None };
+                let command = Command::HookClaim(api::command::HookClaim {
+                    agent: actor.clone(),
+                    pool: Some("web".into()),
+                    lease_ms: None,
+                });
                 let Outcome::Beads(beads) = client.execute(command).await.unwrap() else { panic!("hook answer") };
                 let Some(bead) = beads.into_iter().next() else { break };
                 assert_eq!(bead.assignee, actor.0, "hook --claim answers the agent's own claim");
-                client.execute(Command::Close { ids: vec![bead.id.clone()], reason: None }).await.unwrap();
+                client
+                    .execute(Command::Close(api::command::Close { ids: vec![bead.id.clone()], reason: None }))
+                    .await
+                    .unwrap();
                 got.push(bead.id);
             }
             got

@@ -34,13 +34,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use api::auth::{AuthCommand, Role, Token, TokenHash, TokenInfo, TokenSpec};
-use api::command::{
-    Command, Condition, ControllerAction, Cook, CreateBead, Fence, FormulaSource, ImportedBead, JudgedLease, MailSend,
-    Proposal, ReadyFilter, RequestId, Sling, Txn, UpdateBead,
-};
-use api::commands::{RegisteredAnswer, RegisteredWrite};
-use api::model::{Actor, Bead, BeadCounts, BeadId, DepType, Dependency, Event, Lease, Namespace, Status, Timestamp};
+use api::auth::{AuthCommand, Role, Token, TokenInfo};
+use api::command::{Command, ControllerAction, FormulaSource, Proposal, RequestId};
+use api::commands::RegisteredAnswer;
+use api::commands::samples::{FORMULA, ORDER, ann, at, bead, bead_id, create_bead, rig, token_hash};
+use api::model::{Actor, DepType, Dependency, Event, Namespace, Status};
 use api::order::OrderRuns;
 use api::outcome::{Answer, FormulaInfo, NamespaceInfo, OrderInfo, Outcome, Progress, Refusal};
 use api::printable::hex;
@@ -97,139 +95,6 @@ macro_rules! peer {
 
 // ---------------------------------------------------------------------------------------------
 // The samples' parts, every field set to a value other than its default where the type allows.
-
-/// A fixed time: 2026-01-01T00:00:00Z plus `offset` milliseconds.
-fn at(offset: i64) -> Timestamp {
-    Timestamp(1_767_225_600_000 + offset)
-}
-
-fn bead_id(number: u64) -> BeadId {
-    BeadId(format!("st-{number}"))
-}
-
-fn rig() -> Namespace {
-    Namespace("rig".into())
-}
-
-fn ann() -> Actor {
-    Actor("ann".into())
-}
-
-/// A token hash whose 32 bytes all differ.
-fn token_hash() -> TokenHash {
-    TokenHash(std::array::from_fn(|index| (index as u8).wrapping_mul(37).wrapping_add(11)))
-}
-
-const FORMULA: &str = "formula = \"release\"\nversion = 1\n[[steps]]\nid = \"build\"\ntitle = \"Build\"\n";
-const ORDER: &str = "[order]\nformula = \"release\"\ngate = \"cooldown\"\ninterval = \"24h\"\npool = \"web\"\n";
-
-fn lease() -> Lease {
-    Lease { id: 41, holder: "ann".into(), ttl_ms: 30_000, renewed_at: 40, expires_at: at(30_000) }
-}
-
-/// A bead with every field set.
-fn bead() -> Bead {
-    Bead {
-        id: bead_id(7),
-        seq: 7,
-        title: "Ship the release".into(),
-        description: "Tag, build and publish.".into(),
-        notes: "[comment] bob: looks good".into(),
-        status: Status::InProgress,
-        bead_type: "feature".into(),
-        priority: Some(1),
-        assignee: "ann".into(),
-        from: "bob".into(),
-        parent_id: Some(bead_id(1)),
-        reference: "build".into(),
-        labels: BTreeSet::from(["pool:web".into(), "urgent".into()]),
-        metadata: BTreeMap::from([("gc.merge".into(), "mr".into()), ("empty".into(), String::new())]),
-        ephemeral: true,
-        no_history: true,
-        created_at: at(1),
-        updated_at: at(2),
-        revision: 42,
-        started_at: Some(at(3)),
-        closed_at: Some(at(4)),
-        close_reason: Some("done".into()),
-        defer_until: Some(at(5)),
-        depends_on: BTreeMap::from([(bead_id(2), DepType::blocks()), (bead_id(3), DepType("waits-for".into()))]),
-        lease: Some(lease()),
-        delivery_count: 2,
-        // Never encoded (`serde(skip)`).
-        counts: BeadCounts::default(),
-    }
-}
-
-fn create_bead() -> CreateBead {
-    CreateBead {
-        title: "Write the notes".into(),
-        description: "For 1.2.".into(),
-        notes: "draft".into(),
-        bead_type: "task".into(),
-        priority: Some(2),
-        assignee: "ann".into(),
-        from: "bob".into(),
-        parent_id: Some(bead_id(1)),
-        reference: "notes".into(),
-        needs: vec!["st-2".into(), "waits-for:st-3".into()],
-        labels: BTreeSet::from(["docs".into()]),
-        metadata: BTreeMap::from([("gc.routed_to".into(), "web".into())]),
-        ephemeral: true,
-        no_history: true,
-        defer_until: Some(at(60_000)),
-        requested_status: Some(Status::Blocked),
-    }
-}
-
-fn update_bead() -> UpdateBead {
-    UpdateBead {
-        id: bead_id(1),
-        title: Some("Ship 1.2".into()),
-        description: Some("Now.".into()),
-        notes: Some("reset".into()),
-        append_notes: Some("[comment] ann: on it".into()),
-        status: Some(Status::Deferred),
-        bead_type: Some("bug".into()),
-        priority: Some(0),
-        assignee: Some("bob".into()),
-        parent_id: Some(bead_id(6)),
-        add_labels: BTreeSet::from(["hot".into()]),
-        remove_labels: BTreeSet::from(["cold".into()]),
-        metadata: BTreeMap::from([("k".into(), Some("v".into())), ("gone".into(), None)]),
-        claim_for: Some(ann()),
-        lease_ms: Some(30_000),
-        ephemeral: Some(false),
-        no_history: Some(true),
-    }
-}
-
-fn ready_filter() -> ReadyFilter {
-    ReadyFilter {
-        assignee: Some("ann".into()),
-        unassigned: true,
-        labels_all: vec!["a".into()],
-        labels_any: vec!["b".into(), "c".into()],
-        exclude_labels: vec!["d".into()],
-        metadata_equals: vec![("gc.merge".into(), "mr".into())],
-        metadata_has_keys: vec!["gc.routed_to".into()],
-        parent: Some(bead_id(1)),
-        types: vec!["task".into()],
-        exclude_types: vec!["epic".into()],
-        include_ephemeral: true,
-        limit: 5,
-    }
-}
-
-fn token_spec(role: Role) -> TokenSpec {
-    TokenSpec {
-        name: format!("{role}-token"),
-        hash: token_hash(),
-        role,
-        namespaces: BTreeSet::from([rig()]),
-        actor: Some(Actor("ci-bot".into())),
-    }
-}
 
 fn token() -> Token {
     Token {
@@ -348,114 +213,37 @@ fn changed() -> Changed {
 // ---------------------------------------------------------------------------------------------
 // One value of every variant of every sampled enum.
 
+/// The controller actions the commands' samples hold (one per action).
 fn controller_actions() -> Vec<ControllerAction> {
-    vec![
-        ControllerAction::Begin,
-        ControllerAction::ExpireLease { id: bead_id(1), lease_id: 41, renewed_at: 40 },
-        ControllerAction::ExpireLeases {
-            leases: vec![
-                JudgedLease { id: bead_id(1), lease_id: 41, renewed_at: 40 },
-                JudgedLease { id: bead_id(2), lease_id: 44, renewed_at: 44 },
-            ],
-        },
-        ControllerAction::CollectWisps { older_than_ms: 3_600_000 },
-        ControllerAction::CheckConvoys,
-        ControllerAction::FireOrder { name: "nightly".into(), seen_fired: 3 },
-    ]
+    commands()
+        .into_iter()
+        .filter_map(|command| match command {
+            Command::Controller(controller) => Some(controller.action),
+            _ => None,
+        })
+        .collect()
 }
 
+/// The auth commands the commands' samples hold (one per kind).
 fn auth_commands() -> Vec<AuthCommand> {
-    vec![
-        AuthCommand::Enable(token_spec(Role::Admin)),
-        AuthCommand::Disable,
-        AuthCommand::TokenCreate(token_spec(Role::Agent)),
-        AuthCommand::TokenRevoke { name: "ci".into() },
-    ]
+    commands()
+        .into_iter()
+        .filter_map(|command| match command {
+            Command::Auth(auth) => Some(auth),
+            _ => None,
+        })
+        .collect()
 }
 
 fn formula_sources() -> Vec<FormulaSource> {
     vec![FormulaSource::Named("release".into()), FormulaSource::Inline(FORMULA.into())]
 }
 
-/// Every command, in declaration order: one per variant, one `Controller` per controller action
-/// and one `Auth` per auth command.
+/// Every command, in index order: each command file's samples (`api::commands`), one per
+/// variant, one `Controller` per controller action and one `Auth` per auth command. A new command
+/// needs no line here.
 fn commands() -> Vec<Command> {
-    let mut commands = vec![
-        Command::Create(create_bead()),
-        Command::Update(update_bead()),
-        Command::SetMetadata {
-            id: bead_id(1),
-            entries: BTreeMap::from([("gc.merge".into(), Some("mr".into())), ("stale".into(), None)]),
-        },
-        Command::Claim { id: bead_id(1), actor: ann(), lease_ms: Some(30_000) },
-        Command::LeaseRenew { id: bead_id(1), lease_id: Some(41) },
-        Command::LeaseRelease { id: bead_id(1), lease_id: Some(41) },
-    ];
-    commands.extend(controller_actions().into_iter().map(|action| Command::Controller { term: 9, action }));
-    commands.extend([
-        Command::ClaimNext { actor: ann(), filter: ready_filter(), lease_ms: Some(60_000) },
-        Command::Close { ids: vec![bead_id(1), bead_id(2)], reason: Some("shipped".into()) },
-        Command::Reopen { id: bead_id(1) },
-        Command::Delete { id: bead_id(2) },
-        Command::DepAdd { issue_id: bead_id(1), depends_on_id: bead_id(2), dep_type: DepType("waits-for".into()) },
-        Command::DepRemove { issue_id: bead_id(1), depends_on_id: bead_id(2) },
-        Command::NamespaceCreate { prefix: "rg".into() },
-        Command::NamespaceConfigure { default_lease_ms: Some(Some(45_000)), max_deliveries: Some(7) },
-        Command::NamespaceDelete { force: true },
-        Command::FormulaPut { source: FORMULA.into() },
-        Command::FormulaDelete { name: "release".into() },
-        Command::OrderPut { name: "nightly".into(), source: ORDER.into() },
-        Command::OrderDelete { name: "nightly".into() },
-        Command::OrderRun { name: "nightly".into() },
-        Command::MolCook(Cook {
-            formula: FormulaSource::Named("release".into()),
-            title: Some("Release 1.2".into()),
-            vars: BTreeMap::from([("version".into(), "1.2".into())]),
-            ephemeral: true,
-        }),
-        Command::Sling(Sling {
-            subject: "st-1".into(),
-            target: "web".into(),
-            pool: true,
-            formula: Some(FormulaSource::Inline(FORMULA.into())),
-            vars: BTreeMap::from([("version".into(), "1.2".into())]),
-            no_convoy: true,
-            owned: true,
-            merge: Some("direct".into()),
-        }),
-        Command::HookClaim { agent: ann(), pool: Some("web".into()), lease_ms: Some(30_000) },
-        Command::MailSend(MailSend {
-            to: "bob".into(),
-            subject: "Review".into(),
-            body: "Please look at st-1.".into(),
-            reply_to: Some(bead_id(4)),
-        }),
-        Command::MailMark { id: bead_id(5), read: true },
-        Command::MailArchive { id: bead_id(5) },
-        Command::ConvoyCreate { title: "Release train".into(), children: vec![bead_id(1), bead_id(2)], owned: true },
-        Command::ConvoyAdd { id: bead_id(6), children: vec![bead_id(3)] },
-        Command::ConvoyLand { id: bead_id(6), reason: Some("landed by hand".into()) },
-        Command::ConvoyCheck,
-        Command::Purge { older_than_ms: 86_400_000 },
-        Command::Txn(Txn {
-            conditions: vec![Condition { id: bead_id(1), revision: 42 }],
-            fences: vec![Fence { id: bead_id(1), lease_id: 41 }],
-            writes: vec![
-                Command::Create(CreateBead { title: "child".into(), ..CreateBead::default() }),
-                Command::DepAdd {
-                    issue_id: BeadId("$0".into()),
-                    depends_on_id: bead_id(1),
-                    dep_type: DepType::blocks(),
-                },
-            ],
-        }),
-        Command::Import { beads: vec![bead()] },
-        Command::ImportUndo { beads: vec![ImportedBead { id: bead_id(7), revision: 42, edges: vec![bead_id(2)] }] },
-    ]);
-    commands.extend(auth_commands().into_iter().map(Command::Auth));
-    // Every registered command's own sample (`api::commands`): a new one needs no line here.
-    commands.extend(RegisteredWrite::samples().into_iter().map(Command::Registered));
-    commands
+    Command::samples()
 }
 
 fn record_keys() -> Vec<RecordKey> {
@@ -585,7 +373,7 @@ fn roles() -> Vec<Role> {
 }
 
 fn entry_payloads() -> Vec<EntryPayloadOf<TypeConfig>> {
-    let claim = Command::Claim { id: bead_id(1), actor: ann(), lease_ms: Some(30_000) };
+    let claim = Command::Claim(api::command::Claim { id: bead_id(1), actor: ann(), lease_ms: Some(30_000) });
     vec![EntryPayload::Blank, EntryPayload::Normal(Arc::new(proposal(claim))), EntryPayload::Membership(membership())]
 }
 
@@ -644,9 +432,8 @@ fn stream_append_errors() -> Vec<StreamAppendError<TypeConfig>> {
 /// A command's sample name: its own, with its controller action's or auth command's.
 fn command_sample_name(command: &Command) -> String {
     match command {
-        Command::Controller { action, .. } => format!("controller/{}", action.name()),
+        Command::Controller(controller) => format!("controller/{}", controller.action.name()),
         Command::Auth(auth) => format!("auth/{}", auth.name()),
-        Command::Registered(command) => format!("registered/{}", command.name()),
         other => other.name().to_string(),
     }
 }
@@ -962,7 +749,7 @@ fn samples() -> Vec<(String, Vec<u8>)> {
     samples.add("peer/vote_request", peer!(vote_request));
     let vote_response = VoteResponse::<TypeConfig> { vote: vote(), vote_granted: true, last_log_id: Some(log_id()) };
     samples.add("peer/vote_response", peer!(Ok::<VoteResponse<TypeConfig>, String>(vote_response)));
-    let claim = Command::Claim { id: bead_id(1), actor: ann(), lease_ms: Some(30_000) };
+    let claim = Command::Claim(api::command::Claim { id: bead_id(1), actor: ann(), lease_ms: Some(30_000) });
     let append = AppendEntriesRequest::<TypeConfig> {
         vote: committed_vote(),
         prev_log_id: Some(LogId::new_term_index(3, 6)),
@@ -1269,7 +1056,6 @@ macro_rules! assert_every_variant {
 #[test]
 fn every_variant_of_every_sampled_enum_has_a_sample() {
     assert_every_variant!(Command, commands());
-    assert_every_variant!(RegisteredWrite, RegisteredWrite::samples());
     assert_every_variant!(RegisteredAnswer, RegisteredAnswer::samples());
     assert_every_variant!(ControllerAction, controller_actions());
     assert_every_variant!(AuthCommand, auth_commands());

@@ -277,8 +277,9 @@ fn the_state_machine_is_pure() {
         }
         parts.extend(files);
     }
-    // A registered command's file (`api/src/commands/`) is pure up to its `mod wire`, which holds
-    // its protobuf mapping; the registry's own `mod.rs` derives the proto dispatch and is not.
+    // A command's file (`api/src/commands/`) is pure up to its `mod wire`, which holds its
+    // protobuf mapping (a file that registers nothing, such as `samples.rs`, is pure throughout);
+    // the registry's own `mod.rs` derives the proto dispatch and is not.
     let mut commands = BTreeMap::new();
     module_files(&root, &root.join("commands"), &mut commands);
     let mut registered = 0;
@@ -286,11 +287,15 @@ fn the_state_machine_is_pure() {
         if module == "commands" {
             continue;
         }
-        let wire = text.find("\nmod wire {").unwrap_or_else(|| panic!("{module} has no `mod wire` section"));
-        registered += 1;
-        parts.push((module, text[..wire].to_string()));
+        let end = match text.find("\nmod wire {") {
+            Some(wire) => wire,
+            None if !text.contains("\nregistered!(") => text.len(),
+            None => panic!("{module} registers a command but has no `mod wire` section"),
+        };
+        registered += usize::from(text.contains("\nregistered!("));
+        parts.push((module, text[..end].to_string()));
     }
-    assert!(registered >= 2, "the registered commands' files were read");
+    assert!(registered >= 50, "the command files were read: {registered}");
     for (module, text) in parts {
         checked += 1;
         for (number, line) in text.lines().enumerate() {

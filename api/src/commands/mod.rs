@@ -1,54 +1,98 @@
-//! The registry of commands that each live in one file, as mini-redis keeps each command in one
-//! file. A write's file holds its type, its validation, the role it needs, how it applies to a
-//! namespace (through `NamespaceState`'s primitives), its protobuf mapping both ways and its
-//! tests; a query's file holds its type, how it reads a namespace and its protobuf mapping; a
-//! command with an answer shape of its own holds that shape too.
+//! The registry: every command lives in one file of this folder, as mini-redis keeps each
+//! command in one file. A write's file holds its type, its validation, the role it needs, how it
+//! applies (to one namespace through `NamespaceState`'s methods, or to the whole state), its
+//! samples, its protobuf mapping both ways and its tests; a query's file holds its type, how it
+//! reads a namespace and its protobuf mapping; a command with an answer shape of its own holds
+//! that shape too.
 //!
-//! Each file declares what it registers with a `registered!(KIND INDEX Type);` line at its top
-//! level, one per registered type (KIND is `write`, `read` or `answer`); `build.rs` collects those
-//! lines into the `registry!` lists and declares the files' modules, so nothing is written per
-//! command anywhere else: its [`Command`] or [`Query`] variant (through [`RegisteredWrite`] and
-//! [`RegisteredRead`]), its name, for a write its role in the token check and its validation, its
-//! dispatch in the state machine, its proto dispatch for clients, and, for a write or an answer
-//! (which are stored), its sample in the golden storage file (`tests/golden/storage-format.txt`).
-//! A query is neither stored nor sent between nodes, so it has none. Its RPC is served, sent and
-//! fuzzed from the RPC table (`crate::registry`), which `build.rs` reads from `strand.proto`.
+//! Each file declares what it registers with a `registered!(KIND INDEX Name [Type]);` line at its
+//! top level (Type defaults to Name). KIND is `write` (a write to one namespace), `bead_write` (a
+//! write to one bead, which a transaction may also hold), `cluster_write` (a write to the whole
+//! state: namespaces themselves, auth, the controller), `read` or `answer`. `build.rs` collects
+//! those lines into the `registry!` lists and declares the files' modules, so nothing is written
+//! per command anywhere else: its [`Command`] variant (a write's INDEX is its variant index) or
+//! its [`Query`] variant (through [`RegisteredRead`]), its name, for a write its role in the token
+//! check, its validation and the actors it names, its dispatch in the state machine, its proto
+//! dispatch for clients, and, for a write or an answer (which are stored), its samples in the
+//! golden storage file (`tests/golden/storage-format.txt`). A query is neither stored nor sent
+//! between nodes, so it has none. Its RPC is served, sent and fuzzed from the RPC table
+//! (`crate::registry`), which `build.rs` reads from `strand.proto`.
 //!
 //! Adding a command: its request and response messages and its `rpc` line in `strand.proto`, its
 //! file here, and its CLI subcommand.
 //!
-//! Each kind's indexes run 0, 1, 2, ... (the build stops on a gap or a repeat). A write's or an
-//! answer's index is its stored variant index: a new one takes the next number, none is ever
-//! reused, and the golden storage file pins every one's encoding. A read's index is not stored.
+//! Each kind's indexes run 0, 1, 2, ... (writes of all three kinds share one sequence; the build
+//! stops on a gap or a repeat). A write's or an answer's index is its stored variant index: a new
+//! one takes the next number, none is ever reused, and the golden storage file pins every one's
+//! encoding. A read's index is not stored.
 //!
 //! Every query is registered but the three cluster-wide reads the token check answers itself
-//! ([`Query::Namespaces`], [`Query::Tokens`], [`Query::WhoAmI`]). The writes made before the
-//! registry are still the variants of [`Command`] ahead of [`Command::Registered`], converted in
-//! `crate::convert`: their variant indexes are stored in every log.
+//! ([`Query::Namespaces`], [`Query::Tokens`], [`Query::WhoAmI`]).
 
 use serde::{Deserialize, Serialize};
 
 use crate::auth::Role;
-use crate::command::{Command, Query};
+use crate::command::{Proposal, Query};
 use crate::model::{Actor, Namespace, Timestamp};
-use crate::outcome::{Outcome, Refusal};
-use crate::state::NamespaceState;
+use crate::outcome::{Answer, Outcome, Refusal};
+use crate::state::{NamespaceState, State};
 
-/// A command that changes one namespace, defined in a file of its own.
+/// What a write to one namespace applies with, besides the namespace: the proposal's namespace
+/// name, actor and time (the leader's clock when it proposed).
+pub struct Context<'a> {
+    /// The namespace's name.
+    pub name: &'a Namespace,
+    /// Who sent the command (recorded in its events; empty when the client named no one).
+    pub actor: &'a Actor,
+    /// The proposal's time.
+    pub now: Timestamp,
+}
+
+/// A write, defined in a file of its own. It applies as a [`NamespaceWrite`], a
+/// [`BeadWriteCommand`] or a [`ClusterWrite`], as its registration says.
 pub trait WriteCommand: Sized {
     /// Its name, for logs, metrics and refusals.
     const NAME: &'static str;
     /// The least role a token needs to send it (with auth enabled).
     const ROLE: Role;
+    /// Its name; a command of several kinds names each (`Auth`).
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
     /// Checks its fields before the state machine applies it.
     fn validate(&self) -> Result<(), Refusal> {
         Ok(())
     }
-    /// Applies it to its namespace, for `actor` (the proposal's), at the leader's time `now`.
-    /// A refusal must leave the namespace unchanged.
-    fn apply(&self, namespace: &mut NamespaceState, actor: &Actor, now: Timestamp) -> Result<Outcome, Refusal>;
-    /// One value of it, whose encoding the golden storage file pins.
-    fn sample() -> Self;
+    /// An actor other than `own` it acts for (a claimant, an assignee, a sender): an agent token
+    /// may act only as its own actor.
+    fn other_actor<'a>(&'a self, _own: &str) -> Option<&'a str> {
+        None
+    }
+    /// Fills every claimant it leaves empty with `actor` (a client that named no one acts as its
+    /// token's actor).
+    fn fill_claimants(&mut self, _actor: &Actor) {}
+    /// Values of it whose encodings the golden storage file pins: one, or one per kind of it.
+    fn samples() -> Vec<Self>;
+}
+
+/// A write to one namespace, which it creates when the proposal may.
+pub trait NamespaceWrite: WriteCommand {
+    /// Applies it to its namespace. A refusal must leave the namespace unchanged.
+    fn apply(&self, namespace: &mut NamespaceState, context: &Context) -> Answer;
+}
+
+/// A write to one bead: applied alone or as one write of a transaction.
+pub trait BeadWriteCommand: WriteCommand {
+    /// Applies it to its namespace at `now`. A refusal must leave the namespace unchanged.
+    fn apply(&self, namespace: &mut NamespaceState, now: Timestamp) -> Answer;
+    /// Itself with every `$N` reference of a transaction resolved (`txn::References`).
+    fn resolved(&self, references: &txn::References) -> Result<Self, Refusal>;
+}
+
+/// A write to the whole state rather than one namespace's.
+pub trait ClusterWrite: WriteCommand {
+    /// Applies it, as carried by `proposal`, at `now`.
+    fn apply(&self, state: &mut State, proposal: &Proposal, now: Timestamp) -> Answer;
 }
 
 /// A query of one namespace, defined in a file of its own.
@@ -70,71 +114,156 @@ pub trait RegisteredShape: Sized {
     fn sample() -> Self;
 }
 
+/// Applies one registered write, by its kind.
+macro_rules! apply_write {
+    (write, $command:ident, $state:ident, $proposal:ident, $now:ident) => {{
+        let context = Context { name: &$proposal.namespace, actor: &$proposal.actor, now: $now };
+        NamespaceWrite::apply($command, $state.namespace_for_write($proposal)?, &context)
+    }};
+    (bead_write, $command:ident, $state:ident, $proposal:ident, $now:ident) => {
+        BeadWriteCommand::apply($command, $state.namespace_for_write($proposal)?, $now)
+    };
+    (cluster_write, $command:ident, $state:ident, $proposal:ident, $now:ident) => {
+        ClusterWrite::apply($command, $state, $proposal, $now)
+    };
+}
+
+/// A registered write's bead-write view, by its kind.
+macro_rules! bead_write_of {
+    (bead_write, $variant:ident, $command:ident) => {
+        Some(BeadWrite::$variant($command))
+    };
+    ($kind:ident, $variant:ident, $command:ident) => {{
+        let _ = $command;
+        None
+    }};
+}
+
 /// Declares the registered enums and their dispatch from the one-line-per-command lists.
 macro_rules! registry {
     (
-        writes { $( $write:ident($write_type:ty), )* }
+        writes { $( $kind:ident $write:ident($write_module:ident :: $write_type:ident), )* }
+        bead_writes { $( $bead:ident($bead_module:ident :: $bead_type:ident), )* }
         reads { $( $read:ident($read_type:ty), )* }
         answers { $( $answer:ident($answer_type:ty), )* }
     ) => {
-        /// A write defined in its own file: the last variant of [`Command`].
+        $( pub use $write_module::$write_type; )*
+
+        /// A mutating command: one variant per registered write, in index order. Every variant
+        /// is applied atomically or refused with no effect. Stored in the log by its variant
+        /// index: a new write takes the next index (`tests/golden/storage-format.txt` pins every
+        /// variant's encoding).
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-        pub enum RegisteredWrite {
+        pub enum Command {
             $(
-                #[allow(missing_docs)]
+                #[doc = concat!("See [`", stringify!($write_type), "`].")]
                 $write($write_type),
             )*
         }
 
-        impl RegisteredWrite {
-            /// Its name.
+        impl Command {
+            /// A short name for logs and metrics.
             pub fn name(&self) -> &'static str {
                 match self {
-                    $( RegisteredWrite::$write(_) => <$write_type as WriteCommand>::NAME, )*
+                    $( Command::$write(command) => WriteCommand::name(command), )*
                 }
             }
 
             /// The least role a token needs to send it.
             pub fn role(&self) -> Role {
                 match self {
-                    $( RegisteredWrite::$write(_) => <$write_type as WriteCommand>::ROLE, )*
+                    $( Command::$write(_) => <$write_type as WriteCommand>::ROLE, )*
                 }
             }
 
-            /// Checks its fields.
+            /// Checks its fields before the state machine applies it.
             pub fn validate(&self) -> Result<(), Refusal> {
                 match self {
-                    $( RegisteredWrite::$write(command) => command.validate(), )*
+                    $( Command::$write(command) => command.validate(), )*
                 }
             }
 
-            /// Applies it to its namespace.
-            pub fn apply(&self, namespace: &mut NamespaceState, actor: &Actor, now: Timestamp) -> Result<Outcome, Refusal> {
+            /// An actor other than `own` it acts for.
+            pub fn other_actor<'a>(&'a self, own: &str) -> Option<&'a str> {
                 match self {
-                    $( RegisteredWrite::$write(command) => command.apply(namespace, actor, now), )*
+                    $( Command::$write(command) => command.other_actor(own), )*
                 }
             }
 
-            /// Its protobuf request, for clients.
-            pub fn to_request(&self, header: crate::proto::WriteHeader) -> crate::registry::ClientRpc {
+            /// Fills every claimant it leaves empty with `actor`.
+            pub fn fill_claimants(&mut self, actor: &Actor) {
                 match self {
-                    $( RegisteredWrite::$write(command) => crate::convert::ToWriteRequest::to_request(command, header), )*
+                    $( Command::$write(command) => command.fill_claimants(actor), )*
                 }
             }
 
-            /// A sample of every registered write, in the list's order.
-            pub fn samples() -> Vec<RegisteredWrite> {
-                vec![$( RegisteredWrite::$write(<$write_type as WriteCommand>::sample()), )*]
+            /// Applies it, as carried by `proposal`, to `state` at `now`.
+            pub(crate) fn apply(&self, state: &mut State, proposal: &Proposal, now: Timestamp) -> Answer {
+                match self {
+                    $( Command::$write(command) => apply_write!($kind, command, state, proposal, now), )*
+                }
+            }
+
+            /// Its bead-write view, when it is a write to one bead (which a transaction may hold).
+            pub fn as_bead_write(&self) -> Option<BeadWrite<'_>> {
+                match self {
+                    $( Command::$write(command) => bead_write_of!($kind, $write, command), )*
+                }
+            }
+
+            /// Whether it is a write to one bead, which a transaction may hold.
+            pub fn is_bead_write(&self) -> bool {
+                self.as_bead_write().is_some()
+            }
+
+            /// Its protobuf request, for clients; `None` for a command no client sends (a
+            /// controller action).
+            pub fn to_request(&self, header: crate::proto::WriteHeader) -> Option<crate::registry::ClientRpc> {
+                match self {
+                    $( Command::$write(command) => crate::convert::ToWriteRequest::to_request(command, header), )*
+                }
+            }
+
+            /// The samples of every write, in index order.
+            pub fn samples() -> Vec<Command> {
+                let mut samples = Vec::new();
+                $( samples.extend(<$write_type as WriteCommand>::samples().into_iter().map(Command::$write)); )*
+                samples
             }
         }
 
         $(
             impl From<$write_type> for Command {
                 fn from(command: $write_type) -> Command {
-                    Command::Registered(RegisteredWrite::$write(command))
+                    Command::$write(command)
                 }
             }
         )*
+
+        /// A write to one bead, borrowed from its [`Command`].
+        #[derive(Clone, Copy, Debug)]
+        pub enum BeadWrite<'a> {
+            $(
+                #[allow(missing_docs)]
+                $bead(&'a $bead_type),
+            )*
+        }
+
+        impl BeadWrite<'_> {
+            /// Applies it to `namespace` at `now`.
+            pub(crate) fn apply(self, namespace: &mut NamespaceState, now: Timestamp) -> Answer {
+                match self {
+                    $( BeadWrite::$bead(command) => BeadWriteCommand::apply(command, namespace, now), )*
+                }
+            }
+
+            /// The command with every `$N` reference resolved.
+            pub(crate) fn resolved(self, references: &txn::References) -> Result<Command, Refusal> {
+                match self {
+                    $( BeadWrite::$bead(command) => BeadWriteCommand::resolved(command, references).map(Command::$bead), )*
+                }
+            }
+        }
 
         /// A query defined in its own file: the last variant of [`Query`].
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -220,6 +349,7 @@ macro_rules! registry {
 /// sees it because the files' modules are declared after it).
 macro_rules! registered {
     ($kind:ident $index:literal $name:ident) => {};
+    ($kind:ident $index:literal $name:ident $type:ident) => {};
 }
 
 // The command files' modules and the `registry!` call of what they register (`build.rs`).

@@ -4,14 +4,14 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::WriteCommand;
+use super::{Context, NamespaceWrite, WriteCommand};
 use crate::auth::Role;
-use crate::model::{Actor, BeadId, Status, Timestamp};
-use crate::outcome::{Outcome, Refusal};
+use crate::model::{BeadId, Status};
+use crate::outcome::{Answer, Outcome, Refusal};
 use crate::printable::printable;
 use crate::state::NamespaceState;
 
-registered!(write 0 Release);
+registered!(write 36 Release);
 
 /// Give back the proposal's actor's plain claim on a bead.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -24,7 +24,14 @@ impl WriteCommand for Release {
     const NAME: &'static str = "release";
     const ROLE: Role = Role::Agent;
 
-    fn apply(&self, namespace: &mut NamespaceState, actor: &Actor, now: Timestamp) -> Result<Outcome, Refusal> {
+    fn samples() -> Vec<Release> {
+        vec![Release { id: BeadId("st-1".into()) }]
+    }
+}
+
+impl NamespaceWrite for Release {
+    fn apply(&self, namespace: &mut NamespaceState, context: &Context) -> Answer {
+        let (actor, now) = (context.actor, context.now);
         let bead = namespace.bead(&self.id)?;
         let claimed = bead.status == Status::InProgress && !bead.assignee.is_empty();
         if !claimed || bead.assignee != actor.0 {
@@ -49,10 +56,6 @@ impl WriteCommand for Release {
         })?;
         Ok(Outcome::Bead(Box::new(bead)))
     }
-
-    fn sample() -> Release {
-        Release { id: BeadId("st-1".into()) }
-    }
 }
 
 /// The protobuf mapping, both ways (the only part of the file that knows protobuf types).
@@ -66,8 +69,8 @@ mod wire {
     write_request!(pb::ReleaseRequest, |request| Ok(Release { id: BeadId(request.id) }.into()));
 
     impl ToWriteRequest for Release {
-        fn to_request(&self, header: pb::WriteHeader) -> ClientRpc {
-            pb::ReleaseRequest { header: Some(header), id: self.id.0.clone() }.into()
+        fn to_request(&self, header: pb::WriteHeader) -> Option<ClientRpc> {
+            Some(pb::ReleaseRequest { header: Some(header), id: self.id.0.clone() }.into())
         }
     }
 }
@@ -76,6 +79,7 @@ mod wire {
 mod tests {
     use super::*;
     use crate::command::Command;
+    use crate::model::Actor;
     use crate::proto as pb;
     use crate::registry::ClientRpc;
     use crate::state::tests::{Harness, bead_of};
@@ -111,7 +115,7 @@ mod tests {
     fn a_leased_claim_is_given_back_with_lease_release_not_release() {
         let mut harness = Harness::new();
         let id = harness.create("parser");
-        let command = Command::Claim { id: id.clone(), actor: Actor("carol".into()), lease_ms: Some(60_000) };
+        let command = Command::Claim(crate::command::Claim { id: id.clone(), actor: Actor("carol".into()), lease_ms: Some(60_000) });
         bead_of(harness.apply(command));
         let leased = harness.get(&id);
         let refused = release(&mut harness, &id, "carol").unwrap_err();
@@ -121,7 +125,7 @@ mod tests {
 
     #[test]
     fn a_release_converts_to_its_request_and_back() {
-        let command: Command = Release::sample().into();
+        let command: Command = Release { id: BeadId("st-1".into()) }.into();
         let header = pb::WriteHeader { namespace: "rig".into(), actor: "carol".into(), ..Default::default() };
         let Some(ClientRpc::Release(request)) = crate::convert::write_to_proto(header, &command) else {
             panic!("a release is sent as a Release request")

@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 use tonic::Status as GrpcStatus;
 
 use super::{FromAnswer, IntoAnswer, invalid, refusal_to_status, unexpected};
-use crate::auth::{AuthCommand, Role, TokenHash, TokenInfo, TokenSpec};
-use crate::command::{Command, Query};
+use crate::auth::{Role, TokenHash, TokenInfo, TokenSpec};
+use crate::command::Query;
 use crate::model::{Actor, Namespace, Timestamp};
 use crate::outcome::{Answer, Outcome, Refusal};
 use crate::proto as pb;
@@ -19,7 +19,7 @@ fn hash_of(bytes: &[u8]) -> Result<TokenHash, Refusal> {
     Ok(TokenHash(bytes))
 }
 
-fn spec_of(spec: Option<pb::TokenSpec>) -> Result<TokenSpec, Refusal> {
+pub(crate) fn spec_of(spec: Option<pb::TokenSpec>) -> Result<TokenSpec, Refusal> {
     let spec = spec.ok_or_else(|| invalid("the request names no token; give its name, role and sha256".into()))?;
     Ok(TokenSpec {
         name: spec.name,
@@ -31,7 +31,7 @@ fn spec_of(spec: Option<pb::TokenSpec>) -> Result<TokenSpec, Refusal> {
 }
 
 /// The protobuf form of a token spec, for clients.
-pub(super) fn spec_to_proto(spec: TokenSpec) -> pb::TokenSpec {
+pub(crate) fn spec_to_proto(spec: TokenSpec) -> pb::TokenSpec {
     pb::TokenSpec {
         name: spec.name,
         role: spec.role.name().to_string(),
@@ -41,10 +41,6 @@ pub(super) fn spec_to_proto(spec: TokenSpec) -> pb::TokenSpec {
     }
 }
 
-write_request!(pb::AuthEnableRequest, |request| Ok(Command::Auth(AuthCommand::Enable(spec_of(request.admin)?))));
-write_request!(pb::AuthDisableRequest, |_request| Ok(Command::Auth(AuthCommand::Disable)));
-write_request!(pb::TokenCreateRequest, |request| Ok(Command::Auth(AuthCommand::TokenCreate(spec_of(request.token)?))));
-write_request!(pb::TokenRevokeRequest, |request| Ok(Command::Auth(AuthCommand::TokenRevoke { name: request.name })));
 read_request!(pb::TokenListRequest, |_request, _now| Ok(Query::Tokens));
 read_request!(pb::WhoAmIRequest, |_request, _now| Ok(Query::WhoAmI));
 

@@ -20,13 +20,14 @@ use std::hash::{Hash, Hasher};
 
 use serde::{Deserialize, Serialize};
 
-use crate::auth::{Token, TokenHash};
+use crate::auth::{AuthCommand, Token, TokenHash};
 use crate::command::{Command, ControllerAction, JudgedLease, Proposal, Query};
 use crate::model::{Bead, BeadId, DepType, Event, Namespace, Timestamp};
 use crate::outcome::{Answer, Outcome, Refusal};
 use crate::validate::{validate_actor, validate_command, validate_namespace, validate_prefix};
 pub use namespace::NamespaceMeta;
 pub use namespace::NamespaceState;
+pub(crate) use namespace::orders::Firing;
 pub use namespace::orders::{ORDER_KEY, ORDER_RUN_LABEL_PREFIX, ORDER_TRACKING_LABEL, OrderRecord};
 pub use session::Session;
 use session::{Seen, Sessions};
@@ -320,7 +321,7 @@ impl State {
         // An auth change is logged with the token that made it (`auth::audit`), named before the
         // change, which may revoke that very token.
         let mut changed_by = None;
-        if !matches!(proposal.command, Command::Controller { .. }) {
+        if !matches!(proposal.command, Command::Controller(_)) {
             let token = self.auth.authorize_write(
                 proposal.credential.as_ref(),
                 &proposal.namespace,
@@ -376,52 +377,8 @@ impl State {
     }
 
     fn run_command(&mut self, proposal: &Proposal, now: Timestamp) -> Answer {
-        match &proposal.command {
-            Command::NamespaceCreate { prefix } => return self.namespace_create(&proposal.namespace, prefix),
-            Command::NamespaceDelete { force } => return self.namespace_delete(proposal, *force),
-            Command::Controller { term, action } => return self.controller(&proposal.namespace, *term, action, now),
-            Command::Auth(command) => return self.auth.apply(command, now),
-            _ => {}
-        }
-        let namespace_state = self.namespace_for_write(proposal)?;
-        let actor = &proposal.actor;
-        match &proposal.command {
-            Command::NamespaceCreate { .. } | Command::NamespaceDelete { .. } | Command::Auth(_) => {
-                unreachable!("handled above")
-            }
-            Command::FormulaPut { source } => namespace_state.formula_put(source),
-            Command::FormulaDelete { name } => namespace_state.formula_delete(name),
-            Command::OrderPut { name, source } => namespace_state.order_put(name, source, now),
-            Command::OrderDelete { name } => namespace_state.order_delete(name),
-            Command::OrderRun { name } => namespace_state.order_fire(name, namespace::orders::Firing::Manual, now),
-            Command::MolCook(cook) => namespace_state.mol_cook(cook, now),
-            Command::Sling(sling) => namespace_state.sling(sling, now),
-            Command::HookClaim { agent, pool, lease_ms } => {
-                namespace_state.hook_claim(agent, pool.as_deref(), *lease_ms, now)
-            }
-            Command::MailSend(mail) => namespace_state.mail_send(mail, actor, now),
-            Command::MailMark { id, read } => namespace_state.mail_mark(id, *read, now),
-            Command::MailArchive { id } => namespace_state.mail_archive(id, now),
-            Command::ConvoyCreate { title, children, owned } => {
-                namespace_state.convoy_create(title, children, *owned, now)
-            }
-            Command::ConvoyAdd { id, children } => namespace_state.convoy_add(id, children, now),
-            Command::ConvoyLand { id, reason } => namespace_state.convoy_land(id, reason, now),
-            Command::ConvoyCheck => namespace_state.convoy_check(now),
-            Command::Purge { older_than_ms } => namespace_state.purge(*older_than_ms, now),
-            Command::ClaimNext { actor, filter, lease_ms } => namespace_state.claim_next(actor, filter, *lease_ms, now),
-            Command::Txn(txn) => namespace_state.txn(txn, now),
-            Command::Import { beads } => namespace_state.import(beads, now),
-            Command::ImportUndo { beads } => namespace_state.import_undo(beads),
-            Command::NamespaceConfigure { default_lease_ms, max_deliveries } => {
-                Ok(namespace_state.configure(&proposal.namespace, *default_lease_ms, *max_deliveries))
-            }
-            Command::LeaseRenew { id, lease_id } => namespace_state.lease_renew(id, actor, *lease_id, now),
-            Command::LeaseRelease { id, lease_id } => namespace_state.lease_release(id, actor, *lease_id, now),
-            Command::Controller { .. } => unreachable!("handled above"),
-            Command::Registered(command) => command.apply(namespace_state, actor, now),
-            write => namespace_state.bead_write(write, now),
-        }
+        // Each command's file says how it applies: to its namespace, or to the whole state.
+        proposal.command.apply(self, proposal, now)
     }
 
     /// How many leases are held, across namespaces.
@@ -503,7 +460,13 @@ impl State {
     /// deposed leader cannot act late; once applied, its term becomes the fence (a refused
     /// action changes nothing, the fence included). An action never creates a namespace: on a
     /// namespace that does not exist, there is nothing to expire, collect or close.
-    fn controller(&mut self, namespace: &Namespace, term: u64, action: &ControllerAction, now: Timestamp) -> Answer {
+    pub(crate) fn controller(
+        &mut self,
+        namespace: &Namespace,
+        term: u64,
+        action: &ControllerAction,
+        now: Timestamp,
+    ) -> Answer {
         if term < self.controller_term {
             return Err(Refusal::StaleControllerTerm { term, current: self.controller_term });
         }
@@ -540,7 +503,7 @@ impl State {
 
     /// The namespace a write goes to, created on first use with the proposal's `default_prefix`,
     /// unless that is empty: then the namespace must exist.
-    fn namespace_for_write(&mut self, proposal: &Proposal) -> Result<&mut NamespaceState, Refusal> {
+    pub(crate) fn namespace_for_write(&mut self, proposal: &Proposal) -> Result<&mut NamespaceState, Refusal> {
         let (namespace, default_prefix) = (&proposal.namespace, &proposal.default_prefix);
         validate_namespace(namespace)?;
         if !self.namespaces.contains_key(namespace) {
@@ -575,7 +538,7 @@ impl State {
     }
 
     /// Creates a namespace with an id prefix; creating it again with the same prefix is a no-op.
-    fn namespace_create(&mut self, namespace: &Namespace, prefix: &str) -> Answer {
+    pub(crate) fn namespace_create(&mut self, namespace: &Namespace, prefix: &str) -> Answer {
         // The prefix was checked with the command (`validate_command`).
         validate_namespace(namespace)?;
         if let Some(existing) = self.namespaces.get(namespace) {
@@ -595,7 +558,7 @@ impl State {
     }
 
     /// Deletes a namespace with everything in it; refused while it holds beads unless `force`.
-    fn namespace_delete(&mut self, proposal: &Proposal, force: bool) -> Answer {
+    pub(crate) fn namespace_delete(&mut self, proposal: &Proposal, force: bool) -> Answer {
         let namespace = &proposal.namespace;
         validate_namespace(namespace)?;
         let Some(namespace_state) = self.namespaces.get(namespace) else {
@@ -612,6 +575,11 @@ impl State {
         self.removed_records.extend(namespace_state.keys_on_disk(namespace));
         self.removed_namespaces.insert(namespace.clone());
         Ok(Outcome::Namespaces(vec![info]))
+    }
+
+    /// Applies a change of the cluster's auth settings or tokens.
+    pub(crate) fn apply_auth(&mut self, command: &AuthCommand, now: Timestamp) -> Answer {
+        self.auth.apply(command, now)
     }
 
     /// Answers a read. A namespace never written to reads as empty.

@@ -118,11 +118,15 @@ impl Harness {
     }
 
     pub(crate) fn claim(&mut self, bead_id: &BeadId, actor: &str) -> Answer {
-        self.apply(Command::Claim { id: bead_id.clone(), actor: Actor(actor.into()), lease_ms: None })
+        self.apply(Command::Claim(crate::command::Claim {
+            id: bead_id.clone(),
+            actor: Actor(actor.into()),
+            lease_ms: None,
+        }))
     }
 
     fn close(&mut self, bead_id: &BeadId) -> Answer {
-        self.apply(Command::Close { ids: vec![bead_id.clone()], reason: None })
+        self.apply(Command::Close(crate::command::Close { ids: vec![bead_id.clone()], reason: None }))
     }
 }
 
@@ -389,7 +393,11 @@ fn claim_next_takes_first_ready_in_order_and_skips_held() {
     let high = harness.create_with(CreateBead { title: "high".into(), priority: Some(0), ..Default::default() });
     let unset = harness.create("unset");
     let next = |harness: &mut Harness, actor: &str| {
-        let command = Command::ClaimNext { actor: Actor(actor.into()), filter: ReadyFilter::default(), lease_ms: None };
+        let command = Command::ClaimNext(crate::command::ClaimNext {
+            actor: Actor(actor.into()),
+            filter: ReadyFilter::default(),
+            lease_ms: None,
+        });
         beads_of(harness.apply(command)).into_iter().map(|bead| bead.id).collect::<Vec<_>>()
     };
     assert_eq!(next(&mut harness, "a"), vec![high]);
@@ -408,7 +416,11 @@ fn claim_next_skips_beads_assigned_to_others() {
         ..Default::default()
     });
     let free = harness.create("free");
-    let command = Command::ClaimNext { actor: Actor("alice".into()), filter: ReadyFilter::default(), lease_ms: None };
+    let command = Command::ClaimNext(crate::command::ClaimNext {
+        actor: Actor("alice".into()),
+        filter: ReadyFilter::default(),
+        lease_ms: None,
+    });
     assert_eq!(beads_of(harness.apply(command))[0].id, free);
 }
 
@@ -447,16 +459,16 @@ fn ready_becomes_ready_when_blocker_closes_and_blocked_again_on_reopen() {
     let blocker = harness.create("blocker");
     let waiting = harness.create("waiting");
     harness
-        .apply(Command::DepAdd {
+        .apply(Command::DepAdd(crate::command::DepAdd {
             issue_id: waiting.clone(),
             depends_on_id: blocker.clone(),
             dep_type: DepType::blocks(),
-        })
+        }))
         .unwrap();
     assert_eq!(harness.ready_all(), ids(&[&blocker]));
     harness.close(&blocker).unwrap();
     assert_eq!(harness.ready_all(), ids(&[&waiting]));
-    harness.apply(Command::Reopen { id: blocker.clone() }).unwrap();
+    harness.apply(Command::Reopen(crate::command::Reopen { id: blocker.clone() })).unwrap();
     assert_eq!(harness.ready_all(), ids(&[&blocker]));
 }
 
@@ -612,9 +624,11 @@ fn update_with_claim_is_atomic() {
 fn set_metadata_sets_keys_independently_and_batches_atomically() {
     let mut harness = Harness::new();
     let bead_id = harness.create("a");
-    let set = |key: &str, value: Option<&str>| Command::SetMetadata {
-        id: bead_id.clone(),
-        entries: [(key.to_string(), value.map(str::to_string))].into_iter().collect(),
+    let set = |key: &str, value: Option<&str>| {
+        Command::SetMetadata(crate::command::SetMetadata {
+            id: bead_id.clone(),
+            entries: [(key.to_string(), value.map(str::to_string))].into_iter().collect(),
+        })
     };
     harness.apply(set("a", Some("1"))).unwrap();
     harness.apply(set("b", Some(""))).unwrap();
@@ -624,17 +638,17 @@ fn set_metadata_sets_keys_independently_and_batches_atomically() {
     harness.apply(set("a", None)).unwrap();
     assert!(!harness.get(&bead_id).metadata.contains_key("a"));
     let too_big = "x".repeat(crate::limits::METADATA_VALUE_BYTES_MAX + 1);
-    let batch = Command::SetMetadata {
+    let batch = Command::SetMetadata(crate::command::SetMetadata {
         id: bead_id.clone(),
         entries: [("c".to_string(), Some("ok".to_string())), ("d".to_string(), Some(too_big))].into_iter().collect(),
-    };
+    });
     assert!(matches!(harness.apply(batch), Err(Refusal::TooLarge { .. })));
     assert!(!harness.get(&bead_id).metadata.contains_key("c"), "a refused batch sets no key");
     assert!(harness.apply(set("a", Some("1"))).is_ok());
-    let missing = Command::SetMetadata {
+    let missing = Command::SetMetadata(crate::command::SetMetadata {
         id: "st-99".into(),
         entries: [("a".to_string(), Some("1".to_string()))].into_iter().collect(),
-    };
+    });
     assert_eq!(harness.apply(missing), Err(Refusal::NotFound("st-99".into())));
 }
 
@@ -667,9 +681,12 @@ fn bad_input_is_refused_and_changes_nothing() {
             "update unknown",
             Command::Update(UpdateBead { id: "st-404".into(), title: Some("x".into()), ..Default::default() }),
         ),
-        ("close unknown", Command::Close { ids: vec!["st-404".into()], reason: None }),
-        ("delete unknown", Command::Delete { id: "st-404".into() }),
-        ("claim without actor", Command::Claim { id: "st-1".into(), actor: Actor(String::new()), lease_ms: None }),
+        ("close unknown", Command::Close(crate::command::Close { ids: vec!["st-404".into()], reason: None })),
+        ("delete unknown", Command::Delete(crate::command::Delete { id: "st-404".into() })),
+        (
+            "claim without actor",
+            Command::Claim(crate::command::Claim { id: "st-1".into(), actor: Actor(String::new()), lease_ms: None }),
+        ),
     ];
     for (name, command) in cases {
         let mut harness = Harness::new();
@@ -700,10 +717,17 @@ fn close_many_with_reason_all_or_nothing() {
     let mut harness = Harness::new();
     let a = harness.create("a");
     let b = harness.create("b");
-    assert!(harness.apply(Command::Close { ids: vec![a.clone(), "st-404".into()], reason: None }).is_err());
+    assert!(
+        harness
+            .apply(Command::Close(crate::command::Close { ids: vec![a.clone(), "st-404".into()], reason: None }))
+            .is_err()
+    );
     assert_eq!(harness.get(&a).status, Status::Open);
     let closed =
-        beads_of(harness.apply(Command::Close { ids: vec![a.clone(), b.clone()], reason: Some("done".into()) }));
+        beads_of(harness.apply(Command::Close(crate::command::Close {
+            ids: vec![a.clone(), b.clone()],
+            reason: Some("done".into()),
+        })));
     assert!(closed.iter().all(|bead| bead.status == Status::Closed && bead.close_reason.as_deref() == Some("done")));
 }
 
@@ -712,18 +736,21 @@ fn reopen_moves_any_status_back_to_open_as_bd_does_and_leaves_an_open_bead_alone
     let mut harness = Harness::new();
     let bead_id = harness.create("a");
     let revision = harness.get(&bead_id).revision;
-    let bead = bead_of(harness.apply(Command::Reopen { id: bead_id.clone() }));
+    let bead = bead_of(harness.apply(Command::Reopen(crate::command::Reopen { id: bead_id.clone() })));
     assert_eq!((bead.status, bead.revision), (Status::Open, revision), "an open bead is not changed");
     harness.claim(&bead_id, "alice").unwrap();
-    let bead = bead_of(harness.apply(Command::Reopen { id: bead_id.clone() }));
+    let bead = bead_of(harness.apply(Command::Reopen(crate::command::Reopen { id: bead_id.clone() })));
     assert_eq!(bead.status, Status::Open, "in_progress is reopened");
     harness
         .apply(Command::Update(UpdateBead { id: bead_id.clone(), assignee: Some(String::new()), ..Default::default() }))
         .unwrap();
     harness.close(&bead_id).unwrap();
-    let bead = bead_of(harness.apply(Command::Reopen { id: bead_id.clone() }));
+    let bead = bead_of(harness.apply(Command::Reopen(crate::command::Reopen { id: bead_id.clone() })));
     assert_eq!((bead.status, bead.closed_at, bead.close_reason), (Status::Open, None, None));
-    assert!(matches!(harness.apply(Command::Reopen { id: "st-404".into() }), Err(Refusal::NotFound(_))));
+    assert!(matches!(
+        harness.apply(Command::Reopen(crate::command::Reopen { id: "st-404".into() })),
+        Err(Refusal::NotFound(_))
+    ));
 }
 
 /// Gas City's dependency conformance (`RunDepTests`): edges between ids that are not beads.
@@ -732,11 +759,11 @@ fn edges_between_ids_that_are_not_beads_follow_gas_citys_dependency_conformance(
     let mut harness = Harness::new();
     let dep_add = |harness: &mut Harness, from: &str, to: &str, dep_type: &str| {
         harness
-            .apply(Command::DepAdd {
+            .apply(Command::DepAdd(crate::command::DepAdd {
                 issue_id: from.into(),
                 depends_on_id: to.into(),
                 dep_type: DepType(dep_type.into()),
-            })
+            }))
             .unwrap();
     };
     let dep_list = |harness: &Harness, id: &str, direction: DepDirection| match harness
@@ -754,10 +781,14 @@ fn edges_between_ids_that_are_not_beads_follow_gas_citys_dependency_conformance(
     let up = dep_list(&harness, "b", DepDirection::Up);
     assert_eq!((up.len(), up[0].issue_id.0.as_str()), (1, "a"), "up lists the source");
     dep_add(&mut harness, "a", "c", "blocks");
-    harness.apply(Command::DepRemove { issue_id: "a".into(), depends_on_id: "b".into() }).unwrap();
+    harness
+        .apply(Command::DepRemove(crate::command::DepRemove { issue_id: "a".into(), depends_on_id: "b".into() }))
+        .unwrap();
     let rows = dep_list(&harness, "a", DepDirection::Down);
     assert_eq!((rows.len(), rows[0].depends_on_id.0.as_str()), (1, "c"), "remove takes one edge");
-    harness.apply(Command::DepRemove { issue_id: "x".into(), depends_on_id: "y".into() }).unwrap();
+    harness
+        .apply(Command::DepRemove(crate::command::DepRemove { issue_id: "x".into(), depends_on_id: "y".into() }))
+        .unwrap();
     assert!(dep_list(&harness, "nonexistent", DepDirection::Down).is_empty());
     // A bead with an edge to an id the namespace does not hold (another rig's) stays ready.
     let bead_id = harness.create("cross-rig");
@@ -779,13 +810,13 @@ fn delete_removes_bead_and_edges() {
     let blocker = harness.create("blocker");
     let waiting =
         harness.create_with(CreateBead { title: "w".into(), needs: vec![blocker.0.clone()], ..Default::default() });
-    harness.apply(Command::Delete { id: blocker.clone() }).unwrap();
+    harness.apply(Command::Delete(crate::command::Delete { id: blocker.clone() })).unwrap();
     assert_eq!(harness.query(Query::from(Get { ids: vec![blocker.clone()] })), Err(Refusal::NotFound(blocker)));
     assert!(harness.get(&waiting).depends_on.is_empty());
     assert_eq!(harness.ready_all(), ids(&[&waiting]));
     let parent = harness.create("parent");
     let child = harness.create_child("child", &parent);
-    harness.apply(Command::Delete { id: parent.clone() }).unwrap();
+    harness.apply(Command::Delete(crate::command::Delete { id: parent.clone() })).unwrap();
     assert_eq!(harness.get(&child).parent_id, None, "children of a deleted bead become roots");
     assert!(beads_of(harness.query(Query::from(Children { parent, include_closed: true }))).is_empty());
 }
@@ -857,10 +888,12 @@ fn dep_add_idempotent_retype_remove_noop_and_cycles_refused() {
     let mut harness = Harness::new();
     let a = harness.create("a");
     let b = harness.create("b");
-    let add = |dep_type: &str| Command::DepAdd {
-        issue_id: a.clone(),
-        depends_on_id: b.clone(),
-        dep_type: DepType(dep_type.into()),
+    let add = |dep_type: &str| {
+        Command::DepAdd(crate::command::DepAdd {
+            issue_id: a.clone(),
+            depends_on_id: b.clone(),
+            dep_type: DepType(dep_type.into()),
+        })
     };
     harness.apply(add("blocks")).unwrap();
     harness.apply(add("blocks")).unwrap();
@@ -877,10 +910,18 @@ fn dep_add_idempotent_retype_remove_noop_and_cycles_refused() {
     );
     assert_eq!(rows(&harness, &b, DepDirection::Up).len(), 1);
     assert!(rows(&harness, &"st-404".into(), DepDirection::Down).is_empty());
-    let cycle = Command::DepAdd { issue_id: b.clone(), depends_on_id: a.clone(), dep_type: DepType::blocks() };
+    let cycle = Command::DepAdd(crate::command::DepAdd {
+        issue_id: b.clone(),
+        depends_on_id: a.clone(),
+        dep_type: DepType::blocks(),
+    });
     assert!(harness.apply(cycle).unwrap_err().to_string().contains("cycle"));
-    harness.apply(Command::DepRemove { issue_id: a.clone(), depends_on_id: b.clone() }).unwrap();
-    harness.apply(Command::DepRemove { issue_id: a.clone(), depends_on_id: b.clone() }).unwrap();
+    harness
+        .apply(Command::DepRemove(crate::command::DepRemove { issue_id: a.clone(), depends_on_id: b.clone() }))
+        .unwrap();
+    harness
+        .apply(Command::DepRemove(crate::command::DepRemove { issue_id: a.clone(), depends_on_id: b.clone() }))
+        .unwrap();
     assert!(rows(&harness, &a, DepDirection::Down).is_empty());
 }
 
@@ -903,7 +944,8 @@ fn retry_of_a_refused_request_is_refused_again() {
     let bead_id = harness.create("a");
     harness.claim(&bead_id, "bob").unwrap();
     let request_id = RequestId { client_id: 8, request_seq: 1, lowest_unacked: 1 };
-    let claim = Command::Claim { id: bead_id.clone(), actor: Actor("alice".into()), lease_ms: None };
+    let claim =
+        Command::Claim(crate::command::Claim { id: bead_id.clone(), actor: Actor("alice".into()), lease_ms: None });
     let first = harness.apply_with(Some(request_id), claim.clone());
     harness.close(&bead_id).unwrap();
     assert_eq!(first, harness.apply_with(Some(request_id), claim));
@@ -972,7 +1014,11 @@ fn reload_computes_blocked_state_across_load_order() {
     let mut harness = Harness::new();
     let first = harness.create("created first");
     let later = harness.create("created later");
-    let dep = Command::DepAdd { issue_id: first.clone(), depends_on_id: later.clone(), dep_type: DepType::blocks() };
+    let dep = Command::DepAdd(crate::command::DepAdd {
+        issue_id: first.clone(),
+        depends_on_id: later.clone(),
+        dep_type: DepType::blocks(),
+    });
     harness.apply(dep).unwrap();
     assert_eq!(harness.ready_all(), ids(&[&later]));
     let reloaded = State::from_records(harness.state.records()).unwrap();
@@ -988,11 +1034,17 @@ fn an_allocated_id_never_inherits_a_dangling_edge() {
     let mut harness = Harness::new();
     let first = harness.create("first");
     assert_eq!(first, BeadId::from("st-1"));
-    let dangling =
-        Command::DepAdd { issue_id: first.clone(), depends_on_id: BeadId::from("st-2"), dep_type: DepType::blocks() };
+    let dangling = Command::DepAdd(crate::command::DepAdd {
+        issue_id: first.clone(),
+        depends_on_id: BeadId::from("st-2"),
+        dep_type: DepType::blocks(),
+    });
     harness.apply(dangling).unwrap();
-    let loose =
-        Command::DepAdd { issue_id: BeadId::from("st-3"), depends_on_id: first.clone(), dep_type: DepType::blocks() };
+    let loose = Command::DepAdd(crate::command::DepAdd {
+        issue_id: BeadId::from("st-3"),
+        depends_on_id: first.clone(),
+        dep_type: DepType::blocks(),
+    });
     harness.apply(loose).unwrap();
     let next = harness.create("next");
     assert_eq!(next, BeadId::from("st-4"), "st-2 and st-3 are named by edges");
@@ -1035,7 +1087,7 @@ fn wide_parent_child_fan_in_refreshes_without_panicking() {
 fn refused_write_leaves_no_namespace_and_metadata_only_list_walks_all() {
     let mut harness = Harness::new();
     harness.namespace = Namespace("fresh".into());
-    assert!(harness.apply(Command::Close { ids: vec!["st-1".into()], reason: None }).is_err());
+    assert!(harness.apply(Command::Close(crate::command::Close { ids: vec!["st-1".into()], reason: None })).is_err());
     assert!(!harness.state.records().iter().any(|(key, _)| matches!(key, RecordKey::Namespace(_))));
     let mut metadata = BTreeMap::new();
     metadata.insert("k".to_string(), "v".to_string());
@@ -1072,7 +1124,10 @@ fn a_write_that_may_not_create_its_namespace_is_refused_naming_the_closest() {
     let mut second = must_exist("defualt", create);
     second.request_id = Some(RequestId { client_id: 10, request_seq: 1, lowest_unacked: 1 });
     assert!(harness.state.apply(3, &second).is_err());
-    let configure = Command::NamespaceConfigure { default_lease_ms: None, max_deliveries: Some(2) };
+    let configure = Command::NamespaceConfigure(crate::command::NamespaceConfigure {
+        default_lease_ms: None,
+        max_deliveries: Some(2),
+    });
     let mut third = must_exist("elsewhere", configure);
     third.request_id = Some(RequestId { client_id: 11, request_seq: 1, lowest_unacked: 1 });
     let far = harness.state.apply(4, &third).unwrap_err();

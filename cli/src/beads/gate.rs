@@ -206,7 +206,7 @@ pub async fn run(cli: &Cli, command: &GateCommand) -> CommandResult {
         }
         GateCommand::Resolve { id, reason } => {
             let bead = gate(&client, id).await?;
-            let close = Command::Close { ids: vec![bead.id.clone()], reason: reason.clone() };
+            let close = Command::Close(api::command::Close { ids: vec![bead.id.clone()], reason: reason.clone() });
             let closed = one_bead(client.execute(close).await?, "gate")?;
             if cli.json {
                 print_bead_object(&closed, true);
@@ -279,11 +279,11 @@ async fn create(cli: &Cli, client: &Client, args: &GateCreateArgs) -> CommandRes
         metadata,
         ..CreateBead::default()
     };
-    let edge = Command::DepAdd {
+    let edge = Command::DepAdd(api::command::DepAdd {
         issue_id: blocked.id.clone(),
         depends_on_id: BeadId::from("$0"),
         dep_type: DepType::blocks(),
-    };
+    });
     let txn = Txn { conditions: Vec::new(), fences: Vec::new(), writes: vec![Command::Create(gate), edge] };
     let answer = client.execute(Command::Txn(txn)).await?;
     let api::outcome::Outcome::Txn(mut outcomes) = answer else {
@@ -324,7 +324,7 @@ async fn add_waiter(client: &Client, id: &str, waiter: &str) -> CommandResult {
         }
         waiters.push(waiter.to_string());
         let entries = [(WAITERS_KEY.to_string(), Some(serde_json::to_string(&waiters).expect("strings serialize")))];
-        let write = Command::SetMetadata { id: bead.id.clone(), entries: entries.into() };
+        let write = Command::SetMetadata(api::command::SetMetadata { id: bead.id.clone(), entries: entries.into() });
         match client.execute(Command::Txn(Txn::conditional(bead.id.clone(), bead.revision, write))).await {
             Ok(_) => {
                 println!("✓ Added waiter to gate {}: {}", printable(id), printable(waiter));
@@ -483,7 +483,8 @@ async fn judge_gh_run(client: &Client, bead: &mut Bead, await_id: &str, dry_run:
         if !dry_run {
             let entries =
                 [(AWAIT_ID_KEY.to_string(), Some(run_id.clone())), (REF_KEY.to_string(), Some(run_id.clone()))];
-            let write = Command::SetMetadata { id: bead.id.clone(), entries: entries.into() };
+            let write =
+                Command::SetMetadata(api::command::SetMetadata { id: bead.id.clone(), entries: entries.into() });
             let conditional = Txn::conditional(bead.id.clone(), bead.revision, write);
             let written = match client.execute(Command::Txn(conditional)).await {
                 Ok(api::outcome::Outcome::Txn(mut outcomes)) if outcomes.len() == 1 => {
@@ -605,7 +606,7 @@ async fn check(cli: &Cli, client: &Client, args: &GateCheckArgs) -> CommandResul
             }
             Verdict::Resolved(why) => {
                 // Closed only if nobody changed the gate since it was judged.
-                let close = Command::Close { ids: vec![id.clone()], reason: Some(why.clone()) };
+                let close = Command::Close(api::command::Close { ids: vec![id.clone()], reason: Some(why.clone()) });
                 match client.execute(Command::Txn(Txn::conditional(id.clone(), bead.revision, close))).await {
                     Ok(_) => {
                         resolved += 1;

@@ -828,7 +828,7 @@ pub async fn run(cli: &Cli, command: &BeadCommand) -> CommandResult {
         BeadCommand::Create(args) => {
             let command = match (create_command(args)?, args.id.as_deref().filter(|id| !id.is_empty())) {
                 (Command::Create(create), Some(id)) => {
-                    Command::Import { beads: vec![create.into_bead(BeadId::from(id))] }
+                    Command::Import(api::command::Import { beads: vec![create.into_bead(BeadId::from(id))] })
                 }
                 (command, _) => command,
             };
@@ -849,7 +849,11 @@ pub async fn run(cli: &Cli, command: &BeadCommand) -> CommandResult {
             Ok(true)
         }
         BeadCommand::Claim { id, lease } => {
-            let command = Command::Claim { id: BeadId::from(id.as_str()), actor: Actor(cli.actor()), lease_ms: *lease };
+            let command = Command::Claim(api::command::Claim {
+                id: BeadId::from(id.as_str()),
+                actor: Actor(cli.actor()),
+                lease_ms: *lease,
+            });
             print_bead_object(&one(client.execute(command).await?)?, json);
             Ok(true)
         }
@@ -861,7 +865,9 @@ pub async fn run(cli: &Cli, command: &BeadCommand) -> CommandResult {
         BeadCommand::Close(args) => {
             let guard = single_id(cli, &args.ids, args.if_revision)?;
             let ids = args.ids.iter().map(|id| BeadId::from(id.as_str())).collect();
-            let answer = write_if(&client, Command::Close { ids, reason: args.reason.clone() }, guard).await?;
+            let answer =
+                write_if(&client, Command::Close(api::command::Close { ids, reason: args.reason.clone() }), guard)
+                    .await?;
             print_beads(&beads_of(answer), json);
             Ok(true)
         }
@@ -1021,7 +1027,9 @@ async fn run_reopen(cli: &Cli, ids: &[String]) -> CommandResult {
             eprintln!("{} is already open", printable(id));
             continue;
         }
-        reopened.extend(beads_of(write_fenced(cli, &client, id, Command::Reopen { id: bead_id }).await?));
+        reopened.extend(beads_of(
+            write_fenced(cli, &client, id, Command::Reopen(api::command::Reopen { id: bead_id })).await?,
+        ));
     }
     print_beads(&reopened, cli.json);
     Ok(!failed)
@@ -1050,12 +1058,12 @@ async fn run_delete(cli: &Cli, args: &DeleteArgs) -> CommandResult {
     }
     if args.cascade {
         // Every bead of the cascade goes in one transaction: all of them, or none.
-        let writes = beads.iter().map(|bead| Command::Delete { id: bead.id.clone() }).collect();
+        let writes = beads.iter().map(|bead| Command::Delete(api::command::Delete { id: bead.id.clone() })).collect();
         let (conditions, fences) = guard.parts();
         client.execute(Command::Txn(Txn { conditions, fences, writes })).await?;
     } else {
         for bead in &beads {
-            write_if(&client, Command::Delete { id: bead.id.clone() }, guard).await?;
+            write_if(&client, Command::Delete(api::command::Delete { id: bead.id.clone() }), guard).await?;
         }
     }
     if cli.json {
@@ -1168,7 +1176,8 @@ async fn run_ready(cli: &Cli, args: &ReadyArgs) -> CommandResult {
     let sort = ReadySort::parse(&args.sort)?;
     if args.claim {
         let filter = ready_filter(args, 1)?;
-        let claim = Command::ClaimNext { actor: Actor(cli.actor()), filter, lease_ms: args.lease };
+        let claim =
+            Command::ClaimNext(api::command::ClaimNext { actor: Actor(cli.actor()), filter, lease_ms: args.lease });
         let beads = beads_of(client.execute(claim).await?);
         print_with_counts(&beads, cli.json);
         if beads.is_empty() {
@@ -1221,11 +1230,11 @@ async fn run_dep_command(cli: &Cli, command: &DepCommand) -> CommandResult {
             let Some(target) = depends_on.as_ref().or(blocked_by.as_ref()) else {
                 return Err(usage("dep add needs the bead ISSUE waits for: a second id, or --blocked-by ID".into()));
             };
-            let command = Command::DepAdd {
+            let command = Command::DepAdd(api::command::DepAdd {
                 issue_id: BeadId::from(issue.as_str()),
                 depends_on_id: BeadId::from(target.as_str()),
                 dep_type: DepType(dep_type.clone()),
-            };
+            });
             write_fenced(cli, &client, issue, command).await?;
             if cli.json {
                 print_value(
@@ -1237,10 +1246,10 @@ async fn run_dep_command(cli: &Cli, command: &DepCommand) -> CommandResult {
             Ok(true)
         }
         DepCommand::Remove { issue, depends_on } => {
-            let command = Command::DepRemove {
+            let command = Command::DepRemove(api::command::DepRemove {
                 issue_id: BeadId::from(issue.as_str()),
                 depends_on_id: BeadId::from(depends_on.as_str()),
-            };
+            });
             write_fenced(cli, &client, issue, command).await?;
             if cli.json {
                 print_value(

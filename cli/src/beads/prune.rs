@@ -134,7 +134,7 @@ pub async fn run(cli: &Cli, args: &PruneArgs) -> CommandResult {
         )));
     }
     for chunk in doomed.chunks(TXN_WRITES_MAX) {
-        let writes = chunk.iter().map(|bead| Command::Delete { id: bead.id.clone() }).collect();
+        let writes = chunk.iter().map(|bead| Command::Delete(api::command::Delete { id: bead.id.clone() })).collect();
         client.execute(Command::Txn(Txn { conditions: Vec::new(), fences: Vec::new(), writes })).await?;
     }
     if cli.json {

@@ -120,8 +120,13 @@ async fn hold_loop(
     while Instant::now() < until {
         let filter = ReadyFilter { labels_all: vec![label.clone()], unassigned: true, limit: 1, ..Default::default() };
         let started = Instant::now();
-        let answer =
-            client.execute(Command::ClaimNext { actor: actor.clone(), filter, lease_ms: lease.map(lease_ms) }).await?;
+        let answer = client
+            .execute(Command::ClaimNext(api::command::ClaimNext {
+                actor: actor.clone(),
+                filter,
+                lease_ms: lease.map(lease_ms),
+            }))
+            .await?;
         phase.claim.saturating_record(micros(started));
         let Outcome::Beads(beads) = answer else { break };
         let Some(bead) = beads.into_iter().next() else { break };
@@ -135,7 +140,10 @@ async fn hold_loop(
                 }
                 tokio::time::sleep_until(next.into()).await;
                 let started = Instant::now();
-                match client.execute(Command::LeaseRenew { id: bead.id.clone(), lease_id: None }).await {
+                match client
+                    .execute(Command::LeaseRenew(api::command::LeaseRenew { id: bead.id.clone(), lease_id: None }))
+                    .await
+                {
                     Ok(_) => phase.renewals += 1,
                     Err(ClientError::Refused(_)) => phase.lost += 1,
                     Err(error) => return Err(error),
@@ -145,7 +153,7 @@ async fn hold_loop(
         }
         tokio::time::sleep_until(held_until.into()).await;
         let started = Instant::now();
-        match client.execute(Command::Close { ids: vec![bead.id], reason: None }).await {
+        match client.execute(Command::Close(api::command::Close { ids: vec![bead.id], reason: None })).await {
             Ok(_) => phase.closes += 1,
             Err(ClientError::Refused(_)) => phase.lost += 1,
             Err(error) => return Err(error),
@@ -220,7 +228,13 @@ async fn mass_expiry(cli: &Cli, args: &LeaseArgs) -> CommandResult {
             loop {
                 let filter =
                     ReadyFilter { labels_all: vec![label.clone()], unassigned: true, limit: 1, ..Default::default() };
-                match client.execute(Command::ClaimNext { actor: actor.clone(), filter, lease_ms: Some(lease) }).await?
+                match client
+                    .execute(Command::ClaimNext(api::command::ClaimNext {
+                        actor: actor.clone(),
+                        filter,
+                        lease_ms: Some(lease),
+                    }))
+                    .await?
                 {
                     Outcome::Beads(beads) if !beads.is_empty() => claimed.fetch_add(1, Ordering::Relaxed),
                     _ => return Ok::<_, ClientError>(()),

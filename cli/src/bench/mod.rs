@@ -79,7 +79,7 @@ async fn run_phase(
                 let command = if name == "claim" {
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     let Some(bead_id) = work.get(index) else { break };
-                    Command::Claim { id: bead_id.clone(), actor: actor.clone(), lease_ms: None }
+                    Command::Claim(api::command::Claim { id: bead_id.clone(), actor: actor.clone(), lease_ms: None })
                 } else {
                     let filter = ReadyFilter {
                         labels_all: vec![label.clone()],
@@ -87,7 +87,7 @@ async fn run_phase(
                         limit: 1,
                         ..Default::default()
                     };
-                    Command::ClaimNext { actor: actor.clone(), filter, lease_ms: None }
+                    Command::ClaimNext(api::command::ClaimNext { actor: actor.clone(), filter, lease_ms: None })
                 };
                 let attempt = Instant::now();
                 let answer = client.execute(command).await;

@@ -109,14 +109,20 @@ pub async fn run_hook(cli: &Cli, args: &HookArgs) -> CommandResult {
             let actor = Actor(format!("agent-{agent}"));
             loop {
                 let attempt = Instant::now();
-                let command = Command::HookClaim { agent: actor.clone(), pool: Some(pool.to_string()), lease_ms: None };
+                let command = Command::HookClaim(api::command::HookClaim {
+                    agent: actor.clone(),
+                    pool: Some(pool.to_string()),
+                    lease_ms: None,
+                });
                 let beads = match client.execute(command).await? {
                     Outcome::Beads(beads) => beads,
                     other => return Err(ClientError::Failed(format!("hook --claim answered {other:?}"))),
                 };
                 latency.saturating_record(micros(attempt.elapsed()));
                 let Some(bead) = beads.into_iter().next() else { break };
-                client.execute(Command::Close { ids: vec![bead.id.clone()], reason: None }).await?;
+                client
+                    .execute(Command::Close(api::command::Close { ids: vec![bead.id.clone()], reason: None }))
+                    .await?;
                 got.push(bead.id);
             }
             Ok::<_, ClientError>((latency, got))
@@ -204,7 +210,7 @@ pub async fn run_blocker(cli: &Cli, args: &BlockerArgs) -> CommandResult {
         let before =
             ready_count(client.query(Query::from(Ready { filter: ready_filter.clone(), now: Timestamp(0) })).await?)?;
         let started = Instant::now();
-        client.execute(Command::Close { ids: vec![blocker], reason: None }).await?;
+        client.execute(Command::Close(api::command::Close { ids: vec![blocker], reason: None })).await?;
         let close = started.elapsed();
         let after = ready_count(client.query(Query::from(Ready { filter: ready_filter, now: Timestamp(0) })).await?)?;
         println!(

@@ -174,7 +174,10 @@ fn transaction(plan: Plan, ephemeral: bool, no_history: bool) -> Result<(Txn, BT
         if !node.metadata_refs.is_empty() {
             let entries =
                 node.metadata_refs.iter().map(|(meta_key, node_key)| (meta_key.clone(), Some(reference(node_key))));
-            references.push(Command::SetMetadata { id: BeadId(reference(&node.key)), entries: entries.collect() });
+            references.push(Command::SetMetadata(api::command::SetMetadata {
+                id: BeadId(reference(&node.key)),
+                entries: entries.collect(),
+            }));
         }
         parents.insert(reference(&node.key), parent.clone());
         writes.push(Command::Create(CreateBead {
@@ -200,7 +203,11 @@ fn transaction(plan: Plan, ephemeral: bool, no_history: bool) -> Result<(Txn, BT
         if dep_type == PARENT_CHILD && parents.get(&from) == Some(&to) {
             continue;
         }
-        writes.push(Command::DepAdd { issue_id: BeadId(from), depends_on_id: BeadId(to), dep_type: DepType(dep_type) });
+        writes.push(Command::DepAdd(api::command::DepAdd {
+            issue_id: BeadId(from),
+            depends_on_id: BeadId(to),
+            dep_type: DepType(dep_type),
+        }));
     }
     let txn = Txn { conditions: Vec::new(), fences: Vec::new(), writes };
     api::validate::validate_txn(&txn).map_err(refused)?;
@@ -259,12 +266,16 @@ mod tests {
         assert_eq!(step.parent_id.as_ref().map(|id| id.0.as_str()), Some("$0"));
         assert!(step.ephemeral && step.priority == Some(2));
         // References are set after every create, so the root may name its later step.
-        let Command::SetMetadata { id, entries } = &txn.writes[2] else { panic!("the root's references") };
+        let Command::SetMetadata(api::command::SetMetadata { id, entries }) = &txn.writes[2] else {
+            panic!("the root's references")
+        };
         assert_eq!((id.0.as_str(), entries["gc.first"].as_deref()), ("$0", Some("$1")));
-        let Command::SetMetadata { id, entries } = &txn.writes[3] else { panic!("the step's references") };
+        let Command::SetMetadata(api::command::SetMetadata { id, entries }) = &txn.writes[3] else {
+            panic!("the step's references")
+        };
         assert_eq!((id.0.as_str(), entries["gc.root"].as_deref()), ("$1", Some("$0")));
         assert_eq!(txn.writes.len(), 5, "the parent-child edge repeating the parent is skipped");
-        let Command::DepAdd { dep_type, .. } = &txn.writes[4] else { panic!("an edge") };
+        let Command::DepAdd(api::command::DepAdd { dep_type, .. }) = &txn.writes[4] else { panic!("an edge") };
         assert_eq!(dep_type.0, "blocks");
     }
 

@@ -304,7 +304,8 @@ fn parse(mut reader: impl BufRead, source: &str) -> Result<Parsed, Failure> {
                 text.len()
             )));
         }
-        validate_command(&Command::Import { beads: vec![bead.clone()] }).map_err(|refusal| bad(refusal.to_string()))?;
+        validate_command(&Command::Import(api::command::Import { beads: vec![bead.clone()] }))
+            .map_err(|refusal| bad(refusal.to_string()))?;
         parsed.beads.push((bead, text.len()));
     }
     parsed.folded = fold_two_way_edges(&mut parsed.beads);
@@ -411,7 +412,7 @@ async fn check_parents(client: &Client, beads: &[(Bead, usize)]) -> Result<(), F
 async fn undo(client: &Client, written: &[ImportedBead]) -> Result<(), Failure> {
     let last_first: Vec<ImportedBead> = written.iter().rev().cloned().collect();
     for chunk in last_first.chunks(IMPORT_BEADS_MAX) {
-        client.execute(Command::ImportUndo { beads: chunk.to_vec() }).await?;
+        client.execute(Command::ImportUndo(api::command::ImportUndo { beads: chunk.to_vec() })).await?;
     }
     Ok(())
 }
@@ -461,7 +462,7 @@ pub async fn run(cli: &Cli, args: &ImportArgs) -> CommandResult {
                 id: bead.id,
                 revision: bead.revision,
             };
-            match client.execute(Command::Import { beads: batch }).await {
+            match client.execute(Command::Import(api::command::Import { beads: batch })).await {
                 Ok(answer) => written.extend(beads_of(answer).into_iter().map(imported)),
                 Err(error @ ClientError::Refused(_)) => return Err(undo_after(&client, &written, error.into()).await),
                 Err(error) => {

@@ -148,33 +148,40 @@ fn write_of(cli: &Cli, index: usize, value: serde_json::Value) -> Result<(Comman
         }
         "set-metadata" => {
             let input: MetadataInput = fields(index, object)?;
-            Command::SetMetadata { id: id(&input.id), entries: input.metadata }
+            Command::SetMetadata(api::command::SetMetadata { id: id(&input.id), entries: input.metadata })
         }
         "claim" => {
             let input: ClaimInput = fields(index, object)?;
-            Command::Claim {
+            Command::Claim(api::command::Claim {
                 id: id(&input.id),
                 actor: Actor(input.assignee.unwrap_or_else(|| cli.actor())),
                 lease_ms: None,
-            }
+            })
         }
         "close" => {
             let input: CloseInput = fields(index, object)?;
-            Command::Close { ids: vec![id(&input.id)], reason: input.reason }
+            Command::Close(api::command::Close { ids: vec![id(&input.id)], reason: input.reason })
         }
-        "reopen" => Command::Reopen { id: id(&fields::<IdInput>(index, object)?.id) },
-        "delete" => Command::Delete { id: id(&fields::<IdInput>(index, object)?.id) },
+        "reopen" => Command::Reopen(api::command::Reopen { id: id(&fields::<IdInput>(index, object)?.id) }),
+        "delete" => Command::Delete(api::command::Delete { id: id(&fields::<IdInput>(index, object)?.id) }),
         "dep-add" => {
             let input: EdgeInput = fields(index, object)?;
             let dep_type = DepType(input.dep_type.unwrap_or_else(|| DepType::BLOCKS.to_string()));
-            Command::DepAdd { issue_id: id(&input.issue), depends_on_id: id(&input.depends_on), dep_type }
+            Command::DepAdd(api::command::DepAdd {
+                issue_id: id(&input.issue),
+                depends_on_id: id(&input.depends_on),
+                dep_type,
+            })
         }
         "dep-remove" => {
             let input: EdgeInput = fields(index, object)?;
             if input.dep_type.is_some() {
                 return Err(refused(index, "dep-remove takes issue and depends_on only"));
             }
-            Command::DepRemove { issue_id: id(&input.issue), depends_on_id: id(&input.depends_on) }
+            Command::DepRemove(api::command::DepRemove {
+                issue_id: id(&input.issue),
+                depends_on_id: id(&input.depends_on),
+            })
         }
         other => return Err(refused(index, format!("unknown op {other:?}; use one of {OPS}"))),
     };
@@ -185,12 +192,13 @@ fn write_of(cli: &Cli, index: usize, value: serde_json::Value) -> Result<(Comman
 fn subject(command: &Command) -> Option<&BeadId> {
     match command {
         Command::Update(update) => Some(&update.id),
-        Command::SetMetadata { id, .. }
-        | Command::Claim { id, .. }
-        | Command::Reopen { id }
-        | Command::Delete { id } => Some(id),
-        Command::Close { ids, .. } => ids.first(),
-        Command::DepAdd { issue_id, .. } | Command::DepRemove { issue_id, .. } => Some(issue_id),
+        Command::SetMetadata(api::command::SetMetadata { id, .. })
+        | Command::Claim(api::command::Claim { id, .. })
+        | Command::Reopen(api::command::Reopen { id })
+        | Command::Delete(api::command::Delete { id }) => Some(id),
+        Command::Close(api::command::Close { ids, .. }) => ids.first(),
+        Command::DepAdd(api::command::DepAdd { issue_id, .. })
+        | Command::DepRemove(api::command::DepRemove { issue_id, .. }) => Some(issue_id),
         _ => None,
     }
 }
@@ -302,7 +310,7 @@ mod tests {
         .expect("accepted");
         assert_eq!(txn.writes.len(), 5);
         assert_eq!(txn.conditions, vec![Condition { id: BeadId::from("st-1"), revision: 7 }]);
-        let Command::Claim { actor, .. } = &txn.writes[3] else { panic!("claim") };
+        let Command::Claim(api::command::Claim { actor, .. }) = &txn.writes[3] else { panic!("claim") };
         assert_eq!(actor.0, "tester", "a claim without assignee is the actor's");
         let object = transaction(
             &cli(),

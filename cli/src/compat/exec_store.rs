@@ -341,7 +341,7 @@ async fn dispatch(cli: &Cli, operation: Operation, words: &Words<'_>) -> Command
         }
         Operation::Close => {
             let id = words.one("ID")?;
-            client.execute(Command::Close { ids: vec![bead_id(id)], reason: None }).await?;
+            client.execute(Command::Close(api::command::Close { ids: vec![bead_id(id)], reason: None })).await?;
             Ok(true)
         }
         Operation::List => list(&client, words).await,
@@ -379,7 +379,7 @@ async fn dispatch(cli: &Cli, operation: Operation, words: &Words<'_>) -> Command
             let (id, key) = words.two("ID KEY (the value on stdin)")?;
             let value = read_stdin()?;
             let entries = BTreeMap::from([(key.clone(), Some(value))]);
-            client.execute(Command::SetMetadata { id: bead_id(id), entries }).await?;
+            client.execute(Command::SetMetadata(api::command::SetMetadata { id: bead_id(id), entries })).await?;
             Ok(true)
         }
         Operation::Delete => {
@@ -390,20 +390,29 @@ async fn dispatch(cli: &Cli, operation: Operation, words: &Words<'_>) -> Command
             if !found.iter().any(|word| word == "--force") {
                 return Err(error(format!("delete: refusing to delete {id} without --force")));
             }
-            client.execute(Command::Delete { id: bead_id(id) }).await?;
+            client.execute(Command::Delete(api::command::Delete { id: bead_id(id) })).await?;
             Ok(true)
         }
         Operation::DepAdd => {
             let found = words.between(2, 3, "ISSUE DEPENDS_ON [TYPE]")?;
             let given = found.get(2).filter(|dep_type| !dep_type.is_empty());
             let dep_type = DepType(given.cloned().unwrap_or_else(|| DepType::BLOCKS.to_string()));
-            let command = Command::DepAdd { issue_id: bead_id(&found[0]), depends_on_id: bead_id(&found[1]), dep_type };
+            let command = Command::DepAdd(api::command::DepAdd {
+                issue_id: bead_id(&found[0]),
+                depends_on_id: bead_id(&found[1]),
+                dep_type,
+            });
             client.execute(command).await?;
             Ok(true)
         }
         Operation::DepRemove => {
             let (issue, depends_on) = words.two("ISSUE DEPENDS_ON")?;
-            client.execute(Command::DepRemove { issue_id: bead_id(issue), depends_on_id: bead_id(depends_on) }).await?;
+            client
+                .execute(Command::DepRemove(api::command::DepRemove {
+                    issue_id: bead_id(issue),
+                    depends_on_id: bead_id(depends_on),
+                }))
+                .await?;
             Ok(true)
         }
         Operation::DepList => {
@@ -433,7 +442,7 @@ async fn dispatch(cli: &Cli, operation: Operation, words: &Words<'_>) -> Command
             let answer = if input.dry_run {
                 client.query(Query::from(PurgePreview { older_than_ms: 0, now: Timestamp(0) })).await?
             } else {
-                client.execute(Command::Purge { older_than_ms: 0 }).await?
+                client.execute(Command::Purge(api::command::Purge { older_than_ms: 0 })).await?
             };
             let Outcome::Purged { purged_count } = answer else { return Err(unexpected(&answer)) };
             print_json(&serde_json::json!({ "purged_count": purged_count }));
@@ -441,7 +450,7 @@ async fn dispatch(cli: &Cli, operation: Operation, words: &Words<'_>) -> Command
         }
         Operation::Reopen => {
             let id = words.one("ID")?;
-            client.execute(Command::Reopen { id: bead_id(id) }).await?;
+            client.execute(Command::Reopen(api::command::Reopen { id: bead_id(id) })).await?;
             Ok(true)
         }
         Operation::Health | Operation::Probe => {

@@ -65,11 +65,18 @@ pub async fn run(cli: &Cli, command: &ConvoyCommand) -> CommandResult {
     let write = |command: Command| async { client.execute(command).await.map_err(Failure::from) };
     match command {
         ConvoyCommand::Create { title, ids, owned } => {
-            let command = Command::ConvoyCreate { title: title.clone(), children: ids_of(ids), owned: *owned };
+            let command = Command::ConvoyCreate(api::command::ConvoyCreate {
+                title: title.clone(),
+                children: ids_of(ids),
+                owned: *owned,
+            });
             print_convoys(&beads_of(write(command).await?), json);
         }
         ConvoyCommand::Add { convoy, ids } => {
-            let command = Command::ConvoyAdd { id: BeadId::from(convoy.as_str()), children: ids_of(ids) };
+            let command = Command::ConvoyAdd(api::command::ConvoyAdd {
+                id: BeadId::from(convoy.as_str()),
+                children: ids_of(ids),
+            });
             print_convoys(&beads_of(write(command).await?), json);
         }
         ConvoyCommand::Status { convoy } => {
@@ -84,11 +91,14 @@ pub async fn run(cli: &Cli, command: &ConvoyCommand) -> CommandResult {
             print_beads(&beads_of(client.query(query).await?), json);
         }
         ConvoyCommand::Land { convoy, reason } => {
-            let command = Command::ConvoyLand { id: BeadId::from(convoy.as_str()), reason: reason.clone() };
+            let command = Command::ConvoyLand(api::command::ConvoyLand {
+                id: BeadId::from(convoy.as_str()),
+                reason: reason.clone(),
+            });
             print_convoys(&beads_of(write(command).await?), json);
         }
         ConvoyCommand::Check => {
-            let closed = beads_of(write(Command::ConvoyCheck).await?);
+            let closed = beads_of(write(Command::ConvoyCheck(api::command::ConvoyCheck)).await?);
             if json {
                 print_beads(&closed, true);
             } else {

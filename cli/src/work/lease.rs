@@ -59,14 +59,14 @@ pub async fn run(cli: &Cli, command: &LeaseCommand) -> CommandResult {
     let (LeaseCommand::Renew(args) | LeaseCommand::Release(args) | LeaseCommand::Keepalive(args)) = command;
     let id = BeadId::from(args.id.as_str());
     let lease_id = cli.lease_id();
-    let renew = || Command::LeaseRenew { id: id.clone(), lease_id };
+    let renew = || Command::LeaseRenew(api::command::LeaseRenew { id: id.clone(), lease_id });
     match command {
         LeaseCommand::Renew(_) => {
             let renewed = client.execute(renew()).await.map_err(|error| renewal_failure(&args.id, error))?;
             print_bead_object(&one_bead(renewed, "bead")?, cli.json);
         }
         LeaseCommand::Release(_) => {
-            let released = Command::LeaseRelease { id: id.clone(), lease_id };
+            let released = Command::LeaseRelease(api::command::LeaseRelease { id: id.clone(), lease_id });
             print_bead_object(&one_bead(client.execute(released).await?, "bead")?, cli.json);
         }
         LeaseCommand::Keepalive(_) => loop {

@@ -105,7 +105,9 @@ pub async fn run(cli: &Cli, command: &MailCommand) -> CommandResult {
             print_messages(&beads_of(client.query(query).await?), json);
         }
         MailCommand::Read { id } => {
-            let message = one(write(Command::MailMark { id: BeadId::from(id.as_str()), read: true }).await?)?;
+            let message =
+                one(write(Command::MailMark(api::command::MailMark { id: BeadId::from(id.as_str()), read: true }))
+                    .await?)?;
             if json {
                 print_bead(&message, true);
             } else {
@@ -113,11 +115,14 @@ pub async fn run(cli: &Cli, command: &MailCommand) -> CommandResult {
             }
         }
         MailCommand::Unread { id } => {
-            let message = one(write(Command::MailMark { id: BeadId::from(id.as_str()), read: false }).await?)?;
+            let message =
+                one(write(Command::MailMark(api::command::MailMark { id: BeadId::from(id.as_str()), read: false }))
+                    .await?)?;
             print_or(&message, json, || format!("marked {} unread", printable(message.id.as_str())));
         }
         MailCommand::Archive { id } => {
-            let message = one(write(Command::MailArchive { id: BeadId::from(id.as_str()) }).await?)?;
+            let message =
+                one(write(Command::MailArchive(api::command::MailArchive { id: BeadId::from(id.as_str()) })).await?)?;
             print_or(&message, json, || format!("archived {}", printable(message.id.as_str())));
         }
         MailCommand::Thread { id } => {

@@ -133,12 +133,12 @@ pub async fn run_formula(cli: &Cli, command: &FormulaCommand) -> CommandResult {
     let answer = match command {
         FormulaCommand::Validate { .. } => unreachable!("answered above"),
         FormulaCommand::Put { file } => {
-            client.execute(Command::FormulaPut { source: read_formula_file(file)? }).await?
+            client.execute(Command::FormulaPut(api::command::FormulaPut { source: read_formula_file(file)? })).await?
         }
         FormulaCommand::List => client.query(FormulaList.into()).await?,
         FormulaCommand::Show { name } => client.query(FormulaGet { name: name.clone() }.into()).await?,
         FormulaCommand::Delete { name } => {
-            client.execute(Command::FormulaDelete { name: name.clone() }).await?;
+            client.execute(Command::FormulaDelete(api::command::FormulaDelete { name: name.clone() })).await?;
             if !cli.json {
                 println!("deleted formula {}", printable(name));
             }
@@ -341,7 +341,7 @@ async fn burn(cli: &Cli, root: &str, force: bool) -> CommandResult {
         );
         return Ok(true);
     }
-    let writes = ids.iter().map(|id| Command::Delete { id: id.clone() }).collect();
+    let writes = ids.iter().map(|id| Command::Delete(api::command::Delete { id: id.clone() })).collect();
     client.execute(Command::Txn(api::command::Txn { conditions: Vec::new(), fences: Vec::new(), writes })).await?;
     if cli.json {
         print_value(&serde_json::json!({ "burned": root.0, "deleted_count": ids.len(), "schema_version": 1 }));

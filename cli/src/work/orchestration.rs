@@ -186,10 +186,10 @@ pub async fn run_namespace(cli: &Cli, command: &NamespaceCommand) -> CommandResu
                 Some(prefix) => prefix.clone(),
                 None => default_prefix(name)?,
             };
-            (cli.client_in(name)?, Command::NamespaceCreate { prefix })
+            (cli.client_in(name)?, Command::NamespaceCreate(api::command::NamespaceCreate { prefix }))
         }
         NamespaceCommand::Delete { name, force } => {
-            (cli.client_of_existing(name)?, Command::NamespaceDelete { force: *force })
+            (cli.client_of_existing(name)?, Command::NamespaceDelete(api::command::NamespaceDelete { force: *force }))
         }
         NamespaceCommand::Configure { name, default_lease, max_deliveries } => {
             let default_lease_ms = match default_lease.as_deref() {
@@ -203,7 +203,10 @@ pub async fn run_namespace(cli: &Cli, command: &NamespaceCommand) -> CommandResu
             if default_lease_ms.is_none() && max_deliveries.is_none() {
                 return Err(Failure::Usage("namespace configure needs --default-lease or --max-deliveries".into()));
             }
-            let command = Command::NamespaceConfigure { default_lease_ms, max_deliveries: *max_deliveries };
+            let command = Command::NamespaceConfigure(api::command::NamespaceConfigure {
+                default_lease_ms,
+                max_deliveries: *max_deliveries,
+            });
             (cli.client_of_existing(name)?, command)
         }
         NamespaceCommand::OfStore { root, scope, beads_dir } => {
@@ -220,7 +223,7 @@ pub async fn run_namespace(cli: &Cli, command: &NamespaceCommand) -> CommandResu
             return Ok(true);
         }
     };
-    let deleting = matches!(command, Command::NamespaceDelete { .. });
+    let deleting = matches!(command, Command::NamespaceDelete(_));
     let answer = client.execute(command).await?;
     let Outcome::Namespaces(namespaces) = answer else { return Err(unexpected(&answer)) };
     if cli.json {
@@ -372,7 +375,11 @@ async fn hook_beads(cli: &Cli, args: &HookArgs) -> Result<Vec<Bead>, Failure> {
     let client = cli.client()?;
     let answer = if args.claim {
         client
-            .execute(Command::HookClaim { agent: Actor(agent), pool: args.pool.clone(), lease_ms: args.lease })
+            .execute(Command::HookClaim(api::command::HookClaim {
+                agent: Actor(agent),
+                pool: args.pool.clone(),
+                lease_ms: args.lease,
+            }))
             .await?
     } else {
         // The node reads `now` from its own clock (for `defer_until`); the reader's is never used.
@@ -390,7 +397,7 @@ pub async fn run_purge(cli: &Cli, args: &PurgeArgs) -> CommandResult {
         // The node stamps `now` with its own clock.
         client.query(Query::from(PurgePreview { older_than_ms, now: Timestamp(0) })).await?
     } else {
-        client.execute(Command::Purge { older_than_ms }).await?
+        client.execute(Command::Purge(api::command::Purge { older_than_ms })).await?
     };
     let Outcome::Purged { purged_count } = answer else { return Err(unexpected(&answer)) };
     if cli.json {

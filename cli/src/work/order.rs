@@ -78,12 +78,12 @@ pub async fn run(cli: &Cli, command: &OrderCommand) -> CommandResult {
                 })?,
             };
             let source = read_source_file(file, "order", ORDER_BYTES_MAX)?;
-            client.execute(Command::OrderPut { name, source }).await?
+            client.execute(Command::OrderPut(api::command::OrderPut { name, source })).await?
         }
         OrderCommand::List => client.query(Query::from(OrderList { now })).await?,
         OrderCommand::Show { name } => client.query(Query::from(OrderGet { name: name.clone(), now })).await?,
         OrderCommand::Delete { name } => {
-            client.execute(Command::OrderDelete { name: name.clone() }).await?;
+            client.execute(Command::OrderDelete(api::command::OrderDelete { name: name.clone() })).await?;
             if cli.json {
                 print_value(&serde_json::json!({ "deleted": name }));
             } else {
@@ -108,7 +108,8 @@ pub async fn run(cli: &Cli, command: &OrderCommand) -> CommandResult {
             return Ok(true);
         }
         OrderCommand::Run { name } => {
-            let beads = beads_of(client.execute(Command::OrderRun { name: name.clone() }).await?);
+            let beads =
+                beads_of(client.execute(Command::OrderRun(api::command::OrderRun { name: name.clone() })).await?);
             if cli.json {
                 print_beads(&beads, true);
             } else if let [tracking, root, ..] = beads.as_slice() {

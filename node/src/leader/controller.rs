@@ -119,7 +119,7 @@ async fn propose<D: Disk>(
         actor: Actor(CONTROLLER_ACTOR.into()),
         event_retention: core.config.event_retention,
         credential: None,
-        command: Command::Controller { term, action },
+        command: Command::Controller(api::command::Controller { term, action }),
     };
     match core.raft.client_write(Arc::new(proposal)).await {
         Ok(response) => Ok(response.data),

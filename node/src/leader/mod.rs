@@ -443,7 +443,7 @@ impl<D: Disk> LeaderPlane for Leader<D> {
 
     async fn propose(&self, request: LeaderRequest) -> Result<Answer, String> {
         // Only the leader's own controller proposes controller actions (see `controller.rs`).
-        if let LeaderRequest::Write(BeadWrite { command: api::command::Command::Controller { .. }, .. }) = &request {
+        if let LeaderRequest::Write(BeadWrite { command: api::command::Command::Controller(_), .. }) = &request {
             return Ok(Err(api::outcome::Refusal::Invalid(
                 "a controller action is never forwarded: only the leader's own controller proposes one".into(),
             )));

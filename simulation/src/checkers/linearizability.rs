@@ -103,8 +103,10 @@ fn command_of(op: &Op) -> Option<Command> {
             metadata: large_metadata(title).into_iter().map(|(key, value)| (key, compact_value(&value))).collect(),
             ..Default::default()
         })),
-        Op::Claim { id, actor } => Some(Command::Claim { id: id.clone(), actor: actor.clone(), lease_ms: None }),
-        Op::ClaimNext { actor } => Some(Command::ClaimNext {
+        Op::Claim { id, actor } => {
+            Some(Command::Claim(api::command::Claim { id: id.clone(), actor: actor.clone(), lease_ms: None }))
+        }
+        Op::ClaimNext { actor } => Some(Command::ClaimNext(api::command::ClaimNext {
             actor: actor.clone(),
             filter: api::command::ReadyFilter {
                 labels_all: vec![LABEL.into()],
@@ -112,16 +114,17 @@ fn command_of(op: &Op) -> Option<Command> {
                 ..Default::default()
             },
             lease_ms: None,
-        }),
+        })),
         Op::Update { id, priority } => Some(Command::Update(api::command::UpdateBead {
             id: id.clone(),
             priority: Some(*priority),
             ..Default::default()
         })),
-        Op::SetMetadata { id, key, value } => {
-            Some(Command::SetMetadata { id: id.clone(), entries: BTreeMap::from([(key.clone(), Some(value.clone()))]) })
-        }
-        Op::Close { id } => Some(Command::Close { ids: vec![id.clone()], reason: None }),
+        Op::SetMetadata { id, key, value } => Some(Command::SetMetadata(api::command::SetMetadata {
+            id: id.clone(),
+            entries: BTreeMap::from([(key.clone(), Some(value.clone()))]),
+        })),
+        Op::Close { id } => Some(Command::Close(api::command::Close { ids: vec![id.clone()], reason: None })),
         Op::Get { .. } | Op::Ready | Op::List { .. } => None,
         // Leasable beads are the leases checker's, the orchestration agent's the
         // orchestration checker's.

@@ -14,12 +14,12 @@ use crate::validate::invalid_transition;
 
 impl NamespaceState {
     /// Creates a bead (store invariants 1-4).
-    pub(in crate::state) fn create(&mut self, create: &CreateBead, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(crate) fn create(&mut self, create: &CreateBead, now: Timestamp) -> Result<Outcome, Refusal> {
         Ok(Outcome::Bead(Box::new(self.create_bead(create, now)?)))
     }
 
     /// Creates a bead and returns it.
-    pub(in crate::state) fn create_bead(&mut self, create: &CreateBead, now: Timestamp) -> Result<Bead, Refusal> {
+    pub(crate) fn create_bead(&mut self, create: &CreateBead, now: Timestamp) -> Result<Bead, Refusal> {
         let parent_prefix = match &create.parent_id {
             Some(parent_id) => Some(self.bead(parent_id)?.id.prefix().to_string()),
             None => None,
@@ -40,7 +40,7 @@ impl NamespaceState {
     }
 
     /// Checks that a claim by `actor` may take the bead; `Ok(true)` when the actor already holds it.
-    pub(in crate::state) fn check_claim(bead: &Bead, actor: &Actor) -> Result<bool, Refusal> {
+    pub(crate) fn check_claim(bead: &Bead, actor: &Actor) -> Result<bool, Refusal> {
         let held_by_actor = bead.assignee == actor.0;
         if bead.status == Status::InProgress && held_by_actor {
             return Ok(true);
@@ -57,7 +57,7 @@ impl NamespaceState {
 
     /// Claims a bead for `actor`, with a lease of `lease_ms` when given. A holder that claims
     /// again keeps its claim; with a lease it renews the lease it holds, or takes a new one.
-    pub(in crate::state) fn take_claim(
+    pub(crate) fn take_claim(
         &mut self,
         bead_id: &BeadId,
         actor: &Actor,
@@ -75,7 +75,7 @@ impl NamespaceState {
     }
 
     /// Claims one bead (docs/beads.md §3).
-    pub(in crate::state) fn claim(
+    pub(crate) fn claim(
         &mut self,
         bead_id: &BeadId,
         actor: &Actor,
@@ -99,7 +99,7 @@ impl NamespaceState {
     }
 
     /// Renews `actor`'s lease on a bead for its length again.
-    pub(in crate::state) fn lease_renew(
+    pub(crate) fn lease_renew(
         &mut self,
         bead_id: &BeadId,
         actor: &Actor,
@@ -115,7 +115,7 @@ impl NamespaceState {
     }
 
     /// Gives up `actor`'s leased claim: the bead goes back to `open`, unassigned.
-    pub(in crate::state) fn lease_release(
+    pub(crate) fn lease_release(
         &mut self,
         bead_id: &BeadId,
         actor: &Actor,
@@ -136,7 +136,7 @@ impl NamespaceState {
     /// `max_deliveries` it is `blocked` and labelled `dead-letter` instead. Otherwise (renewed,
     /// released, expired already, or the bead is gone) nothing changes, so applying it twice is
     /// harmless. Answers the expired bead, or nothing.
-    pub(in crate::state) fn expire_lease(
+    pub(crate) fn expire_lease(
         &mut self,
         bead_id: &BeadId,
         lease_id: u64,
@@ -170,11 +170,7 @@ impl NamespaceState {
     }
 
     /// Expires each lease still as judged, in one command; answers the beads it expired.
-    pub(in crate::state) fn expire_leases(
-        &mut self,
-        leases: &[JudgedLease],
-        now: Timestamp,
-    ) -> Result<Outcome, Refusal> {
+    pub(crate) fn expire_leases(&mut self, leases: &[JudgedLease], now: Timestamp) -> Result<Outcome, Refusal> {
         self.begin_journal();
         let mut expired = Vec::new();
         for lease in leases {
@@ -192,7 +188,7 @@ impl NamespaceState {
     }
 
     /// Claims the first ready bead matching the filter; an empty list when none is ready.
-    pub(in crate::state) fn claim_next(
+    pub(crate) fn claim_next(
         &mut self,
         actor: &Actor,
         filter: &ReadyFilter,
@@ -212,7 +208,7 @@ impl NamespaceState {
     }
 
     /// Updates a bead; unset fields stay unchanged (store invariants 8 and 9).
-    pub(in crate::state) fn update(&mut self, update: &UpdateBead, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(crate) fn update(&mut self, update: &UpdateBead, now: Timestamp) -> Result<Outcome, Refusal> {
         let current = self.bead(&update.id)?.clone();
         if let Some(actor) = &update.claim_for {
             Self::check_claim(&current, actor)?;
@@ -287,7 +283,7 @@ impl NamespaceState {
     }
 
     /// Sets (or removes) metadata keys of one bead atomically, each key on its own.
-    pub(in crate::state) fn set_metadata(
+    pub(crate) fn set_metadata(
         &mut self,
         bead_id: &BeadId,
         entries: &BTreeMap<String, Option<String>>,
@@ -308,7 +304,7 @@ impl NamespaceState {
     }
 
     /// Closes beads; closing a closed bead succeeds and leaves it as it was (store invariant 6).
-    pub(in crate::state) fn close(
+    pub(crate) fn close(
         &mut self,
         ids: &[BeadId],
         reason: &Option<String>,
@@ -327,7 +323,7 @@ impl NamespaceState {
     /// Moves a closed bead back to `open`.
     /// Reopens a bead, as bd does: any status goes back to `open` with no deferral (closed also
     /// drops its close time and reason); an open bead stays as it is.
-    pub(in crate::state) fn reopen(&mut self, bead_id: &BeadId, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(crate) fn reopen(&mut self, bead_id: &BeadId, now: Timestamp) -> Result<Outcome, Refusal> {
         let bead = self.modify_and_read(bead_id, now, |bead| {
             if bead.status != Status::Open {
                 bead.status = Status::Open;
@@ -344,14 +340,14 @@ impl NamespaceState {
     }
 
     /// Deletes a bead and the edges that touch it.
-    pub(in crate::state) fn delete(&mut self, bead_id: &BeadId, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(crate) fn delete(&mut self, bead_id: &BeadId, now: Timestamp) -> Result<Outcome, Refusal> {
         self.bead(bead_id)?;
         self.remove(bead_id, now)?;
         Ok(Outcome::Done)
     }
 
     /// Adds or retypes an edge; re-adding a pair updates its type.
-    pub(in crate::state) fn dep_add(
+    pub(crate) fn dep_add(
         &mut self,
         issue_id: &BeadId,
         depends_on_id: &BeadId,
@@ -382,7 +378,7 @@ impl NamespaceState {
     }
 
     /// Removes an edge; a missing edge (or bead) is a no-op.
-    pub(in crate::state) fn dep_remove(
+    pub(crate) fn dep_remove(
         &mut self,
         issue_id: &BeadId,
         depends_on_id: &BeadId,

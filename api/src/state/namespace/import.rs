@@ -27,7 +27,7 @@ use crate::outcome::{Outcome, Refusal};
 
 impl NamespaceState {
     /// Imports beads (see the module header).
-    pub(in crate::state) fn import(&mut self, beads: &[Bead], now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(crate) fn import(&mut self, beads: &[Bead], now: Timestamp) -> Result<Outcome, Refusal> {
         let incoming: BTreeSet<&BeadId> = beads.iter().map(|bead| &bead.id).collect();
         let create = is_create_with_id(beads);
         for bead in beads {
@@ -141,7 +141,7 @@ impl NamespaceState {
     }
 
     /// Takes beads an import wrote out again (see the module header).
-    pub(in crate::state) fn import_undo(&mut self, beads: &[ImportedBead]) -> Result<Outcome, Refusal> {
+    pub(crate) fn import_undo(&mut self, beads: &[ImportedBead]) -> Result<Outcome, Refusal> {
         let undone: BTreeSet<&BeadId> = beads.iter().map(|bead| &bead.id).collect();
         for imported in beads {
             let current = self.bead(&imported.id)?.revision;

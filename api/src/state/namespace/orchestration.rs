@@ -65,7 +65,7 @@ impl NamespaceState {
     }
 
     /// Stores a formula under its own name, replacing an older one.
-    pub(in crate::state) fn formula_put(&mut self, source: &str) -> Result<Outcome, Refusal> {
+    pub(crate) fn formula_put(&mut self, source: &str) -> Result<Outcome, Refusal> {
         let formula = Formula::parse(source)?;
         let name = formula.formula.clone();
         if !self.formulas.contains_key(&name) && self.formulas.len() >= FORMULAS_PER_NAMESPACE_MAX {
@@ -78,7 +78,7 @@ impl NamespaceState {
     }
 
     /// Removes a stored formula.
-    pub(in crate::state) fn formula_delete(&mut self, name: &str) -> Result<Outcome, Refusal> {
+    pub(crate) fn formula_delete(&mut self, name: &str) -> Result<Outcome, Refusal> {
         if self.formulas.remove(name).is_none() {
             return Err(invalid(format!("formula {name:?} not found; see `strand formula list`")));
         }
@@ -104,12 +104,12 @@ impl NamespaceState {
     }
 
     /// Cooks a formula: the root and one child per step, in this one command.
-    pub(in crate::state) fn mol_cook(&mut self, cook: &Cook, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(crate) fn mol_cook(&mut self, cook: &Cook, now: Timestamp) -> Result<Outcome, Refusal> {
         Ok(Outcome::Beads(self.cook_beads(cook, &BTreeMap::new(), now)?))
     }
 
     /// Cooks and returns the root followed by its steps; `metadata` goes on the root.
-    pub(in crate::state) fn cook_beads(
+    pub(crate) fn cook_beads(
         &mut self,
         cook: &Cook,
         metadata: &BTreeMap<String, String>,
@@ -222,7 +222,7 @@ impl NamespaceState {
         Ok(())
     }
 
-    pub(in crate::state) fn route(&mut self, bead_id: &BeadId, sling: &Sling, now: Timestamp) -> Result<Bead, Refusal> {
+    pub(crate) fn route(&mut self, bead_id: &BeadId, sling: &Sling, now: Timestamp) -> Result<Bead, Refusal> {
         self.modify_and_read(bead_id, now, |bead| {
             if sling.pool {
                 // A bead is routed to one pool: re-slinging moves it.
@@ -239,7 +239,7 @@ impl NamespaceState {
     }
 
     /// Routes work (docs/beads.md §7 sling), all in this one command.
-    pub(in crate::state) fn sling(&mut self, sling: &Sling, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(crate) fn sling(&mut self, sling: &Sling, now: Timestamp) -> Result<Outcome, Refusal> {
         let subject = self.sling_subject(&sling.subject)?;
         if let Some(container_id) = subject.as_ref().filter(|id| is_container_type(&self.beads[*id].bead_type)) {
             if sling.formula.is_some() {
@@ -380,7 +380,7 @@ impl NamespaceState {
 
     /// The work query with `--claim`: the agent's own in-progress bead, else the first ready bead
     /// it can take, claimed in this command. An empty answer when there is no work.
-    pub(in crate::state) fn hook_claim(
+    pub(crate) fn hook_claim(
         &mut self,
         agent: &Actor,
         pool: Option<&str>,
@@ -410,12 +410,7 @@ impl NamespaceState {
     }
 
     /// Sends a message from `sender`; a reply goes to the original's sender, in its thread.
-    pub(in crate::state) fn mail_send(
-        &mut self,
-        mail: &MailSend,
-        sender: &Actor,
-        now: Timestamp,
-    ) -> Result<Outcome, Refusal> {
+    pub(crate) fn mail_send(&mut self, mail: &MailSend, sender: &Actor, now: Timestamp) -> Result<Outcome, Refusal> {
         if sender.0.trim().is_empty() {
             return Err(invalid("a message needs a sender; pass --actor NAME or set STRAND_ACTOR".into()));
         }
@@ -461,12 +456,7 @@ impl NamespaceState {
     }
 
     /// Marks a message read or unread.
-    pub(in crate::state) fn mail_mark(
-        &mut self,
-        bead_id: &BeadId,
-        read: bool,
-        now: Timestamp,
-    ) -> Result<Outcome, Refusal> {
+    pub(crate) fn mail_mark(&mut self, bead_id: &BeadId, read: bool, now: Timestamp) -> Result<Outcome, Refusal> {
         let was_read = self.message(bead_id)?.labels.contains(LABEL_READ);
         let bead = self.modify_and_read(bead_id, now, |bead| {
             if read {
@@ -482,7 +472,7 @@ impl NamespaceState {
     }
 
     /// Archives (closes) a message; an archived message cannot be archived again.
-    pub(in crate::state) fn mail_archive(&mut self, bead_id: &BeadId, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(crate) fn mail_archive(&mut self, bead_id: &BeadId, now: Timestamp) -> Result<Outcome, Refusal> {
         if self.message(bead_id)?.status == Status::Closed {
             return Err(invalid(format!("message {bead_id} is already archived")));
         }
@@ -557,7 +547,7 @@ impl NamespaceState {
     }
 
     /// Creates a convoy tracking `children`.
-    pub(in crate::state) fn convoy_create(
+    pub(crate) fn convoy_create(
         &mut self,
         title: &str,
         children: &[BeadId],
@@ -573,7 +563,7 @@ impl NamespaceState {
     }
 
     /// Adds beads to an open convoy.
-    pub(in crate::state) fn convoy_add(
+    pub(crate) fn convoy_add(
         &mut self,
         convoy_id: &BeadId,
         children: &[BeadId],
@@ -588,7 +578,7 @@ impl NamespaceState {
     }
 
     /// Force-closes a convoy (landing an already closed convoy changes nothing).
-    pub(in crate::state) fn convoy_land(
+    pub(crate) fn convoy_land(
         &mut self,
         convoy_id: &BeadId,
         reason: &Option<String>,
@@ -605,7 +595,7 @@ impl NamespaceState {
     }
 
     /// Closes every open, not-owned convoy whose children are all closed; answers those closed.
-    pub(in crate::state) fn convoy_check(&mut self, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(crate) fn convoy_check(&mut self, now: Timestamp) -> Result<Outcome, Refusal> {
         let mut closed = Vec::new();
         for convoy_id in self.open_convoys() {
             if self.close_container_if_done(&convoy_id, now)? {
@@ -617,7 +607,7 @@ impl NamespaceState {
 
     /// Whether an open, not-owned convoy has children and all of them are closed (what
     /// `convoy_check` would close).
-    pub(in crate::state) fn has_closable_convoy(&self) -> bool {
+    pub(crate) fn has_closable_convoy(&self) -> bool {
         self.open_convoys().iter().any(|convoy_id| self.container_done(convoy_id))
     }
 
@@ -657,7 +647,7 @@ impl NamespaceState {
     }
 
     /// Whether a closed wisp was closed at least `older_than_ms` before `now`.
-    pub(in crate::state) fn has_purgeable(&self, older_than_ms: i64, now: Timestamp) -> bool {
+    pub(crate) fn has_purgeable(&self, older_than_ms: i64, now: Timestamp) -> bool {
         let cutoff = now.0.saturating_sub(older_than_ms);
         self.indexes.closed_ephemeral.first().is_some_and(|(closed_at, _)| *closed_at <= cutoff)
     }
@@ -668,7 +658,7 @@ impl NamespaceState {
     }
 
     /// Removes closed wisps.
-    pub(in crate::state) fn purge(&mut self, older_than_ms: i64, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(crate) fn purge(&mut self, older_than_ms: i64, now: Timestamp) -> Result<Outcome, Refusal> {
         let doomed = self.purgeable(older_than_ms, now);
         for bead_id in &doomed {
             self.remove(bead_id, now)?;

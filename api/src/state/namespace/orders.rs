@@ -49,7 +49,7 @@ pub struct StoredOrder {
 
 impl StoredOrder {
     /// Parses a loaded record.
-    pub(in crate::state) fn new(name: &str, record: OrderRecord) -> StoredOrder {
+    pub(crate) fn new(name: &str, record: OrderRecord) -> StoredOrder {
         let parsed = Order::parse(name, &record.source);
         StoredOrder { record, parsed }
     }
@@ -57,7 +57,7 @@ impl StoredOrder {
 
 /// Why a firing happens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(in crate::state) enum Firing {
+pub(crate) enum Firing {
     /// The controller judged the trigger due, having seen this many firings.
     Trigger { seen_fired: u64 },
     /// `strand order run`.
@@ -72,7 +72,7 @@ impl NamespaceState {
     }
 
     /// Stores an order, replacing one of the same name (its firings are kept).
-    pub(in crate::state) fn order_put(&mut self, name: &str, source: &str, now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(crate) fn order_put(&mut self, name: &str, source: &str, now: Timestamp) -> Result<Outcome, Refusal> {
         let order = Order::parse(name, source)?;
         if !self.formulas.contains_key(&order.formula) {
             return Err(Refusal::Invalid(format!(
@@ -107,7 +107,7 @@ impl NamespaceState {
     }
 
     /// Removes an order.
-    pub(in crate::state) fn order_delete(&mut self, name: &str) -> Result<Outcome, Refusal> {
+    pub(crate) fn order_delete(&mut self, name: &str) -> Result<Outcome, Refusal> {
         self.order(name)?;
         self.orders.remove(name);
         self.dirty_orders.insert(name.to_string());
@@ -178,7 +178,7 @@ impl NamespaceState {
     }
 
     /// The enabled orders due at `now`, each with the firings seen (what the controller reads).
-    pub(in crate::state) fn due_orders(&self, now: Timestamp) -> Vec<(String, u64)> {
+    pub(crate) fn due_orders(&self, now: Timestamp) -> Vec<(String, u64)> {
         let mut due = Vec::new();
         for (name, stored) in &self.orders {
             let Ok(order) = &stored.parsed else { continue };
@@ -191,12 +191,7 @@ impl NamespaceState {
 
     /// Fires an order: refused when a trigger's firing is stale (another firing came first) or
     /// its trigger is not due at `now`.
-    pub(in crate::state) fn order_fire(
-        &mut self,
-        name: &str,
-        firing: Firing,
-        now: Timestamp,
-    ) -> Result<Outcome, Refusal> {
+    pub(crate) fn order_fire(&mut self, name: &str, firing: Firing, now: Timestamp) -> Result<Outcome, Refusal> {
         let stored = self.order(name)?;
         let order = stored.parsed.clone()?;
         let runs = stored.record.runs.clone();

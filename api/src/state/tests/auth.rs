@@ -20,7 +20,7 @@ fn enabled() -> (Harness, TokenHash) {
 }
 
 fn claim(actor: &str) -> Command {
-    Command::Claim { id: "st-1".into(), actor: Actor(actor.into()), lease_ms: None }
+    Command::Claim(crate::command::Claim { id: "st-1".into(), actor: Actor(actor.into()), lease_ms: None })
 }
 
 #[test]
@@ -33,7 +33,7 @@ fn without_auth_anyone_writes_and_enable_needs_an_admin_token_first() {
     let (admin, admin_spec) = spec("root", Role::Admin, &[], None);
     harness.apply(Command::Auth(AuthCommand::Enable(admin_spec.clone()))).expect("enables");
     // Now a write without a token is refused, and changes nothing.
-    let refused = harness.apply(Command::Reopen { id: "st-1".into() }).unwrap_err();
+    let refused = harness.apply(Command::Reopen(crate::command::Reopen { id: "st-1".into() })).unwrap_err();
     assert!(matches!(refused, Refusal::Unauthenticated(_)), "{refused}");
     assert!(matches!(
         harness.state.query_as(None, &harness.namespace, false, &crate::commands::formula_list::FormulaList.into()),
@@ -67,15 +67,21 @@ fn an_agent_acts_as_itself_in_its_namespaces_and_a_reader_only_reads() {
     let claimed = harness.apply(claim("alice")).expect("claims as itself");
     let Outcome::Bead(bead) = claimed else { panic!("{claimed:?}") };
     assert_eq!(bead.assignee, "alice");
-    let refused = harness.apply(Command::Purge { older_than_ms: 0 }).unwrap_err();
+    let refused = harness.apply(Command::Purge(crate::command::Purge { older_than_ms: 0 })).unwrap_err();
     assert!(matches!(refused, Refusal::PermissionDenied(_)), "{refused}");
     harness.namespace = Namespace("elsewhere".into());
-    assert!(matches!(harness.apply(Command::Reopen { id: "st-1".into() }), Err(Refusal::PermissionDenied(_))));
+    assert!(matches!(
+        harness.apply(Command::Reopen(crate::command::Reopen { id: "st-1".into() })),
+        Err(Refusal::PermissionDenied(_))
+    ));
     assert!(!harness.state.namespaces.contains_key(&Namespace("elsewhere".into())), "a refusal creates nothing");
     harness.namespace = Namespace::default_namespace();
 
     harness.credential = Some(reader);
-    assert!(matches!(harness.apply(Command::Reopen { id: "st-1".into() }), Err(Refusal::PermissionDenied(_))));
+    assert!(matches!(
+        harness.apply(Command::Reopen(crate::command::Reopen { id: "st-1".into() })),
+        Err(Refusal::PermissionDenied(_))
+    ));
     let read = harness.state.query_as(
         Some(&reader),
         &harness.namespace,
@@ -110,7 +116,7 @@ fn a_revoked_token_fails_from_the_next_command_and_the_last_admin_stays() {
     harness.credential = Some(admin);
     harness.apply(Command::Auth(AuthCommand::TokenRevoke { name: "agent-1".into() })).expect("revokes");
     harness.credential = Some(agent);
-    let refused = harness.apply(Command::Reopen { id: "st-1".into() }).unwrap_err();
+    let refused = harness.apply(Command::Reopen(crate::command::Reopen { id: "st-1".into() })).unwrap_err();
     assert!(matches!(refused, Refusal::Unauthenticated(_)), "{refused}");
     harness.credential = Some(admin);
     let refused = harness.apply(Command::Auth(AuthCommand::TokenRevoke { name: "root".into() })).unwrap_err();

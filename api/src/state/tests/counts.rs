@@ -19,7 +19,11 @@ fn waits_for(title: &str, blocker: &BeadId) -> CreateBead {
 }
 
 fn dep_add(issue: &BeadId, target: &BeadId, dep_type: &str) -> Command {
-    Command::DepAdd { issue_id: issue.clone(), depends_on_id: target.clone(), dep_type: DepType(dep_type.into()) }
+    Command::DepAdd(crate::command::DepAdd {
+        issue_id: issue.clone(),
+        depends_on_id: target.clone(),
+        dep_type: DepType(dep_type.into()),
+    })
 }
 
 #[test]
@@ -45,12 +49,13 @@ fn a_read_counts_the_blocks_edges_of_beads_that_point_at_a_bead() {
     assert_eq!(listed_counts(&harness, &blocker).dependents, 2);
     harness.apply(dep_add(&third, &blocker, "related")).unwrap();
     assert_eq!(listed_counts(&harness, &blocker).dependents, 1, "an edge retyped to related no longer counts");
-    let removed = Command::DepRemove { issue_id: waiting.clone(), depends_on_id: blocker.clone() };
+    let removed =
+        Command::DepRemove(crate::command::DepRemove { issue_id: waiting.clone(), depends_on_id: blocker.clone() });
     harness.apply(removed).unwrap();
     assert_eq!(listed_counts(&harness, &blocker).dependents, 0);
     harness.apply(dep_add(&waiting, &blocker, DepType::BLOCKS)).unwrap();
     assert_eq!(listed_counts(&harness, &blocker).dependents, 1);
-    harness.apply(Command::Delete { id: waiting.clone() }).unwrap();
+    harness.apply(Command::Delete(crate::command::Delete { id: waiting.clone() })).unwrap();
     assert_eq!(listed_counts(&harness, &blocker).dependents, 0, "a deleted dependent no longer counts");
     assert_eq!(listed_counts(&harness, &third).dependents, 0);
 }
@@ -85,7 +90,7 @@ fn counts_are_never_held_by_a_stored_bead_even_when_an_import_brings_some() {
     let mut bead = CreateBead { title: "imported".into(), ..Default::default() }.into_bead(BeadId::from("gc-1"));
     bead.created_at = Timestamp(10);
     bead.counts = BeadCounts { dependents: 7, comments: 7 };
-    harness.apply(Command::Import { beads: vec![bead] }).unwrap();
+    harness.apply(Command::Import(crate::command::Import { beads: vec![bead] })).unwrap();
     let waiting = harness.create_with(waits_for("waits", &BeadId::from("gc-1")));
     let held = |harness: &Harness, bead_id: &BeadId| {
         let namespace = harness.state.namespaces.get(&harness.namespace).expect("the namespace");

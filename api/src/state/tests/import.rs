@@ -50,7 +50,7 @@ fn imported_beads_keep_ids_statuses_and_times_and_their_edges_block() {
     let mut child = imported("gc-c", "child");
     child.parent_id = Some(BeadId::from("gc-b"));
     child.no_history = true;
-    let answer = beads_of(harness.apply(Command::Import { beads: vec![waiting, done, child] }));
+    let answer = beads_of(harness.apply(Command::Import(crate::command::Import { beads: vec![waiting, done, child] })));
     assert_eq!(answer.len(), 3);
     let got = harness.get(&BeadId::from("st-5"));
     assert_eq!((got.created_at, got.updated_at, got.bead_type.as_str()), (Timestamp(10), Timestamp(20), "task"));
@@ -88,7 +88,7 @@ fn a_refused_import_changes_nothing() {
         (vec![imported("gc-1", "")], "title"),
         (Vec::new(), "1 to 1000 beads"),
     ] {
-        let refusal = match harness.apply(Command::Import { beads }) {
+        let refusal = match harness.apply(Command::Import(crate::command::Import { beads })) {
             Err(refusal) => refusal.to_string(),
             Ok(outcome) => panic!("{expected}: accepted as {outcome:?}"),
         };
@@ -105,20 +105,24 @@ fn a_create_under_a_taken_id_or_a_missing_parent_is_refused_as_a_create() {
     let existing = harness.create("existing");
     let before = content(&harness.state);
     let create = CreateBead { title: "again".into(), ..Default::default() };
-    let again = Command::Import { beads: vec![create.clone().into_bead(existing.clone())] };
+    let again = Command::Import(crate::command::Import { beads: vec![create.clone().into_bead(existing.clone())] });
     let refusal = harness.apply(again).expect_err("the id is taken");
     assert_eq!(
         refusal.to_string(),
         format!("bead {existing} already exists; give another --id, or update it with strand update {existing}")
     );
     let orphan = CreateBead { parent_id: Some(BeadId::from("st-404")), ..create.clone() };
-    let orphan = Command::Import { beads: vec![orphan.into_bead(BeadId::from("gc-new"))] };
+    let orphan = Command::Import(crate::command::Import { beads: vec![orphan.into_bead(BeadId::from("gc-new"))] });
     assert_eq!(harness.apply(orphan), Err(Refusal::NotFound(BeadId::from("st-404"))));
-    let path = Command::Import { beads: vec![create.clone().into_bead(BeadId::from("../../etc"))] };
+    let path =
+        Command::Import(crate::command::Import { beads: vec![create.clone().into_bead(BeadId::from("../../etc"))] });
     let refusal = harness.apply(path).expect_err("a path is no id");
     assert!(refusal.to_string().starts_with("id \"../../etc\" has characters an id cannot hold"), "{refusal}");
     assert_eq!(content(&harness.state), before, "a refused create changes nothing");
-    let made = beads_of(harness.apply(Command::Import { beads: vec![create.into_bead(BeadId::from("gc-abc.1.3"))] }));
+    let made =
+        beads_of(harness.apply(Command::Import(crate::command::Import {
+            beads: vec![create.into_bead(BeadId::from("gc-abc.1.3"))],
+        })));
     assert_eq!((made[0].id.as_str(), made[0].created_at), ("gc-abc.1.3", Timestamp(harness.now)), "stamped");
 }
 
@@ -127,11 +131,11 @@ fn an_import_that_closes_a_cycle_is_refused_and_leaves_nothing() {
     let mut harness = Harness::new();
     let existing = harness.create("waits for gc-b");
     harness
-        .apply(Command::DepAdd {
+        .apply(Command::DepAdd(crate::command::DepAdd {
             issue_id: existing.clone(),
             depends_on_id: BeadId::from("gc-b"),
             dep_type: DepType::blocks(),
-        })
+        }))
         .unwrap();
     let before = content(&harness.state);
     let mut closing = imported("gc-b", "closes the cycle");
@@ -143,7 +147,7 @@ fn an_import_that_closes_a_cycle_is_refused_and_leaves_nothing() {
     let mut itself = imported("gc-s", "needs itself");
     itself.depends_on.insert(BeadId::from("gc-s"), DepType("related".into()));
     for beads in [vec![imported("gc-a", "fine"), closing], vec![own_parent, other], vec![itself]] {
-        let refusal = harness.apply(Command::Import { beads }).expect_err("a cycle is refused");
+        let refusal = harness.apply(Command::Import(crate::command::Import { beads })).expect_err("a cycle is refused");
         assert!(refusal.to_string().contains("cycle"), "{refusal}");
         assert_eq!(content(&harness.state), before, "a refused import leaves nothing");
     }
@@ -153,10 +157,12 @@ fn an_import_that_closes_a_cycle_is_refused_and_leaves_nothing() {
 fn an_undo_leaves_the_namespace_as_the_import_found_it() {
     let mut harness = Harness::new();
     let existing = harness.create("waits for gc-b");
-    let edge = |issue: &str, target: &str| Command::DepAdd {
-        issue_id: BeadId::from(issue),
-        depends_on_id: BeadId::from(target),
-        dep_type: DepType::blocks(),
+    let edge = |issue: &str, target: &str| {
+        Command::DepAdd(crate::command::DepAdd {
+            issue_id: BeadId::from(issue),
+            depends_on_id: BeadId::from(target),
+            dep_type: DepType::blocks(),
+        })
     };
     harness.apply(edge(&existing.0, "gc-b")).unwrap();
     harness.apply(edge("gc-b", "external:rig:x")).unwrap();
@@ -165,19 +171,21 @@ fn an_undo_leaves_the_namespace_as_the_import_found_it() {
     let mut child = imported("gc-b", "child");
     child.parent_id = Some(BeadId::from("gc-a"));
     child.depends_on.insert(BeadId::from("gc-a"), DepType("related".into()));
-    let written = beads_of(harness.apply(Command::Import { beads: vec![parent, child] }));
+    let written = beads_of(harness.apply(Command::Import(crate::command::Import { beads: vec![parent, child] })));
     let taken = harness.get(&BeadId::from("gc-b"));
     assert!(taken.depends_on.contains_key(&BeadId::from("external:rig:x")), "the loose edge was taken over");
     assert!(!harness.ready_all().contains(&existing), "the imported open gc-b blocks the bead waiting for it");
-    let undo = |beads: &[Bead]| Command::ImportUndo {
-        beads: beads
-            .iter()
-            .map(|bead| ImportedBead {
-                id: bead.id.clone(),
-                revision: bead.revision,
-                edges: if bead.id.0 == "gc-b" { vec![BeadId::from("gc-a")] } else { Vec::new() },
-            })
-            .collect(),
+    let undo = |beads: &[Bead]| {
+        Command::ImportUndo(crate::command::ImportUndo {
+            beads: beads
+                .iter()
+                .map(|bead| ImportedBead {
+                    id: bead.id.clone(),
+                    revision: bead.revision,
+                    edges: if bead.id.0 == "gc-b" { vec![BeadId::from("gc-a")] } else { Vec::new() },
+                })
+                .collect(),
+        })
     };
     let stale = undo(&written);
     harness

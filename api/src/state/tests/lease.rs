@@ -14,7 +14,11 @@ const MINUTE_MS: u64 = 60_000;
 
 impl Harness {
     fn claim_leased(&mut self, bead_id: &BeadId, actor: &str, lease_ms: u64) -> Answer {
-        self.apply(Command::Claim { id: bead_id.clone(), actor: Actor(actor.into()), lease_ms: Some(lease_ms) })
+        self.apply(Command::Claim(crate::command::Claim {
+            id: bead_id.clone(),
+            actor: Actor(actor.into()),
+            lease_ms: Some(lease_ms),
+        }))
     }
 
     fn as_actor(&mut self, actor: &str, command: Command) -> Answer {
@@ -31,7 +35,7 @@ impl Harness {
     fn expire(&mut self, term: u64, bead_id: &BeadId, lease: &Lease) -> Answer {
         let action =
             ControllerAction::ExpireLease { id: bead_id.clone(), lease_id: lease.id, renewed_at: lease.renewed_at };
-        self.apply(Command::Controller { term, action })
+        self.apply(Command::Controller(crate::command::Controller { term, action }))
     }
 
     fn event_types(&self) -> Vec<String> {
@@ -62,7 +66,12 @@ fn a_leased_claim_carries_a_fencing_token_that_grows_with_every_grant() {
     assert_eq!(harness.state.lease_marks(), vec![(harness.namespace.clone(), judged, lease.ttl_ms)]);
 
     // Renewal keeps the id and moves the renewal; a claim again by the holder renews too.
-    harness.as_actor("alice", Command::LeaseRenew { id: bead_id.clone(), lease_id: Some(lease.id) }).unwrap();
+    harness
+        .as_actor(
+            "alice",
+            Command::LeaseRenew(crate::command::LeaseRenew { id: bead_id.clone(), lease_id: Some(lease.id) }),
+        )
+        .unwrap();
     let renewed = harness.lease(&bead_id);
     assert_eq!(renewed.id, lease.id);
     assert!(renewed.renewed_at > lease.renewed_at && renewed.expires_at > lease.expires_at);
@@ -73,7 +82,9 @@ fn a_leased_claim_carries_a_fencing_token_that_grows_with_every_grant() {
     assert!(again.renewed_at > renewed.renewed_at);
 
     // Released, then granted to another: a higher id.
-    harness.as_actor("alice", Command::LeaseRelease { id: bead_id.clone(), lease_id: None }).unwrap();
+    harness
+        .as_actor("alice", Command::LeaseRelease(crate::command::LeaseRelease { id: bead_id.clone(), lease_id: None }))
+        .unwrap();
     let released = harness.get(&bead_id);
     assert_eq!((released.status, released.assignee.as_str(), released.lease.is_none()), (Status::Open, "", true));
     let next = bead_of(harness.claim_leased(&bead_id, "bob", MINUTE_MS)).lease.unwrap();
@@ -88,8 +99,8 @@ fn only_the_holder_renews_or_releases_and_a_stale_lease_id_is_refused() {
     let lease = bead_of(harness.claim_leased(&bead_id, "alice", MINUTE_MS)).lease.unwrap();
     let before = content(&harness.state);
     for (actor, command) in [
-        ("bob", Command::LeaseRenew { id: bead_id.clone(), lease_id: None }),
-        ("bob", Command::LeaseRelease { id: bead_id.clone(), lease_id: None }),
+        ("bob", Command::LeaseRenew(crate::command::LeaseRenew { id: bead_id.clone(), lease_id: None })),
+        ("bob", Command::LeaseRelease(crate::command::LeaseRelease { id: bead_id.clone(), lease_id: None })),
     ] {
         match harness.as_actor(actor, command) {
             Err(refusal @ Refusal::NotLeaseHolder { .. }) => {
@@ -98,16 +109,19 @@ fn only_the_holder_renews_or_releases_and_a_stale_lease_id_is_refused() {
             other => panic!("another actor is refused, got {other:?}"),
         }
     }
-    let stale = Command::LeaseRenew { id: bead_id.clone(), lease_id: Some(lease.id + 1) };
+    let stale = Command::LeaseRenew(crate::command::LeaseRenew { id: bead_id.clone(), lease_id: Some(lease.id + 1) });
     assert!(matches!(harness.as_actor("alice", stale), Err(Refusal::LeaseLost { .. })));
     assert_eq!(content(&harness.state), before, "refusals change nothing");
     let other = harness.create("other");
-    let wrong_bead = fenced(&other, lease.id, Command::Close { ids: vec![other.clone()], reason: None });
+    let wrong_bead =
+        fenced(&other, lease.id, Command::Close(crate::command::Close { ids: vec![other.clone()], reason: None }));
     let refusal = harness.apply(wrong_bead).unwrap_err();
     assert!(refusal.to_string().contains("has no lease (status open)"), "{refusal}");
     let unleased = harness.create("plain");
     harness.claim(&unleased, "alice").unwrap();
-    let refusal = harness.as_actor("alice", Command::LeaseRenew { id: unleased, lease_id: None }).unwrap_err();
+    let refusal = harness
+        .as_actor("alice", Command::LeaseRenew(crate::command::LeaseRenew { id: unleased, lease_id: None }))
+        .unwrap_err();
     assert!(
         refusal.to_string().contains("holds no lease (it was claimed without --lease, or its lease expired)"),
         "{refusal}"
@@ -142,7 +156,7 @@ fn a_write_fenced_by_a_lost_lease_is_refused_and_the_new_holders_work_stands() {
     let new = bead_of(harness.claim_leased(&bead_id, "bob", MINUTE_MS)).lease.unwrap();
     harness.apply(fenced(&bead_id, new.id, note("bob's work"))).unwrap();
     let before = content(&harness.state);
-    let late_close = Command::Close { ids: vec![bead_id.clone()], reason: Some("done".into()) };
+    let late_close = Command::Close(crate::command::Close { ids: vec![bead_id.clone()], reason: Some("done".into()) });
     match harness.apply(fenced(&bead_id, old.id, late_close)) {
         Err(refusal @ Refusal::LeaseLost { .. }) => {
             let message = refusal.to_string();
@@ -160,12 +174,12 @@ fn a_write_fenced_by_a_lost_lease_is_refused_and_the_new_holders_work_stands() {
 fn any_change_that_takes_the_bead_from_its_holder_ends_the_lease() {
     let mut harness = Harness::new();
     for (name, change) in [
-        ("close", Command::Close { ids: vec![BeadId::from("st-1")], reason: None }),
+        ("close", Command::Close(crate::command::Close { ids: vec![BeadId::from("st-1")], reason: None })),
         (
             "reassign",
             Command::Update(UpdateBead { id: "st-1".into(), assignee: Some("bob".into()), ..Default::default() }),
         ),
-        ("reopen", Command::Reopen { id: "st-1".into() }),
+        ("reopen", Command::Reopen(crate::command::Reopen { id: "st-1".into() })),
     ] {
         let mut harness_for = Harness::new();
         let bead_id = harness_for.create("work");
@@ -204,7 +218,7 @@ fn an_expiry_reopens_the_bead_once_and_dead_letters_it_after_the_limit() {
         }
     }
     // Reopening a dead-lettered bead gives it a fresh set of deliveries.
-    let reopened = bead_of(harness.apply(Command::Reopen { id: bead_id.clone() }));
+    let reopened = bead_of(harness.apply(Command::Reopen(crate::command::Reopen { id: bead_id.clone() })));
     assert_eq!((reopened.status, reopened.delivery_count), (Status::Open, 0));
     assert!(!reopened.labels.contains(LABEL_DEAD_LETTER));
     let types = harness.event_types();
@@ -218,7 +232,9 @@ fn a_lease_renewed_after_the_leader_judged_it_is_not_expired() {
     let mut harness = Harness::new();
     let bead_id = harness.create("work");
     let judged = bead_of(harness.claim_leased(&bead_id, "alice", MINUTE_MS)).lease.unwrap();
-    harness.as_actor("alice", Command::LeaseRenew { id: bead_id.clone(), lease_id: None }).unwrap();
+    harness
+        .as_actor("alice", Command::LeaseRenew(crate::command::LeaseRenew { id: bead_id.clone(), lease_id: None }))
+        .unwrap();
     assert!(beads_of(harness.expire(1, &bead_id, &judged)).is_empty(), "a renewal in between keeps the lease");
     assert_eq!(harness.get(&bead_id).assignee, "alice");
 }
@@ -228,7 +244,9 @@ fn a_controller_action_of_a_lower_term_than_one_applied_is_refused() {
     let mut harness = Harness::new();
     let bead_id = harness.create("work");
     let lease = bead_of(harness.claim_leased(&bead_id, "alice", MINUTE_MS)).lease.unwrap();
-    harness.apply(Command::Controller { term: 7, action: ControllerAction::Begin }).unwrap();
+    harness
+        .apply(Command::Controller(crate::command::Controller { term: 7, action: ControllerAction::Begin }))
+        .unwrap();
     assert_eq!(harness.state.controller_term(), 7);
     let before = content(&harness.state);
     match harness.expire(6, &bead_id, &lease) {
@@ -247,14 +265,21 @@ fn a_controller_action_of_a_lower_term_than_one_applied_is_refused() {
 fn ready_claim_hook_claim_and_update_claim_take_a_lease_too() {
     let mut harness = Harness::new();
     let first = harness.create("first");
-    let next =
-        Command::ClaimNext { actor: Actor("alice".into()), filter: ReadyFilter::default(), lease_ms: Some(MINUTE_MS) };
+    let next = Command::ClaimNext(crate::command::ClaimNext {
+        actor: Actor("alice".into()),
+        filter: ReadyFilter::default(),
+        lease_ms: Some(MINUTE_MS),
+    });
     let claimed = beads_of(harness.apply(next)).remove(0);
     assert_eq!((claimed.id.clone(), claimed.lease.map(|lease| lease.holder)), (first, Some("alice".to_string())));
 
     let second =
         harness.create_with(CreateBead { title: "second".into(), assignee: "bob".into(), ..Default::default() });
-    let hook = Command::HookClaim { agent: Actor("bob".into()), pool: None, lease_ms: Some(MINUTE_MS) };
+    let hook = Command::HookClaim(crate::command::HookClaim {
+        agent: Actor("bob".into()),
+        pool: None,
+        lease_ms: Some(MINUTE_MS),
+    });
     let hooked = beads_of(harness.apply(hook)).remove(0);
     assert_eq!((hooked.id.clone(), hooked.lease.map(|lease| lease.holder)), (second, Some("bob".to_string())));
 
@@ -280,9 +305,27 @@ fn a_namespace_sets_the_default_lease_and_the_delivery_limit() {
     let mut harness = Harness::new();
     let bead_id = harness.create("work");
     for (bad, says) in [
-        (Command::NamespaceConfigure { default_lease_ms: None, max_deliveries: None }, "needs a setting"),
-        (Command::NamespaceConfigure { default_lease_ms: Some(Some(10)), max_deliveries: None }, "out of range"),
-        (Command::NamespaceConfigure { default_lease_ms: None, max_deliveries: Some(0) }, "out of range"),
+        (
+            Command::NamespaceConfigure(crate::command::NamespaceConfigure {
+                default_lease_ms: None,
+                max_deliveries: None,
+            }),
+            "needs a setting",
+        ),
+        (
+            Command::NamespaceConfigure(crate::command::NamespaceConfigure {
+                default_lease_ms: Some(Some(10)),
+                max_deliveries: None,
+            }),
+            "out of range",
+        ),
+        (
+            Command::NamespaceConfigure(crate::command::NamespaceConfigure {
+                default_lease_ms: None,
+                max_deliveries: Some(0),
+            }),
+            "out of range",
+        ),
     ] {
         let before = content(&harness.state);
         match harness.apply(bad) {
@@ -291,7 +334,10 @@ fn a_namespace_sets_the_default_lease_and_the_delivery_limit() {
         }
         assert_eq!(content(&harness.state), before);
     }
-    let configure = Command::NamespaceConfigure { default_lease_ms: Some(Some(MINUTE_MS)), max_deliveries: Some(1) };
+    let configure = Command::NamespaceConfigure(crate::command::NamespaceConfigure {
+        default_lease_ms: Some(Some(MINUTE_MS)),
+        max_deliveries: Some(1),
+    });
     match harness.apply(configure) {
         Ok(Outcome::Namespaces(infos)) => {
             assert_eq!((infos[0].default_lease_ms, infos[0].max_deliveries), (Some(MINUTE_MS), 1));
@@ -305,7 +351,12 @@ fn a_namespace_sets_the_default_lease_and_the_delivery_limit() {
     assert_eq!(harness.get(&bead_id).status, Status::Blocked, "dead-lettered after one delivery");
     // Cleared again: a claim without a lease holds as before leases.
     let other = harness.create("other");
-    harness.apply(Command::NamespaceConfigure { default_lease_ms: Some(None), max_deliveries: None }).unwrap();
+    harness
+        .apply(Command::NamespaceConfigure(crate::command::NamespaceConfigure {
+            default_lease_ms: Some(None),
+            max_deliveries: None,
+        }))
+        .unwrap();
     assert_eq!(bead_of(harness.claim(&other, "alice")).lease, None);
 }
 
@@ -319,15 +370,17 @@ fn a_batch_of_expiries_expires_each_lease_still_as_judged_and_no_other() {
         harness.state.lease_marks().into_iter().map(|(_, judged, _)| judged).collect();
     assert_eq!(judged.len(), 2);
     harness
-        .as_actor("bob", Command::LeaseRenew { id: renewed.clone(), lease_id: None })
+        .as_actor("bob", Command::LeaseRenew(crate::command::LeaseRenew { id: renewed.clone(), lease_id: None }))
         .expect("renewed after judgement");
     let action = ControllerAction::ExpireLeases { leases: judged };
-    let expired = beads_of(harness.apply(Command::Controller { term: 1, action }));
+    let expired = beads_of(harness.apply(Command::Controller(crate::command::Controller { term: 1, action })));
     assert_eq!(expired.iter().map(|bead| bead.id.clone()).collect::<Vec<_>>(), vec![stale.clone()]);
     assert_eq!(harness.get(&stale).status, Status::Open);
     assert_eq!(harness.get(&renewed).status, Status::InProgress, "a renewal after judgement is kept");
     let too_many = vec![harness.state.lease_marks()[0].1.clone(); crate::limits::EXPIRIES_PER_COMMAND_MAX + 1];
-    let refused =
-        harness.apply(Command::Controller { term: 1, action: ControllerAction::ExpireLeases { leases: too_many } });
+    let refused = harness.apply(Command::Controller(crate::command::Controller {
+        term: 1,
+        action: ControllerAction::ExpireLeases { leases: too_many },
+    }));
     assert!(matches!(refused, Err(Refusal::TooLarge { .. })), "{refused:?}");
 }

@@ -34,8 +34,9 @@ fn create_echo_absent_versus_empty_batches_and_overlays_follow_gas_city() {
     })));
     assert_eq!(echo.metadata, session, "CreateEchoMatchesGetOnMetadata: the echo holds every key");
     assert_eq!(metadata_of(&harness, &echo.id), echo.metadata, "and a read returns the echo");
-    let set =
-        |id: &BeadId, pairs: &[(&str, Option<&str>)]| Command::SetMetadata { id: id.clone(), entries: entries(pairs) };
+    let set = |id: &BeadId, pairs: &[(&str, Option<&str>)]| {
+        Command::SetMetadata(crate::command::SetMetadata { id: id.clone(), entries: entries(pairs) })
+    };
 
     harness.apply(set(&echo.id, &[("key", Some(""))])).unwrap();
     let read = metadata_of(&harness, &echo.id);
@@ -104,9 +105,18 @@ fn every_write_moves_the_revision_no_read_does_and_a_revision_cas_admits_one_rac
             metadata: entries(&[("mo", Some("1"))]),
             ..Default::default()
         }),
-        Command::SetMetadata { id: bead_id.clone(), entries: entries(&[("k", Some("v"))]) },
-        Command::SetMetadata { id: bead_id.clone(), entries: entries(&[("counter", Some("a"))]) },
-        Command::SetMetadata { id: bead_id.clone(), entries: entries(&[("counter", Some("b"))]) },
+        Command::SetMetadata(crate::command::SetMetadata {
+            id: bead_id.clone(),
+            entries: entries(&[("k", Some("v"))]),
+        }),
+        Command::SetMetadata(crate::command::SetMetadata {
+            id: bead_id.clone(),
+            entries: entries(&[("counter", Some("a"))]),
+        }),
+        Command::SetMetadata(crate::command::SetMetadata {
+            id: bead_id.clone(),
+            entries: entries(&[("counter", Some("b"))]),
+        }),
     ];
     for write in writes {
         harness.apply(write).unwrap();
@@ -123,7 +133,10 @@ fn every_write_moves_the_revision_no_read_does_and_a_revision_cas_admits_one_rac
     let racers: Vec<Command> = (0..8)
         .map(|racer| {
             let holder = format!("holder-{racer}");
-            let write = Command::SetMetadata { id: bead_id.clone(), entries: entries(&[("lease", Some(&holder))]) };
+            let write = Command::SetMetadata(crate::command::SetMetadata {
+                id: bead_id.clone(),
+                entries: entries(&[("lease", Some(&holder))]),
+            });
             Command::Txn(Txn::conditional(bead_id.clone(), last, write))
         })
         .collect();

@@ -87,11 +87,14 @@ fn every_change_appends_gap_free_events_in_the_same_apply() {
     let bead_id = harness.create("a");
     harness.claim(&bead_id, "alice").unwrap();
     harness
-        .apply(Command::SetMetadata { id: bead_id.clone(), entries: [("k".into(), Some("v".into()))].into() })
+        .apply(Command::SetMetadata(crate::command::SetMetadata {
+            id: bead_id.clone(),
+            entries: [("k".into(), Some("v".into()))].into(),
+        }))
         .unwrap();
     harness.close(&bead_id).unwrap();
     harness.close(&bead_id).unwrap(); // idempotent: no change, no event
-    harness.apply(Command::Delete { id: bead_id.clone() }).unwrap();
+    harness.apply(Command::Delete(crate::command::Delete { id: bead_id.clone() })).unwrap();
     assert_eq!(
         event_types(&harness, 0),
         ["bead.created st-1", "bead.claimed st-1", "bead.updated st-1", "bead.closed st-1", "bead.deleted st-1"]
@@ -161,11 +164,11 @@ fn a_convoy_closes_in_the_command_that_closes_its_last_child() {
     let mut harness = Harness::new();
     let first = harness.create("first");
     let second = harness.create("second");
-    let convoy = bead_of(harness.apply(Command::ConvoyCreate {
+    let convoy = bead_of(harness.apply(Command::ConvoyCreate(crate::command::ConvoyCreate {
         title: "ship".into(),
         children: ids(&[&first, &second]),
         owned: false,
-    }));
+    })));
     harness.close(&first).unwrap();
     assert_eq!(harness.get(&convoy.id).status, Status::Open);
     let before = last_seq(&harness);
@@ -185,14 +188,22 @@ fn a_convoy_closes_in_the_command_that_closes_its_last_child() {
 fn an_owned_convoy_and_an_empty_convoy_never_auto_close() {
     let mut harness = Harness::new();
     let child = harness.create("child");
-    let owned =
-        bead_of(harness.apply(Command::ConvoyCreate { title: "mine".into(), children: ids(&[&child]), owned: true }));
-    let empty = bead_of(harness.apply(Command::ConvoyCreate { title: "empty".into(), children: vec![], owned: false }));
+    let owned = bead_of(harness.apply(Command::ConvoyCreate(crate::command::ConvoyCreate {
+        title: "mine".into(),
+        children: ids(&[&child]),
+        owned: true,
+    })));
+    let empty = bead_of(harness.apply(Command::ConvoyCreate(crate::command::ConvoyCreate {
+        title: "empty".into(),
+        children: vec![],
+        owned: false,
+    })));
     harness.close(&child).unwrap();
-    assert!(beads_of(harness.apply(Command::ConvoyCheck)).is_empty());
+    assert!(beads_of(harness.apply(Command::ConvoyCheck(crate::command::ConvoyCheck))).is_empty());
     assert_eq!(harness.get(&owned.id).status, Status::Open);
     assert_eq!(harness.get(&empty.id).status, Status::Open);
-    let landed = bead_of(harness.apply(Command::ConvoyLand { id: owned.id.clone(), reason: None }));
+    let landed =
+        bead_of(harness.apply(Command::ConvoyLand(crate::command::ConvoyLand { id: owned.id.clone(), reason: None })));
     assert_eq!(landed.status, Status::Closed);
 }
 
@@ -202,13 +213,28 @@ fn convoy_check_closes_every_finished_convoy_and_stranded_lists_unassigned_open_
     let done = harness.create("done");
     let waiting = harness.create("waiting");
     let held = harness.create("held");
-    let finished = bead_of(harness.apply(Command::ConvoyCreate { title: "a".into(), children: vec![], owned: false }));
-    let running = bead_of(harness.apply(Command::ConvoyCreate { title: "b".into(), children: vec![], owned: false }));
+    let finished = bead_of(harness.apply(Command::ConvoyCreate(crate::command::ConvoyCreate {
+        title: "a".into(),
+        children: vec![],
+        owned: false,
+    })));
+    let running = bead_of(harness.apply(Command::ConvoyCreate(crate::command::ConvoyCreate {
+        title: "b".into(),
+        children: vec![],
+        owned: false,
+    })));
     harness.close(&done).unwrap(); // closed before it joins the convoy: no auto-close yet
-    harness.apply(Command::ConvoyAdd { id: finished.id.clone(), children: ids(&[&done]) }).unwrap();
-    harness.apply(Command::ConvoyAdd { id: running.id.clone(), children: ids(&[&waiting, &held]) }).unwrap();
+    harness
+        .apply(Command::ConvoyAdd(crate::command::ConvoyAdd { id: finished.id.clone(), children: ids(&[&done]) }))
+        .unwrap();
+    harness
+        .apply(Command::ConvoyAdd(crate::command::ConvoyAdd {
+            id: running.id.clone(),
+            children: ids(&[&waiting, &held]),
+        }))
+        .unwrap();
     harness.claim(&held, "alice").unwrap();
-    let closed = beads_of(harness.apply(Command::ConvoyCheck));
+    let closed = beads_of(harness.apply(Command::ConvoyCheck(crate::command::ConvoyCheck)));
     assert_eq!(closed.iter().map(|bead| bead.id.clone()).collect::<Vec<_>>(), ids(&[&finished.id]));
     let stranded = beads_of(harness.query(crate::commands::stranded::Stranded { convoy: None }.into()));
     assert_eq!(stranded.iter().map(|bead| bead.id.clone()).collect::<Vec<_>>(), ids(&[&waiting]));
@@ -216,7 +242,11 @@ fn convoy_check_closes_every_finished_convoy_and_stranded_lists_unassigned_open_
         progress(harness.query(crate::commands::convoy_status::ConvoyStatus { id: running.id.clone() }.into()));
     assert_eq!((status.closed(), status.children.len()), (0, 2));
     assert!(
-        refusal(harness.apply(Command::ConvoyAdd { id: finished.id, children: ids(&[&waiting]) })).contains("closed")
+        refusal(
+            harness
+                .apply(Command::ConvoyAdd(crate::command::ConvoyAdd { id: finished.id, children: ids(&[&waiting]) }))
+        )
+        .contains("closed")
     );
     assert!(
         refusal(harness.query(crate::commands::convoy_status::ConvoyStatus { id: waiting }.into()))
@@ -288,7 +318,7 @@ fn molecule_status_tracks_the_current_step_and_the_root_closes_with_the_last_ste
 #[test]
 fn stored_formulas_are_put_listed_shown_cooked_by_name_and_deleted() {
     let mut harness = Harness::new();
-    harness.apply(Command::FormulaPut { source: RELEASE.into() }).unwrap();
+    harness.apply(Command::FormulaPut(crate::command::FormulaPut { source: RELEASE.into() })).unwrap();
     let Ok(Outcome::Formulas(list)) = harness.query(crate::commands::formula_list::FormulaList.into()) else {
         panic!("formulas")
     };
@@ -309,8 +339,11 @@ fn stored_formulas_are_put_listed_shown_cooked_by_name_and_deleted() {
     assert_eq!(beads[0].title, "Release 3");
     assert!(beads.iter().all(|bead| bead.ephemeral), "a wisp is cooked ephemeral");
     assert!(harness.ready_all().is_empty(), "wisps are not ready unless asked");
-    assert!(refusal(harness.apply(Command::FormulaPut { source: "formula = \"x\"".into() })).contains("no [[steps]]"));
-    harness.apply(Command::FormulaDelete { name: "release".into() }).unwrap();
+    assert!(
+        refusal(harness.apply(Command::FormulaPut(crate::command::FormulaPut { source: "formula = \"x\"".into() })))
+            .contains("no [[steps]]")
+    );
+    harness.apply(Command::FormulaDelete(crate::command::FormulaDelete { name: "release".into() })).unwrap();
     assert!(
         refusal(harness.query(crate::commands::formula_get::FormulaGet { name: "release".into() }.into()))
             .contains("not found")
@@ -355,8 +388,11 @@ fn slinging_a_convoy_routes_its_open_children_all_or_nothing() {
     let crowded =
         harness.create_with(CreateBead { title: "crowded".into(), labels: crowded_labels, ..Default::default() });
     children.push(crowded.clone());
-    let convoy =
-        bead_of(harness.apply(Command::ConvoyCreate { title: "big".into(), children: children.clone(), owned: false }));
+    let convoy = bead_of(harness.apply(Command::ConvoyCreate(crate::command::ConvoyCreate {
+        title: "big".into(),
+        children: children.clone(),
+        owned: false,
+    })));
     harness.close(&children[0]).unwrap();
     harness.claim(&children[1], "carol").unwrap();
     let before = content(&harness.state);
@@ -418,8 +454,11 @@ fn a_convoy_refuses_a_bead_that_belongs_to_another_parent() {
     let cooked = beads_of(cook(&mut harness, RELEASE, &[("version", "1")], false));
     let step = cooked[1].id.clone();
     let before = content(&harness.state);
-    let answer =
-        harness.apply(Command::ConvoyCreate { title: "steal".into(), children: vec![step.clone()], owned: false });
+    let answer = harness.apply(Command::ConvoyCreate(crate::command::ConvoyCreate {
+        title: "steal".into(),
+        children: vec![step.clone()],
+        owned: false,
+    }));
     assert!(refusal(answer).contains(&format!("{step} already belongs to {}", cooked[0].id)));
     assert_eq!(content(&harness.state), before);
 }
@@ -483,9 +522,10 @@ fn deleting_a_namespace_deletes_every_record_even_those_removed_earlier_in_the_s
     apply(&mut state, 2, Command::Create(CreateBead { title: "gone".into(), ..Default::default() })).unwrap();
     persist(&mut disk, &mut state);
     // One batch: a bead removed, then its namespace deleted, then a refused write to it.
-    apply(&mut state, 3, Command::Delete { id: BeadId::from("st-2") }).unwrap();
-    apply(&mut state, 4, Command::NamespaceDelete { force: true }).unwrap();
-    apply(&mut state, 5, Command::Close { ids: vec![BeadId::from("st-1")], reason: None }).unwrap_err();
+    apply(&mut state, 3, Command::Delete(crate::command::Delete { id: BeadId::from("st-2") })).unwrap();
+    apply(&mut state, 4, Command::NamespaceDelete(crate::command::NamespaceDelete { force: true })).unwrap();
+    apply(&mut state, 5, Command::Close(crate::command::Close { ids: vec![BeadId::from("st-1")], reason: None }))
+        .unwrap_err();
     persist(&mut disk, &mut state);
     let reloaded = State::from_records(disk.clone()).expect("the disk reloads");
     assert_eq!(reloaded.digest(), state.digest());
@@ -522,7 +562,11 @@ fn hook_puts_own_work_first_then_assigned_then_pool() {
     };
     assert_eq!(hook(&harness), ids(&[&mine, &assigned, &pooled, &routed]));
     let claim = |harness: &mut Harness, agent: &str| {
-        let command = Command::HookClaim { agent: Actor(agent.into()), pool: Some("web".into()), lease_ms: None };
+        let command = Command::HookClaim(crate::command::HookClaim {
+            agent: Actor(agent.into()),
+            pool: Some("web".into()),
+            lease_ms: None,
+        });
         beads_of(harness.apply(command)).into_iter().map(|bead| bead.id).collect::<Vec<_>>()
     };
     assert_eq!(claim(&mut harness, "alice"), ids(&[&mine]), "own in-progress work comes back first");
@@ -548,10 +592,10 @@ fn mail_round_trip_send_inbox_read_reply_thread_archive() {
         beads_of(harness.query(query)).into_iter().map(|bead| bead.id).collect::<Vec<_>>()
     };
     assert_eq!(inbox(&harness, false), ids(&[&sent.id]));
-    harness.apply(Command::MailMark { id: sent.id.clone(), read: true }).unwrap();
+    harness.apply(Command::MailMark(crate::command::MailMark { id: sent.id.clone(), read: true })).unwrap();
     assert!(inbox(&harness, false).is_empty(), "read messages leave the inbox");
     assert_eq!(inbox(&harness, true), ids(&[&sent.id]), "read does not close");
-    harness.apply(Command::MailMark { id: sent.id.clone(), read: false }).unwrap();
+    harness.apply(Command::MailMark(crate::command::MailMark { id: sent.id.clone(), read: false })).unwrap();
     assert_eq!(inbox(&harness, false), ids(&[&sent.id]));
     harness.actor = Actor("bob".into());
     let reply =
@@ -562,15 +606,21 @@ fn mail_round_trip_send_inbox_read_reply_thread_archive() {
     assert!(reply.labels.contains(&format!("reply-to:{}", sent.id)));
     let thread = beads_of(harness.query(crate::commands::thread::Thread { thread: sent.id.0.clone() }.into()));
     assert_eq!(thread.iter().map(|bead| bead.id.clone()).collect::<Vec<_>>(), ids(&[&sent.id, &reply.id]));
-    harness.apply(Command::MailArchive { id: sent.id.clone() }).unwrap();
+    harness.apply(Command::MailArchive(crate::command::MailArchive { id: sent.id.clone() })).unwrap();
     assert!(inbox(&harness, true).is_empty());
-    assert!(refusal(harness.apply(Command::MailArchive { id: sent.id.clone() })).contains("already archived"));
+    assert!(
+        refusal(harness.apply(Command::MailArchive(crate::command::MailArchive { id: sent.id.clone() })))
+            .contains("already archived")
+    );
     let types: Vec<String> = events(&harness, 0).into_iter().map(|event| event.event_type).collect();
     for expected in ["mail.sent", "mail.read", "mail.archived"] {
         assert!(types.iter().any(|found| found == expected), "{expected} in {types:?}");
     }
     let task = harness.create("not mail");
-    assert!(refusal(harness.apply(Command::MailArchive { id: task })).contains("not a message"));
+    assert!(
+        refusal(harness.apply(Command::MailArchive(crate::command::MailArchive { id: task })))
+            .contains("not a message")
+    );
 }
 
 // ---- purge ----
@@ -591,7 +641,10 @@ fn purge_removes_only_closed_wisps_older_than_asked() {
     };
     assert_eq!(preview(&harness, 1_000_000), Ok(Outcome::Purged { purged_count: 0 }));
     assert_eq!(preview(&harness, 0), Ok(Outcome::Purged { purged_count: 4 }));
-    assert_eq!(harness.apply(Command::Purge { older_than_ms: 0 }), Ok(Outcome::Purged { purged_count: 4 }));
+    assert_eq!(
+        harness.apply(Command::Purge(crate::command::Purge { older_than_ms: 0 })),
+        Ok(Outcome::Purged { purged_count: 4 })
+    );
     assert_eq!(harness.state.bead_count(), 2);
     harness.get(&kept);
     harness.get(&open_wisp);
@@ -610,11 +663,17 @@ fn purge_goes_by_close_time_whatever_the_creation_order() {
     // 15 s after `second` closed and 5 s after `first` did: only `second` is older than 8 s.
     let preview = harness.query(Query::from(PurgePreview { older_than_ms: 8_000, now: Timestamp(harness.now) }));
     assert_eq!(preview, Ok(Outcome::Purged { purged_count: 1 }));
-    assert_eq!(harness.apply(Command::Purge { older_than_ms: 8_000 }), Ok(Outcome::Purged { purged_count: 1 }));
+    assert_eq!(
+        harness.apply(Command::Purge(crate::command::Purge { older_than_ms: 8_000 })),
+        Ok(Outcome::Purged { purged_count: 1 })
+    );
     harness.get(&first);
     let gone = harness.query(Query::from(Get { ids: vec![second.clone()] }));
     assert!(refusal(gone).contains("not found"), "the wisp closed longest ago was purged");
-    assert_eq!(harness.apply(Command::Purge { older_than_ms: 0 }), Ok(Outcome::Purged { purged_count: 1 }));
+    assert_eq!(
+        harness.apply(Command::Purge(crate::command::Purge { older_than_ms: 0 })),
+        Ok(Outcome::Purged { purged_count: 1 })
+    );
     assert_eq!(harness.state.bead_count(), 0);
 }
 
@@ -624,11 +683,16 @@ fn purge_goes_by_close_time_whatever_the_creation_order() {
 fn namespaces_are_created_with_a_prefix_listed_and_deleted_only_when_empty_or_forced() {
     let mut harness = Harness::new();
     harness.namespace = Namespace("city".into());
-    harness.apply(Command::NamespaceCreate { prefix: "gc".into() }).unwrap();
-    harness.apply(Command::NamespaceCreate { prefix: "gc".into() }).expect("same prefix again is a no-op");
-    assert!(refusal(harness.apply(Command::NamespaceCreate { prefix: "zz".into() })).contains("already exists"));
+    harness.apply(Command::NamespaceCreate(crate::command::NamespaceCreate { prefix: "gc".into() })).unwrap();
+    harness
+        .apply(Command::NamespaceCreate(crate::command::NamespaceCreate { prefix: "gc".into() }))
+        .expect("same prefix again is a no-op");
+    assert!(
+        refusal(harness.apply(Command::NamespaceCreate(crate::command::NamespaceCreate { prefix: "zz".into() })))
+            .contains("already exists")
+    );
     assert_eq!(harness.create("first").0, "gc-1");
-    harness.apply(Command::FormulaPut { source: RELEASE.into() }).unwrap();
+    harness.apply(Command::FormulaPut(crate::command::FormulaPut { source: RELEASE.into() })).unwrap();
     let Ok(Outcome::Namespaces(list)) = harness.query(Query::Namespaces) else { panic!("namespaces") };
     assert_eq!(
         list,
@@ -641,8 +705,11 @@ fn namespaces_are_created_with_a_prefix_listed_and_deleted_only_when_empty_or_fo
             max_deliveries: crate::limits::MAX_DELIVERIES_DEFAULT,
         }]
     );
-    assert!(refusal(harness.apply(Command::NamespaceDelete { force: false })).contains("--force"));
-    harness.apply(Command::NamespaceDelete { force: true }).unwrap();
+    assert!(
+        refusal(harness.apply(Command::NamespaceDelete(crate::command::NamespaceDelete { force: false })))
+            .contains("--force")
+    );
+    harness.apply(Command::NamespaceDelete(crate::command::NamespaceDelete { force: true })).unwrap();
     assert!(
         harness
             .state
@@ -650,7 +717,10 @@ fn namespaces_are_created_with_a_prefix_listed_and_deleted_only_when_empty_or_fo
             .iter()
             .all(|(key, _)| matches!(key, RecordKey::Clock | RecordKey::ControllerTerm | RecordKey::Session(_)))
     );
-    assert!(refusal(harness.apply(Command::NamespaceDelete { force: true })).contains("does not exist"));
+    assert!(
+        refusal(harness.apply(Command::NamespaceDelete(crate::command::NamespaceDelete { force: true })))
+            .contains("does not exist")
+    );
     assert_eq!(harness.create("again").0, "st-1", "a deleted namespace starts over with the default prefix");
 }
 
@@ -687,7 +757,7 @@ fn closing_a_blocker_with_ten_thousand_dependents_makes_them_all_ready() {
         }
     };
     assert_eq!(ready(&state), 1);
-    let close = Command::Close { ids: vec![BeadId::from("st-1")], reason: None };
+    let close = Command::Close(crate::command::Close { ids: vec![BeadId::from("st-1")], reason: None });
     state.apply(20_000, &bare_proposal(20_000, close)).unwrap();
     assert_eq!(ready(&state), 10_000);
 }

@@ -14,12 +14,17 @@ const FORMULA: &str = "formula = \"patrol\"\n[[steps]]\nid = \"look\"\ntitle = \
 impl Harness {
     fn with_formula() -> Harness {
         let mut harness = Harness::new();
-        harness.apply(Command::FormulaPut { source: FORMULA.into() }).expect("formula stored");
+        harness
+            .apply(Command::FormulaPut(crate::command::FormulaPut { source: FORMULA.into() }))
+            .expect("formula stored");
         harness
     }
 
     fn put_order(&mut self, name: &str, body: &str) -> Answer {
-        self.apply(Command::OrderPut { name: name.into(), source: format!("[order]\nformula = \"patrol\"\n{body}") })
+        self.apply(Command::OrderPut(crate::command::OrderPut {
+            name: name.into(),
+            source: format!("[order]\nformula = \"patrol\"\n{body}"),
+        }))
     }
 
     fn order(&self, name: &str) -> crate::outcome::OrderInfo {
@@ -31,7 +36,7 @@ impl Harness {
 
     fn fire(&mut self, name: &str, seen_fired: u64) -> Answer {
         let action = ControllerAction::FireOrder { name: name.into(), seen_fired };
-        self.apply(Command::Controller { term: 1, action })
+        self.apply(Command::Controller(crate::command::Controller { term: 1, action }))
     }
 
     fn due(&self) -> Vec<(String, u64)> {
@@ -82,7 +87,9 @@ fn a_window_fires_once_whoever_proposes_it() {
     harness.fire("sweep", 1).expect("the next window fires");
     assert_eq!(harness.order("sweep").fired, 2);
     // A stale controller term is refused before anything is judged.
-    harness.apply(Command::Controller { term: 5, action: ControllerAction::Begin }).expect("a new term begins");
+    harness
+        .apply(Command::Controller(crate::command::Controller { term: 5, action: ControllerAction::Begin }))
+        .expect("a new term begins");
     assert!(matches!(harness.fire("sweep", 2), Err(Refusal::StaleControllerTerm { term: 1, current: 5 })));
 }
 
@@ -91,13 +98,13 @@ fn a_manual_run_fires_any_order_and_restarts_its_cooldown() {
     let mut harness = Harness::with_formula();
     harness.put_order("by-hand", "gate = \"manual\"\nagent = \"mayor\"\n").expect("stored");
     assert!(harness.due().is_empty(), "a manual order is never due");
-    let beads = beads_of(harness.apply(Command::OrderRun { name: "by-hand".into() }));
+    let beads = beads_of(harness.apply(Command::OrderRun(crate::command::OrderRun { name: "by-hand".into() })));
     assert!(beads[1..].iter().all(|bead| bead.assignee == "mayor"));
     harness.put_order("cool", "gate = \"cooldown\"\ninterval = \"1h\"\n").expect("stored");
-    harness.apply(Command::OrderRun { name: "cool".into() }).expect("runs");
+    harness.apply(Command::OrderRun(crate::command::OrderRun { name: "cool".into() })).expect("runs");
     assert!(harness.due().is_empty(), "a manual run counts as the last firing");
     assert!(
-        matches!(harness.apply(Command::OrderRun { name: "nope".into() }), Err(Refusal::Invalid(message)) if message.contains("not found"))
+        matches!(harness.apply(Command::OrderRun(crate::command::OrderRun { name: "nope".into() })), Err(Refusal::Invalid(message)) if message.contains("not found"))
     );
 }
 
@@ -169,7 +176,9 @@ fn bad_orders_are_refused_and_store_nothing() {
         }
     }
     let unknown_formula = "[order]\nformula = \"missing\"\ngate = \"manual\"\n";
-    match harness.apply(Command::OrderPut { name: "bad".into(), source: unknown_formula.into() }) {
+    match harness
+        .apply(Command::OrderPut(crate::command::OrderPut { name: "bad".into(), source: unknown_formula.into() }))
+    {
         Err(Refusal::Invalid(message)) => {
             assert!(message.contains("formula") && message.contains("missing"), "{message}")
         }
@@ -188,7 +197,7 @@ fn a_replaced_order_keeps_its_firings_and_a_deleted_one_is_gone() {
     harness.put_order("sweep", "gate = \"cooldown\"\ninterval = \"2h\"\n").expect("replaced");
     let info = harness.order("sweep");
     assert_eq!((info.fired, info.trigger.as_str()), (1, "cooldown 2h0m0s"));
-    harness.apply(Command::OrderDelete { name: "sweep".into() }).expect("deleted");
+    harness.apply(Command::OrderDelete(crate::command::OrderDelete { name: "sweep".into() })).expect("deleted");
     assert!(harness.query(Query::from(OrderGet { name: "sweep".into(), now: Timestamp(harness.now) })).is_err());
 }
 
@@ -202,8 +211,10 @@ fn controller_work_finds_old_wisps_and_finished_convoys() {
     assert!(work(&harness, 60_000).is_empty(), "younger than the TTL");
     harness.now += 60_000;
     assert!(work(&harness, 60_000)[0].1.wisps);
-    let collected = harness
-        .apply(Command::Controller { term: 1, action: ControllerAction::CollectWisps { older_than_ms: 60_000 } });
+    let collected = harness.apply(Command::Controller(crate::command::Controller {
+        term: 1,
+        action: ControllerAction::CollectWisps { older_than_ms: 60_000 },
+    }));
     assert_eq!(collected, Ok(Outcome::Purged { purged_count: 1 }));
     assert!(work(&harness, 60_000).is_empty());
 }

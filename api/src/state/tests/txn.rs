@@ -37,10 +37,13 @@ fn every_write_answers_the_bead_with_its_new_revision_and_update_time() {
     let id = || bead_id.clone();
     let writes = [
         update_title(&bead_id, "second"),
-        Command::SetMetadata { id: id(), entries: [("k".to_string(), Some("v".to_string()))].into() },
-        Command::Claim { id: id(), actor: Actor("agent".into()), lease_ms: None },
-        Command::Close { ids: vec![id()], reason: None },
-        Command::Reopen { id: id() },
+        Command::SetMetadata(crate::command::SetMetadata {
+            id: id(),
+            entries: [("k".to_string(), Some("v".to_string()))].into(),
+        }),
+        Command::Claim(crate::command::Claim { id: id(), actor: Actor("agent".into()), lease_ms: None }),
+        Command::Close(crate::command::Close { ids: vec![id()], reason: None }),
+        Command::Reopen(crate::command::Reopen { id: id() }),
         Command::Txn(Txn::conditional(id(), 0, update_title(&bead_id, "third"))),
     ];
     for mut write in writes {
@@ -90,7 +93,11 @@ fn a_graph_of_new_beads_and_edges_is_one_step_through_dollar_references() {
         Command::Create(CreateBead { title: "root".into(), ..Default::default() }),
         Command::Create(CreateBead { title: "step".into(), parent_id: Some(BeadId::from("$0")), ..Default::default() }),
         Command::Create(CreateBead { title: "next".into(), needs: vec!["$1".into()], ..Default::default() }),
-        Command::DepAdd { issue_id: "$2".into(), depends_on_id: "$0".into(), dep_type: DepType("related".into()) },
+        Command::DepAdd(crate::command::DepAdd {
+            issue_id: "$2".into(),
+            depends_on_id: "$0".into(),
+            dep_type: DepType("related".into()),
+        }),
     ];
     let answer = outcomes(harness.apply(Command::Txn(Txn { conditions: Vec::new(), fences: Vec::new(), writes })));
     let ids: Vec<BeadId> = answer
@@ -126,11 +133,15 @@ fn a_refused_later_write_undoes_every_earlier_write_of_the_transaction() {
     let blocked_before = harness.state.namespaces[&harness.namespace].indexes().blocked.clone();
     let events_before = harness.state.namespaces[&harness.namespace].meta().last_event_seq();
     let writes = vec![
-        Command::Close { ids: vec![blocker.clone()], reason: None },
+        Command::Close(crate::command::Close { ids: vec![blocker.clone()], reason: None }),
         Command::Update(UpdateBead { id: parent.clone(), status: Some(Status::Blocked), ..Default::default() }),
         Command::Create(CreateBead { title: "new".into(), ..Default::default() }),
-        Command::Delete { id: child.clone() },
-        Command::DepAdd { issue_id: waiting.clone(), depends_on_id: "$2".into(), dep_type: DepType::blocks() },
+        Command::Delete(crate::command::Delete { id: child.clone() }),
+        Command::DepAdd(crate::command::DepAdd {
+            issue_id: waiting.clone(),
+            depends_on_id: "$2".into(),
+            dep_type: DepType::blocks(),
+        }),
         Command::Update(UpdateBead { id: BeadId::from("st-404"), title: Some("x".into()), ..Default::default() }),
     ];
     match harness.apply(Command::Txn(Txn { conditions: Vec::new(), fences: Vec::new(), writes })) {
@@ -159,9 +170,11 @@ fn a_transaction_holds_bead_writes_only_and_at_least_one() {
 #[test]
 fn a_set_metadata_value_that_is_exactly_a_dollar_reference_names_the_created_bead() {
     let mut harness = Harness::new();
-    let refers = |value: &str| Command::SetMetadata {
-        id: BeadId::from("$1"),
-        entries: [("gc.root".to_string(), Some(value.to_string()))].into(),
+    let refers = |value: &str| {
+        Command::SetMetadata(crate::command::SetMetadata {
+            id: BeadId::from("$1"),
+            entries: [("gc.root".to_string(), Some(value.to_string()))].into(),
+        })
     };
     let create = |title: &str, value: &str| {
         Command::Create(CreateBead {

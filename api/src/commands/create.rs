@@ -1,0 +1,227 @@
+//! `create TITLE` (and the exec store's `create`): one new bead, open, under the next id of its
+//! namespace (or its parent's next child id).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::{BeadWriteCommand, WriteCommand};
+use super::txn::References;
+use crate::auth::Role;
+use crate::limits::{DEPENDENCIES_PER_BEAD_MAX, DESCRIPTION_BYTES_MAX, NAME_BYTES_MAX};
+use crate::model::{Bead, BeadId, DepType, Status, Timestamp};
+use crate::outcome::{Answer, Refusal};
+use crate::state::NamespaceState;
+use crate::validate::{
+    check_identifier, check_labels, check_metadata, check_names, check_new_labels, check_priority, check_size,
+    check_title,
+};
+
+registered!(bead_write 0 Create CreateBead);
+
+/// The fields of a new bead. The store assigns the id and times; the status is always `open`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CreateBead {
+    /// Required, non-empty.
+    pub title: String,
+    /// Free text.
+    pub description: String,
+    /// Working notes.
+    pub notes: String,
+    /// Empty means `task`.
+    pub bead_type: String,
+    /// 0..=4.
+    pub priority: Option<u8>,
+    /// Initial assignee.
+    pub assignee: String,
+    /// Sender (messages).
+    pub from: String,
+    /// Parent bead; the child takes its prefix.
+    pub parent_id: Option<BeadId>,
+    /// Step id or formula name.
+    pub reference: String,
+    /// Ids this bead waits for, each `ID` (a `blocks` edge) or `TYPE:ID`.
+    pub needs: Vec<String>,
+    /// Initial labels.
+    pub labels: BTreeSet<String>,
+    /// Initial metadata.
+    pub metadata: BTreeMap<String, String>,
+    /// A wisp.
+    pub ephemeral: bool,
+    /// bd's `no_history` (never together with `ephemeral`).
+    pub no_history: bool,
+    /// Not ready before this time.
+    pub defer_until: Option<Timestamp>,
+    /// Ignored: a created bead is always `open` (store invariant 2). Kept so callers that send
+    /// a status are accepted, as the existing stores accept them.
+    pub requested_status: Option<Status>,
+}
+
+impl CreateBead {
+    /// The outgoing edges its `needs` name: each `ID` a `blocks` edge, each `TYPE:ID` a `TYPE` edge.
+    pub fn edges(&self) -> BTreeMap<BeadId, DepType> {
+        self.needs
+            .iter()
+            .map(|need| match need.split_once(':') {
+                Some((dep_type, bead_id)) if !dep_type.is_empty() && !bead_id.is_empty() => {
+                    (BeadId(bead_id.to_string()), DepType(dep_type.to_string()))
+                }
+                _ => (BeadId(need.to_string()), DepType::blocks()),
+            })
+            .collect()
+    }
+
+    /// The bead this create makes under a given id (`create --id`, sent as an import of one):
+    /// open, stamped by the cluster.
+    pub fn into_bead(self, id: BeadId) -> Bead {
+        Bead {
+            depends_on: self.edges(),
+            id,
+            seq: 0,
+            title: self.title,
+            description: self.description,
+            notes: self.notes,
+            status: Status::Open,
+            bead_type: self.bead_type,
+            priority: self.priority,
+            assignee: self.assignee,
+            from: self.from,
+            parent_id: self.parent_id,
+            reference: self.reference,
+            labels: self.labels,
+            metadata: self.metadata,
+            ephemeral: self.ephemeral,
+            no_history: self.no_history,
+            created_at: Timestamp(0),
+            updated_at: Timestamp(0),
+            revision: 0,
+            started_at: None,
+            closed_at: None,
+            close_reason: None,
+            defer_until: self.defer_until,
+            lease: None,
+            delivery_count: 0,
+            counts: Default::default(),
+        }
+    }
+}
+
+/// A name other than `own` that acts in this create (an assignee, a sender).
+fn named<'a>(name: &'a str, own: &str) -> Option<&'a str> {
+    (!name.is_empty() && name != own).then_some(name)
+}
+
+impl WriteCommand for CreateBead {
+    const NAME: &'static str = "create";
+    const ROLE: Role = Role::Agent;
+
+    fn validate(&self) -> Result<(), Refusal> {
+        check_title(&self.title)?;
+        if self.ephemeral && self.no_history {
+            return Err(Refusal::Invalid(
+                "a bead is either ephemeral (a wisp) or no_history, not both; drop one of them".into(),
+            ));
+        }
+        check_size("description", &self.description, DESCRIPTION_BYTES_MAX)?;
+        check_size("notes", &self.notes, DESCRIPTION_BYTES_MAX)?;
+        check_priority(self.priority)?;
+        check_names(&[
+            ("type", &self.bead_type),
+            ("assignee", &self.assignee),
+            ("from", &self.from),
+            ("ref", &self.reference),
+        ])?;
+        check_identifier("assignee", &self.assignee)?;
+        check_identifier("from", &self.from)?;
+        check_labels(&self.labels)?;
+        check_new_labels(&self.labels)?;
+        check_metadata(self.metadata.iter().map(|(key, value)| (key, Some(value))))?;
+        if self.needs.len() > DEPENDENCIES_PER_BEAD_MAX {
+            return Err(Refusal::Invalid(format!("more than {DEPENDENCIES_PER_BEAD_MAX} needs")));
+        }
+        self.needs.iter().try_for_each(|need| check_size("need", need, NAME_BYTES_MAX))
+    }
+
+    fn other_actor<'a>(&'a self, own: &str) -> Option<&'a str> {
+        named(&self.assignee, own).or_else(|| named(&self.from, own))
+    }
+
+    fn samples() -> Vec<CreateBead> {
+        vec![super::samples::create_bead()]
+    }
+}
+
+impl BeadWriteCommand for CreateBead {
+    fn apply(&self, namespace: &mut NamespaceState, now: Timestamp) -> Answer {
+        namespace.create(self, now)
+    }
+
+    fn resolved(&self, references: &References) -> Result<CreateBead, Refusal> {
+        let mut create = self.clone();
+        if let Some(parent_id) = &mut create.parent_id {
+            *parent_id = references.id(parent_id)?;
+        }
+        for need in &mut create.needs {
+            *need = references.need(need)?;
+        }
+        Ok(create)
+    }
+}
+
+/// The protobuf mapping, both ways (the only part of the file that knows protobuf types).
+mod wire {
+    use super::CreateBead;
+    use crate::convert::{ToWriteRequest, optional_id, parse_priority, parse_status, write_request};
+    use crate::model::Timestamp;
+    use crate::proto as pb;
+    use crate::registry::ClientRpc;
+
+    write_request!(pb::CreateRequest, |request| {
+        let requested_status = if request.status.is_empty() { None } else { Some(parse_status(&request.status)?) };
+        Ok(CreateBead {
+            title: request.title,
+            description: request.description,
+            notes: request.notes,
+            bead_type: request.r#type,
+            priority: parse_priority(request.priority)?,
+            assignee: request.assignee,
+            from: request.from,
+            parent_id: optional_id(&request.parent_id),
+            reference: request.r#ref,
+            needs: request.needs,
+            labels: request.labels.into_iter().collect(),
+            metadata: request.metadata.into_iter().collect(),
+            ephemeral: request.ephemeral,
+            no_history: request.no_history,
+            defer_until: request.defer_until_ms.map(Timestamp),
+            requested_status,
+        }
+        .into())
+    });
+
+    impl ToWriteRequest for CreateBead {
+        fn to_request(&self, header: pb::WriteHeader) -> Option<ClientRpc> {
+            let create = self.clone();
+            let request = pb::CreateRequest {
+                header: Some(header),
+                title: create.title,
+                description: create.description,
+                notes: create.notes,
+                r#type: create.bead_type,
+                priority: create.priority.map(u32::from),
+                assignee: create.assignee,
+                from: create.from,
+                parent_id: create.parent_id.map(|id| id.0).unwrap_or_default(),
+                r#ref: create.reference,
+                needs: create.needs,
+                labels: create.labels.into_iter().collect(),
+                metadata: create.metadata.into_iter().collect(),
+                ephemeral: create.ephemeral,
+                no_history: create.no_history,
+                defer_until_ms: create.defer_until.map(|time| time.0),
+                status: create.requested_status.map(|status| status.as_str().to_string()).unwrap_or_default(),
+            };
+            Some(request.into())
+        }
+    }
+}
