@@ -9,17 +9,12 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::commands::auth_change::AuthCommand;
+pub use crate::commands::Command;
 pub use crate::commands::controller::{ControllerAction, JudgedLease};
 pub use crate::commands::import::is_create_with_id;
 pub use crate::commands::import_undo::ImportedBead;
 pub use crate::commands::txn::{Condition, Fence};
-pub use crate::commands::{
-    Claim, ClaimNext, Close, Command, Controller, ConvoyAdd, ConvoyCheck, ConvoyCreate, ConvoyLand, Cook, CreateBead,
-    Delete, DepAdd, DepRemove, FormulaDelete, FormulaPut, HookClaim, Import, ImportUndo, LeaseRelease, LeaseRenew,
-    MailArchive, MailMark, MailSend, NamespaceConfigure, NamespaceCreate, NamespaceDelete, OrderDelete, OrderPut,
-    OrderRun, Purge, Release, Reopen, SetMetadata, Sling, Txn, UpdateBead,
-};
+pub use crate::commands::writes::*;
 use crate::model::{Actor, BeadId, Namespace, Status, Timestamp};
 
 /// Identifies a retried request: the client's id, its request number, and the lowest request

@@ -147,7 +147,11 @@ macro_rules! registry {
         reads { $( $read:ident($read_type:ty), )* }
         answers { $( $answer:ident($answer_type:ty), )* }
     ) => {
-        $( pub use $write_module::$write_type; )*
+        /// Every write's type, by name (`crate::command` re-exports them).
+        pub mod writes {
+            $( pub use super::$write_module::$write_type; )*
+        }
+        pub use writes::*;
 
         /// A mutating command: one variant per registered write, in index order. Every variant
         /// is applied atomically or refused with no effect. Stored in the log by its variant
