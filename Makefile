@@ -8,7 +8,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/strand-target
 export STRAND_SIM_FRESH_SEED ?= $(shell git rev-parse HEAD 2>/dev/null)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test deps build bench
+.PHONY: run test deps build bench fmt
 
 deps:
 	@missing=""; \
@@ -32,8 +32,17 @@ build: deps
 run: build
 	$(CARGO_TARGET_DIR)/debug/strand dev --nodes 3
 
+# The command files' modules are declared by build.rs-generated code, which cargo fmt does not
+# follow; rustfmt checks them by name.
+COMMAND_FILES := $(wildcard api/src/commands/*.rs)
+
+fmt:
+	cargo fmt --all
+	rustfmt --edition 2024 $(COMMAND_FILES)
+
 test: deps
 	cargo fmt --all -- --check
+	rustfmt --edition 2024 --check $(COMMAND_FILES)
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo build --workspace --bins
 	cargo nextest run --workspace --no-fail-fast

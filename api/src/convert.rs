@@ -102,7 +102,7 @@ pub(crate) fn read_request_of(header: Option<pb::ReadHeader>, query: Query) -> R
     }
 }
 
-pub(crate) fn invalid(message: String) -> Refusal {
+fn invalid(message: String) -> Refusal {
     Refusal::Invalid(message)
 }
 

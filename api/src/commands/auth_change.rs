@@ -4,8 +4,8 @@
 //! is sent while auth is off).
 
 use super::{ClusterWrite, WriteCommand};
-use crate::auth::Role;
 pub use crate::auth::AuthCommand;
+use crate::auth::Role;
 use crate::command::Proposal;
 use crate::model::Timestamp;
 use crate::outcome::{Answer, Refusal};
@@ -14,6 +14,7 @@ use crate::state::State;
 registered!(cluster_write 35 Auth AuthCommand);
 
 impl WriteCommand for AuthCommand {
+    /// Its kind's name: each kind names itself (`name`).
     const NAME: &'static str = "auth";
     const ROLE: Role = Role::Admin;
 

@@ -1,6 +1,5 @@
-//! `claim ID` (and `update --claim`'s claim, the exec store's claim): claim one bead for an actor
-//! (docs/beads.md §3), a compare-and-swap of exactly one winner, with a lease when `lease_ms` is
-//! set.
+//! `claim ID` (and a `claim` write of `strand tx`): claim one bead for an actor (docs/beads.md
+//! §3), a compare-and-swap of exactly one winner, with a lease when `lease_ms` is set.
 
 use serde::{Deserialize, Serialize};
 

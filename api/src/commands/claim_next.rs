@@ -1,5 +1,4 @@
-//! `ready --claim` and the exec store's claim of the next ready bead: find the first ready bead
-//! matching a filter and claim it in the same step.
+//! `ready --claim`: find the first ready bead matching a filter and claim it in the same step.
 
 use serde::{Deserialize, Serialize};
 

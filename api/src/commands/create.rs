@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::{BeadWriteCommand, WriteCommand};
 use super::txn::References;
+use super::{BeadWriteCommand, WriteCommand};
 use crate::auth::Role;
 use crate::limits::{DEPENDENCIES_PER_BEAD_MAX, DESCRIPTION_BYTES_MAX, NAME_BYTES_MAX};
 use crate::model::{Bead, BeadId, DepType, Status, Timestamp};

@@ -57,14 +57,13 @@ impl NamespaceWrite for HookClaim {
 /// The protobuf mapping, both ways (the only part of the file that knows protobuf types).
 mod wire {
     use super::HookClaim;
-    use crate::convert::{ToWriteRequest, write_request};
+    use crate::convert::{ToWriteRequest, non_empty, write_request};
     use crate::model::Actor;
     use crate::proto as pb;
     use crate::registry::ClientRpc;
 
     write_request!(pb::HookClaimRequest, |request| {
-        let pool = (!request.pool.is_empty()).then_some(request.pool);
-        Ok(HookClaim { agent: Actor(request.agent), pool, lease_ms: request.lease_ms }.into())
+        Ok(HookClaim { agent: Actor(request.agent), pool: non_empty(request.pool), lease_ms: request.lease_ms }.into())
     });
 
     impl ToWriteRequest for HookClaim {

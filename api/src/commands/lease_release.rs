@@ -49,7 +49,8 @@ mod wire {
 
     impl ToWriteRequest for LeaseRelease {
         fn to_request(&self, header: pb::WriteHeader) -> Option<ClientRpc> {
-            let request = pb::LeaseReleaseRequest { header: Some(header), id: self.id.0.clone(), lease_id: self.lease_id };
+            let request =
+                pb::LeaseReleaseRequest { header: Some(header), id: self.id.0.clone(), lease_id: self.lease_id };
             Some(request.into())
         }
     }

@@ -1,5 +1,5 @@
-//! `mail send TO`: send a message (from the proposal's actor), or a reply to the original
-//! sender.
+//! `mail send BODY --to R` and `mail reply ID BODY`: send a message (from the proposal's actor),
+//! or a reply to the original sender.
 
 use serde::{Deserialize, Serialize};
 
@@ -69,8 +69,13 @@ mod wire {
         fn to_request(&self, header: pb::WriteHeader) -> Option<ClientRpc> {
             let mail = self.clone();
             let reply_to = mail.reply_to.map(|id| id.0).unwrap_or_default();
-            let request =
-                pb::MailSendRequest { header: Some(header), to: mail.to, subject: mail.subject, body: mail.body, reply_to };
+            let request = pb::MailSendRequest {
+                header: Some(header),
+                to: mail.to,
+                subject: mail.subject,
+                body: mail.body,
+                reply_to,
+            };
             Some(request.into())
         }
     }

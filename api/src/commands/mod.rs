@@ -1,25 +1,30 @@
 //! The registry: every command lives in one file of this folder, as mini-redis keeps each
-//! command in one file. A write's file holds its type, its validation, the role it needs, how it
-//! applies (to one namespace through `NamespaceState`'s methods, or to the whole state), its
-//! samples, its protobuf mapping both ways and its tests; a query's file holds its type, how it
-//! reads a namespace and its protobuf mapping; a command with an answer shape of its own holds
-//! that shape too.
+//! command in one file. A write's file holds its type, its validation, the role it needs, the
+//! actors it names, how it applies (to one namespace through `NamespaceState`'s methods, or to
+//! the whole state through `State`'s), its samples and its protobuf mapping both ways; a query's
+//! file holds its type, how it reads a namespace and its protobuf mapping; a command with an
+//! answer shape of its own holds that shape too. A command added since the registry keeps its
+//! tests in its file; the older ones' are in `crate::state`'s tests.
 //!
 //! Each file declares what it registers with a `registered!(KIND INDEX Name [Type]);` line at its
 //! top level (Type defaults to Name). KIND is `write` (a write to one namespace), `bead_write` (a
-//! write to one bead, which a transaction may also hold), `cluster_write` (a write to the whole
-//! state: namespaces themselves, auth, the controller), `read` or `answer`. `build.rs` collects
-//! those lines into the `registry!` lists and declares the files' modules, so nothing is written
-//! per command anywhere else: its [`Command`] variant (a write's INDEX is its variant index) or
-//! its [`Query`] variant (through [`RegisteredRead`]), its name, for a write its role in the token
-//! check, its validation and the actors it names, its dispatch in the state machine, its proto
-//! dispatch for clients, and, for a write or an answer (which are stored), its samples in the
-//! golden storage file (`tests/golden/storage-format.txt`). A query is neither stored nor sent
-//! between nodes, so it has none. Its RPC is served, sent and fuzzed from the RPC table
+//! write to beads and their edges, which a transaction may also hold), `cluster_write` (a write to
+//! the whole state: namespaces themselves, auth, the controller), `read` or `answer`. `build.rs`
+//! collects those lines into the `registry!` lists and declares the files' modules, so nothing is
+//! written per command anywhere else in `api`: its [`Command`] variant (a write's INDEX is its
+//! variant index) or its [`Query`] variant (through [`RegisteredRead`]), its name, for a write its
+//! role in the token check, its validation and the actors it names, its dispatch in the state
+//! machine, its proto dispatch for clients (for a bead write, its place in a transaction's
+//! protobuf too), and, for a write or an answer (which are stored), its samples in the golden
+//! storage file (`tests/golden/storage-format.txt`). A query is neither stored nor sent between
+//! nodes, so it has none. Its RPC is served, sent and fuzzed from the RPC table
 //! (`crate::registry`), which `build.rs` reads from `strand.proto`.
 //!
 //! Adding a command: its request and response messages and its `rpc` line in `strand.proto`, its
-//! file here, and its CLI subcommand.
+//! file here, and its CLI subcommand. A bead write also takes a line in the `TxnWrite` oneof of
+//! `strand.proto`, named as its variant, and an op in `strand tx` (`cli/src/bulk/tx.rs`) when a
+//! transaction document should carry it. The command files' modules are declared by generated
+//! code, which `cargo fmt` does not follow: `make fmt` formats them too.
 //!
 //! Each kind's indexes run 0, 1, 2, ... (writes of all three kinds share one sequence; the build
 //! stops on a gap or a repeat). A write's or an answer's index is its stored variant index: a new
@@ -38,13 +43,14 @@ use crate::outcome::{Answer, Outcome, Refusal};
 use crate::state::{NamespaceState, State};
 
 /// What a write to one namespace applies with, besides the namespace: the proposal's namespace
-/// name, actor and time (the leader's clock when it proposed).
+/// name and actor, and the state's clock.
 pub struct Context<'a> {
     /// The namespace's name.
     pub name: &'a Namespace,
     /// Who sent the command (recorded in its events; empty when the client named no one).
     pub actor: &'a Actor,
-    /// The proposal's time.
+    /// The state's clock once this proposal is applied: the latest time any applied proposal
+    /// carried (the leader's clock when it proposed), so it never runs backwards.
     pub now: Timestamp,
 }
 
@@ -81,7 +87,7 @@ pub trait NamespaceWrite: WriteCommand {
     fn apply(&self, namespace: &mut NamespaceState, context: &Context) -> Answer;
 }
 
-/// A write to one bead: applied alone or as one write of a transaction.
+/// A write to beads and their edges: applied alone or as one write of a transaction.
 pub trait BeadWriteCommand: WriteCommand {
     /// Applies it to its namespace at `now`. A refusal must leave the namespace unchanged.
     fn apply(&self, namespace: &mut NamespaceState, now: Timestamp) -> Answer;
@@ -131,7 +137,7 @@ macro_rules! apply_write {
 /// A registered write's bead-write view, by its kind.
 macro_rules! bead_write_of {
     (bead_write, $variant:ident, $command:ident) => {
-        Some(BeadWrite::$variant($command))
+        Some(BeadWriteView::$variant($command))
     };
     ($kind:ident, $variant:ident, $command:ident) => {{
         let _ = $command;
@@ -208,14 +214,15 @@ macro_rules! registry {
                 }
             }
 
-            /// Its bead-write view, when it is a write to one bead (which a transaction may hold).
-            pub fn as_bead_write(&self) -> Option<BeadWrite<'_>> {
+            /// Its bead-write view, when it is a write to beads and their edges (which a
+            /// transaction may hold).
+            pub(crate) fn as_bead_write(&self) -> Option<BeadWriteView<'_>> {
                 match self {
                     $( Command::$write(command) => bead_write_of!($kind, $write, command), )*
                 }
             }
 
-            /// Whether it is a write to one bead, which a transaction may hold.
+            /// Whether it is a write to beads and their edges, which a transaction may hold.
             pub fn is_bead_write(&self) -> bool {
                 self.as_bead_write().is_some()
             }
@@ -244,29 +251,61 @@ macro_rules! registry {
             }
         )*
 
-        /// A write to one bead, borrowed from its [`Command`].
+        /// A write to beads and their edges, borrowed from its [`Command`].
         #[derive(Clone, Copy, Debug)]
-        pub enum BeadWrite<'a> {
+        pub(crate) enum BeadWriteView<'a> {
             $(
                 #[allow(missing_docs)]
                 $bead(&'a $bead_type),
             )*
         }
 
-        impl BeadWrite<'_> {
-            /// Applies it to `namespace` at `now`.
-            pub(crate) fn apply(self, namespace: &mut NamespaceState, now: Timestamp) -> Answer {
+        impl BeadWriteView<'_> {
+            /// Applies it to `namespace` at `now` as one write of a transaction, with every `$N`
+            /// reference resolved first.
+            pub(crate) fn apply_resolved(
+                self,
+                references: &txn::References,
+                namespace: &mut NamespaceState,
+                now: Timestamp,
+            ) -> Answer {
                 match self {
-                    $( BeadWrite::$bead(command) => BeadWriteCommand::apply(command, namespace, now), )*
+                    $(
+                        BeadWriteView::$bead(command) => {
+                            let resolved = BeadWriteCommand::resolved(command, references)?;
+                            BeadWriteCommand::apply(&resolved, namespace, now)
+                        }
+                    )*
                 }
             }
 
-            /// The command with every `$N` reference resolved.
-            pub(crate) fn resolved(self, references: &txn::References) -> Result<Command, Refusal> {
-                match self {
-                    $( BeadWrite::$bead(command) => BeadWriteCommand::resolved(command, references).map(Command::$bead), )*
-                }
+            /// The names of the writes a transaction may hold.
+            pub(crate) fn names() -> Vec<&'static str> {
+                vec![$( <$bead_type as WriteCommand>::NAME, )*]
             }
+        }
+
+        /// The command of one write of a transaction (its inner header is ignored).
+        pub(crate) fn txn_write_of(write: crate::proto::TxnWrite) -> Result<Command, Refusal> {
+            use crate::convert::IntoWrite;
+            use crate::proto::txn_write::Write;
+            let request = match write.write {
+                $( Some(Write::$bead(request)) => request.into_write(), )*
+                None => return Err(Refusal::Invalid("a transaction write names no operation".into())),
+            };
+            Ok(request?.command)
+        }
+
+        /// The protobuf form of one write of a transaction; `None` for a command a transaction
+        /// cannot hold. The inner request keeps an empty header, which the server ignores.
+        pub(crate) fn txn_write_to_proto(command: &Command) -> Option<crate::proto::TxnWrite> {
+            use crate::proto::txn_write::Write;
+            use crate::registry::ClientRpc;
+            let write = match command.to_request(crate::proto::WriteHeader::default())? {
+                $( ClientRpc::$bead(request) => Write::$bead(request), )*
+                _ => return None,
+            };
+            Some(crate::proto::TxnWrite { write: Some(write) })
         }
 
         /// A query defined in its own file: the last variant of [`Query`].

@@ -68,16 +68,15 @@ impl NamespaceWrite for Cook {
 /// The protobuf mapping, both ways (the only part of the file that knows protobuf types).
 mod wire {
     use super::Cook;
-    use crate::convert::{ToWriteRequest, formula_of, formula_to_proto, write_request};
+    use crate::convert::{ToWriteRequest, formula_of, formula_to_proto, non_empty, write_request};
     use crate::outcome::Refusal;
     use crate::proto as pb;
     use crate::registry::ClientRpc;
 
     write_request!(pb::CookRequest, |request| {
-        let formula = formula_of(request.formula).ok_or_else(|| {
-            Refusal::Invalid("a cook needs a formula: a stored formula's name or its TOML".into())
-        })?;
-        let title = (!request.title.is_empty()).then_some(request.title);
+        let formula = formula_of(request.formula)
+            .ok_or_else(|| Refusal::Invalid("a cook needs a formula: a stored formula's name or its TOML".into()))?;
+        let title = non_empty(request.title);
         Ok(Cook { formula, title, vars: request.vars.into_iter().collect(), ephemeral: request.ephemeral }.into())
     });
 

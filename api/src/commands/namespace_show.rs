@@ -132,12 +132,23 @@ mod tests {
         let first = harness.create("one");
         harness.create("two");
         let third = harness.create("three");
-        harness.create_with(CreateBead { title: "later".into(), defer_until: Some(Timestamp(i64::MAX)), ..Default::default() });
+        harness.create_with(CreateBead {
+            title: "later".into(),
+            defer_until: Some(Timestamp(i64::MAX)),
+            ..Default::default()
+        });
         harness.create_with(CreateBead { title: "wisp".into(), ephemeral: true, ..Default::default() });
         harness.claim(&first, "carol").unwrap();
-        let claim = Command::Claim(crate::command::Claim { id: third.clone(), actor: Actor("dave".into()), lease_ms: Some(60_000) });
+        let claim = Command::Claim(crate::command::Claim {
+            id: third.clone(),
+            actor: Actor("dave".into()),
+            lease_ms: Some(60_000),
+        });
         harness.apply(claim).unwrap();
-        let configure = Command::NamespaceConfigure(crate::command::NamespaceConfigure { default_lease_ms: Some(Some(600_000)), max_deliveries: Some(4) });
+        let configure = Command::NamespaceConfigure(crate::command::NamespaceConfigure {
+            default_lease_ms: Some(Some(600_000)),
+            max_deliveries: Some(4),
+        });
         harness.apply(configure).unwrap();
 
         let shown = detail(harness.query(NamespaceShow { now: Timestamp(harness.now) }.into()));

@@ -25,7 +25,7 @@ impl WriteCommand for Release {
     const ROLE: Role = Role::Agent;
 
     fn samples() -> Vec<Release> {
-        vec![Release { id: BeadId("st-1".into()) }]
+        vec![Release { id: super::samples::bead_id(1) }]
     }
 }
 
@@ -115,7 +115,11 @@ mod tests {
     fn a_leased_claim_is_given_back_with_lease_release_not_release() {
         let mut harness = Harness::new();
         let id = harness.create("parser");
-        let command = Command::Claim(crate::command::Claim { id: id.clone(), actor: Actor("carol".into()), lease_ms: Some(60_000) });
+        let command = Command::Claim(crate::command::Claim {
+            id: id.clone(),
+            actor: Actor("carol".into()),
+            lease_ms: Some(60_000),
+        });
         bead_of(harness.apply(command));
         let leased = harness.get(&id);
         let refused = release(&mut harness, &id, "carol").unwrap_err();

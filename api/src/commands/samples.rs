@@ -2,6 +2,7 @@
 //! (`tests/tests/storage_format.rs`), so that a sample reads the same wherever it is pinned. Every
 //! field is set to a value other than its default where the type allows; nothing here reads a
 //! clock or draws a random number.
+#![doc(hidden)]
 
 use std::collections::{BTreeMap, BTreeSet};
 

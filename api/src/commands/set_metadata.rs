@@ -1,5 +1,5 @@
-//! `update ID --set-metadata` and the exec store's `set-metadata`: set (or remove) metadata keys
-//! of one bead, all in one step.
+//! Set (or remove) metadata keys of one bead, all in one step: the exec store's `set-metadata`,
+//! a `set-metadata` write of `strand tx`, gates, and Gas City's graph plans send it.
 
 use std::collections::BTreeMap;
 

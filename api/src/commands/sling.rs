@@ -93,7 +93,7 @@ impl NamespaceWrite for Sling {
 /// The protobuf mapping, both ways (the only part of the file that knows protobuf types).
 mod wire {
     use super::Sling;
-    use crate::convert::{ToWriteRequest, formula_of, formula_to_proto, write_request};
+    use crate::convert::{ToWriteRequest, formula_of, formula_to_proto, non_empty, write_request};
     use crate::proto as pb;
     use crate::registry::ClientRpc;
 
@@ -106,7 +106,7 @@ mod wire {
             vars: request.vars.into_iter().collect(),
             no_convoy: request.no_convoy,
             owned: request.owned,
-            merge: (!request.merge.is_empty()).then_some(request.merge),
+            merge: non_empty(request.merge),
         }
         .into())
     });

@@ -35,7 +35,11 @@ mod wire {
 
     impl ToReadRequest for Stranded {
         fn to_request(&self, header: pb::ReadHeader) -> ClientRpc {
-            pb::StrandedRequest { header: Some(header), convoy: self.convoy.as_ref().map(|id| id.0.clone()).unwrap_or_default() }.into()
+            pb::StrandedRequest {
+                header: Some(header),
+                convoy: self.convoy.as_ref().map(|id| id.0.clone()).unwrap_or_default(),
+            }
+            .into()
         }
     }
 }

@@ -72,9 +72,12 @@ impl WriteCommand for Txn {
         }
         for (index, write) in self.writes.iter().enumerate() {
             if !write.is_bead_write() {
+                let names = super::BeadWriteView::names();
+                let (last, others) = names.split_last().expect("a transaction holds some writes");
                 return Err(Refusal::Invalid(format!(
-                    "write {} of the transaction is not a bead write; a transaction holds create, update, set_metadata, claim, close, reopen, delete, dep_add and dep_remove",
-                    index + 1
+                    "write {} of the transaction is not a bead write; a transaction holds {} and {last}",
+                    index + 1,
+                    others.join(", ")
                 )));
             }
             write.validate().map_err(|refusal| Refusal::TxnWriteRefused { index, refusal: Box::new(refusal) })?;
@@ -123,12 +126,12 @@ pub struct References<'a> {
 
 impl<'a> References<'a> {
     /// For write `index`, after the writes before it made `created` (the id of each create).
-    pub fn new(created: &'a [Option<BeadId>], index: usize) -> References<'a> {
+    pub(crate) fn new(created: &'a [Option<BeadId>], index: usize) -> References<'a> {
         References { created, index }
     }
 
     /// The id a `$N` reference names; any other id as it is.
-    pub fn id(&self, bead_id: &BeadId) -> Result<BeadId, Refusal> {
+    pub(crate) fn id(&self, bead_id: &BeadId) -> Result<BeadId, Refusal> {
         let Some(position) = bead_id.0.strip_prefix('$') else { return Ok(bead_id.clone()) };
         let earlier = position.parse::<usize>().ok().filter(|earlier| *earlier < self.index);
         match earlier.and_then(|earlier| self.created[earlier].clone()) {
@@ -141,7 +144,7 @@ impl<'a> References<'a> {
     }
 
     /// A `needs` entry (`ID` or `TYPE:ID`) with its id resolved.
-    pub fn need(&self, need: &str) -> Result<String, Refusal> {
+    pub(crate) fn need(&self, need: &str) -> Result<String, Refusal> {
         match need.rsplit_once(':') {
             Some((dep_type, target)) if target.starts_with('$') => {
                 Ok(format!("{dep_type}:{}", self.id(&BeadId::from(target))?))
@@ -153,7 +156,7 @@ impl<'a> References<'a> {
     /// A metadata value that is exactly `$N` (a reference to the bead write N created, as Gas
     /// City's graph plans point one node's metadata at another node) with the id resolved; any
     /// other value as it is.
-    pub fn value(&self, value: &mut String) -> Result<(), Refusal> {
+    pub(crate) fn value(&self, value: &mut String) -> Result<(), Refusal> {
         let is_reference =
             value.strip_prefix('$').is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
         if is_reference {
@@ -166,8 +169,8 @@ impl<'a> References<'a> {
 /// The protobuf mapping, both ways (the only part of the file that knows protobuf types).
 mod wire {
     use super::{Condition, Fence, Txn};
-    use crate::command::Command;
-    use crate::convert::{IntoWrite, ToWriteRequest, write_request};
+    use crate::commands::{txn_write_of, txn_write_to_proto};
+    use crate::convert::{ToWriteRequest, write_request};
     use crate::model::BeadId;
     use crate::outcome::Refusal;
     use crate::proto as pb;
@@ -184,50 +187,13 @@ mod wire {
             .into_iter()
             .enumerate()
             .map(|(index, write)| {
-                write_of(write).map_err(|refusal| Refusal::TxnWriteRefused { index, refusal: Box::new(refusal) })
+                txn_write_of(write).map_err(|refusal| Refusal::TxnWriteRefused { index, refusal: Box::new(refusal) })
             })
             .collect::<Result<_, _>>()?;
         let fences =
             request.fences.into_iter().map(|fence| Fence { id: BeadId(fence.id), lease_id: fence.lease_id }).collect();
         Ok(Txn { conditions, fences, writes }.into())
     });
-
-    /// The command of one write of a transaction (its inner header is ignored).
-    fn write_of(write: pb::TxnWrite) -> Result<Command, Refusal> {
-        use pb::txn_write::Write;
-        let request = match write.write {
-            Some(Write::Create(request)) => request.into_write(),
-            Some(Write::Update(request)) => request.into_write(),
-            Some(Write::SetMetadata(request)) => request.into_write(),
-            Some(Write::Claim(request)) => request.into_write(),
-            Some(Write::Close(request)) => request.into_write(),
-            Some(Write::Reopen(request)) => request.into_write(),
-            Some(Write::Delete(request)) => request.into_write(),
-            Some(Write::DepAdd(request)) => request.into_write(),
-            Some(Write::DepRemove(request)) => request.into_write(),
-            None => return Err(Refusal::Invalid("a transaction write names no operation".into())),
-        };
-        Ok(request?.command)
-    }
-
-    /// The protobuf form of one write of a transaction; `None` for a command a transaction
-    /// cannot hold. The inner request keeps an empty header, which the server ignores.
-    fn write_to_proto(command: &Command) -> Option<pb::TxnWrite> {
-        use pb::txn_write::Write;
-        let write = match command.to_request(pb::WriteHeader::default())? {
-            ClientRpc::Create(request) => Write::Create(request),
-            ClientRpc::Update(request) => Write::Update(request),
-            ClientRpc::SetMetadata(request) => Write::SetMetadata(request),
-            ClientRpc::Claim(request) => Write::Claim(request),
-            ClientRpc::Close(request) => Write::Close(request),
-            ClientRpc::Reopen(request) => Write::Reopen(request),
-            ClientRpc::Delete(request) => Write::Delete(request),
-            ClientRpc::DepAdd(request) => Write::DepAdd(request),
-            ClientRpc::DepRemove(request) => Write::DepRemove(request),
-            _ => return None,
-        };
-        Some(pb::TxnWrite { write: Some(write) })
-    }
 
     impl ToWriteRequest for Txn {
         fn to_request(&self, header: pb::WriteHeader) -> Option<ClientRpc> {
@@ -239,7 +205,7 @@ mod wire {
                     .map(|condition| pb::TxnCondition { id: condition.id.0.clone(), revision: condition.revision })
                     .collect(),
                 // A write a transaction cannot hold is sent empty, and the server refuses it.
-                writes: self.writes.iter().map(|write| write_to_proto(write).unwrap_or_default()).collect(),
+                writes: self.writes.iter().map(|write| txn_write_to_proto(write).unwrap_or_default()).collect(),
                 fences: self
                     .fences
                     .iter()

@@ -858,7 +858,7 @@ pub async fn run(cli: &Cli, command: &BeadCommand) -> CommandResult {
             Ok(true)
         }
         BeadCommand::Release { id } => {
-            let command = api::commands::release::Release { id: BeadId::from(id.as_str()) }.into();
+            let command = api::command::Release { id: BeadId::from(id.as_str()) }.into();
             print_bead_object(&one(client.execute(command).await?)?, json);
             Ok(true)
         }

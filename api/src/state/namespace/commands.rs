@@ -19,7 +19,7 @@ impl NamespaceState {
     }
 
     /// Creates a bead and returns it.
-    pub(crate) fn create_bead(&mut self, create: &CreateBead, now: Timestamp) -> Result<Bead, Refusal> {
+    pub(in crate::state) fn create_bead(&mut self, create: &CreateBead, now: Timestamp) -> Result<Bead, Refusal> {
         let parent_prefix = match &create.parent_id {
             Some(parent_id) => Some(self.bead(parent_id)?.id.prefix().to_string()),
             None => None,
@@ -40,7 +40,7 @@ impl NamespaceState {
     }
 
     /// Checks that a claim by `actor` may take the bead; `Ok(true)` when the actor already holds it.
-    pub(crate) fn check_claim(bead: &Bead, actor: &Actor) -> Result<bool, Refusal> {
+    pub(in crate::state) fn check_claim(bead: &Bead, actor: &Actor) -> Result<bool, Refusal> {
         let held_by_actor = bead.assignee == actor.0;
         if bead.status == Status::InProgress && held_by_actor {
             return Ok(true);
@@ -57,7 +57,7 @@ impl NamespaceState {
 
     /// Claims a bead for `actor`, with a lease of `lease_ms` when given. A holder that claims
     /// again keeps its claim; with a lease it renews the lease it holds, or takes a new one.
-    pub(crate) fn take_claim(
+    pub(in crate::state) fn take_claim(
         &mut self,
         bead_id: &BeadId,
         actor: &Actor,
@@ -136,7 +136,7 @@ impl NamespaceState {
     /// `max_deliveries` it is `blocked` and labelled `dead-letter` instead. Otherwise (renewed,
     /// released, expired already, or the bead is gone) nothing changes, so applying it twice is
     /// harmless. Answers the expired bead, or nothing.
-    pub(crate) fn expire_lease(
+    pub(in crate::state) fn expire_lease(
         &mut self,
         bead_id: &BeadId,
         lease_id: u64,
@@ -170,7 +170,11 @@ impl NamespaceState {
     }
 
     /// Expires each lease still as judged, in one command; answers the beads it expired.
-    pub(crate) fn expire_leases(&mut self, leases: &[JudgedLease], now: Timestamp) -> Result<Outcome, Refusal> {
+    pub(in crate::state) fn expire_leases(
+        &mut self,
+        leases: &[JudgedLease],
+        now: Timestamp,
+    ) -> Result<Outcome, Refusal> {
         self.begin_journal();
         let mut expired = Vec::new();
         for lease in leases {

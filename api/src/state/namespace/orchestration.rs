@@ -109,7 +109,7 @@ impl NamespaceState {
     }
 
     /// Cooks and returns the root followed by its steps; `metadata` goes on the root.
-    pub(crate) fn cook_beads(
+    pub(in crate::state) fn cook_beads(
         &mut self,
         cook: &Cook,
         metadata: &BTreeMap<String, String>,
@@ -222,7 +222,7 @@ impl NamespaceState {
         Ok(())
     }
 
-    pub(crate) fn route(&mut self, bead_id: &BeadId, sling: &Sling, now: Timestamp) -> Result<Bead, Refusal> {
+    pub(in crate::state) fn route(&mut self, bead_id: &BeadId, sling: &Sling, now: Timestamp) -> Result<Bead, Refusal> {
         self.modify_and_read(bead_id, now, |bead| {
             if sling.pool {
                 // A bead is routed to one pool: re-slinging moves it.
@@ -607,7 +607,7 @@ impl NamespaceState {
 
     /// Whether an open, not-owned convoy has children and all of them are closed (what
     /// `convoy_check` would close).
-    pub(crate) fn has_closable_convoy(&self) -> bool {
+    pub(in crate::state) fn has_closable_convoy(&self) -> bool {
         self.open_convoys().iter().any(|convoy_id| self.container_done(convoy_id))
     }
 
@@ -647,7 +647,7 @@ impl NamespaceState {
     }
 
     /// Whether a closed wisp was closed at least `older_than_ms` before `now`.
-    pub(crate) fn has_purgeable(&self, older_than_ms: i64, now: Timestamp) -> bool {
+    pub(in crate::state) fn has_purgeable(&self, older_than_ms: i64, now: Timestamp) -> bool {
         let cutoff = now.0.saturating_sub(older_than_ms);
         self.indexes.closed_ephemeral.first().is_some_and(|(closed_at, _)| *closed_at <= cutoff)
     }

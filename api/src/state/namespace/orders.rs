@@ -49,7 +49,7 @@ pub struct StoredOrder {
 
 impl StoredOrder {
     /// Parses a loaded record.
-    pub(crate) fn new(name: &str, record: OrderRecord) -> StoredOrder {
+    pub(in crate::state) fn new(name: &str, record: OrderRecord) -> StoredOrder {
         let parsed = Order::parse(name, &record.source);
         StoredOrder { record, parsed }
     }
@@ -178,7 +178,7 @@ impl NamespaceState {
     }
 
     /// The enabled orders due at `now`, each with the firings seen (what the controller reads).
-    pub(crate) fn due_orders(&self, now: Timestamp) -> Vec<(String, u64)> {
+    pub(in crate::state) fn due_orders(&self, now: Timestamp) -> Vec<(String, u64)> {
         let mut due = Vec::new();
         for (name, stored) in &self.orders {
             let Ok(order) = &stored.parsed else { continue };

@@ -13,23 +13,23 @@ use crate::state::{OrderRecord, Record, RecordKey, RecordRef};
 
 impl NamespaceState {
     /// Loads a stored formula's source.
-    pub(crate) fn load_formula(&mut self, name: String, source: String) {
+    pub(in crate::state) fn load_formula(&mut self, name: String, source: String) {
         self.formulas.insert(name, StoredFormula::new(source));
     }
 
     /// Loads a stored order with its firings.
-    pub(crate) fn load_order(&mut self, name: String, record: OrderRecord) {
+    pub(in crate::state) fn load_order(&mut self, name: String, record: OrderRecord) {
         let stored = StoredOrder::new(&name, record);
         self.orders.insert(name, stored);
     }
 
     /// Loads the dependency edges of an id that is no bead.
-    pub(crate) fn load_loose_edges(&mut self, source: BeadId, edges: BTreeMap<BeadId, DepType>) {
+    pub(in crate::state) fn load_loose_edges(&mut self, source: BeadId, edges: BTreeMap<BeadId, DepType>) {
         self.loose_edges.insert(source, edges);
     }
 
     /// Forgets what changed: everything is as stored.
-    pub(crate) fn mark_clean(&mut self) {
+    pub(in crate::state) fn mark_clean(&mut self) {
         self.dirty_beads.clear();
         self.dirty_events.clear();
         self.dirty_formulas.clear();
@@ -39,19 +39,19 @@ impl NamespaceState {
     }
 
     /// Drops the events a refused command queued (it changed nothing, so there are none).
-    pub(crate) fn discard_pending_events(&mut self) {
+    pub(in crate::state) fn discard_pending_events(&mut self) {
         debug_assert!(self.pending_events.is_empty(), "a refused command queued events");
         self.pending_events.clear();
     }
 
     /// The log index of the command being applied: every bead it changes takes it as its revision.
-    pub(crate) fn set_revision(&mut self, revision: u64) {
+    pub(in crate::state) fn set_revision(&mut self, revision: u64) {
         self.revision = revision;
     }
 
     /// Its indexes, for tests that compare them with a rebuild.
     #[cfg(test)]
-    pub(crate) fn indexes(&self) -> &crate::state::index::Indexes {
+    pub(in crate::state) fn indexes(&self) -> &crate::state::index::Indexes {
         &self.indexes
     }
 
@@ -83,7 +83,7 @@ impl NamespaceState {
     }
 
     /// Every lease held, as the leader's lease sweep reads it: its bead, id, renewal and length.
-    pub(crate) fn lease_marks(&self) -> impl Iterator<Item = (JudgedLease, u64)> + '_ {
+    pub(in crate::state) fn lease_marks(&self) -> impl Iterator<Item = (JudgedLease, u64)> + '_ {
         self.indexes.leased.iter().filter_map(|bead_id| {
             let lease = self.beads.get(bead_id)?.lease.as_ref()?;
             Some((JudgedLease { id: bead_id.clone(), lease_id: lease.id, renewed_at: lease.renewed_at }, lease.ttl_ms))
@@ -92,7 +92,7 @@ impl NamespaceState {
 
     /// The keys of every record it has on disk: those it holds now, and those removed earlier in
     /// this batch whose deletion has not been handed over yet (they are still dirty).
-    pub(crate) fn keys_on_disk(&self, namespace: &Namespace) -> Vec<RecordKey> {
+    pub(in crate::state) fn keys_on_disk(&self, namespace: &Namespace) -> Vec<RecordKey> {
         let bead_ids: BTreeSet<&BeadId> = self.beads.keys().chain(&self.dirty_beads).collect();
         let seqs: BTreeSet<u64> = self.events.keys().chain(&self.dirty_events).copied().collect();
         let names: BTreeSet<&String> = self.formulas.keys().chain(&self.dirty_formulas).collect();
@@ -108,7 +108,7 @@ impl NamespaceState {
     }
 
     /// Moves the keys of every record changed since the last call into `keys`, and forgets them.
-    pub(crate) fn take_changed_keys(&mut self, namespace: &Namespace, keys: &mut Vec<RecordKey>) {
+    pub(in crate::state) fn take_changed_keys(&mut self, namespace: &Namespace, keys: &mut Vec<RecordKey>) {
         if self.meta_dirty {
             keys.push(RecordKey::Namespace(namespace.clone()));
         }
@@ -126,7 +126,7 @@ impl NamespaceState {
 
     /// The record of this namespace under `key`, borrowed, if it holds one (`None` for a key of
     /// another kind).
-    pub(crate) fn record(&self, key: &RecordKey) -> Option<RecordRef<'_>> {
+    pub(in crate::state) fn record(&self, key: &RecordKey) -> Option<RecordRef<'_>> {
         match key {
             RecordKey::Namespace(_) => Some(RecordRef::Namespace(&self.meta)),
             RecordKey::Bead(_, bead_id) => self.beads.get(bead_id).map(RecordRef::Bead),
@@ -139,7 +139,7 @@ impl NamespaceState {
     }
 
     /// Appends every record of this namespace, in key order within each kind.
-    pub(crate) fn push_records(&self, namespace: &Namespace, records: &mut Vec<(RecordKey, Record)>) {
+    pub(in crate::state) fn push_records(&self, namespace: &Namespace, records: &mut Vec<(RecordKey, Record)>) {
         records.push((RecordKey::Namespace(namespace.clone()), Record::Namespace(self.meta.clone())));
         let mut beads: Vec<&Bead> = self.beads.values().collect();
         beads.sort_by(|a, b| a.id.cmp(&b.id));

@@ -57,7 +57,7 @@ impl NamespaceState {
     }
 
     /// Ids of ready beads matching the filter and `accept`, in ready order, up to the limit.
-    pub(crate) fn ready_ids(
+    pub(in crate::state) fn ready_ids(
         &self,
         filter: &ReadyFilter,
         now: Timestamp,

@@ -33,7 +33,7 @@ impl NamespaceState {
         for (index, write) in txn.writes.iter().enumerate() {
             let references = References::new(&created, index);
             let outcome = match write.as_bead_write() {
-                Some(bead_write) => bead_write.resolved(&references).and_then(|write| self.bead_write(&write, now)),
+                Some(bead_write) => bead_write.apply_resolved(&references, self, now),
                 None => Err(Refusal::Invalid(format!("{} is not a bead write", write.name()))),
             };
             match outcome {
@@ -58,16 +58,8 @@ impl NamespaceState {
         Ok(Outcome::Txn(outcomes))
     }
 
-    /// Applies one bead write (a [`Command::is_bead_write`] command).
-    pub(crate) fn bead_write(&mut self, write: &Command, now: Timestamp) -> Result<Outcome, Refusal> {
-        match write.as_bead_write() {
-            Some(bead_write) => bead_write.apply(self, now),
-            None => Err(Refusal::Invalid(format!("{} is not a bead write", write.name()))),
-        }
-    }
-
     /// Starts keeping what the command being applied changes, so [`Self::roll_back`] can undo it.
-    pub(crate) fn begin_journal(&mut self) {
+    pub(in crate::state) fn begin_journal(&mut self) {
         assert!(self.journal.is_none(), "transactions do not nest");
         self.journal = Some(Journal {
             meta: self.meta.clone(),
@@ -78,7 +70,7 @@ impl NamespaceState {
     }
 
     /// Undoes what the current transaction changed.
-    pub(crate) fn roll_back(&mut self) {
+    pub(in crate::state) fn roll_back(&mut self) {
         let journal = self.journal.take().expect("a transaction is applying");
         self.meta = journal.meta;
         self.meta_dirty = true;
