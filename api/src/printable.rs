@@ -124,9 +124,26 @@ pub fn counted(count: impl Into<u64>, noun: &str) -> String {
     if count == 1 { format!("1 {noun}") } else { format!("{count} {noun}s") }
 }
 
+/// Words as a sentence lists them: "a", "a and b", "a, b and c".
+pub fn listed(words: &[&str]) -> String {
+    match words.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.to_string(),
+        Some((last, others)) => format!("{} and {last}", others.join(", ")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn words_are_listed_as_a_sentence_lists_them() {
+        assert_eq!(listed(&[]), "");
+        assert_eq!(listed(&["create"]), "create");
+        assert_eq!(listed(&["create", "update"]), "create and update");
+        assert_eq!(listed(&["create", "update", "close"]), "create, update and close");
+    }
 
     #[test]
     fn control_characters_are_escaped_and_other_text_is_kept() {

@@ -33,13 +33,11 @@ impl WriteCommand for ClaimNext {
     }
 
     fn other_actor<'a>(&'a self, own: &str) -> Option<&'a str> {
-        (self.actor.0 != own).then_some(self.actor.0.as_str())
+        super::claimant(&self.actor, own)
     }
 
     fn fill_claimants(&mut self, actor: &Actor) {
-        if self.actor.0.is_empty() {
-            self.actor = actor.clone();
-        }
+        super::fill_claimant(&mut self.actor, actor);
     }
 
     fn samples() -> Vec<ClaimNext> {

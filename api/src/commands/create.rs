@@ -106,11 +106,6 @@ impl CreateBead {
     }
 }
 
-/// A name other than `own` that acts in this create (an assignee, a sender).
-fn named<'a>(name: &'a str, own: &str) -> Option<&'a str> {
-    (!name.is_empty() && name != own).then_some(name)
-}
-
 impl WriteCommand for CreateBead {
     const NAME: &'static str = "create";
     const ROLE: Role = Role::Agent;
@@ -143,7 +138,7 @@ impl WriteCommand for CreateBead {
     }
 
     fn other_actor<'a>(&'a self, own: &str) -> Option<&'a str> {
-        named(&self.assignee, own).or_else(|| named(&self.from, own))
+        super::named(&self.assignee, own).or_else(|| super::named(&self.from, own))
     }
 
     fn samples() -> Vec<CreateBead> {

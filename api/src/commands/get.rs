@@ -46,7 +46,7 @@ impl ReadCommand for Lookup {
 mod wire {
     use super::{Get, Lookup};
     use crate::command::Query;
-    use crate::convert::{ToReadRequest, read_request};
+    use crate::convert::{ToReadRequest, ids_to_proto, read_request};
     use crate::limits::IDS_PER_REQUEST_MAX;
     use crate::model::BeadId;
     use crate::outcome::Refusal;
@@ -62,8 +62,7 @@ mod wire {
     });
 
     fn request(header: pb::ReadHeader, ids: &[BeadId], missing_ok: bool) -> ClientRpc {
-        let ids = ids.iter().map(|id| id.0.clone()).collect();
-        pb::GetRequest { header: Some(header), ids, missing_ok }.into()
+        pb::GetRequest { header: Some(header), ids: ids_to_proto(ids.to_vec()), missing_ok }.into()
     }
 
     impl ToReadRequest for Get {

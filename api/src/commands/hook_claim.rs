@@ -34,13 +34,11 @@ impl WriteCommand for HookClaim {
     }
 
     fn other_actor<'a>(&'a self, own: &str) -> Option<&'a str> {
-        (self.agent.0 != own).then_some(self.agent.0.as_str())
+        super::claimant(&self.agent, own)
     }
 
     fn fill_claimants(&mut self, actor: &Actor) {
-        if self.agent.0.is_empty() {
-            self.agent = actor.clone();
-        }
+        super::fill_claimant(&mut self.agent, actor);
     }
 
     fn samples() -> Vec<HookClaim> {

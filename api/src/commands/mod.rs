@@ -81,6 +81,25 @@ pub trait WriteCommand: Sized {
     fn samples() -> Vec<Self>;
 }
 
+/// A claimant other than `own`, for [`WriteCommand::other_actor`]: an empty claimant is not
+/// `own` either (the node fills it in first, [`fill_claimant`]).
+pub(crate) fn claimant<'a>(claimant: &'a Actor, own: &str) -> Option<&'a str> {
+    (claimant.0 != own).then_some(claimant.0.as_str())
+}
+
+/// A name other than `own` that a write gives a bead (an assignee, a sender), for
+/// [`WriteCommand::other_actor`]; an empty one names no one.
+pub(crate) fn named<'a>(name: &'a str, own: &str) -> Option<&'a str> {
+    (!name.is_empty() && name != own).then_some(name)
+}
+
+/// Fills an empty claimant with `actor`, for [`WriteCommand::fill_claimants`].
+pub(crate) fn fill_claimant(claimant: &mut Actor, actor: &Actor) {
+    if claimant.0.is_empty() {
+        *claimant = actor.clone();
+    }
+}
+
 /// A write to one namespace, which it creates when the proposal may.
 pub trait NamespaceWrite: WriteCommand {
     /// Applies it to its namespace. A refusal must leave the namespace unchanged.

@@ -72,12 +72,10 @@ impl WriteCommand for Txn {
         }
         for (index, write) in self.writes.iter().enumerate() {
             if !write.is_bead_write() {
-                let names = super::BeadWriteView::names();
-                let (last, others) = names.split_last().expect("a transaction holds some writes");
                 return Err(Refusal::Invalid(format!(
-                    "write {} of the transaction is not a bead write; a transaction holds {} and {last}",
+                    "write {} of the transaction is not a bead write; a transaction holds {}",
                     index + 1,
-                    others.join(", ")
+                    crate::printable::listed(&super::BeadWriteView::names())
                 )));
             }
             write.validate().map_err(|refusal| Refusal::TxnWriteRefused { index, refusal: Box::new(refusal) })?;

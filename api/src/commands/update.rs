@@ -121,14 +121,13 @@ impl WriteCommand for UpdateBead {
     }
 
     fn other_actor<'a>(&'a self, own: &str) -> Option<&'a str> {
-        let claimant = self.claim_for.as_ref().map(|actor| actor.0.as_str()).filter(|name| *name != own);
-        let assignee = self.assignee.as_deref().filter(|name| !name.is_empty() && *name != own);
-        claimant.or(assignee)
+        let claimant = self.claim_for.as_ref().and_then(|actor| super::claimant(actor, own));
+        claimant.or_else(|| self.assignee.as_deref().and_then(|assignee| super::named(assignee, own)))
     }
 
     fn fill_claimants(&mut self, actor: &Actor) {
-        if let Some(claimant) = self.claim_for.as_mut().filter(|claimant| claimant.0.is_empty()) {
-            *claimant = actor.clone();
+        if let Some(claimant) = self.claim_for.as_mut() {
+            super::fill_claimant(claimant, actor);
         }
     }
 

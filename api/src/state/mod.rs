@@ -364,7 +364,8 @@ impl State {
         validate_command(&proposal.command)?;
         let is_new = !self.namespaces.contains_key(&proposal.namespace);
         let was_removed = self.removed_namespaces.contains(&proposal.namespace);
-        let answer = self.run_command(proposal, now);
+        // Each command's file says how it applies: to its namespace, or to the whole state.
+        let answer = proposal.command.apply(self, proposal, now);
         if is_new && answer.is_err() {
             // A refused command leaves no namespace behind (and fixes no prefix). If the namespace
             // was deleted earlier in this batch, its record must still be deleted.
@@ -374,11 +375,6 @@ impl State {
             }
         }
         answer
-    }
-
-    fn run_command(&mut self, proposal: &Proposal, now: Timestamp) -> Answer {
-        // Each command's file says how it applies: to its namespace, or to the whole state.
-        proposal.command.apply(self, proposal, now)
     }
 
     /// How many leases are held, across namespaces.
