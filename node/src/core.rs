@@ -143,8 +143,9 @@ impl<D: Disk> NodeCore<D> {
         }
     }
 
-    /// Whether this node takes a leader's message (an append, a snapshot) from `id`: a member,
-    /// or a node it never saw leave a membership (one added after this node's last entry).
+    /// Whether this node takes a leader's or a candidate's message (an append, a snapshot, a vote)
+    /// from `id`: a member, or a node it never saw leave a membership (one added after this
+    /// node's last entry).
     pub fn may_lead(&self, id: NodeId) -> bool {
         self.is_member(id) || self.standing.as_ref().is_some_and(|standing| standing.saw_leave(id).is_none())
     }

@@ -4,10 +4,10 @@
 //!
 //! Who counts as a member: once this node's log holds a membership, that membership alone (the
 //! static `--peers` only seed the first start). Before, the seed: the configured `--peers`, and
-//! the membership a join answered. A message from a leader (an append, a snapshot) is also taken
-//! from a node the membership does not hold yet, as long as this node never saw it leave a
-//! membership: a member that is behind may not know of a node added after its last entry, and
-//! must still take that node's appends once it leads.
+//! the membership a join answered. A message from a leader (an append, a snapshot) or a candidate
+//! (a vote) is also taken from a node the membership does not hold yet, as long as this node
+//! never saw it leave a membership: a member that is behind may not know of a node added after
+//! its last entry, and must still vote for that node and take its appends once it leads.
 //!
 //! Leaving is judged on the *applied* membership only, which is committed and never goes back.
 //! The membership openraft acts on is the log's last membership entry, committed or not, and a

@@ -431,3 +431,15 @@ fn regression_seed_256637050588295_a_truncated_membership_entry_is_no_removal() 
     let report = run_clean(&RunConfig { faults: Fault::ALL.to_vec(), ..config(256_637_050_588_295, 3) });
     assert!(report.membership_changes > 0, "the seed changed no membership");
 }
+
+/// Seed 77 482 600 343 231 (3 nodes, 6 s, every fault; a fresh corruption band found it): node 2
+/// was removed and the spare, node 4, became a voter while node 3 lagged behind a lossy link at
+/// an entry before node 4 was added; node 1 was then wiped. Node 4 needed node 3's vote, and node
+/// 3 refused it from a node that was not a member of the membership it knew, so no leader was
+/// ever elected again. A candidate this node never saw leave now gets its vote judged, as a
+/// leader's append is (`node::peer::service`).
+#[test]
+fn regression_seed_77482600343231_a_lagging_voter_votes_for_a_member_added_since() {
+    let report = run_clean(&RunConfig { faults: Fault::ALL.to_vec(), ..config(77_482_600_343_231, 3) });
+    assert!(report.membership_changes > 0, "the seed changed no membership");
+}

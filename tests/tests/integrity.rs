@@ -7,7 +7,9 @@
 //! - an oversized forwarded proposal is refused at once, and writes go on;
 //! - a snapshot with a bad checksum, from the wrong cluster, in another member's name, or over the
 //!   size cap is refused, its file deleted, and the state unchanged;
-//! - a Raft message from another cluster, from no cluster, or from a non-member is refused, and a
+//! - a Raft message from another cluster, from no cluster, or in another node's name is refused, a
+//!   non-member's read index too (a vote or an append from a node no member saw leave is judged:
+//!   it may have been added since), and a
 //!   stream of vote requests that claim a leadership transfer nobody started disturbs nothing.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
@@ -347,13 +349,20 @@ async fn raft_messages_from_another_cluster_or_a_stranger_are_refused() {
     let cluster_id = cluster.cluster_id();
     for (identity, why) in [
         (PeerIdentity { cluster_id: cluster_id ^ 1, member_id: leader }, "another cluster"),
-        (PeerIdentity { cluster_id, member_id: 99 }, "a non-member"),
+        (PeerIdentity { cluster_id, member_id: 99 }, "a node no member knows, voting in another's name"),
         (PeerIdentity { cluster_id, member_id: follower }, "a member voting in another's name"),
     ] {
         let mut raft = cluster.peer_client(follower, identity).await;
         let status = raft.vote(payload.clone()).await.expect_err(why);
         assert_eq!(status.code(), tonic::Code::PermissionDenied, "{why}: {status:?}");
     }
+    // A candidate or leader no member saw leave may be one added after the follower's last entry,
+    // so its vote or append is judged; what only a member asks (a read index, a forwarded write,
+    // a leadership move) is refused from a non-member.
+    let mut stranger = cluster.peer_client(follower, PeerIdentity { cluster_id, member_id: 99 }).await;
+    let status = stranger.read_index(RaftPayload::default()).await.expect_err("a non-member's read index");
+    assert_eq!(status.code(), tonic::Code::PermissionDenied, "{status:?}");
+    assert!(status.message().contains("not a member"), "{status:?}");
     let address = format!("http://{}", cluster.nodes[(follower - 1) as usize].peer_address);
     let mut bare = RaftClient::connect(address).await.unwrap();
     let status = bare.vote(payload).await.expect_err("no identity");

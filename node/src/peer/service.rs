@@ -2,8 +2,10 @@
 //!
 //! Invariant: the service serves a call only after checking its sender: the cluster id and
 //! member id it carries (see `network.rs`) must be this node's cluster and one of its members
-//! (`NodeCore::is_member`; for a leader's message, an append or a snapshot, also a node this
-//! node never saw leave the membership, `NodeCore::may_lead`, see `crate::standing`), with TLS
+//! (`NodeCore::is_member`; for a leader's message, an append or a snapshot, and for a candidate's
+//! vote or pre-vote, also a node this node never saw leave the membership, `NodeCore::may_lead`,
+//! see `crate::standing`: a member added after this node's last entry may lead, or stand, before
+//! this node has heard of it, and a voter that lags a membership change must still vote), with TLS
 //! on the certificate the connection showed must name that member (`strand-node-<id>`, see
 //! `crate::tls`), and a vote, append or snapshot must be in the name of that same member. A
 //! refusal is logged and answered `PERMISSION_DENIED`. A vote request's `leadership_transfer`
@@ -61,13 +63,15 @@ impl<D: Disk, L: LeaderPlane> RaftPeerService<D, L> {
         self.sender_as(request, false)
     }
 
-    /// The node that sent a leader's message (an append, a snapshot): a member, or a node this
-    /// node never saw leave a membership (see `crate::standing`).
-    fn leader_sender<T>(&self, request: &Request<T>) -> Result<NodeId, Status> {
+    /// The node that sent a leader's message (an append, a snapshot) or a candidate's (a vote, a
+    /// pre-vote): a member, or a node this node never saw leave a membership (see
+    /// `crate::standing`). Raft servers take these without consulting their configuration: a
+    /// voter that has not yet applied the membership adding a node must still vote for it.
+    fn raft_sender<T>(&self, request: &Request<T>) -> Result<NodeId, Status> {
         self.sender_as(request, true)
     }
 
-    fn sender_as<T>(&self, request: &Request<T>, leader_message: bool) -> Result<NodeId, Status> {
+    fn sender_as<T>(&self, request: &Request<T>, raft_message: bool) -> Result<NodeId, Status> {
         let header = |key: &str| -> Result<u64, Status> {
             let value = request.metadata().get(key).ok_or_else(|| {
                 refuse(format!("a Raft message without {key}: the sender is not a Strand node of this version"))
@@ -87,7 +91,7 @@ impl<D: Disk, L: LeaderPlane> RaftPeerService<D, L> {
             )));
         }
         let member_id = header(MEMBER_ID_HEADER)?;
-        let admitted = if leader_message { self.core.may_lead(member_id) } else { self.core.is_member(member_id) };
+        let admitted = if raft_message { self.core.may_lead(member_id) } else { self.core.is_member(member_id) };
         if !admitted {
             if let Some(index) = self.core.standing.as_ref().and_then(|standing| standing.saw_leave(member_id)) {
                 // It left a membership this node applied: say so, so that it stops (see
@@ -164,14 +168,15 @@ impl<D: Disk, L: LeaderPlane> RaftPeerService<D, L> {
         Ok(join)
     }
 
-    /// A vote or pre-vote request (`what`) as openraft may see it: from a member, small, in the
-    /// sender's own name, while this node votes, with its transfer flag gated.
+    /// A vote or pre-vote request (`what`) as openraft may see it: from a member (or a node this
+    /// node never saw leave), small, in the sender's own name, while this node votes, with its
+    /// transfer flag gated.
     fn admit_vote(
         &self,
         request: &Request<RaftPayload>,
         what: &str,
     ) -> Result<openraft::raft::VoteRequest<TypeConfig>, Status> {
-        let sender = self.sender(request)?;
+        let sender = self.raft_sender(request)?;
         small(request, what)?;
         self.refuse_while_rejoining()?;
         let mut rpc: openraft::raft::VoteRequest<TypeConfig> = decode(request.get_ref()).map_err(malformed)?;
@@ -272,7 +277,7 @@ impl<D: Disk, L: LeaderPlane> RaftService for RaftPeerService<D, L> {
     type StreamAppendStream = AppendAnswers;
 
     async fn append_entries(&self, request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
-        let sender = self.leader_sender(&request)?;
+        let sender = self.raft_sender(&request)?;
         let rpc: openraft::raft::AppendEntriesRequest<TypeConfig> = decode(request.get_ref()).map_err(malformed)?;
         check_vote(sender, &rpc.vote, "an append")?;
         self.core.admit_leader(rpc.vote.leader_id().term).map_err(Status::unavailable)?;
@@ -283,7 +288,7 @@ impl<D: Disk, L: LeaderPlane> RaftService for RaftPeerService<D, L> {
     /// go back in order. A malformed request ends the requests, so the leader sees the session
     /// close with that request unanswered and starts another; so does this node stopping.
     async fn stream_append(&self, request: Request<Streaming<RaftPayload>>) -> Result<Response<AppendAnswers>, Status> {
-        let sender = self.leader_sender(&request)?;
+        let sender = self.raft_sender(&request)?;
         let core = self.core.clone();
         let requests =
             futures::stream::unfold(request.into_inner(), move |incoming| next_append(incoming, sender, core.clone()));
@@ -313,7 +318,7 @@ impl<D: Disk, L: LeaderPlane> RaftService for RaftPeerService<D, L> {
         &self,
         request: Request<Streaming<SnapshotChunk>>,
     ) -> Result<Response<RaftPayload>, Status> {
-        let sender = self.leader_sender(&request)?;
+        let sender = self.raft_sender(&request)?;
         let deadline = snapshot::deadline(&self.core);
         let mut chunks = request.into_inner();
         let (vote, meta) = snapshot::header(&mut chunks, deadline).await?;
@@ -330,7 +335,7 @@ impl<D: Disk, L: LeaderPlane> RaftService for RaftPeerService<D, L> {
     }
 
     async fn transfer_leader(&self, request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
-        let sender = self.leader_sender(&request)?;
+        let sender = self.raft_sender(&request)?;
         small(&request, "a leadership transfer")?;
         let rpc: openraft::raft::TransferLeaderRequest<TypeConfig> = decode(request.get_ref()).map_err(malformed)?;
         check_vote(sender, rpc.from_leader(), "a leadership transfer")?;
@@ -364,7 +369,7 @@ impl<D: Disk, L: LeaderPlane> RaftService for RaftPeerService<D, L> {
     }
 
     async fn get_node_status(&self, request: Request<pb::StatusRequest>) -> Result<Response<pb::NodeStatus>, Status> {
-        self.leader_sender(&request)?;
+        self.raft_sender(&request)?;
         Ok(Response::new(self.core.own_status(request.into_inner().include_digest)))
     }
 
