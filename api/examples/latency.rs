@@ -6,11 +6,11 @@
 //! cargo run -p api --example latency -- 127.0.0.1:7400
 //! ```
 
-use api::commands::get::Get;
 use std::time::Instant;
 
 use api::client::{Client, ClientConfig};
 use api::command::{Command, CreateBead, Query};
+use api::commands::get::Get;
 use api::convert::Consistency;
 use api::model::BeadId;
 use api::outcome::Outcome;

@@ -7,11 +7,11 @@
 //! cargo run -p api --example ready_scale -- 200000  # another size
 //! ```
 
-use api::commands::list::List;
-use api::commands::ready::Ready;
 use std::time::Instant;
 
 use api::command::{Command, CreateBead, ListFilter, Proposal, Query, ReadyFilter};
+use api::commands::list::List;
+use api::commands::ready::Ready;
 use api::model::{Actor, Namespace, Timestamp};
 use api::state::State;
 

@@ -16,13 +16,13 @@
 //! too, and so is a node whose storage was wiped (it rejoined empty). A node that never catches up
 //! is named as behind, with how far its log got.
 
-use api::commands::list::List;
-use api::commands::order_list::OrderList;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use api::command::{Command, ListFilter, Query};
+use api::commands::list::List;
+use api::commands::order_list::OrderList;
 use api::outcome::Outcome;
 use api::state::{ORDER_KEY, ORDER_TRACKING_LABEL};
 

@@ -22,9 +22,6 @@
 //! snapshots move entries and records near the size limits. A run makes at most
 //! [`LARGE_BEADS_MAX`] of them: every node holds each one in memory, in its log and in its state.
 
-use api::commands::get::Get;
-use api::commands::list::List;
-use api::commands::ready::Ready;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -34,6 +31,9 @@ use api::client::{Client, ClientConfig, ClientError};
 use api::command::{
     Command, Cook, CreateBead, Fence, FormulaSource, ListFilter, MailSend, Query, ReadyFilter, Sling, Txn, UpdateBead,
 };
+use api::commands::get::Get;
+use api::commands::list::List;
+use api::commands::ready::Ready;
 use api::model::{Actor, BeadId, Timestamp};
 use api::outcome::{Outcome, Refusal};
 use rand::rngs::StdRng;

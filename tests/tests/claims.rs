@@ -2,11 +2,11 @@
 //! claimed exactly once, and every client's view agrees.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
-use api::commands::list::List;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use api::command::{Command, CreateBead, ListFilter, Query};
+use api::commands::list::List;
 use api::model::{Actor, BeadId, Status};
 use api::outcome::Outcome;
 use tests::Cluster;

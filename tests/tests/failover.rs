@@ -3,12 +3,12 @@
 //! same state digest. (d) A request retried after a leader change is applied once.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
-use api::commands::list::List;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use api::command::{Command, CreateBead, ListFilter, Query};
+use api::commands::list::List;
 use api::model::{Actor, BeadId, Status};
 use api::outcome::Outcome;
 use api::proto::beads_client::BeadsClient;

@@ -13,12 +13,12 @@
 //!   stream of vote requests that claim a leadership transfer nobody started disturbs nothing.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
-use api::commands::list::List;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use api::command::{Command, CreateBead, ListFilter, Query, RequestId};
+use api::commands::list::List;
 use api::model::BeadId;
 use api::outcome::Outcome;
 use api::proto::raft_client::RaftClient;

@@ -3,10 +3,10 @@
 //! refused, each with its message and no change of leader.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
-use api::commands::list::List;
 use std::sync::atomic::Ordering;
 
 use api::command::{Command, CreateBead};
+use api::commands::list::List;
 use api::outcome::Outcome;
 use tests::{Cluster, Load, json_of, strand_as, wait_for};
 

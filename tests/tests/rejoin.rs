@@ -15,12 +15,12 @@
 //!   `cluster status`, and a warning in the leader's log.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
-use api::commands::list::List;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use api::command::{Command, CreateBead, ListFilter, Query};
+use api::commands::list::List;
 use api::model::BeadId;
 use api::outcome::Outcome;
 use tests::{Cluster, wait_for};

@@ -4,13 +4,13 @@
 //! the decoding budget refused unread.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
-use api::commands::list::List;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use api::client::{Client, ClientConfig};
 use api::command::{Command, CreateBead, ListFilter, Query};
+use api::commands::list::List;
 use api::outcome::Outcome;
 use api::proto::RaftPayload;
 use node::peer::network::PeerIdentity;

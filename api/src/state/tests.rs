@@ -1,6 +1,10 @@
 //! State-machine tests: one `Harness` that applies commands like the log would, the twelve store
 //! invariants of docs/beads.md §2 each under its own name, then table tests per command.
 
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::*;
+use crate::command::*;
 use crate::commands::children::Children;
 use crate::commands::dep_list::DepList;
 use crate::commands::get::Get;
@@ -8,10 +12,6 @@ use crate::commands::list::List;
 use crate::commands::list_by_label::ListByLabel;
 use crate::commands::order_list::OrderList;
 use crate::commands::ready::Ready;
-use std::collections::{BTreeMap, BTreeSet};
-
-use super::*;
-use crate::command::*;
 use crate::model::*;
 use crate::outcome::Outcome;
 

@@ -14,12 +14,12 @@
 //! Text output escapes what agents and tools wrote (titles, await ids, waiters, `gh`'s answers)
 //! through `api::printable`, so none of it adds a line or drives the terminal.
 
-use api::commands::get::Lookup;
 use std::process::Stdio;
 use std::time::Duration;
 
 use api::client::Client;
 use api::command::{Command, CreateBead, ListFilter, Query, Txn};
+use api::commands::get::Lookup;
 use api::model::{Bead, BeadId, DepType, Status};
 use api::printable::{printable, printable_block};
 use clap::{Args, Subcommand};

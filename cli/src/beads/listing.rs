@@ -8,11 +8,11 @@
 //! works at any size; the CLI holds the matching beads it prints. In creation order a limit stops
 //! the paging early; sorting by another field needs every matching bead first, as in bd.
 
-use api::commands::list::List;
 use std::cmp::Ordering;
 
 use api::client::Client;
 use api::command::{ListCursor, ListFilter, ListSort, Query};
+use api::commands::list::List;
 use api::model::{Bead, Status, Timestamp};
 
 use crate::Failure;

@@ -15,15 +15,15 @@ pub mod listing;
 pub mod prune;
 pub mod query;
 
+use std::collections::{BTreeMap, BTreeSet};
+
+use api::client::Client;
+use api::command::{Command, CreateBead, DepDirection, Fence, ListFilter, Query, ReadyFilter, Txn, UpdateBead};
 use api::commands::children::Children;
 use api::commands::dep_list::DepList;
 use api::commands::get::Get;
 use api::commands::get::Lookup;
 use api::commands::ready::Ready;
-use std::collections::{BTreeMap, BTreeSet};
-
-use api::client::Client;
-use api::command::{Command, CreateBead, DepDirection, Fence, ListFilter, Query, ReadyFilter, Txn, UpdateBead};
 use api::convert::{parse_key_value, parse_status};
 use api::model::{Actor, Bead, BeadId, DepType, Status, Timestamp};
 use api::outcome::Outcome;

@@ -8,10 +8,10 @@
 //! parent) go to the cluster; the whole expression is then checked on each bead here. Closed beads
 //! are left out unless `--all` is given or the expression mentions `status`, as in bd.
 
-use api::commands::get::Lookup;
 use std::collections::BTreeMap;
 
 use api::command::{ListFilter, Query as ClusterQuery};
+use api::commands::get::Lookup;
 use api::model::{Bead, BeadId, Status};
 use clap::Args;
 

@@ -4,13 +4,13 @@
 //! property that makes its numbers meaningful (no bead handed out twice, every dependent ready,
 //! every watcher saw every event in order); it exits 1 when that check fails.
 
-use api::commands::ready::Ready;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use api::client::{Client, ClientError};
 use api::command::{Command, CreateBead, Query, ReadyFilter};
+use api::commands::ready::Ready;
 use api::model::{Actor, BeadId, Namespace, Timestamp};
 use api::outcome::Outcome;
 use clap::Args;

@@ -18,7 +18,6 @@
 //! `gate_fields`). Comments and memory lines have no place in Strand: they are counted and
 //! reported, not imported.
 
-use api::commands::get::Lookup;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
@@ -26,6 +25,7 @@ use std::time::Duration;
 
 use api::client::{Client, ClientError};
 use api::command::{Command, ImportedBead, Query};
+use api::commands::get::Lookup;
 use api::convert::parse_status;
 use api::limits::{IDS_PER_REQUEST_MAX, IMPORT_BEADS_MAX, REQUEST_BYTES_MAX};
 use api::model::{Bead, BeadId, DepType, Status, Timestamp};

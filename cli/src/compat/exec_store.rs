@@ -17,15 +17,15 @@
 //!
 //! Malformed stdin is refused before anything is sent, so it changes nothing.
 
+use std::collections::BTreeMap;
+
+use api::command::{Command, Cook, DepDirection, FormulaSource, ListFilter, Query, ReadyFilter};
 use api::commands::children::Children;
 use api::commands::dep_list::DepList;
 use api::commands::get::Get;
 use api::commands::list_by_label::ListByLabel;
 use api::commands::purge_preview::PurgePreview;
 use api::commands::ready::Ready;
-use std::collections::BTreeMap;
-
-use api::command::{Command, Cook, DepDirection, FormulaSource, ListFilter, Query, ReadyFilter};
 use api::convert::parse_status;
 use api::model::{Bead, BeadId, DepType, Status, Timestamp};
 use api::outcome::Outcome;

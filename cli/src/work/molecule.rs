@@ -5,12 +5,12 @@
 //! needs are all closed) and closed/total; `mol current` and `mol progress` are bd's views
 //! ([`crate::work::molecule_progress`]).
 
-use api::commands::children::Children;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use api::command::{Command, Cook, FormulaSource, Query};
+use api::commands::children::Children;
 use api::commands::formula_get::FormulaGet;
 use api::commands::formula_list::FormulaList;
 use api::formula::{Formula, parse_vars};

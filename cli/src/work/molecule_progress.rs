@@ -7,12 +7,12 @@
 //! for. A step is `done` (closed), `current` (in progress), `blocked` (so marked), `ready` (open,
 //! and every step it waits for is closed) or `pending`.
 
-use api::commands::children::Children;
-use api::commands::get::Lookup;
 use std::collections::{BTreeMap, BTreeSet};
 
 use api::client::Client;
 use api::command::{ListFilter, Query};
+use api::commands::children::Children;
+use api::commands::get::Lookup;
 use api::model::{Bead, BeadId, MOLECULE_TYPE, Status};
 use api::printable::printable;
 use clap::Args;

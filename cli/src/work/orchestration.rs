@@ -6,13 +6,13 @@
 //! Every read has `--json`. A command that finds nothing to do exits 1 (`hook` with no work),
 //! except `hook --inject`, which always exits 0 so that a session hook never blocks its agent.
 
-use api::commands::hook::Hook;
-use api::commands::purge_preview::PurgePreview;
 use std::time::Duration;
 
 use api::command::{Command, Query, Sling};
 use api::commands::RegisteredAnswer;
+use api::commands::hook::Hook;
 use api::commands::namespace_show::{NamespaceDetail, NamespaceShow};
+use api::commands::purge_preview::PurgePreview;
 use api::limits::LIST_RESULTS_MAX;
 use api::model::{Actor, Bead, Status, Timestamp};
 use api::outcome::{NamespaceInfo, Outcome};

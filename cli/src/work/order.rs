@@ -6,12 +6,12 @@
 //! (`last_fired_at`, `next_due_at`); its `last_window` is a window's number (a cron minute, an
 //! event seq, a time in ms), as the state keeps it.
 
-use api::commands::list::List;
-use api::commands::order_get::OrderGet;
-use api::commands::order_list::OrderList;
 use std::path::PathBuf;
 
 use api::command::{Command, ListFilter, ListSort, Query};
+use api::commands::list::List;
+use api::commands::order_get::OrderGet;
+use api::commands::order_list::OrderList;
 use api::go_duration::format_go_duration;
 use api::limits::ORDER_BYTES_MAX;
 use api::model::Timestamp;

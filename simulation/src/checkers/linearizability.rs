@@ -15,10 +15,10 @@
 //! show, a read that goes back in time, a lost metadata key or update, an answer the model would
 //! not give.
 
-use api::commands::get::Get;
 use std::collections::{BTreeMap, HashSet};
 
 use api::command::{Command, CreateBead, Proposal};
+use api::commands::get::Get;
 use api::model::{Actor, Bead, BeadId, Namespace, Status, Timestamp};
 use api::outcome::{Answer, Outcome, Refusal};
 use api::state::{NamespaceMeta, Record, RecordKey, State};

@@ -1,10 +1,10 @@
 //! Auth in the state machine: enabling, tokens, and every write judged when it is applied.
 
-use crate::commands::get::Get;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
 use crate::auth::{AuthCommand, Role, TokenHash, TokenSpec};
+use crate::commands::get::Get;
 
 fn spec(name: &str, role: Role, namespaces: &[&str], actor: Option<&str>) -> (TokenHash, TokenSpec) {
     let hash = TokenHash::of(&format!("secret of {name}"));
