@@ -12,7 +12,7 @@
 //! [`Client::watch`] follows a namespace's event log across node failures: it resumes on another
 //! node after the last sequence number it yielded, so it neither misses nor repeats an event.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tonic::service::interceptor::InterceptedService;
@@ -124,9 +124,21 @@ pub enum ClientError {
 pub struct Client {
     endpoints: Vec<String>,
     channels: Vec<ClientChannel>,
+    /// Per endpoint: whether it gave a final answer (see [`ENDPOINT_FINAL_HEADER`]).
+    ended: Vec<AtomicBool>,
     current: AtomicUsize,
     request_ids: RequestIds,
     config: ClientConfig,
+}
+
+/// The metadata key with which a node marks an answer final for itself (its value says why:
+/// `removed`, a node removed from the cluster): no retry on that endpoint can change it, so the
+/// client moves to another at once, or fails at once when every endpoint answered so.
+pub const ENDPOINT_FINAL_HEADER: &str = "strand-endpoint-final";
+
+/// Whether `status` is final for the endpoint that answered it (see [`ENDPOINT_FINAL_HEADER`]).
+pub fn is_endpoint_final(status: &GrpcStatus) -> bool {
+    status.metadata().get(ENDPOINT_FINAL_HEADER).is_some()
 }
 
 fn is_transient(status: &GrpcStatus) -> bool {
@@ -182,10 +194,12 @@ impl Client {
             )));
         }
         let bearer = Bearer::new(config.token.as_deref())?;
-        let channels = channels.into_iter().map(|channel| InterceptedService::new(channel, bearer.clone())).collect();
+        let channels: Vec<_> =
+            channels.into_iter().map(|channel| InterceptedService::new(channel, bearer.clone())).collect();
         let client_id = config.client_id.unwrap_or_else(|| rand::random::<u64>() | 1);
         Ok(Client {
             endpoints: config.endpoints.clone(),
+            ended: channels.iter().map(|_| AtomicBool::new(false)).collect(),
             channels,
             current: AtomicUsize::new(0),
             request_ids: RequestIds::new(client_id),
@@ -227,6 +241,16 @@ impl Client {
         }
     }
 
+    /// The current endpoint, skipping those that gave a final answer (while any has not).
+    fn live_endpoint(&self) -> usize {
+        let count = self.channels.len();
+        let current = self.current.load(Ordering::Relaxed);
+        (0..count)
+            .map(|step| (current + step) % count)
+            .find(|index| !self.ended[*index].load(Ordering::Relaxed))
+            .unwrap_or(current % count)
+    }
+
     /// Moves the client's current endpoint past `index`, unless another call already did.
     fn move_past(&self, index: usize) {
         let _ = self.current.compare_exchange(index, index + 1, Ordering::Relaxed, Ordering::Relaxed);
@@ -242,7 +266,7 @@ impl Client {
         let started = tokio::time::Instant::now();
         let mut backoff = Duration::from_millis(RETRY_BACKOFF_MS_MIN);
         loop {
-            let index = self.current.load(Ordering::Relaxed) % self.channels.len();
+            let index = self.live_endpoint();
             let status = match attempt(index, self.channels[index].clone()).await {
                 Ok(value) => return Ok(value),
                 Err(status) => status,
@@ -255,6 +279,18 @@ impl Client {
                     "the request or its answer is over the size limit ({}); send less at once",
                     status.message()
                 )));
+            }
+            if is_endpoint_final(&status) {
+                self.ended[index].store(true, Ordering::Relaxed);
+                if self.ended.iter().all(|ended| ended.load(Ordering::Relaxed)) {
+                    return Err(ClientError::Failed(format!(
+                        "{} answered: {}; give --endpoints of the cluster's current members (`strand member list`)",
+                        self.endpoints[index],
+                        status.message()
+                    )));
+                }
+                self.move_past(index);
+                continue;
             }
             let (hint, tls_final) = self.tls_trouble(status.message());
             if !is_transient(&status) {

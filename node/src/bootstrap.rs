@@ -20,9 +20,13 @@
 //!
 //! A node that joined a running cluster (`--join`, see `crate::join`) never runs any of this.
 //!
+//! The lowest id draws the cluster's id as it initialises, and records it first; the others
+//! learn it from its first vote (see `crate::identity`). Until then they ask and answer with no
+//! cluster id, which a status request allows.
+//!
 //! Invariant: [`openraft::Raft::initialize`] is called only by the lowest configured id, on an
 //! empty log, without a rejoin marker or a join, after the other members' answers showed no
-//! cluster.
+//! cluster, and once its cluster id is recorded.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -227,6 +231,17 @@ async fn bootstrap<D: Disk>(core: &NodeCore<D>, peers: &Peers) {
                     );
                 })
                 .await;
+            }
+        }
+    }
+    // The cluster's id is drawn here, as it is made (see `crate::identity`); a node that
+    // learned one since is part of a cluster that exists.
+    if !core.cluster_id.is_bound() {
+        match core.cluster_id.bind(core.cluster_id.drawn()) {
+            Ok(_) => {}
+            Err(error) => {
+                tracing::error!(%error, "cannot record the new cluster's id; not initializing");
+                return;
             }
         }
     }

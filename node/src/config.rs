@@ -42,6 +42,8 @@ impl Listener {
 pub const DEFAULT_PORT: u16 = 7400;
 /// The default peer port.
 pub const DEFAULT_PEER_PORT: u16 = 7500;
+/// How long a joining or rejoining node asks the members by default before it gives up.
+pub const JOIN_TIMEOUT_MS_DEFAULT: u64 = 60_000;
 
 /// Raft timing, snapshot and purge policy.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -401,6 +403,9 @@ pub struct NodeConfig {
     /// data directory the node joins as a learner instead of initialising a cluster. No effect on
     /// a directory that holds data. Not together with `peers`.
     pub join: Vec<String>,
+    /// How long a joining or rejoining node asks the members before it gives up (`--join-timeout`;
+    /// see `node::join`).
+    pub join_timeout_ms: u64,
     /// With `join`: whether the leader promotes this node to a voter once it stayed caught up
     /// (`--no-auto-promote` turns it off; it stays a learner until `strand member promote`).
     pub auto_promote: bool,
@@ -434,6 +439,7 @@ impl Default for NodeConfig {
             raft: RaftSettings::default(),
             rejoin: false,
             join: Vec::new(),
+            join_timeout_ms: JOIN_TIMEOUT_MS_DEFAULT,
             auto_promote: true,
             join_token: None,
             force_new_cluster: false,

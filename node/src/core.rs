@@ -36,8 +36,9 @@ pub struct NodeCore<D: Disk> {
     pub clock: Arc<dyn Clock>,
     /// The node's configuration.
     pub config: NodeConfig,
-    /// The id of this node's cluster, which every Raft message must carry.
-    pub cluster_id: u64,
+    /// The id of this node's cluster, which every Raft message must carry (unbound until the
+    /// node learns it; see `crate::identity`).
+    pub cluster_id: Arc<crate::identity::ClusterId>,
     /// Becomes `true` when the node begins to shut down; long-lived streams (watch) end then, so
     /// the server's graceful shutdown does not wait on them forever.
     stopping: tokio::sync::watch::Sender<bool>,
@@ -68,7 +69,7 @@ impl<D: Disk> NodeCore<D> {
         state_machine: StateMachineStore<D>,
         clock: Arc<dyn Clock>,
         config: NodeConfig,
-        cluster_id: u64,
+        cluster_id: Arc<crate::identity::ClusterId>,
         metrics: Metrics,
     ) -> NodeCore<D> {
         let (stopping, _) = tokio::sync::watch::channel(false);
@@ -167,7 +168,7 @@ impl<D: Disk> NodeCore<D> {
         }
         let record = crate::standing::RemovedRecord {
             cluster_name: self.config.cluster_name.clone(),
-            cluster_id: self.cluster_id,
+            cluster_id: self.cluster_id.get(),
             node_id: self.id,
             index,
             by,
@@ -179,6 +180,8 @@ impl<D: Disk> NodeCore<D> {
             tokio::spawn(async move {
                 let _ = raft.shutdown().await;
             });
+            // The node stops: its servers end, and `run` returns the reason.
+            self.stopping.send_replace(true);
         }
         Ok(Some(message))
     }
@@ -269,6 +272,8 @@ impl<D: Disk> NodeCore<D> {
             note: String::new(),
             members: self.members.lock().expect("the members lock is never poisoned").clone(),
             membership: membership_of(metrics.membership_config.membership()),
+            cluster_id: self.cluster_id.get(),
+            stopping: *self.stopping.borrow(),
         }
     }
 }

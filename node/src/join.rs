@@ -1,20 +1,30 @@
-//! `strand node --join ADDR[,ADDR]`: a node added to a running cluster asks a member to add it.
+//! `strand node --join ADDR[,ADDR]`: a node added to a running cluster asks a member to add it;
+//! `strand node --rejoin`: a node whose data directory was lost asks a member which cluster it
+//! belongs to.
 //!
-//! On an empty data directory, before Raft starts, the node sends `Raft.Join` to the peer
-//! listener of each address in turn (with TLS, over mutual TLS with its own certificate, which
-//! must name its id; with auth on, with the admin token given as `--token`). The member checks
-//! the cluster name, the certificate and the token, and has the leader add the node as a learner
-//! (see `leader::membership`). The answer carries the cluster id and the membership that holds
-//! the node, which it records in its data directory (`crate::standing`) before it serves
-//! anything; it then catches up from the leader as a learner (by snapshot when far behind), and
-//! the leader promotes it once it stayed caught up, unless `--no-auto-promote`.
+//! On an empty data directory, before Raft starts, the node sends `Raft.Join` (or, rejoining,
+//! `Raft.Identify`) to the peer listener of each address in turn (with TLS, over mutual TLS with
+//! its own certificate, which must name its id, and the member's certificate checked against the
+//! host dialled; with auth on, a join carries the admin token given as `--token`). The member
+//! checks the cluster name and the certificate. For a join it checks the token and has the leader
+//! add the node as a learner (see `leader::membership`); for an identify, that the node is in its
+//! membership, and changes nothing. The answer carries the cluster id and the membership, which
+//! the node records in its data directory (`crate::standing`, `crate::identity`) before it serves
+//! anything. A joined node then catches up from the leader as a learner (by snapshot when far
+//! behind), and the leader promotes it once it stayed caught up, unless `--no-auto-promote`; a
+//! rejoining one catches up before it votes (`crate::rejoin`).
+//!
+//! Where to ask: the `--join` addresses; a rejoining node without them asks its configured
+//! `--peers`.
 //!
 //! A refusal that asking again cannot change (another cluster's name, a certificate of another
-//! node, no admin token, an id or address in use) stops the node with the reason; no answer, no
-//! leader, or a change in progress is asked again until the node is stopped.
+//! node, no admin token, an id or address in use, an address that serves no Raft service, such as
+//! a client port) stops the node with the reason; no answer, no leader, or a change in progress
+//! is asked again until `join_timeout_ms` (`--join-timeout`) has passed, and then the node stops
+//! with the last reason. Nothing is written to the data directory before an answer.
 //!
-//! Invariant: a joining node never initialises a cluster, and records the cluster id only from a
-//! member's answer.
+//! Invariant: a joining or rejoining node never initialises a cluster, and records the cluster id
+//! only from a member's answer.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -32,11 +42,40 @@ pub const JOIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// The wait between two rounds of asking.
 pub const ASK_AGAIN_AFTER: Duration = Duration::from_secs(1);
 
-/// Asks the members at `config.join` until one adds this node; `Ok(None)` when `shutdown`
-/// resolved first, `Err` for a refusal that asking again cannot change.
+/// What a node asks of the members.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purpose {
+    /// To be added as a learner (`--join`).
+    Join,
+    /// Which cluster it belongs to and its membership (`--rejoin` on an empty directory).
+    Rejoin,
+}
+
+impl Purpose {
+    fn verb(self) -> &'static str {
+        match self {
+            Purpose::Join => "join",
+            Purpose::Rejoin => "rejoin",
+        }
+    }
+}
+
+/// The peer addresses a node asks for `purpose`: the `--join` addresses, or a rejoining node's
+/// configured members but itself.
+pub fn addresses(config: &NodeConfig, purpose: Purpose) -> Vec<String> {
+    if !config.join.is_empty() || purpose == Purpose::Join {
+        return config.join.clone();
+    }
+    config.members().into_iter().filter(|(id, _)| *id != config.id).map(|(_, address)| address).collect()
+}
+
+/// Asks the members (see [`addresses`]) until one answers for `purpose`; `Ok(None)` when
+/// `shutdown` resolved first, `Err` for a refusal that asking again cannot change, or once
+/// `config.join_timeout_ms` passed without an answer.
 pub async fn join(
     connector: &dyn Connector,
     config: &NodeConfig,
+    purpose: Purpose,
     shutdown: &mut Pin<Box<dyn Future<Output = ()> + Send>>,
 ) -> Result<Option<Joined>, String> {
     let request = JoinRequest {
@@ -48,13 +87,34 @@ pub async fn join(
             auto_promote: config.auto_promote,
         },
     };
-    tracing::info!(node = config.id, members = ?config.join, "joining the cluster: asking a member to add this node");
+    let verb = purpose.verb();
+    let addresses = addresses(config, purpose);
+    if addresses.is_empty() {
+        return Err(format!(
+            "node {} has no member to ask to {verb} through: give the peer addresses of running members with --join HOST:PORT,... (or --peers)",
+            config.id
+        ));
+    }
+    let timeout = Duration::from_millis(config.join_timeout_ms);
+    let deadline = tokio::time::Instant::now() + timeout;
+    match purpose {
+        Purpose::Join => {
+            tracing::info!(node = config.id, members = ?addresses, "joining the cluster: asking a member to add this node")
+        }
+        Purpose::Rejoin => tracing::info!(
+            node = config.id,
+            members = ?addresses,
+            "rejoining on an empty data directory: asking a member which cluster this node belongs to"
+        ),
+    }
     let mut round = 0u64;
+    let mut last = String::new();
     loop {
-        for address in &config.join {
+        for address in &addresses {
             let asked = tokio::select! {
                 () = &mut *shutdown => return Ok(None),
-                asked = ask(connector, address, &request, config.join_token.as_deref()) => asked,
+                () = tokio::time::sleep_until(deadline) => break,
+                asked = ask(connector, address, purpose, &request, config.join_token.as_deref()) => asked,
             };
             match asked {
                 Ok(joined) => {
@@ -63,27 +123,39 @@ pub async fn join(
                         cluster_id = format!("{:016x}", joined.cluster_id),
                         index = joined.membership.index,
                         leader = joined.membership.leader,
-                        "joined the cluster as a learner"
+                        "{}",
+                        match purpose {
+                            Purpose::Join => "joined the cluster as a learner",
+                            Purpose::Rejoin => "learned this node's cluster and membership",
+                        }
                     );
                     return Ok(Some(joined));
                 }
                 Err(Asked::Refused(refused)) => {
-                    return Err(format!("node {} could not join through {address}: {refused}", config.id));
+                    return Err(format!("node {} could not {verb} through {address}: {refused}", config.id));
                 }
                 Err(Asked::Again(reason)) => {
                     if round.is_multiple_of(10) {
                         tracing::warn!(
                             node = config.id,
                             member = %address,
-                            "could not join through {address} yet ({reason}); asking again"
+                            "could not {verb} through {address} yet ({reason}); asking again"
                         );
                     }
+                    last = format!("{address}: {reason}");
                 }
             }
         }
         round += 1;
         tokio::select! {
             () = &mut *shutdown => return Ok(None),
+            () = tokio::time::sleep_until(deadline) => {
+                return Err(format!(
+                    "node {} could not {verb}: no member answered within {} s (last: {last}); check that the members run and that each address is a member's peer address (the PEER column of `strand member list`), or raise --join-timeout. Nothing was written to --data-dir",
+                    config.id,
+                    timeout.as_secs()
+                ));
+            }
             () = tokio::time::sleep(ASK_AGAIN_AFTER) => {}
         }
     }
@@ -100,6 +172,7 @@ enum Asked {
 async fn ask(
     connector: &dyn Connector,
     address: &str,
+    purpose: Purpose,
     request: &JoinRequest,
     token: Option<&str>,
 ) -> Result<Joined, Asked> {
@@ -109,14 +182,25 @@ async fn ask(
         .max_decoding_message_size(PEER_MESSAGE_BYTES_MAX)
         .max_encoding_message_size(PEER_MESSAGE_BYTES_MAX);
     let mut call = tonic::Request::new(encode(request));
-    if let Some(token) = token {
+    if let Some(token) = token.filter(|_| purpose == Purpose::Join) {
         let value = format!("Bearer {token}").parse().map_err(|_| {
             Asked::Refused(ChangeRefused::Invalid("the token holds characters a header cannot carry".into()))
         })?;
         call.metadata_mut().insert(api::auth::AUTHORIZATION_HEADER, value);
     }
-    let answer = match tokio::time::timeout(JOIN_TIMEOUT, client.join(call)).await {
+    let called = match purpose {
+        Purpose::Join => tokio::time::timeout(JOIN_TIMEOUT, client.join(call)).await,
+        Purpose::Rejoin => tokio::time::timeout(JOIN_TIMEOUT, client.identify(call)).await,
+    };
+    let answer = match called {
         Err(_) => return Err(Asked::Again(format!("no answer within {JOIN_TIMEOUT:?}"))),
+        Ok(Err(status)) if status.code() == tonic::Code::Unimplemented => {
+            return Err(Asked::Refused(ChangeRefused::Invalid(format!(
+                "{address} serves no Strand Raft service (it answered {:?}): it looks like a member's client port; give a member's peer address (its --listen-peer, default port {}, the PEER column of `strand member list`)",
+                status.message(),
+                crate::config::DEFAULT_PEER_PORT
+            ))));
+        }
         Ok(Err(status)) => return Err(Asked::Again(status.message().to_string())),
         Ok(Ok(answer)) => answer.into_inner(),
     };

@@ -18,8 +18,8 @@
 //!
 //! Invariant: a data directory belongs to one node of one cluster; another is refused at start.
 //! Invariant: a node accepts Raft messages only from members of its own cluster: the cluster id
-//! (derived from the cluster name and the member ids at the first start, or answered by the
-//! member a `--join` asked, then kept in the data directory) and the sender's member id travel with every message and are checked first.
+//! (drawn when the cluster is made and learned from a member, see [`identity`], then kept in the
+//! data directory) and the sender's member id travel with every message and are checked first.
 //! Invariant: a log that fails verification (a missing or corrupt entry) stops the node before it
 //! serves anything.
 
@@ -30,6 +30,7 @@ pub mod config;
 pub mod connections;
 pub mod core;
 pub mod force;
+pub mod identity;
 pub mod join;
 pub mod leader;
 pub mod metrics;
@@ -56,9 +57,8 @@ use api::proto::orders_server::OrdersServer;
 use api::proto::raft_server::RaftServer;
 use api::proto::work_server::WorkServer;
 use openraft::async_runtime::WatchReceiver;
-use raft_store::codec::{self, META_FORMAT, META_IDENTITY, STORAGE_FORMAT};
-use raft_store::{Disk, Durability, FlushMode, LogStore, Op, Runtime, Space, StateMachineStore};
-use serde::{Deserialize, Serialize};
+use raft_store::codec::STORAGE_FORMAT;
+use raft_store::{Disk, FlushMode, LogStore, Runtime, StateMachineStore};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tonic::transport::server::Connected;
 
@@ -69,6 +69,8 @@ use crate::client::{
 use crate::clock::Clock;
 use crate::config::{Listener, NodeConfig};
 use crate::core::{NodeCore, StrandRaft};
+pub use crate::identity::Identity;
+use crate::identity::{ClusterId, UNBOUND};
 use crate::leader::Leader;
 use crate::peer::RaftPeerService;
 use crate::peer::network::{Connector, Network, PEER_MESSAGE_BYTES_MAX, PeerIdentity, Peers};
@@ -118,8 +120,9 @@ pub enum NodeError {
     /// Raft could not start or stopped with an error.
     #[error("raft failed: {0}")]
     Raft(String),
-    /// The node was removed from its cluster; its data directory never serves again.
-    #[error("refusing to start: {0}")]
+    /// The node was removed from its cluster (at start, or while it ran); its data directory
+    /// never serves again.
+    #[error("{0}")]
     Removed(String),
     /// The node could not join the cluster (`--join`).
     #[error("{0}")]
@@ -130,87 +133,6 @@ pub enum NodeError {
     /// Serving gRPC failed.
     #[error("serving failed: {0}")]
     Serve(#[from] tonic::transport::Error),
-}
-
-/// The identity recorded in a data directory (public so that the storage-format test pins it).
-#[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Identity {
-    /// The `--cluster-name` the node was first started with.
-    pub cluster_name: String,
-    /// The node's id.
-    pub node_id: u64,
-    /// The cluster id, fixed at the node's first start (see [`cluster_id`]).
-    pub cluster_id: u64,
-}
-
-/// The id of a cluster named `cluster_name` whose first members are `member_ids`: the first eight
-/// bytes of a SHA-256 over both. Every node of a cluster started with the same `--cluster-name`
-/// and `--peers` ids computes the same id; a node keeps the id it computed at its first start, so
-/// later membership changes do not change it.
-pub fn cluster_id(cluster_name: &str, member_ids: impl IntoIterator<Item = u64>) -> u64 {
-    use sha2::Digest;
-    let mut hasher = sha2::Sha256::new();
-    hasher.update(cluster_name.as_bytes());
-    for member_id in member_ids {
-        hasher.update([0u8]);
-        hasher.update(member_id.to_be_bytes());
-    }
-    let digest = hasher.finalize();
-    u64::from_be_bytes(digest[..8].try_into().expect("a SHA-256 digest has 32 bytes"))
-}
-
-/// Checks that the data directory belongs to this node (recording it on first use) and answers
-/// the cluster id it records, and whether the directory was new.
-fn check_identity<D: Disk>(disk: &D, config: &NodeConfig) -> Result<(u64, bool), NodeError> {
-    let dir = config.data_dir.display().to_string();
-    let corrupt = |error: std::io::Error| NodeError::Corrupt { dir: dir.clone(), detail: error.to_string() };
-    let ours = Identity {
-        cluster_name: config.cluster_name.clone(),
-        node_id: config.id,
-        cluster_id: cluster_id(&config.cluster_name, config.members().into_keys()),
-    };
-    let identity = disk.get(Space::Meta, META_IDENTITY).map_err(corrupt)?;
-    let format: Option<u32> = match disk.get(Space::Meta, META_FORMAT).map_err(corrupt)? {
-        Some(bytes) => Some(codec::decode_plain(&bytes, "storage format").map_err(corrupt)?),
-        None => None,
-    };
-    // A directory with an identity but no format key was written by a format-1 build.
-    let found = format.or(identity.as_ref().map(|_| 1));
-    if let Some(found) = found
-        && found != STORAGE_FORMAT
-    {
-        return Err(NodeError::IncompatibleFormat { dir, found });
-    }
-    match identity {
-        Some(bytes) => {
-            let found: Identity = codec::decode(&bytes, "node identity").map_err(corrupt)?;
-            if (&found.cluster_name, found.node_id) != (&ours.cluster_name, ours.node_id) {
-                return Err(NodeError::ForeignDataDir {
-                    dir,
-                    id: config.id,
-                    cluster: config.cluster_name.clone(),
-                    found_id: found.node_id,
-                    found_cluster: found.cluster_name,
-                });
-            }
-            Ok((found.cluster_id, false))
-        }
-        None => {
-            record_identity(disk, config, ours.cluster_id).map_err(corrupt)?;
-            Ok((ours.cluster_id, true))
-        }
-    }
-}
-
-/// Records in a new data directory that it is node `config.id`'s of the cluster `cluster_id`, in
-/// this build's storage format.
-fn record_identity<D: Disk>(disk: &D, config: &NodeConfig, cluster_id: u64) -> std::io::Result<()> {
-    let identity = Identity { cluster_name: config.cluster_name.clone(), node_id: config.id, cluster_id };
-    let ops = vec![
-        Op::Put(Space::Meta, META_IDENTITY.to_vec(), codec::encode(&identity)?),
-        Op::Put(Space::Meta, META_FORMAT.to_vec(), codec::encode_plain(&STORAGE_FORMAT)?),
-    ];
-    disk.write(ops, Durability::Sync)
 }
 
 /// Everything a node runs with. The caller owns every resource; [`run`] only uses them.
@@ -306,32 +228,50 @@ where
     let dir = config.data_dir.display().to_string();
     let corrupt = |error: std::io::Error| NodeError::Corrupt { dir: dir.clone(), detail: error.to_string() };
     if let Some(record) = standing::removed(disk.as_ref()).map_err(corrupt)? {
-        return Err(NodeError::Removed(record.message()));
+        return Err(NodeError::Removed(format!("refusing to start: {}", record.message())));
     }
-    let has_identity = disk.get(Space::Meta, META_IDENTITY).map_err(corrupt)?.is_some();
-    if config.force_new_cluster && !has_identity {
+    let recorded = identity::recorded(disk.as_ref(), &config)?;
+    let fresh = recorded.is_none();
+    if config.force_new_cluster && fresh {
         return Err(NodeError::Force(format!(
             "refusing --force-new-cluster: {dir} holds no state; run it on the data directory of a member that survived"
         )));
     }
-    if !config.join.is_empty() {
-        if has_identity {
-            tracing::info!("--join has no effect: the data directory already holds this node's data");
-        } else {
-            let joined = match join::join(connector.as_ref(), &config, &mut shutdown).await {
+    // The rejoin marker goes first: a directory with an identity and no marker would vote at
+    // its next start.
+    let rejoin = rejoin::Rejoin::open(disk.clone(), config.rejoin && fresh).map_err(corrupt)?;
+    let cluster_id = match recorded {
+        Some(found) => {
+            if config.rejoin {
+                tracing::info!("--rejoin has no effect: the data directory already holds this node's data");
+            } else if !config.join.is_empty() {
+                tracing::info!("--join has no effect: the data directory already holds this node's data");
+            }
+            found.cluster_id
+        }
+        None if config.rejoin || !config.join.is_empty() => {
+            // A joining node is added by a member; a rejoining one learns from a member which
+            // cluster it belongs to and what its membership is now (see `crate::identity`).
+            let purpose = if config.rejoin { join::Purpose::Rejoin } else { join::Purpose::Join };
+            let joined = match join::join(connector.as_ref(), &config, purpose, &mut shutdown).await {
                 Ok(Some(joined)) => joined,
                 Ok(None) => return Ok(()),
                 Err(message) => return Err(NodeError::Join(message)),
             };
-            record_identity(disk.as_ref(), &config, joined.cluster_id).map_err(corrupt)?;
             standing::record_joined(disk.as_ref(), &joined).map_err(corrupt)?;
+            identity::record(disk.as_ref(), &config.cluster_name, config.id, joined.cluster_id).map_err(corrupt)?;
+            joined.cluster_id
         }
-    }
-    let (cluster_id, fresh) = check_identity(disk.as_ref(), &config)?;
-    if config.rejoin && !fresh {
-        tracing::info!("--rejoin has no effect: the data directory already holds this node's data");
-    }
-    let rejoin = rejoin::Rejoin::open(disk.clone(), config.rejoin && fresh).map_err(corrupt)?;
+        None => {
+            identity::record(disk.as_ref(), &config.cluster_name, config.id, UNBOUND).map_err(corrupt)?;
+            UNBOUND
+        }
+    };
+    let cluster_id = {
+        let (disk, name, id) = (disk.clone(), config.cluster_name.clone(), config.id);
+        let record = move |cluster_id| identity::record(disk.as_ref(), &name, id, cluster_id);
+        Arc::new(ClusterId::new(cluster_id, identity::draw(seed), record))
+    };
     let standing = standing::Standing::open(disk.clone(), config.members().into_keys()).map_err(corrupt)?;
     let stale_controller = probes.planted == Some(PlantedBug::StaleController);
     let apply_probes = raft_store::ApplyProbes { observer: probes.applies, unfenced_controller: stale_controller };
@@ -399,10 +339,10 @@ where
     );
     // A leader hands its leadership over before the servers stop (see `leader/transfer.rs`).
     let drained = {
-        let core = core.clone();
+        let (core, peers) = (core.clone(), peers.clone());
         async move {
             shutdown.await;
-            leader::transfer::drain(&core).await;
+            leader::transfer::drain(&core, &peers).await;
         }
     };
     tokio::spawn(core.clone().stop_streams_on(drained));
@@ -456,6 +396,10 @@ where
     let stopped = core.raft.shutdown().await;
     client_served?;
     peer_served?;
+    // A removed node stops as it learns so, and says why (see `crate::standing`).
+    if let Some(message) = core.removed() {
+        return Err(NodeError::Removed(format!("stopped: {message}")));
+    }
     stopped.map_err(|error| NodeError::Raft(error.to_string()))
 }
 
@@ -495,7 +439,7 @@ struct Storage<D: Disk> {
 
 async fn start_raft<D: Disk>(
     config: NodeConfig,
-    cluster_id: u64,
+    cluster_id: Arc<ClusterId>,
     connector: Arc<dyn Connector>,
     storage: Storage<D>,
     clock: Arc<dyn Clock>,
@@ -512,7 +456,7 @@ async fn start_raft<D: Disk>(
     remove_incoming_snapshots(&snapshot_dir);
     let state_machine = StateMachineStore::open_probed(disk, &snapshot_dir, probes).map_err(corrupt)?;
     let raft_config = Arc::new(config.raft.to_openraft(&config.cluster_name)?);
-    let identity = PeerIdentity { cluster_id, member_id: config.id };
+    let identity = PeerIdentity::new(cluster_id.clone(), config.id);
     let append_timeout = std::time::Duration::from_millis(config.raft.rpc_timeout_ms);
     let metrics = metrics::Metrics::new();
     let peers = Arc::new(Peers::new(connector, identity, append_timeout, metrics.replication()));
@@ -574,34 +518,5 @@ async fn watch_metrics<D: Disk>(core: Arc<NodeCore<D>>, observer: Option<Metrics
         if metrics.changed().await.is_err() {
             return;
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use raft_store::MemoryDisk;
-
-    use super::*;
-
-    fn config() -> NodeConfig {
-        NodeConfig::default()
-    }
-
-    #[test]
-    fn a_new_directory_gets_the_format_and_a_format_1_directory_is_refused() {
-        let disk = MemoryDisk::new();
-        check_identity(&disk, &config()).expect("a new directory is accepted");
-        check_identity(&disk, &config()).expect("and accepted again");
-
-        let old = MemoryDisk::new();
-        let identity = Identity { cluster_name: config().cluster_name, node_id: config().id, cluster_id: 1 };
-        let op = Op::Put(Space::Meta, META_IDENTITY.to_vec(), codec::encode(&identity).expect("encodes"));
-        old.write(vec![op], Durability::Sync).expect("write");
-        let error = check_identity(&old, &config()).expect_err("a format-1 directory is refused");
-        assert!(matches!(error, NodeError::IncompatibleFormat { found: 1, .. }), "{error}");
-        assert!(
-            error.to_string().contains(&format!("format 1, and this build reads format {STORAGE_FORMAT}")),
-            "{error}"
-        );
     }
 }

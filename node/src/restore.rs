@@ -1,12 +1,12 @@
 //! `strand snapshot restore`: builds the data directory of one member of a new cluster from a
 //! backup file (`raft_store::backup`), as `etcdutl snapshot restore` does. Every member of the new
-//! cluster is restored from the same file with the same `--peers` (and `--cluster-token`, if
-//! any), and then started with `strand node` as usual.
+//! cluster is restored from the same file with the same `--peers`, and then started with
+//! `strand node` as usual.
 //!
-//! What a restored directory holds: its identity, under a new cluster id (mixed from the cluster
-//! name, the token and the member ids, so that restored nodes never talk to the old cluster, and
-//! members restored separately agree on it; without a token, the backup's cluster id and index
-//! stand in for one); the state of the backup, applied through the backup's last log id; as
+//! What a restored directory holds: its identity, in a new cluster whose id the restore of the
+//! lowest member draws at random, so that restored nodes never talk to the old cluster nor to
+//! another cluster restored from the same backup; the other members record no id and learn it
+//! from that member when the cluster first runs (see `crate::identity`); the state of the backup, applied through the backup's last log id; as
 //! membership, the `--peers` members, all voters, recorded at that log id; a snapshot of it all,
 //! for members that fall behind; and a log purged through that log id, so the log continues after
 //! it; and a vote in the term of that log id, so that the members' first election runs in the
@@ -35,7 +35,8 @@ pub struct Restored {
     pub header: BackupHeader,
     /// What the backup holds.
     pub counts: Counts,
-    /// The new cluster's id.
+    /// The new cluster's id ([`crate::identity::UNBOUND`] on every member but the lowest, which
+    /// draws it).
     pub cluster_id: u64,
     /// The new cluster's members (all voters).
     pub members: Vec<u64>,
@@ -57,22 +58,14 @@ pub fn check(file: &Path) -> Result<Checked, String> {
     Ok(Checked { header, counts })
 }
 
-/// The id of a cluster restored from a backup whose header is `header`, under `token` (see the
-/// module header).
-fn restored_cluster_id(config: &NodeConfig, header: &BackupHeader, token: Option<&str>) -> u64 {
-    let token =
-        token.map(str::to_string).unwrap_or_else(|| format!("{:016x}/{}", header.cluster_id, header.last_log_index));
-    crate::cluster_id(&format!("{}\0restored\0{token}", config.cluster_name), config.members().into_keys())
-}
-
-/// Restores `file`, as [`check`] found it, into `disk`, the new data directory of `config.id`
-/// (see the module header).
+/// Restores `file`, as [`check`] found it, into `disk`, the new data directory of `config.id`;
+/// `drawn` is the new cluster's id, which only the lowest member records (see the module header).
 pub async fn restore<D: Disk>(
     disk: Arc<D>,
     config: &NodeConfig,
     file: &Path,
     checked: Checked,
-    token: Option<&str>,
+    drawn: u64,
 ) -> Result<Restored, String> {
     let shown = file.display();
     let Checked { header, counts } = checked;
@@ -93,8 +86,10 @@ pub async fn restore<D: Disk>(
         last_log_id: Some(last_log_id),
         last_membership: openraft::StoredMembership::new(Some(last_log_id), membership),
     };
-    let cluster_id = restored_cluster_id(config, &header, token);
-    crate::record_identity(disk.as_ref(), config, cluster_id).map_err(io("write the data directory"))?;
+    let lowest = voters.first().copied() == Some(config.id);
+    let cluster_id = if lowest { drawn } else { crate::identity::UNBOUND };
+    crate::identity::record(disk.as_ref(), &config.cluster_name, config.id, cluster_id)
+        .map_err(io("write the data directory"))?;
 
     let snapshot_dir = config.data_dir.join("snapshots");
     std::fs::create_dir_all(&snapshot_dir).map_err(io("create the snapshot directory"))?;

@@ -15,9 +15,11 @@
 //! node 4, truncated by leader 4 itself, did not see node 4 leave, and must keep taking its
 //! appends (judging on that membership once left such a member refusing its leader for good).
 //!
-//! A removed node writes the marker, stops its Raft core, answers every client request with the
-//! reason, and refuses to start again on that data directory: the way back is a fresh directory
-//! and `--join`. It is told by the leader that removed it (`Raft.Removed`), or, when that leader
+//! A removed node writes the marker, stops its Raft core, and stops: `crate::run` returns the
+//! reason, so the process exits with it, as etcd's does (until its servers have stopped, it
+//! answers every client request with the reason, marked final for that endpoint:
+//! `api::client::ENDPOINT_FINAL_HEADER`). It refuses to start again on that data directory: the
+//! way back is a fresh directory and `--join`. It is told by the leader that removed it (`Raft.Removed`), or, when that leader
 //! failed before the notice got through, by any member that applied the removal, in the refusal
 //! of the first message it sends that member (`peer::network::REMOVED_AT_HEADER`). A notice is
 //! not taken when this node knows a membership at or after its index that holds it.

@@ -322,10 +322,13 @@ impl Cluster {
         status
     }
 
-    /// The cluster id every node computed at its first start (the default cluster name, ids 1..=N).
-    pub fn cluster_id(&self) -> u64 {
-        let name = node::config::NodeConfig::default().cluster_name;
-        node::cluster_id(&name, self.nodes.iter().filter(|node| node.join.is_none()).map(|node| node.id))
+    /// The cluster id node 1 answers, once it knows it (it learns it as the cluster is made).
+    pub async fn cluster_id(&self) -> u64 {
+        wait_for("node 1 to know its cluster's id", || async {
+            let status = self.own_status(1).await;
+            (status.cluster_id != node::identity::UNBOUND).then_some(status.cluster_id)
+        })
+        .await
     }
 
     /// A raw `strand.v1.Raft` client of node `id` whose calls claim to come from `identity`.

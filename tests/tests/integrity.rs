@@ -10,7 +10,9 @@
 //! - a Raft message from another cluster, from no cluster, or in another node's name is refused, a
 //!   non-member's read index too (a vote or an append from a node no member saw leave is judged:
 //!   it may have been added since), and a
-//!   stream of vote requests that claim a leadership transfer nobody started disturbs nothing.
+//!   stream of vote requests that claim a leadership transfer nobody started disturbs nothing;
+//! - two clusters started apart with the same name and ids draw different ids, and a node of one
+//!   that comes back at the address of a node of the other refuses that cluster's leader.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::collections::BTreeMap;
@@ -214,8 +216,7 @@ fn forwarded(command: Command) -> RaftPayload {
 /// A peer client of the leader, in the name of a follower.
 async fn peer_client_of_leader(cluster: &Cluster) -> node::peer::network::PeerRpc {
     let leader = cluster.wait_for_leader().await;
-    let identity =
-        PeerIdentity { cluster_id: cluster.cluster_id(), member_id: (1..=3).find(|id| *id != leader).unwrap() };
+    let identity = PeerIdentity::fixed(cluster.cluster_id().await, (1..=3).find(|id| *id != leader).unwrap());
     cluster.peer_client(leader, identity).await
 }
 
@@ -314,23 +315,23 @@ async fn damaged_foreign_forged_and_oversized_snapshots_are_refused_and_change_n
     let before = cluster.wait_for_convergence(3).await;
     let term = cluster.client().status(false).await.unwrap().term;
     let follower = (1..=3).find(|id| *id != leader).unwrap();
-    let ours = PeerIdentity { cluster_id: cluster.cluster_id(), member_id: leader };
+    let ours = PeerIdentity::fixed(cluster.cluster_id().await, leader);
 
     let mut damaged = file.clone();
     damaged[file.len() / 2] ^= 0x01;
-    let status = send_snapshot(&cluster, follower, ours, leader, term + 5, &meta, damaged).await;
+    let status = send_snapshot(&cluster, follower, ours.clone(), leader, term + 5, &meta, damaged).await;
     assert_eq!(status.code(), tonic::Code::DataLoss, "{status:?}");
 
-    let foreign = PeerIdentity { cluster_id: ours.cluster_id ^ 1, member_id: leader };
+    let foreign = PeerIdentity::fixed(ours.cluster_id.get() ^ 1, leader);
     let status = send_snapshot(&cluster, follower, foreign, leader, term + 5, &meta, file.clone()).await;
     assert_eq!(status.code(), tonic::Code::PermissionDenied, "{status:?}");
 
     let other = (1..=3).find(|id| *id != leader && *id != follower).unwrap();
-    let status = send_snapshot(&cluster, follower, ours, other, term + 5, &meta, file.clone()).await;
+    let status = send_snapshot(&cluster, follower, ours.clone(), other, term + 5, &meta, file.clone()).await;
     assert_eq!(status.code(), tonic::Code::PermissionDenied, "in another member's name: {status:?}");
 
     let oversized: Vec<u8> = file.iter().copied().cycle().take(1024 * 1024).collect();
-    let status = send_snapshot(&cluster, follower, ours, leader, term + 5, &meta, oversized).await;
+    let status = send_snapshot(&cluster, follower, ours.clone(), leader, term + 5, &meta, oversized).await;
     assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status:?}");
     assert!(status.message().contains("snapshot_receive_bytes_max"), "{status:?}");
 
@@ -346,11 +347,12 @@ async fn raft_messages_from_another_cluster_or_a_stranger_are_refused() {
     let follower = (1..=3).find(|id| *id != leader).unwrap();
     let vote = openraft::raft::VoteRequest::<TypeConfig>::new(Vote::new(1_000, leader), None);
     let payload = node::peer::network::encode(&vote);
-    let cluster_id = cluster.cluster_id();
+    let cluster_id = cluster.cluster_id().await;
     for (identity, why) in [
-        (PeerIdentity { cluster_id: cluster_id ^ 1, member_id: leader }, "another cluster"),
-        (PeerIdentity { cluster_id, member_id: 99 }, "a node no member knows, voting in another's name"),
-        (PeerIdentity { cluster_id, member_id: follower }, "a member voting in another's name"),
+        (PeerIdentity::fixed(cluster_id ^ 1, leader), "another cluster"),
+        (PeerIdentity::fixed(cluster_id, 99), "a node no member knows, voting in another's name"),
+        (PeerIdentity::fixed(cluster_id, follower), "a member voting in another's name"),
+        (PeerIdentity::fixed(node::identity::UNBOUND, leader), "a node that knows no cluster id"),
     ] {
         let mut raft = cluster.peer_client(follower, identity).await;
         let status = raft.vote(payload.clone()).await.expect_err(why);
@@ -359,7 +361,7 @@ async fn raft_messages_from_another_cluster_or_a_stranger_are_refused() {
     // A candidate or leader no member saw leave may be one added after the follower's last entry,
     // so its vote or append is judged; what only a member asks (a read index, a forwarded write,
     // a leadership move) is refused from a non-member.
-    let mut stranger = cluster.peer_client(follower, PeerIdentity { cluster_id, member_id: 99 }).await;
+    let mut stranger = cluster.peer_client(follower, PeerIdentity::fixed(cluster_id, 99)).await;
     let status = stranger.read_index(RaftPayload::default()).await.expect_err("a non-member's read index");
     assert_eq!(status.code(), tonic::Code::PermissionDenied, "{status:?}");
     assert!(status.message().contains("not a member"), "{status:?}");
@@ -374,6 +376,62 @@ async fn raft_messages_from_another_cluster_or_a_stranger_are_refused() {
     create_beads(&cluster, "after the strangers", 3).await;
 }
 
+/// A child process killed when dropped (a test that fails leaves none behind).
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_clusters_started_apart_never_share_an_id_and_refuse_each_other() {
+    // The same name and ids 1, 2, 3: each cluster draws its id as it is made.
+    let (mut first, mut second) = (Cluster::start(3, None), Cluster::start(3, None));
+    first.wait_for_leader().await;
+    second.wait_for_leader().await;
+    let (first_id, second_id) = (first.cluster_id().await, second.cluster_id().await);
+    assert_ne!(first_id, second_id);
+    for id in 1..=3 {
+        assert_eq!(second.own_status(id).await.cluster_id, second_id, "node {id} learned its cluster's id");
+    }
+    // Node 3 of the second cluster comes back where node 3 of the first one was (its host and
+    // ports): the first cluster's leader sends it appends, which it refuses, and nothing
+    // changes on either side (with one shared id, it took them and its log went the first
+    // cluster's way).
+    first.kill(3);
+    second.kill(3);
+    let (taken, moved) = (&first.nodes[2], &second.nodes[2]);
+    let peers =
+        format!("1={},2={},3={}", second.nodes[0].peer_address, second.nodes[1].peer_address, taken.peer_address);
+    let log_path = second.dir().join("moved.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let _moved = Reaped(
+        std::process::Command::new(tests::strand_binary())
+            .args(["node", "--id", "3", "--listen", &taken.address, "--listen-peer", &taken.peer_address])
+            .arg("--data-dir")
+            .arg(&moved.data_dir)
+            .args(["--peers", &peers])
+            .env("RUST_LOG", "info,openraft=warn")
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("the moved node to refuse the other cluster's leader", || async {
+        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        log.contains("they are different clusters").then_some(())
+    })
+    .await;
+    let status = first.client_of(vec![first.nodes[0].address.clone()]).status(false).await.unwrap();
+    assert_eq!(status.voters, vec![1, 2, 3], "the first cluster's membership is unchanged");
+    assert_eq!(first.own_status(1).await.cluster_id, first_id);
+    let stray = first.client_of(vec![taken.address.clone()]).status(false).await.unwrap();
+    let own = stray.nodes.iter().find(|member| member.id == 3).unwrap();
+    assert_eq!(own.cluster_id, second_id, "the moved node keeps its own cluster");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn vote_requests_claiming_an_unannounced_leadership_transfer_disturb_nothing() {
     let cluster = Cluster::start(3, None);
@@ -381,7 +439,7 @@ async fn vote_requests_claiming_an_unannounced_leadership_transfer_disturb_nothi
     let term = cluster.client().status(false).await.unwrap().term;
     let candidate = (1..=3).find(|id| *id != leader).unwrap();
     let voter = (1..=3).find(|id| *id != leader && *id != candidate).unwrap();
-    let identity = PeerIdentity { cluster_id: cluster.cluster_id(), member_id: candidate };
+    let identity = PeerIdentity::fixed(cluster.cluster_id().await, candidate);
     let mut raft = cluster.peer_client(voter, identity).await;
     let last_log_id = openraft::type_config::alias::LogIdOf::<TypeConfig>::new_term_index(term + 10, 1_000_000);
     for round in 0..50 {
@@ -401,24 +459,27 @@ async fn a_rejoining_node_does_not_vote_until_it_has_caught_up() {
     cluster.wait_for_leader().await;
     let acknowledged = create_beads(&cluster, "before the loss", 20).await;
     cluster.wait_for_convergence(3).await;
+    let cluster_id = cluster.cluster_id().await;
     for id in 1..=3 {
         cluster.kill(id);
     }
     let data_dir = cluster.nodes[1].data_dir.clone();
     std::fs::remove_dir_all(&data_dir).unwrap();
+    // Node 1 alone answers which cluster node 2 belongs to; one answer about how far the logs
+    // reach is too few, so node 2 stays rejoining until node 3 is back.
+    cluster.restart(1);
     cluster.restart_with(2, &["--rejoin"]);
-    let identity = PeerIdentity { cluster_id: cluster.cluster_id(), member_id: 1 };
+    let identity = PeerIdentity::fixed(cluster_id, 1);
     let vote = openraft::raft::VoteRequest::<TypeConfig>::new(Vote::new(50, 1), None);
     let refused = wait_for("the rejoining node to answer", || async {
         let address = format!("http://{}", cluster.nodes[1].peer_address);
         let channel = tonic::transport::Endpoint::from_shared(address).ok()?.connect().await.ok()?;
-        let mut raft = RaftClient::with_interceptor(channel, identity);
+        let mut raft = RaftClient::with_interceptor(channel, identity.clone());
         raft.vote(node::peer::network::encode(&vote)).await.err()
     })
     .await;
     assert_eq!(refused.code(), tonic::Code::Unavailable, "{refused:?}");
     assert!(refused.message().contains("rejoining"), "{refused:?}");
-    cluster.restart(1);
     cluster.restart(3);
     cluster.wait_for_convergence(3).await;
     wait_for("the rejoined node to vote again", || async {

@@ -83,17 +83,11 @@ async fn grow_to_five_and_shrink_to_three_removing_the_leader_under_load() {
     assert!(beads <= (acked + failed) as u64, "{beads} beads from {acked} acknowledged and {failed} failed creates");
     println!("grew to 5 and shrank to 3 under load: {acked} writes acknowledged, {failed} failed, none lost");
 
-    // A removed node serves nothing, says why, and never starts again on its data.
+    // A removed node exits, saying why, and never starts again on its data.
     for removed in [leader, follower] {
-        let endpoint = cluster.nodes[(removed - 1) as usize].address.clone();
-        let output = std::process::Command::new(tests::strand_binary())
-            .args(["--endpoints", &endpoint, "--timeout", "2s", "list"])
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(!output.status.success(), "node {removed} still serves");
-        assert!(stderr.contains(&format!("node {removed} was removed from cluster")), "{stderr}");
-        cluster.kill(removed);
+        assert!(!cluster.wait_for_exit(removed).await.success(), "node {removed} exits with an error");
+        let log = cluster.log(removed);
+        assert!(log.contains(&format!("stopped: node {removed} was removed from cluster")), "{log}");
         cluster.restart(removed);
         let status = cluster.wait_for_exit(removed).await;
         assert!(!status.success());
@@ -314,6 +308,110 @@ async fn a_lost_quorum_is_recovered_with_force_new_cluster_keeping_every_write()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success() && stderr.contains("refusing --force-new-cluster"), "{stderr}");
+    assert!(!empty.exists(), "a refused start leaves no directory behind");
+}
+
+/// `strand node ARGS` on a fresh data directory under the cluster's, with fresh listeners unless
+/// `args` names them; waits for it to exit and answers its output and the directory.
+fn node_alone(cluster: &Cluster, name: &str, args: &[&str]) -> (std::process::Output, std::path::PathBuf) {
+    let dir = cluster.dir().join(name);
+    let mut command = std::process::Command::new(tests::strand_binary());
+    command.arg("node").arg("--data-dir").arg(&dir).args(args);
+    for flag in ["--listen", "--listen-peer"] {
+        if !args.contains(&flag) {
+            command.args([flag, &format!("127.0.0.1:{}", tests::free_port())]);
+        }
+    }
+    let output = tests::output_within(command.stderr(std::process::Stdio::piped()).spawn().unwrap(), WAIT_EXIT)
+        .expect("the node exits by itself");
+    (output, dir)
+}
+
+/// How long a refused start may take (a join that asks until its timeout included).
+const WAIT_EXIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Waits until node `id`'s log says it caught up after `--rejoin` and votes again.
+async fn wait_rejoined(cluster: &Cluster, id: u64) {
+    wait_for(&format!("node {id} to vote again after rejoining"), || async {
+        cluster.log(id).contains("caught up after rejoining; this node votes again").then_some(())
+    })
+    .await;
+}
+
+/// Wipes node `id`'s data directory (killed first) and starts it again with `--rejoin`, as the
+/// README's "A lost disk" recipe does, with the command it was first started with.
+fn lose_disk_and_rejoin(cluster: &mut Cluster, id: u64) {
+    cluster.kill(id);
+    std::fs::remove_dir_all(&cluster.nodes[(id - 1) as usize].data_dir).unwrap();
+    cluster.restart_with(id, &["--rejoin"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_lost_disk_rejoins_after_the_membership_changed_and_a_join_never_clobbers_a_member() {
+    let mut cluster = Cluster::start(3, Some(FAST_PROMOTION));
+    cluster.wait_for_leader().await;
+    let load = Load::start(&cluster, 2);
+    load.acknowledges(30).await;
+
+    // A join through an address where nothing listens gives up at its deadline; one through a
+    // client port is refused at once as one. Neither leaves a directory behind.
+    let nowhere = format!("127.0.0.1:{}", tests::free_port());
+    let (output, dir) =
+        node_alone(&cluster, "join-nowhere", &["--id", "9", "--join", &nowhere, "--join-timeout", "2s"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success() && stderr.contains("no member answered within 2 s"), "{stderr}");
+    assert!(!dir.exists(), "no directory is left behind: {stderr}");
+    let client_port = cluster.nodes[0].address.clone();
+    let (output, dir) = node_alone(&cluster, "join-client-port", &["--id", "9", "--join", &client_port]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success() && stderr.contains("client port"), "{stderr}");
+    assert!(!dir.exists(), "{stderr}");
+
+    // Node 4 joins; node 3 is removed, and its process exits saying so.
+    let four = cluster.join(&[1, 2], &[]);
+    wait_for_voters(&cluster, &[1, 2, 3, four]).await;
+    json_of(&strand_as(&cluster, "ops", &["--json", "member", "remove", "3"]));
+    let exited = cluster.wait_for_exit(3).await;
+    assert!(!exited.success(), "a removed node exits with an error");
+    assert!(cluster.log(3).contains("stopped: node 3 was removed from cluster"), "{}", cluster.log(3));
+    wait_for_voters(&cluster, &[1, 2, four]).await;
+
+    // A fresh directory that asks to join under a voter's id is refused, and changes nothing:
+    // that is a lost disk, which --rejoin brings back.
+    cluster.kill(2);
+    let node_2 = &cluster.nodes[1];
+    let (listen, listen_peer) = (node_2.address.clone(), node_2.peer_address.clone());
+    let through = cluster.nodes[0].peer_address.clone();
+    let args = ["--id", "2", "--listen", &listen, "--listen-peer", &listen_peer, "--join", &through];
+    let (output, dir) = node_alone(&cluster, "clobber", &args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success() && stderr.contains("is already a voter") && stderr.contains("--rejoin"),
+        "{stderr}"
+    );
+    assert!(!dir.exists(), "{stderr}");
+    let leader = cluster.wait_for_leader().await;
+    assert!(!cluster.log(leader).contains("log went back"), "the leader saw no wiped member");
+
+    // Node 2 stayed while node 3 was replaced: it rejoins with the --peers it was started with.
+    lose_disk_and_rejoin(&mut cluster, 2);
+    wait_rejoined(&cluster, 2).await;
+    // Node 4 joined: it rejoins with its --join, which --rejoin turns into asking.
+    lose_disk_and_rejoin(&mut cluster, four);
+    wait_rejoined(&cluster, four).await;
+    assert!(!cluster.log(four).contains("has no effect"), "{}", cluster.log(four));
+
+    // Node 1 is removed and comes back under a new id (5) on its host; then it loses its disk.
+    json_of(&strand_as(&cluster, "ops", &["--json", "member", "remove", "1"]));
+    assert!(!cluster.wait_for_exit(1).await.success());
+    let five = cluster.join(&[2, four], &[]);
+    wait_for_voters(&cluster, &[2, four, five]).await;
+    lose_disk_and_rejoin(&mut cluster, five);
+    wait_rejoined(&cluster, five).await;
+
+    let (acked, failed) = load.stop().await;
+    assert_eq!(failed, 0, "no write failed for good");
+    assert!(converged_beads(&cluster, 3).await >= acked as u64);
 }
 
 /// Runs the CLI against a TLS cluster, with `token` as `$STRAND_TOKEN`.

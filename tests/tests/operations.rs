@@ -151,7 +151,7 @@ async fn a_backup_under_load_holds_every_write_acknowledged_before_it_and_checks
     assert!(!dir.join("strand.backup.part").exists(), "no part file is left");
     let status = json_of(&run(&follower, &["--json", "snapshot", "status", path]));
     assert_eq!(status["header"], saved["header"], "status reads what save wrote");
-    assert_eq!(status["header"]["cluster_id"], cluster.cluster_id(), "{status}");
+    assert_eq!(status["header"]["cluster_id"], cluster.cluster_id().await, "{status}");
 
     // Refused, changing nothing: an existing file; a damaged, a cut and a foreign file.
     let bytes = std::fs::read(&file).unwrap();
@@ -215,7 +215,7 @@ async fn a_backup_restored_into_a_new_cluster_serves_the_same_beads_under_a_new_
             .arg(file)
             .arg("--data-dir")
             .arg(data_dir)
-            .args(["--id", &id.to_string(), "--peers", &peers, "--cluster-token", "restored-in-test"])
+            .args(["--id", &id.to_string(), "--peers", &peers])
             .output()
             .unwrap()
     };
@@ -240,19 +240,70 @@ async fn a_backup_restored_into_a_new_cluster_serves_the_same_beads_under_a_new_
         let data_dir = target.nodes[(id - 1) as usize].data_dir.clone();
         std::fs::remove_dir_all(&data_dir).unwrap();
         let restored = json_of(&restore(id, &data_dir, &file));
-        cluster_ids.push(restored["cluster_id"].as_str().unwrap().to_string());
+        cluster_ids.push(restored["cluster_id"].clone());
     }
-    assert!(cluster_ids.iter().all(|id| *id == cluster_ids[0]), "members restored apart agree: {cluster_ids:?}");
-    assert_ne!(cluster_ids[0], format!("{:016x}", source.cluster_id()), "a new cluster id");
+    // The lowest member's restore draws the new id; the others learn it once the cluster runs.
+    let drawn = cluster_ids[0].as_str().expect("node 1's restore draws the id").to_string();
+    assert_eq!(&cluster_ids[1..], [serde_json::Value::Null, serde_json::Value::Null], "{cluster_ids:?}");
+    assert_ne!(drawn, format!("{:016x}", source.cluster_id().await), "a new cluster id");
+    let elsewhere = target.dir().join("restored-elsewhere");
+    let again = json_of(&restore(1, &elsewhere, &file));
+    assert_ne!(again["cluster_id"].as_str().unwrap(), drawn, "a second restore of one backup is another cluster");
+    let token = std::process::Command::new(tests::strand_binary())
+        .args(["snapshot", "restore"])
+        .arg(&file)
+        .arg("--data-dir")
+        .arg(target.dir().join("with-token"))
+        .args(["--id", "1", "--peers", &peers, "--cluster-token", "t"])
+        .output()
+        .unwrap();
+    assert_eq!(token.status.code(), Some(2), "{token:?}");
+    assert!(String::from_utf8_lossy(&token.stderr).contains("--cluster-token is no longer needed"), "{token:?}");
     for id in 1..=3 {
         target.restart(id);
     }
     target.wait_for_leader().await;
     assert_eq!(all_beads(&target).await, before, "the restored cluster serves every bead of the backup");
+    for id in 1..=3 {
+        let learned = wait_for("every member to learn the drawn id", || async {
+            let known = target.own_status(id).await.cluster_id;
+            (known != 0).then_some(known)
+        })
+        .await;
+        assert_eq!(format!("{learned:016x}"), drawn, "node {id}");
+    }
+
+    // A lost disk in the restored cluster: node 2 comes back empty with --rejoin and learns the
+    // restored cluster's id from a member (it once computed another and was refused for good).
+    target.kill(2);
+    std::fs::remove_dir_all(&target.nodes[1].data_dir).unwrap();
+    target.restart_with(2, &["--rejoin"]);
+    wait_for("the rejoined node to vote again", || async {
+        target.log(2).contains("caught up after rejoining; this node votes again").then_some(())
+    })
+    .await;
     target
         .client()
         .execute(Command::Create(CreateBead { title: "after the restore".into(), ..Default::default() }))
         .await
         .unwrap();
     target.wait_for_convergence(3).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_node_stopped_at_once_stops_without_waiting_for_a_handover() {
+    let mut cluster = Cluster::start(3, None);
+    let leader = cluster.wait_for_leader().await;
+    cluster.wait_for_convergence(3).await;
+    // The followers first: by the time the leader drains, each is stopping or gone, so no voter
+    // can take over, and the leader must not wait for one.
+    for id in (1..=3).filter(|id| *id != leader).chain([leader]) {
+        cluster.signal(id, "TERM");
+    }
+    for id in 1..=3 {
+        assert!(cluster.wait_for_exit(id).await.success(), "node {id} stops cleanly");
+    }
+    let log = cluster.log(leader);
+    assert!(!log.contains("could not hand the leadership over"), "the leader waited for a handover: {log}");
+    assert!(log.contains("without a handover") || log.contains("no other voter ready to take over"), "{log}");
 }

@@ -23,8 +23,8 @@ async fn a_broken_replication_stream_ends_unanswered_and_the_follower_keeps_repl
     let cluster = Cluster::start(3, None);
     let leader = cluster.wait_for_leader().await;
     let follower = cluster.nodes.iter().find(|node| node.id != leader).unwrap();
-    let identity = PeerIdentity { cluster_id: cluster.cluster_id(), member_id: leader };
-    let mut raft = cluster.peer_client(follower.id, identity).await;
+    let identity = PeerIdentity::fixed(cluster.cluster_id().await, leader);
+    let mut raft = cluster.peer_client(follower.id, identity.clone()).await;
 
     // A request that does not decode: the follower ends the session without answering it. The
     // request stream stays open, so only the follower can have ended the answers.
@@ -58,7 +58,7 @@ async fn a_plain_client_on_the_client_listener_cannot_reach_the_raft_service() {
     let cluster = Cluster::start(3, None);
     let leader = cluster.wait_for_leader().await;
     let node = &cluster.nodes[(leader - 1) as usize];
-    let identity = PeerIdentity { cluster_id: cluster.cluster_id(), member_id: leader % 3 + 1 };
+    let identity = PeerIdentity::fixed(cluster.cluster_id().await, leader % 3 + 1);
     let channel =
         tonic::transport::Endpoint::from_shared(format!("http://{}", node.address)).unwrap().connect().await.unwrap();
     let mut raft = api::proto::raft_client::RaftClient::with_interceptor(channel.clone(), identity);

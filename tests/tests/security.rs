@@ -22,13 +22,13 @@ fn create(title: &str) -> Command {
 
 /// A Raft client of node `to`'s peer listener over TLS, showing node `shown`'s certificate (or
 /// the client certificate when `None`), whose calls claim to come from `claimed`.
-fn peer_client(cluster: &Cluster, to: u64, shown: Option<u64>, claimed: u64) -> node::peer::network::PeerRpc {
-    dial_peer(cluster, to, to, shown, claimed)
+async fn peer_client(cluster: &Cluster, to: u64, shown: Option<u64>, claimed: u64) -> node::peer::network::PeerRpc {
+    dial_peer(cluster, to, to, shown, claimed).await
 }
 
 /// [`peer_client`], dialling node `to`'s peer listener but expecting its certificate to name
 /// node `expected`.
-fn dial_peer(
+async fn dial_peer(
     cluster: &Cluster,
     to: u64,
     expected: u64,
@@ -53,7 +53,7 @@ fn dial_peer(
         Some(api::tls::node_name(expected)),
         Duration::from_secs(5),
     );
-    node::peer::network::peer_rpc(channel, PeerIdentity { cluster_id: cluster.cluster_id(), member_id: claimed })
+    node::peer::network::peer_rpc(channel, PeerIdentity::fixed(cluster.cluster_id().await, claimed))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -93,22 +93,22 @@ async fn a_peer_with_a_certificate_for_another_node_id_is_refused() {
     );
     let payload: RaftPayload = node::peer::network::encode(&vote);
     // Node `other`'s valid certificate, speaking for the leader: refused, naming both.
-    let mut posing = peer_client(&cluster, follower, Some(other), leader);
+    let mut posing = peer_client(&cluster, follower, Some(other), leader).await;
     let refused = posing.vote(payload.clone()).await.unwrap_err();
     assert_eq!(refused.code(), tonic::Code::PermissionDenied, "{refused:?}");
     assert!(refused.message().contains(&format!("strand-node-{leader}")), "{refused:?}");
     // The client certificate names no node: refused in the handshake, and the node logs it.
-    let mut client_posing = peer_client(&cluster, follower, None, leader);
+    let mut client_posing = peer_client(&cluster, follower, None, leader).await;
     client_posing.vote(payload).await.unwrap_err();
     wait_for("the follower to log the refused handshake", || async {
         cluster.log(follower).contains("a TLS handshake on the peer listener failed").then_some(())
     })
     .await;
     // The same connection shape in its own name is served.
-    let mut honest = peer_client(&cluster, follower, Some(other), other);
+    let mut honest = peer_client(&cluster, follower, Some(other), other).await;
     honest.get_node_status(api::proto::StatusRequest { include_digest: false }).await.unwrap();
     // A peer dialled must be the member meant: node `other`'s listener, dialled as `follower`.
-    let mut misdialled = dial_peer(&cluster, other, follower, Some(leader), leader);
+    let mut misdialled = dial_peer(&cluster, other, follower, Some(leader), leader).await;
     let failed = misdialled.get_node_status(api::proto::StatusRequest { include_digest: false }).await.unwrap_err();
     assert!(failed.to_string().contains("certificate"), "the dialler refuses a certificate for another node: {failed}");
     // And the cluster kept its leader.

@@ -13,7 +13,8 @@ use node::config::{NodeConfig, parse_peers};
 use node::connections::{DESCRIPTORS_RESERVED, OPEN_FILES_RECOMMENDED_MIN, fit_to_open_files};
 use node::peer::network::TcpConnector;
 use node::{NodeParams, run};
-use raft_store::{FlushMode, RocksDisk};
+use raft_store::codec::META_IDENTITY;
+use raft_store::{Disk, FlushMode, RocksDisk, Space};
 
 use crate::{CommandResult, Failure};
 
@@ -74,16 +75,22 @@ pub struct NodeArgs {
     /// Id prefix of new namespaces (default st).
     #[arg(long)]
     id_prefix: Option<String>,
-    /// Rejoin after this node's data was lost: start on an empty --data-dir and do not vote until
-    /// caught up with the leader (no effect on a directory that holds data).
+    /// Rejoin after this node's data was lost: on an empty --data-dir, ask a member (--join
+    /// addresses, else --peers) which cluster this node belongs to and what its membership is,
+    /// and do not vote until caught up with the leader (no effect on a directory that holds data).
     #[arg(long)]
     rejoin: bool,
     /// Join a running cluster through these members' peer addresses (HOST:PORT,...): on an empty
     /// --data-dir the node asks to be added as a learner, catches up, and is promoted to a voter
     /// once it stayed caught up. It never initialises a cluster. Not with --peers. With auth on,
-    /// give an admin token (--token or $STRAND_TOKEN).
+    /// give an admin token (--token or $STRAND_TOKEN). With --rejoin: the members to ask which
+    /// cluster this node belongs to; it is not added again.
     #[arg(long, value_name = "ADDRS")]
     join: Option<String>,
+    /// With --join, or --rejoin: how long to ask the members before giving up, leaving --data-dir
+    /// as it was (default 60s; `join_timeout_ms` in the config file).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    join_timeout: Option<std::time::Duration>,
     /// With --join: stay a learner until `strand member promote`.
     #[arg(long, requires = "join")]
     no_auto_promote: bool,
@@ -97,15 +104,23 @@ pub struct NodeArgs {
     log_format: LogFormat,
 }
 
+/// The node's log on standard error, with repeated warnings rate-limited (see
+/// [`super::log_limit`]).
 fn init_logging(format: LogFormat) {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn"));
     // Colour only on a terminal: a log written to a file or a pipe carries no escape codes.
     let colour = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(colour);
+    let registry = tracing_subscriber::registry().with(filter).with(super::log_limit::Limiter::default());
+    let layer = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(colour);
     let _ = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Text => {
+            let format = tracing_subscriber::fmt::format().with_ansi(colour);
+            registry.with(layer.event_format(super::log_limit::Annotated(format))).try_init()
+        }
+        LogFormat::Json => registry.with(layer.json()).try_init(),
     };
 }
 
@@ -173,6 +188,9 @@ fn load_config(args: &NodeArgs) -> Result<NodeConfig, Failure> {
                 "--join needs the peer address of at least one member, e.g. --join 10.0.0.1:7500".into(),
             ));
         }
+    }
+    if let Some(timeout) = args.join_timeout {
+        config.join_timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX).max(1);
     }
     if args.no_auto_promote {
         config.auto_promote = false;
@@ -287,6 +305,11 @@ pub async fn run_node(args: &NodeArgs, token: Option<String>) -> CommandResult {
     config.join_token = token;
     init_logging(args.log_format);
     fit_open_files(&mut config);
+    // A start refused before the node took an identity leaves the directory as it found it.
+    let untouched = match std::fs::read_dir(&config.data_dir) {
+        Err(_) => Some(Untouched::Absent),
+        Ok(mut entries) => entries.next().is_none().then_some(Untouched::Empty),
+    };
     std::fs::create_dir_all(&config.data_dir).map_err(|error| {
         Failure::Refused(format!("cannot create --data-dir {}: {error}", config.data_dir.display()))
     })?;
@@ -299,6 +322,8 @@ pub async fn run_node(args: &NodeArgs, token: Option<String>) -> CommandResult {
             _ => Failure::Refused(format!("cannot open the database in {dir}: {error}")),
         }
     })?;
+    let disk = Arc::new(disk);
+    let data_dir = config.data_dir.clone();
     let tls = match &config.tls {
         Some(settings) => Some(Arc::new(
             node::tls::NodeTls::load(settings, config.id).map_err(|error| Failure::Usage(format!("[tls]: {error}")))?,
@@ -312,7 +337,7 @@ pub async fn run_node(args: &NodeArgs, token: Option<String>) -> CommandResult {
         client_incoming,
         peer_incoming,
         connector: Arc::new(TcpConnector { connect_timeout: Duration::from_secs(2), tls: tls.clone() }),
-        disk: Arc::new(disk),
+        disk: disk.clone(),
         flush_mode: FlushMode::Grouped,
         clock: Arc::new(SystemClock),
         seed: rand::random(),
@@ -320,11 +345,44 @@ pub async fn run_node(args: &NodeArgs, token: Option<String>) -> CommandResult {
         probes: node::Probes::default(),
         tls,
     };
-    run(params).await.map_err(|error| {
+    let ran = run(params).await;
+    if ran.is_err()
+        && let Some(untouched) = untouched
+        && disk.get(Space::Meta, META_IDENTITY).is_ok_and(|identity| identity.is_none())
+    {
+        drop(disk);
+        untouched.restore(&data_dir);
+    }
+    ran.map_err(|error| {
         tracing::error!(%error, "node stopped");
         Failure::Refused(error.to_string())
     })?;
     Ok(true)
+}
+
+/// What a data directory was before a start: absent, or empty.
+#[derive(Clone, Copy)]
+enum Untouched {
+    Absent,
+    Empty,
+}
+
+impl Untouched {
+    /// Puts `dir` back as it was, after a start that never recorded an identity in it.
+    fn restore(self, dir: &std::path::Path) {
+        let removed = match self {
+            Untouched::Absent => std::fs::remove_dir_all(dir),
+            Untouched::Empty => std::fs::read_dir(dir).and_then(|entries| {
+                entries.flatten().try_for_each(|entry| match entry.file_type() {
+                    Ok(kind) if kind.is_dir() => std::fs::remove_dir_all(entry.path()),
+                    _ => std::fs::remove_file(entry.path()),
+                })
+            }),
+        };
+        if let Err(error) = removed {
+            tracing::warn!(dir = %dir.display(), %error, "could not clear what the refused start wrote");
+        }
+    }
 }
 
 #[derive(Args, Debug)]

@@ -33,9 +33,10 @@ pub enum SnapshotCommand {
         file: PathBuf,
     },
     /// Make the data directory of one member of a new cluster from a backup (as `etcdutl
-    /// snapshot restore`): run it for every member, with the same --peers (and --cluster-token),
-    /// then start each with `strand node`. The new cluster gets a new cluster id, so its nodes
-    /// never talk to the old cluster.
+    /// snapshot restore`): run it for every member, with the same --peers, then start each with
+    /// `strand node`. The new cluster gets a new cluster id (drawn by its lowest member's
+    /// restore, and learned by the others when the cluster first runs), so its nodes never talk
+    /// to the old cluster, nor to another restored from the same backup.
     Restore {
         /// The backup file.
         file: PathBuf,
@@ -49,9 +50,8 @@ pub enum SnapshotCommand {
         /// comma-separated (as `strand node --peers`).
         #[arg(long)]
         peers: String,
-        /// Mixed into the new cluster id; give every member the same one. Default: from the
-        /// backup's cluster id and index.
-        #[arg(long)]
+        /// No longer used: refused with what to do instead.
+        #[arg(long, hide = true)]
         cluster_token: Option<String>,
         /// The new cluster's name (as `strand node --cluster-name`).
         #[arg(long, default_value = "strand")]
@@ -65,8 +65,13 @@ pub async fn run(cli: &Cli, command: &SnapshotCommand) -> CommandResult {
         SnapshotCommand::Save { file } => save(cli, file).await,
         SnapshotCommand::Status { file } => status(cli, file),
         SnapshotCommand::Restore { file, data_dir, id, peers, cluster_token, cluster_name } => {
+            if cluster_token.is_some() {
+                return Err(Failure::Usage(
+                    "--cluster-token is no longer needed: the restore of the lowest member draws the new cluster's id, and the others learn it when the cluster first runs; drop the flag".into(),
+                ));
+            }
             let target = Target { data_dir, id: *id, peers, cluster_name };
-            restore(cli, file, &target, cluster_token.as_deref()).await
+            restore(cli, file, &target).await
         }
     }
 }
@@ -79,7 +84,7 @@ struct Target<'a> {
     cluster_name: &'a str,
 }
 
-async fn restore(cli: &Cli, file: &Path, target: &Target<'_>, token: Option<&str>) -> CommandResult {
+async fn restore(cli: &Cli, file: &Path, target: &Target<'_>) -> CommandResult {
     let peers = node::config::parse_peers(target.peers).map_err(|error| Failure::Usage(error.to_string()))?;
     let Some(own) = peers.get(&target.id).cloned() else {
         return Err(Failure::Usage(format!(
@@ -109,21 +114,29 @@ async fn restore(cli: &Cli, file: &Path, target: &Target<'_>, token: Option<&str
     };
     let disk = raft_store::RocksDisk::open(&dir.join("db"))
         .map_err(|error| refused(format!("cannot create the data directory {}: {error}", dir.display())))?;
-    let restored = node::restore::restore(std::sync::Arc::new(disk), &config, file, checked, token)
+    let drawn = node::identity::draw(rand::random());
+    let restored = node::restore::restore(std::sync::Arc::new(disk), &config, file, checked, drawn)
         .await
         .map_err(|error| refused(format!("{error}; remove {} before trying again", dir.display())))?;
+    let bound = restored.cluster_id != node::identity::UNBOUND;
+    let lowest = restored.members.first().copied().unwrap_or(target.id);
     if cli.json {
+        let cluster_id = bound.then(|| format!("{:016x}", restored.cluster_id));
         crate::output::print_value(&json!({
-            "data_dir": dir.display().to_string(), "id": target.id, "cluster_id": format!("{:016x}", restored.cluster_id),
+            "data_dir": dir.display().to_string(), "id": target.id, "cluster_id": cluster_id,
             "members": restored.members, "last_log_index": restored.header.last_log_index, "counts": restored.counts,
         }));
     } else {
         println!(
-            "restored {} into {} for node {} of a new cluster {:016x} (members {:?}), through index {}: {} in {}",
+            "restored {} into {} for node {} of a new cluster {} (members {:?}), through index {}: {} in {}",
             file.display(),
             dir.display(),
             target.id,
-            restored.cluster_id,
+            if bound {
+                format!("{:016x}", restored.cluster_id)
+            } else {
+                format!("(its id is drawn by node {lowest}'s restore, and learned when the cluster first runs)")
+            },
             restored.members,
             restored.header.last_log_index,
             counted(restored.counts.beads, "bead"),

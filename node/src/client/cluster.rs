@@ -212,7 +212,7 @@ impl<D: Disk> Cluster for ClusterService<D> {
         .map_err(|error| Status::internal(format!("cannot read the snapshot: {error}")))?;
         let header = raft_store::backup::BackupHeader {
             storage_format: raft_store::codec::STORAGE_FORMAT,
-            cluster_id: self.core.cluster_id,
+            cluster_id: self.core.cluster_id.get(),
             node_id: self.core.id,
             last_log_index,
             last_log_term,
@@ -302,10 +302,7 @@ impl<D: Disk> ClusterService<D> {
     /// Refuses every request once this node was removed from the cluster, with the reason, so
     /// that clients move to another node.
     fn serving(&self) -> Result<(), Status> {
-        match self.core.removed() {
-            Some(message) => Err(Status::unavailable(message)),
-            None => Ok(()),
-        }
+        super::refuse_if_removed(&self.core)
     }
 
     /// Refuses a request (`what`, for the message) whose token is not an admin's, judged on this

@@ -36,12 +36,27 @@ fn unavailable(error: Unavailable) -> Status {
     Status::unavailable(error.0)
 }
 
+/// Refuses a request once this node was removed from the cluster, with the reason, marked final
+/// for this endpoint: a client moves to another node at once, or fails at once when it has no
+/// other (see `api::client`).
+pub fn refuse_if_removed<D: Disk>(core: &crate::core::NodeCore<D>) -> Result<(), Status> {
+    match core.removed() {
+        Some(message) => {
+            let mut metadata = tonic::metadata::MetadataMap::new();
+            metadata.insert(api::client::ENDPOINT_FINAL_HEADER, tonic::metadata::MetadataValue::from_static("removed"));
+            Err(Status::with_metadata(tonic::Code::Unavailable, message, metadata))
+        }
+        None => Ok(()),
+    }
+}
+
 /// Serves any unary RPC of the table: converts it, writes it through Raft or reads it with the
 /// consistency it asks for, converts the answer.
 pub async fn serve<D: Disk, Req: IntoCall, Resp: FromAnswer>(
     leader: &Leader<D>,
     request: Request<Req>,
 ) -> Result<Response<Resp>, Status> {
+    refuse_if_removed(leader.core())?;
     let now = leader.core().clock.now();
     let credential = credential_of(request.metadata())?;
     let answer = match request.into_inner().into_call(now).map_err(refusal_to_status)? {

@@ -48,6 +48,7 @@ impl<D: Disk> Events for EventsService<D> {
                 "this node already serves {WATCH_STREAMS_MAX} watch streams; close some, or watch through another node"
             ))
         })?;
+        super::refuse_if_removed(core)?;
         let now = core.clock.now();
         let credential = super::credential_of(request.metadata())?;
         let mut read = request.into_inner().into_read(now).map_err(refusal_to_status)?;

@@ -49,16 +49,6 @@ pub const PROMOTE_LAG_ENTRIES_MAX: u64 = 1_000;
 /// answer.
 pub const NOTIFY_REMOVED_FOR: Duration = Duration::from_secs(60);
 
-/// The membership as a change answers it.
-fn changed_of(membership: &openraft::Membership<NodeId, Member>, index: u64, leader: NodeId) -> Changed {
-    Changed {
-        index,
-        members: membership.nodes().map(|(id, member)| (*id, member.clone())).collect(),
-        voters: membership.voter_ids().collect(),
-        leader,
-    }
-}
-
 /// A list of ids for a message: "1, 2, 3".
 fn listed(ids: impl IntoIterator<Item = NodeId>) -> String {
     ids.into_iter().map(|id| id.to_string()).collect::<Vec<_>>().join(", ")
@@ -123,10 +113,21 @@ pub async fn change_here<D: Disk>(
     let voters: BTreeSet<NodeId> = membership.voter_ids().collect();
     let applied = metrics.last_applied.map_or(0, |log_id| log_id.index);
     // A join that asks again after a lost answer changes nothing: answered whatever is under way.
+    // Only while the member is a learner that never acknowledged an entry: a joining node asks
+    // before its Raft starts, so one with a log, or a voter, is another start on a lost disk.
     if let MemberChange::Add { id, member, join: true } = &change
-        && membership.get_node(id).is_some_and(|existing| existing.addr == member.addr)
+        && let Some(existing) = membership.get_node(id)
     {
-        return Ok(changed_of(membership, index, core.id));
+        if existing.addr == member.addr
+            && !voters.contains(id)
+            && super::transfer::matched_index(&metrics, *id).is_none()
+        {
+            return Ok(Changed::of(membership, index, core.id));
+        }
+        return Err(ChangeRefused::Exists(format!(
+            "node {id} is already a {} of this cluster ({existing}): a member whose data directory was lost comes back under its id with --rejoin instead of --join, so that it does not vote before it has caught up; a new node takes an id no member has",
+            if voters.contains(id) { "voter" } else { "learner" }
+        )));
     }
     if membership.get_joint_config().len() > 1 || index > applied {
         return Err(ChangeRefused::NotReady(format!(
@@ -214,7 +215,7 @@ pub async fn change_here<D: Disk>(
         }
     })?;
     let after = response.membership.unwrap_or_else(|| membership.clone());
-    let changed = changed_of(&after, response.log_id.index, core.id);
+    let changed = Changed::of(&after, response.log_id.index, core.id);
     tracing::info!(node = core.id, index = changed.index, voters = %listed(changed.voters.iter().copied()), "{what}: done");
     if let MemberChange::Remove(id) = change
         && let Some(member) = membership.get_node(&id)

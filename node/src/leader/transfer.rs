@@ -23,6 +23,7 @@ use openraft::async_runtime::WatchReceiver;
 use raft_store::{Disk, NodeId};
 
 use crate::core::NodeCore;
+use crate::peer::network::Peers;
 use crate::peer::{MoveRefused, Moved};
 
 /// Most entries a target may lack when the move is asked: openraft's transfer has the target
@@ -149,9 +150,10 @@ pub fn successor<D: Disk>(core: &NodeCore<D>) -> Option<NodeId> {
 }
 
 /// On shutdown: when this node leads, moves the leadership to its [`successor`], waiting up to
-/// three election timeouts; returns at once otherwise. It only logs what happened: shutdown goes
-/// on either way.
-pub async fn drain<D: Disk>(core: &NodeCore<D>) {
+/// three election timeouts; returns at once otherwise, and as soon as the successor shows that it
+/// is stopping too (every node told to stop at once): it is asked first, and watched while the
+/// move runs. It only logs what happened: shutdown goes on either way.
+pub async fn drain<D: Disk>(core: &NodeCore<D>, peers: &Peers) {
     if core.leader() != Some(core.id) {
         return;
     }
@@ -162,12 +164,49 @@ pub async fn drain<D: Disk>(core: &NodeCore<D>) {
         );
         return;
     };
+    let stopping_too = || {
+        tracing::warn!(
+            node = core.id,
+            to,
+            "shutting down as leader without a handover: node {to}, the voter ready to take over, is stopping too (or no longer answers)"
+        );
+    };
+    if !keeps_running(core, peers, to).await {
+        return stopping_too();
+    }
     tracing::info!(node = core.id, to, "shutting down: handing the leadership to node {to} first");
     let wait = Duration::from_millis(core.config.raft.election_timeout_ms_max * 3);
-    match move_here(core, to, wait).await {
-        Ok(moved) => tracing::info!(node = core.id, to, term = moved.term, "node {to} leads; shutting down"),
-        Err(refused) => {
-            tracing::warn!(node = core.id, to, %refused, "could not hand the leadership over; shutting down anyway")
+    let watched = async {
+        while keeps_running(core, peers, to).await {
+            tokio::time::sleep(SUCCESSOR_WATCH_EVERY).await;
         }
+    };
+    tokio::select! {
+        moved = move_here(core, to, wait) => match moved {
+            Ok(moved) => tracing::info!(node = core.id, to, term = moved.term, "node {to} leads; shutting down"),
+            Err(refused) => {
+                tracing::warn!(node = core.id, to, %refused, "could not hand the leadership over; shutting down anyway")
+            }
+        },
+        () = watched => stopping_too(),
+    }
+}
+
+/// How often a stopping leader asks its successor whether it still runs.
+const SUCCESSOR_WATCH_EVERY: Duration = Duration::from_millis(100);
+
+/// Whether member `id` answers its status, within a fraction of the RPC timeout, and is not
+/// stopping itself.
+async fn keeps_running<D: Disk>(core: &NodeCore<D>, peers: &Peers, id: NodeId) -> bool {
+    let address = {
+        let metrics = core.raft.metrics().borrow_watched().clone();
+        metrics.membership_config.membership().get_node(&id).map(|member| member.addr.clone())
+    };
+    let Some(address) = address else { return false };
+    let Ok(mut client) = peers.client(id, &address) else { return false };
+    let timeout = Duration::from_millis(core.config.raft.rpc_timeout_ms / 2);
+    match tokio::time::timeout(timeout, client.get_node_status(pb::StatusRequest::default())).await {
+        Ok(Ok(status)) => !status.into_inner().stopping,
+        _ => false,
     }
 }

@@ -98,6 +98,18 @@ pub struct Changed {
     pub leader: NodeId,
 }
 
+impl Changed {
+    /// The membership `membership`, held by the entry at log index `index`, made by `leader`.
+    pub fn of(membership: &openraft::Membership<NodeId, Member>, index: u64, leader: NodeId) -> Changed {
+        Changed {
+            index,
+            members: membership.nodes().map(|(id, member)| (*id, member.clone())).collect(),
+            voters: membership.voter_ids().collect(),
+            leader,
+        }
+    }
+}
+
 /// Why the membership did not change. Its encoding is sent between nodes: variants are only
 /// added at the end.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]

@@ -62,6 +62,7 @@ use tokio::time::Instant;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 
+use crate::identity::ClusterId;
 use crate::metrics::{ReplicationError, ReplicationMetrics};
 
 /// Bytes per streamed snapshot chunk.
@@ -178,19 +179,32 @@ impl Replication {
     }
 }
 
-/// Who sends a node's Raft messages: its cluster's id and its own member id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Who sends a node's Raft messages: its cluster's id as it is when a call is made (unbound until
+/// the node learns it; see `crate::identity`) and its own member id.
+#[derive(Clone, Debug)]
 pub struct PeerIdentity {
-    /// The cluster id (see `node::cluster_id`).
-    pub cluster_id: u64,
+    /// The cluster id.
+    pub cluster_id: Arc<ClusterId>,
     /// The sending node's id.
     pub member_id: NodeId,
+}
+
+impl PeerIdentity {
+    /// The identity of member `member_id` of the cluster `cluster_id`.
+    pub fn new(cluster_id: Arc<ClusterId>, member_id: NodeId) -> PeerIdentity {
+        PeerIdentity { cluster_id, member_id }
+    }
+
+    /// An identity whose cluster id never changes (a tool's or a test's).
+    pub fn fixed(cluster_id: u64, member_id: NodeId) -> PeerIdentity {
+        PeerIdentity::new(Arc::new(ClusterId::fixed(cluster_id)), member_id)
+    }
 }
 
 impl tonic::service::Interceptor for PeerIdentity {
     fn call(&mut self, mut request: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
         let metadata = request.metadata_mut();
-        metadata.insert(CLUSTER_ID_HEADER, self.cluster_id.into());
+        metadata.insert(CLUSTER_ID_HEADER, self.cluster_id.get().into());
         metadata.insert(MEMBER_ID_HEADER, self.member_id.into());
         Ok(request)
     }
@@ -406,7 +420,7 @@ impl Peers {
             }
         };
         let heeded = Heeded { channel, member, hook: self.removal.clone() };
-        Ok(RaftClient::with_interceptor(heeded, self.identity)
+        Ok(RaftClient::with_interceptor(heeded, self.identity.clone())
             .max_decoding_message_size(PEER_MESSAGE_BYTES_MAX)
             .max_encoding_message_size(PEER_MESSAGE_BYTES_MAX))
     }

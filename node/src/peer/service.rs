@@ -28,6 +28,7 @@ use api::proto::raft_server::Raft as RaftService;
 use api::proto::{self as pb, RaftPayload, SnapshotChunk};
 use futures::StreamExt;
 use openraft::Snapshot;
+use openraft::async_runtime::WatchReceiver;
 use raft_store::types::{Runtime, TypeConfig, Vote};
 use raft_store::{Disk, NodeId, SnapshotFile};
 use tonic::{Request, Response, Status, Streaming};
@@ -38,12 +39,46 @@ use super::network::{
 use super::snapshot;
 use super::{ChangeRefused, JoinRequest, Joined, LeaderPlane, MemberChange};
 use crate::core::NodeCore;
+use crate::identity::UNBOUND;
 
 /// The `strand.v1.Raft` service: traffic from other nodes.
 pub struct RaftPeerService<D: Disk, L: LeaderPlane> {
     core: Arc<NodeCore<D>>,
     /// Where forwarded proposals and read-index requests go.
     leader: Arc<L>,
+}
+
+/// What a message asks of this node, for the check of its sender.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sent {
+    /// What only a member may ask (a forwarded write, a read index, a leadership move, ...).
+    Member,
+    /// A leader's or a candidate's message: an append, a snapshot, a vote.
+    Raft,
+    /// A status request: also between a member and a node that has not learned the cluster's id.
+    Status,
+}
+
+/// Judges the cluster id `theirs` a message carries, against this node's (`ours`; either may be
+/// unbound, see `crate::identity`): `Ok(true)` when this node learns its cluster's id from it,
+/// `Ok(false)` when it passes, and otherwise why it is refused (to follow "a Raft message from
+/// node N").
+fn judge_cluster(ours: u64, theirs: u64, sent: Sent) -> Result<bool, String> {
+    match (ours, theirs) {
+        _ if ours == theirs && ours != UNBOUND => Ok(false),
+        (UNBOUND, _) | (_, UNBOUND) if sent == Sent::Status => Ok(false),
+        (UNBOUND, _) if theirs != UNBOUND && sent == Sent::Raft => Ok(true),
+        (UNBOUND, _) if theirs != UNBOUND => Err(format!(
+            " of cluster {theirs:016x}: this node has not learned its cluster's id yet; it learns it from the first vote or append of a member"
+        )),
+        (_, UNBOUND) => Err(
+            ", which has not learned its cluster's id yet: it learns it from the first vote or append of a member that knows it, and until then it may not stand or lead"
+                .to_string(),
+        ),
+        _ => Err(format!(
+            " of cluster {theirs:016x}, and this node belongs to cluster {ours:016x}: they are different clusters (each draws its id when it is made); point the sender at its own cluster's members"
+        )),
+    }
 }
 
 /// Refuses a Raft message, logging why.
@@ -60,18 +95,19 @@ impl<D: Disk, L: LeaderPlane> RaftPeerService<D, L> {
 
     /// The member that sent `request`, once its cluster id is this node's and it is a member.
     fn sender<T>(&self, request: &Request<T>) -> Result<NodeId, Status> {
-        self.sender_as(request, false)
+        self.sender_as(request, Sent::Member)
     }
 
     /// The node that sent a leader's message (an append, a snapshot) or a candidate's (a vote, a
     /// pre-vote): a member, or a node this node never saw leave a membership (see
     /// `crate::standing`). Raft servers take these without consulting their configuration: a
-    /// voter that has not yet applied the membership adding a node must still vote for it.
+    /// voter that has not yet applied the membership adding a node must still vote for it. An
+    /// unbound node learns its cluster's id from the first of them (see `crate::identity`).
     fn raft_sender<T>(&self, request: &Request<T>) -> Result<NodeId, Status> {
-        self.sender_as(request, true)
+        self.sender_as(request, Sent::Raft)
     }
 
-    fn sender_as<T>(&self, request: &Request<T>, raft_message: bool) -> Result<NodeId, Status> {
+    fn sender_as<T>(&self, request: &Request<T>, sent: Sent) -> Result<NodeId, Status> {
         let header = |key: &str| -> Result<u64, Status> {
             let value = request.metadata().get(key).ok_or_else(|| {
                 refuse(format!("a Raft message without {key}: the sender is not a Strand node of this version"))
@@ -84,14 +120,19 @@ impl<D: Disk, L: LeaderPlane> RaftPeerService<D, L> {
             })
         };
         let cluster_id = header(CLUSTER_ID_HEADER)?;
-        if cluster_id != self.core.cluster_id {
-            return Err(refuse(format!(
-                "a Raft message from cluster {cluster_id:016x}, and this node belongs to cluster {:016x}: the sender was first started with another --cluster-name or other --peers ids",
-                self.core.cluster_id
-            )));
-        }
+        let ours = self.core.cluster_id.get();
+        let learn = match judge_cluster(ours, cluster_id, sent) {
+            Ok(learn) => learn,
+            Err(message) => {
+                let sender = request.metadata().get(MEMBER_ID_HEADER).and_then(|value| value.to_str().ok());
+                return Err(refuse(format!("a Raft message from node {}{message}", sender.unwrap_or("?"))));
+            }
+        };
         let member_id = header(MEMBER_ID_HEADER)?;
-        let admitted = if raft_message { self.core.may_lead(member_id) } else { self.core.is_member(member_id) };
+        let admitted = match sent {
+            Sent::Raft | Sent::Status => self.core.may_lead(member_id),
+            Sent::Member => self.core.is_member(member_id),
+        };
         if !admitted {
             if let Some(index) = self.core.standing.as_ref().and_then(|standing| standing.saw_leave(member_id)) {
                 // It left a membership this node applied: say so, so that it stops (see
@@ -117,16 +158,31 @@ impl<D: Disk, L: LeaderPlane> RaftPeerService<D, L> {
                 )));
             }
         }
+        if learn {
+            match self.core.cluster_id.bind(cluster_id) {
+                Ok(true) => {}
+                Ok(false) => {
+                    let ours = self.core.cluster_id.get();
+                    return Err(refuse(format!(
+                        "a Raft message from node {member_id} of cluster {cluster_id:016x}, and this node has just learned that it belongs to cluster {ours:016x}"
+                    )));
+                }
+                Err(error) => {
+                    return Err(Status::internal(format!("cannot record the cluster id {cluster_id:016x}: {error}")));
+                }
+            }
+        }
         Ok(member_id)
     }
 
-    /// Judges a join request (see [`RaftService::join`]) before it goes to the leader plane.
-    fn admit_join(&self, request: &Request<RaftPayload>) -> Result<JoinRequest, ChangeRefused> {
+    /// Reads a join or identify request (`what`: "join" or "rejoin") and checks who asks: the
+    /// cluster name, and with TLS a certificate naming the id it asks under.
+    fn admit_named(&self, request: &Request<RaftPayload>, what: &str) -> Result<JoinRequest, ChangeRefused> {
         let join: JoinRequest = decode(request.get_ref()).map_err(ChangeRefused::Invalid)?;
         let config = &self.core.config;
         if join.cluster_name != config.cluster_name {
             return Err(ChangeRefused::Denied(format!(
-                "node {} asked to join cluster {:?}, and this is cluster {:?}; start it with --cluster-name {:?}, or join it to its own cluster",
+                "node {} asked to {what} cluster {:?}, and this is cluster {:?}; start it with --cluster-name {:?}, or point it at its own cluster's members",
                 join.id, join.cluster_name, config.cluster_name, config.cluster_name
             )));
         }
@@ -134,7 +190,7 @@ impl<D: Disk, L: LeaderPlane> RaftPeerService<D, L> {
             let named = request.extensions().get::<crate::tls::ConnectionInfo>().and_then(|info| info.node());
             if named != Some(join.id) {
                 return Err(ChangeRefused::Denied(format!(
-                    "node {} asked to join over a connection whose certificate names {}: a joining node must show a certificate naming {} (`strand certs node --id {}`)",
+                    "node {} asked to {what} over a connection whose certificate names {}: it must show a certificate naming {} (`strand certs node --id {}`)",
                     join.id,
                     named.map_or("no single node".to_string(), |id| format!("node {id}")),
                     api::tls::node_name(join.id),
@@ -142,6 +198,12 @@ impl<D: Disk, L: LeaderPlane> RaftPeerService<D, L> {
                 )));
             }
         }
+        Ok(join)
+    }
+
+    /// Judges a join request (see [`RaftService::join`]) before it goes to the leader plane.
+    fn admit_join(&self, request: &Request<RaftPayload>) -> Result<JoinRequest, ChangeRefused> {
+        let join = self.admit_named(request, "join")?;
         let credential = match request.metadata().get(api::auth::AUTHORIZATION_HEADER) {
             None => None,
             Some(value) => Some(
@@ -369,7 +431,7 @@ impl<D: Disk, L: LeaderPlane> RaftService for RaftPeerService<D, L> {
     }
 
     async fn get_node_status(&self, request: Request<pb::StatusRequest>) -> Result<Response<pb::NodeStatus>, Status> {
-        self.raft_sender(&request)?;
+        self.sender_as(&request, Sent::Status)?;
         Ok(Response::new(self.core.own_status(request.into_inner().include_digest)))
     }
 
@@ -398,10 +460,42 @@ impl<D: Disk, L: LeaderPlane> RaftService for RaftPeerService<D, L> {
                 self.leader
                     .change_membership(change)
                     .await
-                    .map(|membership| Joined { cluster_id: self.core.cluster_id, membership })
+                    .map(|membership| Joined { cluster_id: self.core.cluster_id.get(), membership })
             }
         };
         Ok(Response::new(encode(&joined)))
+    }
+
+    /// A node that lost its data asks which cluster it belongs to (`crate::join`, `--rejoin`):
+    /// judged like a join (cluster name, certificate), it must be a member of the membership this
+    /// node holds; the answer carries the cluster id and that membership. Changes nothing.
+    async fn identify(&self, request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
+        small(&request, "an identify request")?;
+        let answer = self.admit_named(&request, "rejoin").and_then(|asked| {
+            let cluster_id = self.core.cluster_id.get();
+            if cluster_id == UNBOUND {
+                return Err(ChangeRefused::Unavailable(format!(
+                    "node {} has not learned its cluster's id yet; ask another member",
+                    self.core.id
+                )));
+            }
+            let metrics = self.core.raft.metrics().borrow_watched().clone();
+            let stored = metrics.membership_config.clone();
+            let index = stored.log_id().map_or(0, |log_id| log_id.index);
+            let membership = super::Changed::of(stored.membership(), index, metrics.current_leader.unwrap_or(0));
+            if !membership.members.contains_key(&asked.id) {
+                let members = membership.members.keys().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+                return Err(ChangeRefused::Unknown(format!(
+                    "node {} is not a member of cluster {:?} (members: {members}); a node whose data was lost rejoins under the id it had, and a new node joins with --join and without --rejoin",
+                    asked.id, self.core.config.cluster_name
+                )));
+            }
+            Ok(Joined { cluster_id, membership })
+        });
+        if let Err(refused) = &answer {
+            tracing::warn!(%refused, "refused an identify request");
+        }
+        Ok(Response::new(encode(&answer)))
     }
 
     /// The leader says it removed this node: it records so and stops serving (see
@@ -412,5 +506,26 @@ impl<D: Disk, L: LeaderPlane> RaftService for RaftPeerService<D, L> {
         let notice: super::Removed = decode(request.get_ref()).map_err(malformed)?;
         self.core.learn_removed(notice.index, sender).map_err(|error| Status::internal(error.to_string()))?;
         Ok(Response::new(encode(&())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cluster_id_is_learned_only_from_a_leader_or_candidate_and_never_changes() {
+        let (x, y) = (0x1234, 0x5678);
+        for sent in [Sent::Member, Sent::Raft, Sent::Status] {
+            assert_eq!(judge_cluster(x, x, sent), Ok(false), "{sent:?}: the same cluster");
+            assert!(judge_cluster(x, y, sent).unwrap_err().contains("different clusters"), "{sent:?}");
+        }
+        assert_eq!(judge_cluster(UNBOUND, x, Sent::Raft), Ok(true), "an unbound node learns from a vote or append");
+        assert!(judge_cluster(UNBOUND, x, Sent::Member).is_err(), "but not from a forwarded request");
+        assert!(judge_cluster(x, UNBOUND, Sent::Raft).unwrap_err().contains("may not stand or lead"));
+        assert!(judge_cluster(UNBOUND, UNBOUND, Sent::Raft).is_err(), "an unbound candidate wins no vote");
+        for (ours, theirs) in [(UNBOUND, UNBOUND), (UNBOUND, x), (x, UNBOUND)] {
+            assert_eq!(judge_cluster(ours, theirs, Sent::Status), Ok(false), "status is answered across binding");
+        }
     }
 }
