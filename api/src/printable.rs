@@ -10,8 +10,9 @@
 //! keeps line feeds and tabs, indents every line after the first so that none can pass for a row
 //! of the output around it, and escapes the rest.
 //!
-//! [`is_unsafe`] says which characters those are; [`has_unsafe`] whether a text holds one, for
-//! the identifiers (actors, labels, metadata keys) that must hold none.
+//! [`is_unsafe`] says which characters those are, for the identifiers (actors, labels, metadata
+//! keys) that must hold none (`validate` names the first one an identifier holds); [`has_unsafe`]
+//! whether a text holds one.
 //!
 //! [`hex`] writes bytes (hashes, names in a cursor) as hex digits, which are always printable.
 //!

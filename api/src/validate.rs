@@ -19,7 +19,7 @@ use crate::command::{Command, ReadyFilter, Txn};
 use crate::limits::*;
 use crate::model::{Actor, Namespace, Status};
 use crate::outcome::Refusal;
-use crate::printable::{has_unsafe, printable};
+use crate::printable::{is_unsafe, printable};
 
 pub(crate) fn check_size(what: &str, value: &str, limit: usize) -> Result<(), Refusal> {
     if value.len() > limit {
@@ -35,13 +35,31 @@ pub(crate) fn check_size(what: &str, value: &str, limit: usize) -> Result<(), Re
 /// proposal and again at apply (`validate_command` runs in the state machine). That is sound only
 /// because the nodes of a cluster run one build, as their peer protocol already requires.
 pub(crate) fn check_identifier(what: &str, value: &str) -> Result<(), Refusal> {
-    if has_unsafe(value) {
-        return Err(Refusal::Invalid(format!(
-            "{what} \"{}\" has a control character; actors, labels and metadata keys are identifiers: give one without control characters",
-            printable(value)
-        )));
+    let Some(unsafe_character) = value.chars().find(|character| is_unsafe(*character)) else {
+        return Ok(());
+    };
+    let (kind, kinds) = unsafe_kind(unsafe_character);
+    Err(Refusal::Invalid(format!(
+        "{what} \"{}\" has {kind}; actors, labels and metadata keys are identifiers: give one without {kinds}",
+        printable(value)
+    )))
+}
+
+/// What an unsafe character is (see [`is_unsafe`]), to name it in a refusal: the kind with the
+/// character's code point where it cannot be seen (`a bidirectional override (U+202E)`), and the
+/// kind in the plural.
+fn unsafe_kind(character: char) -> (String, &'static str) {
+    let code = u32::from(character);
+    if character.is_control() {
+        ("a control character".into(), "control characters")
+    } else if ('\u{202a}'..='\u{202e}').contains(&character) || ('\u{2066}'..='\u{2069}').contains(&character) {
+        // Embeddings, overrides and isolates: each turns the text after it around on screen.
+        (format!("a bidirectional override (U+{code:04X})"), "bidirectional overrides")
+    } else if matches!(character, '\u{2028}' | '\u{2029}') {
+        (format!("a line or paragraph separator (U+{code:04X})"), "line or paragraph separators")
+    } else {
+        (format!("a bidirectional mark (U+{code:04X})"), "bidirectional marks")
     }
-    Ok(())
 }
 
 /// Refuses the actor a write is sent under (the proposal's, recorded in its events) when it holds
@@ -273,7 +291,19 @@ mod tests {
         });
         assert!(refused(validate_command(&hook)).starts_with("agent \"bell\\u{7}\" has a control character"));
         assert!(refused(validate_actor(&Actor("csi\u{9b}2J".into()))).starts_with("actor \"csi\\u{9b}2J\""));
-        assert!(refused(validate_actor(&Actor("rtl\u{202e}".into()))).starts_with("actor \"rtl\\u{202e}\""));
+        assert_eq!(
+            refused(validate_actor(&Actor("rtl\u{202e}".into()))),
+            "actor \"rtl\\u{202e}\" has a bidirectional override (U+202E); actors, labels and metadata keys are identifiers: give one without bidirectional overrides"
+        );
+        for (actor, kind) in [
+            ("isolate\u{2066}", "a bidirectional override (U+2066)"),
+            ("embed\u{202a}", "a bidirectional override (U+202A)"),
+            ("mark\u{200f}", "a bidirectional mark (U+200F)"),
+            ("line\u{2028}", "a line or paragraph separator (U+2028)"),
+        ] {
+            let message = refused(validate_actor(&Actor(actor.into())));
+            assert!(message.contains(&format!("\" has {kind};")), "{message}");
+        }
         let update = UpdateBead {
             id: BeadId::from("st-1"),
             claim_for: Some(Actor("del\u{7f}".into())),

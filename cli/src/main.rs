@@ -116,7 +116,7 @@ pub struct Cli {
     /// How long to keep retrying while no node answers or no leader is elected (15s, 2m). On a
     /// `gate create` command line (before or after the subcommand), `--timeout` is the gate's
     /// own, as in bd; $STRAND_TIMEOUT still sets this one then.
-    #[arg(long, global = true, env = TIMEOUT_VARIABLE, default_value = TIMEOUT_DEFAULT)]
+    #[arg(long, global = true, env = TIMEOUT_VARIABLE, default_value = TIMEOUT_DEFAULT, value_name = "DURATION")]
     timeout: String,
     /// Whether `--timeout` was written on the command line (not taken from the environment or
     /// the default).
@@ -174,7 +174,7 @@ enum Command {
     Auth(admin::auth::AuthCommand),
     /// Run one cluster member.
     #[cfg(feature = "node")]
-    Node(admin::run_node::NodeArgs),
+    Node(Box<admin::run_node::NodeArgs>),
     /// Start a local cluster of child processes for trying things out; Ctrl-C stops it.
     #[cfg(feature = "node")]
     Dev(admin::run_node::DevArgs),
@@ -351,6 +351,15 @@ fn connect(config: ClientConfig) -> Result<Client, Failure> {
 }
 
 impl Cli {
+    /// Whether the command runs cluster members in this process or its children (`node`, `dev`).
+    fn runs_members(&self) -> bool {
+        #[cfg(feature = "node")]
+        let members = matches!(&self.command, Command::Node(_) | Command::Dev(_));
+        #[cfg(not(feature = "node"))]
+        let members = false;
+        members
+    }
+
     /// The gate timeout of `gate create --timeout T` (bd's flag), which is then not the client's.
     pub fn gate_timeout(&self) -> Option<&str> {
         let creating_gate = matches!(&self.command, Command::Gate(beads::gate::GateCommand::Create(_)));
@@ -367,9 +376,7 @@ impl Cli {
                 None => (TIMEOUT_DEFAULT.to_string(), "the default timeout".to_string()),
             },
         };
-        humantime::parse_duration(&text).map_err(|error| {
-            Failure::Usage(format!("{named} {text:?} is not a duration ({error}); write e.g. 15s or 2m"))
-        })
+        values::parse_duration(&text).map_err(|error| Failure::Usage(format!("{named} {text:?}: {error}")))
     }
 
     /// The lease id writes carry (`--lease-id`, `$STRAND_LEASE_ID`).
@@ -644,17 +651,18 @@ fn with_exit_codes(command: clap::Command) -> clap::Command {
 }
 
 /// Lets every option that takes a value take a negative number (`-p -1`, `-n -1`, `--after -1`),
-/// and a lease a leading hyphen (`--lease -5m`), so that its own parser refuses it with the valid
-/// range instead of clap calling it an unexpected argument; nested subcommands included.
+/// and a duration (its value named `DURATION`: `--lease -5m`, `--wait -5s`) a leading hyphen, so
+/// that its own parser refuses it with what it accepts instead of clap calling it an unexpected
+/// argument; nested subcommands included.
 fn with_negative_values(command: clap::Command) -> clap::Command {
     command
         .mut_args(|arg| {
             if !matches!(arg.get_action(), clap::ArgAction::Set | clap::ArgAction::Append) {
                 return arg;
             }
-            let lease = arg.get_id() == "lease";
+            let duration = arg.get_value_names().is_some_and(|names| names.iter().any(|name| name == "DURATION"));
             let arg = arg.allow_negative_numbers(true);
-            if lease { arg.allow_hyphen_values(true) } else { arg }
+            if duration { arg.allow_hyphen_values(true) } else { arg }
         })
         .mut_subcommands(with_negative_values)
 }
@@ -691,6 +699,51 @@ fn one_line(rendered: &str) -> String {
     if line.is_empty() { "invalid command line".into() } else { line }
 }
 
+/// The command whose help a usage error points to: the program's name and the subcommands the
+/// command line names, found by walking `command`'s tree over `words` (the arguments after the
+/// program's name) and skipping the values of the options met on the way. clap's error does not
+/// say which subcommand it is about. Run as `bd`, the program is named `bd`.
+fn help_command(command: &clap::Command, words: impl Iterator<Item = std::ffi::OsString>) -> String {
+    let invoked = std::env::args_os().next().unwrap_or_default();
+    let program = std::path::Path::new(&invoked).file_stem().and_then(|stem| stem.to_str()) == Some("bd");
+    let mut path = vec![if program { "bd" } else { "strand" }.to_string()];
+    let mut command = command.clone();
+    command.build();
+    let mut current = &command;
+    let mut words = words.map(|word| word.to_string_lossy().into_owned());
+    while let Some(word) = words.next() {
+        if word == "--" {
+            break;
+        }
+        let takes_value = |arg: &clap::Arg| matches!(arg.get_action(), clap::ArgAction::Set | clap::ArgAction::Append);
+        if let Some(long) = word.strip_prefix("--") {
+            let (name, inline) = long.split_once('=').map_or((long, false), |(name, _)| (name, true));
+            let arg = current.get_arguments().find(|arg| {
+                arg.get_long() == Some(name) || arg.get_all_aliases().is_some_and(|aliases| aliases.contains(&name))
+            });
+            if arg.is_some_and(|arg| takes_value(arg) && !inline) {
+                words.next();
+            }
+        } else if let Some(shorts) = word.strip_prefix('-').filter(|shorts| !shorts.is_empty()) {
+            // A cluster of short flags (`-qv`): the first that takes a value takes the rest of the
+            // word, or the next word when it ends the cluster.
+            for (at, short) in shorts.char_indices() {
+                let arg = current.get_arguments().find(|arg| arg.get_short() == Some(short));
+                if arg.is_some_and(takes_value) {
+                    if at + short.len_utf8() == shorts.len() {
+                        words.next();
+                    }
+                    break;
+                }
+            }
+        } else if let Some(subcommand) = current.find_subcommand(&word) {
+            path.push(subcommand.get_name().to_string());
+            current = subcommand;
+        }
+    }
+    path.join(" ")
+}
+
 /// Parses the command line; a usage error becomes one line on stderr and exit code 2.
 fn parse() -> Result<Cli, ExitCode> {
     let parsed = clap_command().try_get_matches().and_then(|matches| {
@@ -711,7 +764,8 @@ fn parse() -> Result<Cli, ExitCode> {
             Err(ExitCode::SUCCESS)
         }
         Err(error) => {
-            eprintln!("error: {}; see `strand --help`", printable(&one_line(&error.render().to_string())));
+            let help = help_command(&clap_command(), std::env::args_os().skip(1));
+            eprintln!("error: {}; see `{help} --help`", printable(&one_line(&error.render().to_string())));
             // Gas City reads exit 2 from an exec store as "unknown operation, done": a command
             // line the exec store cannot parse (a bad $STRAND_TIMEOUT, say) must fail instead.
             let exec_store = std::env::args_os().any(|word| word == "exec-store");
@@ -725,6 +779,13 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(code) => return code,
     };
+    if !cli.runs_members() {
+        // A reader that stops reading (`strand list | head -1`) ends the command as it ends
+        // `ls`: by SIGPIPE, quietly, instead of a panic on the next print. Rust ignores SIGPIPE;
+        // `strand node` and `strand dev` keep it ignored, so a closed log pipe never kills a
+        // member (or leaves `dev`'s children running).
+        sigpipe::reset();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {

@@ -249,6 +249,31 @@ pub fn print_bead(bead: &Bead, json: bool) {
     for (key, value) in &bead.metadata {
         println!("  metadata {} = {}", printable(key), printable(value));
     }
+    let (notes, comments) = notes_and_comments(&bead.notes);
+    if !notes.is_empty() {
+        println!("  notes: {}", printable_block(&notes, BLOCK_INDENT));
+    }
+    if !comments.is_empty() {
+        println!("  comments:");
+        for comment in comments {
+            println!("    {}", printable(comment));
+        }
+    }
+}
+
+/// A bead's notes apart from its comments, and the comments (`<author>: TEXT`): the lines of the
+/// notes that start with [`api::model::COMMENT_MARK`], as `strand comment` appends them and the
+/// cluster counts them. bd shows notes and comments apart; Strand keeps both in the notes.
+fn notes_and_comments(notes: &str) -> (String, Vec<&str>) {
+    let mut plain = Vec::new();
+    let mut comments = Vec::new();
+    for line in notes.split('\n') {
+        match line.strip_prefix(api::model::COMMENT_MARK) {
+            Some(comment) => comments.push(comment),
+            None => plain.push(line),
+        }
+    }
+    (plain.join("\n").trim_matches('\n').to_string(), comments)
 }
 
 /// Prints beads (an array in JSON, one line each in text).
@@ -580,6 +605,16 @@ mod tests {
     use api::model::Timestamp;
 
     use super::*;
+
+    #[test]
+    fn notes_and_comments_are_shown_apart() {
+        let notes = "root cause: a race\n[comment] alice: looked into it\nfixed in abc123\n[comment] bob: done";
+        let (plain, comments) = notes_and_comments(notes);
+        assert_eq!(plain, "root cause: a race\nfixed in abc123");
+        assert_eq!(comments, ["alice: looked into it", "bob: done"]);
+        assert_eq!(notes_and_comments("[comment] alice: only"), (String::new(), vec!["alice: only"]));
+        assert_eq!(notes_and_comments(""), (String::new(), Vec::<&str>::new()));
+    }
 
     fn bead(title: &str, assignee: &str) -> Bead {
         let create =

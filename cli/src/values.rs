@@ -1,5 +1,6 @@
 //! Values several commands read from their command line, as `bd` writes them (priorities, times,
-//! lease lengths), and the wall clock they are judged against.
+//! lease lengths), durations and node ids, and the wall clock they are judged against. Each
+//! parser's error says what it accepts; clap prints it after the flag it is about.
 
 use api::model::Timestamp;
 
@@ -34,10 +35,42 @@ pub fn parse_time(text: &str) -> Result<i64, String> {
     Ok(now_ms() + sign * count * unit_ms)
 }
 
+/// A duration (`5s`, `2m`, `1h30m`). A negative one is refused as such: an option that takes a
+/// duration takes a leading hyphen too (`main::with_negative_values`), so that it gets here.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    duration_like(text, "5s or 2m")
+}
+
+/// A duration, refused with `example` as what to write instead.
+fn duration_like(text: &str, example: &str) -> Result<std::time::Duration, String> {
+    if text.trim_start().starts_with('-') {
+        return Err(format!("a duration cannot be negative; write one such as {example}"));
+    }
+    humantime::parse_duration(text).map_err(|error| {
+        format!("not a duration ({error}); write a duration such as {example}, which cannot be negative")
+    })
+}
+
+/// A node id: a whole number of 1 or more (0 is no node).
+pub fn parse_node_id(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(id) if id >= 1 => Ok(id),
+        _ => Err("a node id is a whole number of 1 or more".into()),
+    }
+}
+
+/// `HOST:PORT` with a port from 1 to 65535 (a member's peer or client address).
+pub fn parse_host_port(text: &str) -> Result<String, String> {
+    if api::validate::is_host_port(text) {
+        Ok(text.to_string())
+    } else {
+        Err("not HOST:PORT with a port from 1 to 65535 (for example 10.0.0.4:7500)".into())
+    }
+}
+
 /// A lease's length (`10m`, `1h`, `90s`) in milliseconds, within what a cluster grants.
 pub fn parse_lease(text: &str) -> Result<u64, String> {
-    let duration = humantime::parse_duration(text)
-        .map_err(|error| format!("{text:?} is not a duration ({error}); write e.g. 10m"))?;
+    let duration = duration_like(text, "10m")?;
     let lease_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
     api::validate::validate_lease(lease_ms).map_err(|refusal| refusal.to_string())?;
     Ok(lease_ms)

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use tests::{Cluster, free_port, normalise_times, strand_binary};
+use tests::{Cluster, free_port, json_of, normalise_times, strand_binary};
 
 enum Expect {
     /// Exit 0 and stdout equal to `tests/golden/<name>.json` after normalisation.
@@ -170,7 +170,7 @@ async fn json_output_and_exit_codes() {
         (vec!["create", "x", "-p", "-1"], "expected 0-4"),
         (vec!["list", "-n", "-1"], "not in 0..="),
         (vec!["events", "--after", "-1"], "a whole number from 0"),
-        (vec!["claim", "st-2", "--lease", "-5m"], "write e.g. 10m"),
+        (vec!["claim", "st-2", "--lease", "-5m"], "a duration cannot be negative; write one such as 10m"),
     ] {
         let output = Command::new(strand_binary()).args(["--endpoints", &endpoint]).args(&args).output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -225,19 +225,19 @@ async fn agent_text_is_escaped_in_human_output_and_refused_in_identifiers() {
     let json: serde_json::Value = serde_json::from_slice(&strand(&["show", "--json", "st-1"]).stdout).unwrap();
     assert_eq!(json[0]["title"], forged);
 
-    for (args, field) in [
-        (&["claim", "st-1", "--actor", "ev\x1b[2Jil"][..], "actor"),
-        (&["update", "st-1", "--add-label", "pool:\x1b[2J"], "label"),
-        (&["update", "st-1", "--set-metadata", "k\x07=v"], "metadata key"),
-        (&["create", "x", "--assignee", "bob\nroot"], "assignee"),
+    let control = "has a control character";
+    for (args, field, kind) in [
+        (&["claim", "st-1", "--actor", "ev\x1b[2Jil"][..], "actor", control),
+        (&["update", "st-1", "--add-label", "pool:\x1b[2J"], "label", control),
+        (&["update", "st-1", "--set-metadata", "k\x07=v"], "metadata key", control),
+        (&["create", "x", "--assignee", "bob\nroot"], "assignee", control),
+        // Issue 36: a bidirectional override is named as one, not as a control character.
+        (&["update", "st-1", "--add-label", "rtl\u{202e}"], "label", "has a bidirectional override (U+202E)"),
     ] {
         let output = strand(args);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
-        assert!(
-            stderr.contains(&format!("{field} \"")) && stderr.contains("has a control character"),
-            "{args:?}: {stderr}"
-        );
+        assert!(stderr.contains(&format!("{field} \"")) && stderr.contains(kind), "{args:?}: {stderr}");
         assert!(!stderr.contains('\x1b') && stderr.trim().lines().count() == 1, "{stderr:?}");
     }
     let after: serde_json::Value = serde_json::from_slice(&strand(&["show", "--json", "st-1"]).stdout).unwrap();
@@ -458,4 +458,147 @@ async fn release_gives_back_a_plain_claim_and_namespace_show_counts_a_namespace(
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.starts_with("rig  prefix rg\n  2 beads: open 1, in_progress 1, blocked 0"), "{text}");
     run(&endpoint, &["namespace", "show", "rgi"], Expect::Fails(1, "namespace rgi does not exist; did you mean rig?"));
+}
+
+/// Issue 36: a reader that stops reading ends a listing quietly, text or JSON; `snapshot save`
+/// and `status` print the cluster id (a hash) as the hex the text prints; `show` prints the notes
+/// and comments in text; `member list` shows the client address a member was added with until it
+/// answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_pipes_hash_ids_notes_and_stored_client_addresses() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+
+    let cluster = Cluster::start(1, None);
+    cluster.wait_for_leader().await;
+    let endpoint = cluster.endpoints()[0].clone();
+    let json = |args: &[&str]| json_at(&endpoint, args);
+    let text = |args: &[&str]| {
+        let output = strand_at(&endpoint, args);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    for title in ["first", "second", "third"] {
+        json(&["create", title, "--json"]);
+    }
+
+    // The read end closed before strand prints (`| head` that has read enough): no panic, no
+    // message, and SIGPIPE ends it as it ends `ls`. And through a shell's real `| head -1`.
+    for listing in [&["list", "-n", "0"][..], &["list", "-n", "0", "--json"]] {
+        let mut child = Command::new(strand_binary())
+            .args(["--endpoints", &endpoint])
+            .args(listing)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&output.stderr), "", "{listing:?} ends quietly");
+        assert_eq!(output.status.signal(), Some(13), "{listing:?} ends by SIGPIPE: {:?}", output.status);
+        let piped = Command::new("bash")
+            .arg("-c")
+            .arg(format!("\"$0\" --endpoints {endpoint} {} | head -1", listing.join(" ")))
+            .arg(strand_binary())
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&piped.stderr), "", "{listing:?} | head -1");
+        assert_eq!(String::from_utf8_lossy(&piped.stdout).lines().count(), 1, "{piped:?}");
+    }
+
+    // A cluster id is a hash: in JSON, the 16 hex digits the text prints (not a number jq rounds).
+    let backup = cluster.dir().join("issue-36.backup");
+    let saved = json(&["--json", "snapshot", "save", backup.to_str().unwrap()]);
+    let status = json(&["--json", "snapshot", "status", backup.to_str().unwrap()]);
+    let hex = format!("{:016x}", cluster.cluster_id().await);
+    for value in [&saved, &status] {
+        assert_eq!(value["header"]["cluster_id"], hex.as_str(), "{value}");
+    }
+    assert!(text(&["snapshot", "status", backup.to_str().unwrap()]).contains(&format!("cluster {hex}")));
+
+    // Notes and comments in the text of show, apart.
+    json(&["update", "st-1", "--notes", "root cause: a race", "--json"]);
+    json(&["comment", "st-1", "looked", "into", "it", "--json"]);
+    let shown = text(&["show", "st-1"]);
+    assert!(shown.contains("\n  notes: root cause: a race\n"), "{shown}");
+    assert!(shown.contains("\n  comments:\n    alice: looked into it\n"), "{shown}");
+
+    // A member added with --client-address shows it until it answers for itself.
+    let added =
+        strand_at(&endpoint, &["member", "add", "9", "127.0.0.1:1", "--client-address", "127.0.0.1:2", "--learner"]);
+    assert_eq!(added.status.code(), Some(0), "{added:?}");
+    let members = json(&["member", "list", "--json"]);
+    let nine = members["members"].as_array().unwrap().iter().find(|member| member["id"] == 9).cloned();
+    assert_eq!(nine.as_ref().map(|member| &member["client_address"]), Some(&"127.0.0.1:2".into()), "{members}");
+    let listed = text(&["member", "list"]);
+    let row = listed.lines().find(|line| line.trim_start().starts_with("9 ")).unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(row.split_whitespace().nth(1), Some("127.0.0.1:2"), "the client column: {listed}");
+}
+
+/// Issue 36: `--peers` is the members' peer addresses, this node's own entry optional, for
+/// `strand node` and `strand snapshot restore` alike: a cluster whose first node lists itself
+/// and whose second does not elects a leader, and members restored either way agree on the new
+/// cluster id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn peers_may_name_this_node_or_leave_it_out() {
+    /// Node processes, killed when the test ends, however it ends.
+    struct Nodes(Vec<std::process::Child>);
+    impl Drop for Nodes {
+        fn drop(&mut self) {
+            for child in &mut self.0 {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let address = || format!("127.0.0.1:{}", free_port());
+    let (clients, peers) = ([address(), address()], [address(), address()]);
+    let everyone = format!("1={},2={}", peers[0], peers[1]);
+    let others_of_2 = format!("1={}", peers[0]);
+    let mut nodes = Nodes(Vec::new());
+    for (index, peers_flag) in [&everyone, &others_of_2].into_iter().enumerate() {
+        let id = (index + 1).to_string();
+        let log = std::fs::File::create(dir.path().join(format!("node-{id}.log"))).unwrap();
+        let child = Command::new(strand_binary())
+            .args(["node", "--id", &id, "--listen", &clients[index], "--listen-peer", &peers[index]])
+            .arg("--data-dir")
+            .arg(dir.path().join(format!("node-{id}")))
+            .args(["--peers", peers_flag])
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        nodes.0.push(child);
+    }
+    let endpoints = clients.join(",");
+    tests::wait_for("a leader of both nodes", || async {
+        let output = strand_at(&endpoints, &["--timeout", "2s", "--json", "cluster", "status"]);
+        let status: serde_json::Value = serde_json::from_slice(&output.stdout).ok()?;
+        (status["leader_id"].as_u64()? != 0 && status["voters"].as_array()?.len() == 2).then_some(())
+    })
+    .await;
+
+    json_at(&endpoints, &["create", "kept", "--json"]);
+
+    let backup = dir.path().join("two.backup");
+    json_at(&endpoints, &["--json", "snapshot", "save", backup.to_str().unwrap()]);
+    let restore = |id: &str, peers: &str, more: &[&str]| {
+        Command::new(strand_binary())
+            .args(["--json", "snapshot", "restore"])
+            .arg(&backup)
+            .arg("--data-dir")
+            .arg(dir.path().join(format!("restored-{id}-{}", more.len())))
+            .args(["--id", id, "--peers", peers])
+            .args(more)
+            .output()
+            .unwrap()
+    };
+    let mismatch = restore("2", &everyone, &["--advertise-peer", &peers[0]]);
+    assert_eq!(mismatch.status.code(), Some(2), "{mismatch:?}");
+    assert!(String::from_utf8_lossy(&mismatch.stderr).contains("give one address"), "{mismatch:?}");
+    let listed = json_of(&restore("1", &everyone, &[]));
+    let left_out = json_of(&restore("2", &others_of_2, &["--advertise-peer", &peers[1]]));
+    // Node 1, the lowest, draws the new cluster's id; node 2 learns it when the cluster runs.
+    assert!(listed["cluster_id"].is_string() && left_out["cluster_id"].is_null(), "{listed} {left_out}");
+    assert_eq!((&listed["members"], &left_out["members"]), (&serde_json::json!([1, 2]), &serde_json::json!([1, 2])));
 }

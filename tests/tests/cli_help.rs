@@ -1,6 +1,8 @@
-//! The CLI's help, shell completions and man pages, and the port checks of `strand dev`; no
-//! cluster. Each command's `--help` shows the client flags (endpoints, token, TLS files, actor,
-//! --json, ...) only where it uses them, and they stay accepted everywhere.
+//! The CLI's help, shell completions and man pages, its usage errors, and the checks `strand dev`,
+//! `strand node` and `strand snapshot status` make before any cluster is involved; no cluster.
+//! Each command's `--help` shows the client flags (endpoints, token, TLS files, actor, --json,
+//! ...) only where it uses them, under headings of their own, and they stay accepted everywhere
+//! (cli/src/help.rs walks every command for the rest).
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::process::{Command, Output, Stdio};
@@ -161,4 +163,95 @@ fn dev_refuses_overlapping_or_out_of_range_ports() {
         assert_eq!(stderr.trim().lines().count(), 1, "one-line error: {stderr}");
     }
     assert!(!dir.path().join("dev").exists(), "a refused dev cluster creates no directory");
+}
+
+/// Issue 36: the cluster's administration lists only the client flags it uses; a bead command
+/// lists them under their headings, after its own; completion offers none of bd's ignored flags.
+#[test]
+fn help_lists_the_client_flags_apart_and_only_where_used() {
+    for args in [&["member", "add", "--help"][..], &["cluster", "move-leader", "--help"]] {
+        let help = stdout_of(args);
+        for flag in ["--namespace", "--actor", "--lease-id", "--consistency"] {
+            assert!(!help.contains(flag), "{args:?} lists {flag}: {help}");
+        }
+        let connection = help.find("Connection options:").unwrap_or_else(|| panic!("{args:?}: {help}"));
+        assert!(help[connection..].contains("--endpoints"), "{args:?}: {help}");
+    }
+    let create = stdout_of(&["create", "--help"]);
+    let (own, client) = create.split_once("Connection options:").expect("a heading of their own");
+    assert!(own.contains("--priority") && !own.contains("--endpoints") && !own.contains("--namespace"), "{create}");
+    assert!(client.contains("--endpoints") && client.contains("Global options:"), "{create}");
+    assert!(client.split("Global options:").nth(1).unwrap().contains("--namespace"), "{create}");
+
+    let bash = stdout_of(&["completion", "bash"]);
+    let cluster =
+        bash.split("strand__subcmd__cluster)").nth(1).unwrap().lines().find(|line| line.contains("opts=")).unwrap();
+    assert!(cluster.contains("--endpoints"), "{cluster}");
+    for flag in ["--sandbox", "--no-daemon", "--db", "--namespace", "--format"] {
+        assert!(!cluster.contains(&format!("{flag} ")), "`strand cluster ` completes {flag}: {cluster}");
+    }
+}
+
+/// Issue 36: a usage error exits 2, names the help of the command it is about, and says what is
+/// accepted; a node that cannot start says so once; a directory is no backup.
+#[test]
+fn usage_errors_name_the_command_help_and_what_is_accepted() {
+    let id = "a node id is a whole number of 1 or more";
+    let address = "not HOST:PORT with a port from 1 to 65535";
+    let negative = "a duration cannot be negative; write one such as 5s or 2m";
+    let cases: [(&[&str], &str, &str); 9] = [
+        (&["member", "add", "9", "notanaddress"], address, "member add"),
+        (&["member", "add", "9", "127.0.0.1:7509", "--client-address", "x"], address, "member add"),
+        (&["member", "add", "0", "127.0.0.1:7509"], id, "member add"),
+        (&["member", "add", "-3"], id, "member add"),
+        (&["member", "promote", "x"], id, "member promote"),
+        (&["cluster", "move-leader", "2", "--wait", "-5s"], negative, "cluster move-leader"),
+        (&["--namespace", "member", "list", "--wait"], "unexpected argument '--wait'", "list"),
+        (&["member", "add"], "required arguments were not provided", "member add"),
+        (
+            &["snapshot", "restore", "x.backup", "--data-dir", "d", "--id", "1", "--peers", "2=h:1"],
+            "--advertise-peer",
+            "",
+        ),
+    ];
+    for (args, says, command) in cases {
+        let output = strand(&[&["--endpoints", "127.0.0.1:1", "--timeout", "1s"][..], args].concat());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr:?} lacks {says:?}");
+        if !command.is_empty() {
+            assert!(stderr.trim_end().ends_with(&format!("; see `strand {command} --help`")), "{args:?}: {stderr}");
+        }
+        assert_eq!(stderr.trim().lines().count(), 1, "one-line error: {stderr}");
+    }
+    let timeout = strand(&["--timeout", "-5s", "list"]);
+    let stderr = String::from_utf8_lossy(&timeout.stderr);
+    assert_eq!(timeout.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&format!("--timeout \"-5s\": {negative}")), "{stderr}");
+
+    // A node whose start is refused says why once, as every failure is said: no log line too.
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("empty");
+    let (client, peer) = (format!("127.0.0.1:{}", tests::free_port()), format!("127.0.0.1:{}", tests::free_port()));
+    let node = strand_within(
+        &["node", "--id", "1", "--listen", &client, "--listen-peer", &peer, "--force-new-cluster", "--data-dir"]
+            .into_iter()
+            .chain([data.to_str().unwrap()])
+            .collect::<Vec<_>>(),
+        Duration::from_secs(30),
+    );
+    let stderr = String::from_utf8_lossy(&node.stderr);
+    assert_eq!(node.status.code(), Some(1), "{stderr}");
+    let said: Vec<&str> = stderr.lines().filter(|line| line.contains("refusing --force-new-cluster")).collect();
+    assert_eq!(said.len(), 1, "said once: {stderr}");
+    assert!(said[0].starts_with("error: ") && !stderr.contains("ERROR"), "{stderr}");
+
+    // A directory where a backup file is expected is named as one.
+    let status = strand(&["snapshot", "status", dir.path().to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&status.stderr);
+    assert_eq!(status.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("is a directory, not a backup; give a backup file made by `strand snapshot save FILE`"),
+        "{stderr}"
+    );
 }

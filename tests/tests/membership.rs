@@ -174,8 +174,11 @@ async fn refused_membership_changes_say_why_and_change_nothing() {
     let peer_of_3 = cluster.nodes[2].peer_address.clone();
     let taken_address = refused(&cluster, &["member", "add", "7", &peer_of_3]);
     assert!(taken_address.contains(&format!("peer address {peer_of_3} is already node 3's")), "{taken_address}");
-    let malformed = refused(&cluster, &["member", "add", "7", "nowhere"]);
-    assert!(malformed.contains("is not host:port"), "{malformed}");
+    // A malformed address is a usage error, said by the CLI before any request (issue 36).
+    let malformed = strand_as(&cluster, "ops", &["member", "add", "7", "nowhere"]);
+    let stderr = String::from_utf8_lossy(&malformed.stderr);
+    assert_eq!(malformed.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not HOST:PORT with a port from 1 to 65535"), "{stderr}");
     for command in ["promote", "remove"] {
         let unknown = refused(&cluster, &["member", command, "9"]);
         assert!(unknown.contains("node 9 is not a member of this cluster (members: 1, 2, 3)"), "{unknown}");

@@ -151,7 +151,11 @@ async fn a_backup_under_load_holds_every_write_acknowledged_before_it_and_checks
     assert!(!dir.join("strand.backup.part").exists(), "no part file is left");
     let status = json_of(&run(&follower, &["--json", "snapshot", "status", path]));
     assert_eq!(status["header"], saved["header"], "status reads what save wrote");
-    assert_eq!(status["header"]["cluster_id"], cluster.cluster_id().await, "{status}");
+    assert_eq!(
+        status["header"]["cluster_id"],
+        format!("{:016x}", cluster.cluster_id().await),
+        "a hash, in hex: {status}"
+    );
 
     // Refused, changing nothing: an existing file; a damaged, a cut and a foreign file.
     let bytes = std::fs::read(&file).unwrap();

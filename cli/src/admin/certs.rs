@@ -37,7 +37,7 @@ pub struct NodeArgs {
     #[arg(long)]
     pub dir: PathBuf,
     /// The node's id.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::values::parse_node_id)]
     pub id: u64,
     /// The directory holding the CA that signed the cluster's certificates (ca.pem, ca.key).
     #[arg(long)]

@@ -24,9 +24,10 @@ pub enum ClusterCommand {
     /// behind. Needs an admin token when auth is on.
     MoveLeader {
         /// The id of the voter that is to lead.
+        #[arg(value_parser = crate::values::parse_node_id)]
         id: u64,
         /// How long to wait for it to lead, e.g. 10s (at most 2m).
-        #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+        #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::values::parse_duration)]
         wait: std::time::Duration,
     },
 }
@@ -43,11 +44,13 @@ pub enum MemberCommand {
     /// Needs an admin token when auth is on.
     Add {
         /// The new member's id: one no member has, and never one a removed member had.
+        #[arg(value_parser = crate::values::parse_node_id)]
         id: u64,
         /// Where the other members reach its peer listener, HOST:PORT.
+        #[arg(value_parser = crate::values::parse_host_port)]
         peer_address: String,
         /// Where clients reach it, HOST:PORT (it reports it itself once it runs).
-        #[arg(long, value_name = "ADDR")]
+        #[arg(long, value_name = "ADDR", value_parser = crate::values::parse_host_port)]
         client_address: Option<String>,
         /// Keep it a learner until `strand member promote`.
         #[arg(long)]
@@ -56,12 +59,14 @@ pub enum MemberCommand {
     /// Make a learner a voter. Refused while it is unreachable or far behind the leader.
     Promote {
         /// The learner's id.
+        #[arg(value_parser = crate::values::parse_node_id)]
         id: u64,
     },
     /// Remove a member, voter or learner; the leader itself hands its leadership over first.
     /// The removed node stops serving and never starts again on its data directory.
     Remove {
         /// The member's id.
+        #[arg(value_parser = crate::values::parse_node_id)]
         id: u64,
     },
 }
@@ -69,6 +74,9 @@ pub enum MemberCommand {
 /// One member as `member list` shows it.
 struct MemberRow<'s> {
     node: &'s api::proto::NodeStatus,
+    /// Where clients reach it: as it reported itself, else as the membership holds it (the
+    /// `--client-address` it was added with, until it runs); empty when neither says.
+    client_address: &'s str,
     role: &'static str,
     leader: bool,
     match_index: Option<u64>,
@@ -80,6 +88,14 @@ struct MemberRow<'s> {
 /// leader answered, or it has not looked at the member yet).
 fn member_rows(status: &api::proto::StatusResponse) -> Vec<MemberRow<'_>> {
     let leader = status.nodes.iter().find(|node| node.id == status.leader_id && node.state == "leader");
+    // The membership's client addresses, the leader's first, for members that did not answer.
+    let memberships = leader.into_iter().chain(&status.nodes).flat_map(|node| &node.membership);
+    let stored = |id: u64| {
+        memberships
+            .clone()
+            .find(|member| member.id == id && !member.client_address.is_empty())
+            .map_or("", |member| member.client_address.as_str())
+    };
     status
         .nodes
         .iter()
@@ -92,7 +108,9 @@ fn member_rows(status: &api::proto::StatusResponse) -> Vec<MemberRow<'_>> {
                 (false, Some(member)) => (Some(member.match_index), Some(member.lag), Some(member.reachable)),
                 (false, None) => (None, None, None),
             };
-            MemberRow { node, role, leader: is_leader, match_index, lag, reachable }
+            let client_address =
+                if node.client_address.is_empty() { stored(node.id) } else { node.client_address.as_str() };
+            MemberRow { node, client_address, role, leader: is_leader, match_index, lag, reachable }
         })
         .collect()
 }
@@ -160,7 +178,7 @@ async fn member_list(cli: &Cli) -> CommandResult {
             .iter()
             .map(|row| {
                 json!({
-                    "id": row.node.id, "client_address": row.node.client_address, "peer_address": row.node.address,
+                    "id": row.node.id, "client_address": row.client_address, "peer_address": row.node.address,
                     "role": row.role, "leader": row.leader, "match_index": row.match_index, "lag": row.lag,
                     "reachable": row.reachable,
                 })
@@ -178,7 +196,7 @@ async fn member_list(cli: &Cli) -> CommandResult {
         println!(
             "{:>4}  {:<22} {:<22} {:<8} {:<7} {:>10} {:>8}  {}",
             row.node.id,
-            if row.node.client_address.is_empty() { "?" } else { &row.node.client_address },
+            if row.client_address.is_empty() { "?" } else { row.client_address },
             row.node.address,
             row.role,
             if row.leader { "yes" } else { "" },

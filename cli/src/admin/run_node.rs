@@ -26,8 +26,8 @@ pub enum LogFormat {
 
 #[derive(Args, Debug)]
 pub struct NodeArgs {
-    /// This node's id (unique, non-zero).
-    #[arg(long)]
+    /// This node's id (unique, 1 or more).
+    #[arg(long, value_parser = crate::values::parse_node_id)]
     id: Option<u64>,
     /// Address of the client listener, host:port (default 127.0.0.1:7400).
     #[arg(long, visible_alias = "listen-client")]
@@ -45,8 +45,8 @@ pub struct NodeArgs {
     /// Directory for the node's RocksDB database and snapshots.
     #[arg(long)]
     data_dir: Option<PathBuf>,
-    /// The other members' peer addresses, ID=HOST:PORT,... Without it the node runs a
-    /// single-node cluster.
+    /// The members' peer addresses, ID=HOST:PORT,... (this node's own entry is optional; given,
+    /// it must be the address it advertises). Without it the node runs a single-node cluster.
     #[arg(long)]
     peers: Option<String>,
     /// TLS: this node's certificate (PEM); it must name the node as strand-node-<id>. With
@@ -169,8 +169,9 @@ fn load_config(args: &NodeArgs) -> Result<NodeConfig, Failure> {
         config.metrics_auth = true;
     }
     if let Some(peers) = &args.peers {
+        // This node's own entry may be left in: `validate` refuses it unless it is the address
+        // this node advertises, and the node takes its own address from that, never from it.
         config.peers = parse_peers(peers).map_err(|error| Failure::Usage(error.to_string()))?;
-        config.peers.remove(&config.id);
     }
     if let Some(cluster_name) = &args.cluster_name {
         config.cluster_name = cluster_name.clone();
@@ -353,10 +354,8 @@ pub async fn run_node(args: &NodeArgs, token: Option<String>) -> CommandResult {
         drop(disk);
         untouched.restore(&data_dir);
     }
-    ran.map_err(|error| {
-        tracing::error!(%error, "node stopped");
-        Failure::Refused(error.to_string())
-    })?;
+    // Said once, as every failure is: `error: ...` on stderr, where the log goes too.
+    ran.map_err(|error| Failure::Refused(error.to_string()))?;
     Ok(true)
 }
 

@@ -44,12 +44,17 @@ pub enum SnapshotCommand {
         #[arg(long)]
         data_dir: PathBuf,
         /// This member's id.
-        #[arg(long)]
+        #[arg(long, value_parser = crate::values::parse_node_id)]
         id: u64,
-        /// Every member of the new cluster, this one included: id=host:port of its peer listener,
-        /// comma-separated (as `strand node --peers`).
+        /// The members' peer addresses, ID=HOST:PORT,... (this node's own entry is optional;
+        /// without it, give --advertise-peer), as `strand node --peers`: every member of the new
+        /// cluster.
         #[arg(long)]
         peers: String,
+        /// Where the other members reach this member's peer listener, HOST:PORT (as `strand node
+        /// --advertise-peer`); needed only when --peers leaves this member out.
+        #[arg(long, value_name = "ADDR", value_parser = crate::values::parse_host_port)]
+        advertise_peer: Option<String>,
         /// No longer used: refused with what to do instead.
         #[arg(long, hide = true)]
         cluster_token: Option<String>,
@@ -64,13 +69,13 @@ pub async fn run(cli: &Cli, command: &SnapshotCommand) -> CommandResult {
     match command {
         SnapshotCommand::Save { file } => save(cli, file).await,
         SnapshotCommand::Status { file } => status(cli, file),
-        SnapshotCommand::Restore { file, data_dir, id, peers, cluster_token, cluster_name } => {
+        SnapshotCommand::Restore { file, data_dir, id, peers, advertise_peer, cluster_token, cluster_name } => {
             if cluster_token.is_some() {
                 return Err(Failure::Usage(
                     "--cluster-token is no longer needed: the restore of the lowest member draws the new cluster's id, and the others learn it when the cluster first runs; drop the flag".into(),
                 ));
             }
-            let target = Target { data_dir, id: *id, peers, cluster_name };
+            let target = Target { data_dir, id: *id, peers, advertise_peer: advertise_peer.as_deref(), cluster_name };
             restore(cli, file, &target).await
         }
     }
@@ -81,20 +86,27 @@ struct Target<'a> {
     data_dir: &'a Path,
     id: u64,
     peers: &'a str,
+    advertise_peer: Option<&'a str>,
     cluster_name: &'a str,
 }
 
 async fn restore(cli: &Cli, file: &Path, target: &Target<'_>) -> CommandResult {
     let peers = node::config::parse_peers(target.peers).map_err(|error| Failure::Usage(error.to_string()))?;
-    let Some(own) = peers.get(&target.id).cloned() else {
-        return Err(Failure::Usage(format!(
-            "--peers must name every member of the new cluster, this one (id {}) included",
-            target.id
-        )));
+    let id = target.id;
+    let own = match (peers.get(&id), target.advertise_peer) {
+        (Some(listed), Some(advertised)) if listed != advertised => {
+            return Err(Failure::Usage(format!(
+                "--peers gives node {id} the peer address {listed}, but --advertise-peer gives {advertised}; give one address, or leave node {id} out of --peers"
+            )));
+        }
+        (Some(listed), _) => listed.clone(),
+        (None, Some(advertised)) => advertised.to_string(),
+        (None, None) => {
+            return Err(Failure::Usage(format!(
+                "--peers leaves this node (id {id}) out and no --advertise-peer gives its peer address; add {id}=HOST:PORT to --peers, or give --advertise-peer HOST:PORT"
+            )));
+        }
     };
-    if target.id == 0 {
-        return Err(Failure::Usage("--id must be a node id above 0".into()));
-    }
     let dir = target.data_dir;
     if std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some()) {
         return Err(Failure::Usage(format!(
@@ -103,6 +115,7 @@ async fn restore(cli: &Cli, file: &Path, target: &Target<'_>) -> CommandResult {
         )));
     }
     // Checked before the directory is made, so that a bad file leaves nothing behind.
+    not_a_directory(file)?;
     let checked = node::restore::check(file).map_err(|error| refused(format!("{error}; nothing was written")))?;
     let config = node::config::NodeConfig {
         id: target.id,
@@ -142,8 +155,9 @@ async fn restore(cli: &Cli, file: &Path, target: &Target<'_>) -> CommandResult {
             counted(restored.counts.beads, "bead"),
             counted(restored.counts.namespaces, "namespace")
         );
+        let advertise = target.advertise_peer.map(|address| format!(" --advertise-peer {address}")).unwrap_or_default();
         println!(
-            "start it with: strand node --id {} --data-dir {} --peers {} ...",
+            "start it with: strand node --id {} --data-dir {} --peers {}{advertise} ...",
             target.id,
             dir.display(),
             target.peers
@@ -222,7 +236,20 @@ async fn receive(cli: &Cli, output: &mut std::fs::File) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Refuses a directory where a backup file is expected, saying what to give instead (a read of
+/// a directory would say only that it is too short to be a backup).
+fn not_a_directory(file: &Path) -> Result<(), Failure> {
+    if file.is_dir() {
+        return Err(refused(format!(
+            "{} is a directory, not a backup; give a backup file made by `strand snapshot save FILE`",
+            file.display()
+        )));
+    }
+    Ok(())
+}
+
 fn status(cli: &Cli, file: &Path) -> CommandResult {
+    not_a_directory(file)?;
     let (header, counts) = raft_store::backup::inspect(file)
         .map_err(|error| refused(format!("{} does not check out: {error}", file.display())))?;
     print_backup(cli, file, &header, &counts);
@@ -258,8 +285,10 @@ fn print_backup(
     );
 }
 
-/// A backup's header as `--json` prints it: its fields as the file holds them, but when it was
-/// taken as `created_at` in RFC 3339, as every time Strand prints (the file keeps `created_ms`).
+/// A backup's header as `--json` prints it: its fields as the file holds them, but the cluster id
+/// as the 16 hex digits the text prints (a hash: as a JSON number above 2^53, `jq` would round
+/// it), and when it was taken as `created_at` in RFC 3339, as every time Strand prints (the file
+/// keeps `created_ms`).
 fn header_json(header: &raft_store::backup::BackupHeader) -> serde_json::Value {
     let raft_store::backup::BackupHeader {
         storage_format,
@@ -272,7 +301,7 @@ fn header_json(header: &raft_store::backup::BackupHeader) -> serde_json::Value {
         snapshot_crc32,
     } = header;
     json!({
-        "storage_format": storage_format, "cluster_id": cluster_id, "node_id": node_id,
+        "storage_format": storage_format, "cluster_id": format!("{cluster_id:016x}"), "node_id": node_id,
         "last_log_index": last_log_index, "last_log_term": last_log_term,
         "created_at": api::model::Timestamp(*created_ms).to_rfc3339(),
         "snapshot_bytes": snapshot_bytes, "snapshot_crc32": snapshot_crc32,
@@ -284,7 +313,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_backups_time_prints_as_rfc3339() {
+    fn a_backups_time_prints_as_rfc3339_and_its_cluster_id_as_hex() {
         let header = raft_store::backup::BackupHeader {
             storage_format: 9,
             cluster_id: 0x8213_de10_0ef6_cc76,
@@ -298,7 +327,7 @@ mod tests {
         let json = header_json(&header);
         assert_eq!(json["created_at"], "2026-01-01T00:00:00.000Z");
         assert!(json.get("created_ms").is_none(), "{json}");
-        assert_eq!(json["cluster_id"], 0x8213_de10_0ef6_cc76_u64, "the other fields as the file holds them");
+        assert_eq!(json["cluster_id"], "8213de100ef6cc76", "a hash, as the text prints it");
         assert_eq!((json["last_log_index"].as_u64(), json["snapshot_crc32"].as_u64()), (Some(7), Some(42)));
     }
 }

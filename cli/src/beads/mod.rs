@@ -385,7 +385,7 @@ pub struct ListArgs {
     #[arg(long, conflicts_with = "lease_expiring")]
     lease_expired: bool,
     /// Only leased beads whose lease lapses within this time (2m, 1h), lapsed ones included.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::values::parse_duration)]
     lease_expiring: Option<std::time::Duration>,
     /// Times: RFC 3339, a date, or a relative time such as -2d.
     #[arg(long = "created-after", value_parser = parse_time)]

@@ -41,19 +41,19 @@ pub struct LeaseArgs {
     #[arg(long, default_value_t = 128)]
     pub agents: usize,
     /// How long each overhead phase runs.
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = crate::values::parse_duration)]
     pub duration: Duration,
     /// The lease of the leased phase (renewed every third of it).
-    #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "3s", value_name = "DURATION", value_parser = crate::values::parse_duration)]
     pub lease: Duration,
     /// How long an agent holds a bead before it closes it.
-    #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "3s", value_name = "DURATION", value_parser = crate::values::parse_duration)]
     pub hold: Duration,
     /// Leases left to lapse at once (0: skip the mass expiry).
     #[arg(long, default_value_t = 100_000)]
     pub sweep_leases: usize,
     /// Their lease: long enough for every claim to be made before the first is due.
-    #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "2m", value_name = "DURATION", value_parser = crate::values::parse_duration)]
     pub sweep_lease: Duration,
 }
 

@@ -160,7 +160,7 @@ pub struct PurgeArgs {
     #[arg(long, short)]
     force: bool,
     /// Only wisps closed at least this long ago (e.g. 7d, 12h).
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "0s")]
+    #[arg(long, value_name = "DURATION", value_parser = crate::values::parse_duration, default_value = "0s")]
     older_than: Duration,
 }
 
