@@ -8,8 +8,8 @@
 #                             caught up
 #   deploy/cluster.sh restore FILE
 #                             replace the cluster by a new one restored from the backup FILE
-#                             (`strand snapshot restore` into fresh volumes of nodes 1-3, with a
-#                             new --cluster-token), and start it
+#                             (`strand snapshot restore` into fresh volumes of nodes 1-3; node
+#                             1's restore draws the new cluster id), and start it
 #   deploy/cluster.sh recover node 1 alone survives a lost quorum: nodes 2 and 3 and their volumes
 #                             are deleted, node 1 starts once with --force-new-cluster
 #                             (compose.recover.yaml), then again with its usual command
@@ -200,17 +200,16 @@ case "${1:-}" in
         build_image
         write_configs
         quietly run_compose_grown down -v
-        # One restore per member, into its fresh volume; the same --peers and token for all.
-        token="restore-$(date +%s)"
+        # One restore per member, into its fresh volume, with the same --peers for all.
         for id in 1 2 3; do
             quietly run_compose run --rm --no-deps -v "$backup:/backup.strand:ro" "node$id" \
                 snapshot restore /backup.strand --data-dir /data --id "$id" \
-                --peers 1=node1:7500,2=node2:7500,3=node3:7500 --cluster-token "$token"
+                --peers 1=node1:7500,2=node2:7500,3=node3:7500
         done
         quietly run_compose up -d
         export STRAND_CONFIG="$dir/client.toml"
         wait_until "the restored cluster has no leader after 60 s; see: $compose -p $project logs" has_leader
-        echo "cluster restored from $backup: 3 nodes, a new cluster id (token $token)"
+        echo "cluster restored from $backup: 3 nodes, a new cluster id"
         ;;
     recover)
         export STRAND_CONFIG="$dir/client.toml"

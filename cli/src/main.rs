@@ -774,17 +774,40 @@ fn parse() -> Result<Cli, ExitCode> {
     }
 }
 
+/// A reader that stops reading (`strand list | head -1`) ends the command as it ends `ls`: by
+/// SIGPIPE, quietly, instead of a panic on the next print. Rust ignores SIGPIPE, and it stays
+/// ignored while the command runs: a socket write to a peer that closed (a gRPC connection
+/// reset) must fail as an error, never kill the process. Only once a print to standard output
+/// finds the pipe closed does the process take SIGPIPE's default back and write once more, which
+/// ends it by that signal. `strand node` and `strand dev` never do this, so a closed log pipe
+/// never kills a member (or leaves `dev`'s children running).
+fn end_quietly_on_a_closed_stdout() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |panic| {
+        let message = panic
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.payload().downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            use std::io::Write;
+            sigpipe::reset();
+            let mut stdout = std::io::stdout();
+            let _ = stdout.write_all(b"\n").and_then(|()| stdout.flush());
+            std::process::exit(141);
+        }
+        previous(panic);
+    }));
+}
+
 fn main() -> ExitCode {
     let mut cli = match parse() {
         Ok(cli) => cli,
         Err(code) => return code,
     };
     if !cli.runs_members() {
-        // A reader that stops reading (`strand list | head -1`) ends the command as it ends
-        // `ls`: by SIGPIPE, quietly, instead of a panic on the next print. Rust ignores SIGPIPE;
-        // `strand node` and `strand dev` keep it ignored, so a closed log pipe never kills a
-        // member (or leaves `dev`'s children running).
-        sigpipe::reset();
+        end_quietly_on_a_closed_stdout();
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,

@@ -1,6 +1,8 @@
 //! (b) Under continuous create and claim load the leader is killed with SIGKILL: a new leader
 //! serves, every acknowledged create and claim survives, and the killed node comes back to the
-//! same state digest. (d) A request retried after a leader change is applied once.
+//! same state digest. (d) A request retried after a leader change is applied once. (e) An answer
+//! final for its endpoint (a removed node's) moves the client to its other endpoints at once, or
+//! fails the call at once when it has none.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::sync::Arc;
@@ -201,4 +203,96 @@ async fn failover_seen_by_a_client_over_repeated_leader_kills() {
         percentile(&after, 50.0),
         percentile(&after, 99.0)
     );
+}
+
+/// A Cluster service that answers every status request as `answer` does, and nothing else.
+struct Answering(fn() -> Result<api::proto::StatusResponse, tonic::Status>);
+
+#[tonic::async_trait]
+impl api::proto::cluster_server::Cluster for Answering {
+    async fn status(
+        &self,
+        _: tonic::Request<api::proto::StatusRequest>,
+    ) -> Result<tonic::Response<api::proto::StatusResponse>, tonic::Status> {
+        (self.0)().map(tonic::Response::new)
+    }
+    async fn move_leader(
+        &self,
+        _: tonic::Request<api::proto::MoveLeaderRequest>,
+    ) -> Result<tonic::Response<api::proto::MoveLeaderResponse>, tonic::Status> {
+        Err(tonic::Status::unimplemented("not in this test"))
+    }
+    type SnapshotSaveStream = futures::stream::Empty<Result<api::proto::SnapshotSaveChunk, tonic::Status>>;
+    async fn snapshot_save(
+        &self,
+        _: tonic::Request<api::proto::SnapshotSaveRequest>,
+    ) -> Result<tonic::Response<Self::SnapshotSaveStream>, tonic::Status> {
+        Err(tonic::Status::unimplemented("not in this test"))
+    }
+    async fn add_member(
+        &self,
+        _: tonic::Request<api::proto::AddMemberRequest>,
+    ) -> Result<tonic::Response<api::proto::MembershipResponse>, tonic::Status> {
+        Err(tonic::Status::unimplemented("not in this test"))
+    }
+    async fn promote_member(
+        &self,
+        _: tonic::Request<api::proto::MemberRequest>,
+    ) -> Result<tonic::Response<api::proto::MembershipResponse>, tonic::Status> {
+        Err(tonic::Status::unimplemented("not in this test"))
+    }
+    async fn remove_member(
+        &self,
+        _: tonic::Request<api::proto::MemberRequest>,
+    ) -> Result<tonic::Response<api::proto::MembershipResponse>, tonic::Status> {
+        Err(tonic::Status::unimplemented("not in this test"))
+    }
+}
+
+/// Serves `service` on a loopback port of its own; answers its address.
+async fn serve(service: Answering) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let incoming = futures::stream::unfold(listener, |listener| async move {
+        let accepted = listener.accept().await.map(|(stream, _)| stream);
+        Some((accepted, listener))
+    });
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(api::proto::cluster_server::ClusterServer::new(service))
+            .serve_with_incoming(incoming),
+    );
+    address
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_final_for_its_endpoint_moves_the_client_on_at_once_or_fails_it_at_once() {
+    // A removed node's answer, as `node::client::refuse_if_removed` gives it.
+    let removed = Answering(|| {
+        let mut metadata = tonic::metadata::MetadataMap::new();
+        metadata.insert(api::client::ENDPOINT_FINAL_HEADER, "removed".parse().unwrap());
+        Err(tonic::Status::with_metadata(tonic::Code::Unavailable, "node 3 was removed from cluster", metadata))
+    });
+    let removed = serve(removed).await;
+    let serving = serve(Answering(|| Ok(api::proto::StatusResponse { leader_id: 7, ..Default::default() }))).await;
+    let client = |endpoints: Vec<String>| {
+        let config = api::client::ClientConfig {
+            deadline: Duration::from_secs(30),
+            ..api::client::ClientConfig::new(endpoints)
+        };
+        api::client::Client::new(config).unwrap()
+    };
+    // With another endpoint: served there, and the ended one is not asked again.
+    let both = client(vec![removed.clone(), serving]);
+    for _ in 0..3 {
+        assert_eq!(both.status(false).await.unwrap().leader_id, 7);
+    }
+    // With none: the final answer itself, not a retry until the 30 s deadline.
+    let alone = client(vec![removed]);
+    match alone.status(false).await {
+        Err(api::client::ClientError::Failed(message)) => {
+            assert!(message.contains("node 3 was removed") && message.contains("member list"), "{message}")
+        }
+        other => panic!("a final answer fails the call at once: {other:?}"),
+    }
 }

@@ -12,7 +12,8 @@
 //!   it may have been added since), and a
 //!   stream of vote requests that claim a leadership transfer nobody started disturbs nothing;
 //! - two clusters started apart with the same name and ids draw different ids, and a node of one
-//!   that comes back at the address of a node of the other refuses that cluster's leader.
+//!   that comes back at the address of a node of the other refuses that cluster's leader, logging
+//!   the repeated refusal once per window with a count.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::collections::BTreeMap;
@@ -424,6 +425,15 @@ async fn two_clusters_started_apart_never_share_an_id_and_refuse_each_other() {
         log.contains("they are different clusters").then_some(())
     })
     .await;
+    // The refusals repeat several times a second; the log keeps the first, then one line per
+    // window with the count of those it left out.
+    let log = wait_for("a rate-limited repeat of the refusal", || async {
+        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        log.contains("more like it in the last 10 s").then_some(log)
+    })
+    .await;
+    let refusals = log.lines().filter(|line| line.contains("they are different clusters")).count();
+    assert!(refusals <= 4, "{refusals} lines of one refusal in about 10 s: {log}");
     let status = first.client_of(vec![first.nodes[0].address.clone()]).status(false).await.unwrap();
     assert_eq!(status.voters, vec![1, 2, 3], "the first cluster's membership is unchanged");
     assert_eq!(first.own_status(1).await.cluster_id, first_id);

@@ -411,7 +411,8 @@ pub struct DevArgs {
 }
 
 /// Runs `strand dev`: starts the nodes as child processes, waits for a leader, prints the
-/// endpoints and stops them all on Ctrl-C.
+/// endpoints and stops them all on Ctrl-C, or when one exits for another reason than its removal
+/// from the cluster.
 pub async fn run_dev(args: &DevArgs) -> CommandResult {
     if args.nodes == 0 || args.nodes > 9 {
         return Err(Failure::Usage("--nodes must be between 1 and 9".into()));
@@ -500,11 +501,24 @@ pub async fn run_dev(args: &DevArgs) -> CommandResult {
         );
     }
     println!("try: strand create \"my first bead\" && strand ready    (Ctrl-C stops the cluster)");
-    tokio::select! {
-        _ = shutdown_signal() => {}
-        exited = wait_any(&mut children) => eprintln!("a node exited ({exited}); see its log in {}; stopping", args.dir.display()),
+    // A member removed from the cluster exits by design; the others run on. Any other exit stops
+    // the whole cluster.
+    let mut running: Vec<(u64, tokio::process::Child)> = (1..).zip(children).collect();
+    while !running.is_empty() {
+        let (id, exited) = tokio::select! {
+            _ = shutdown_signal() => break,
+            exited = wait_any(&mut running) => exited,
+        };
+        running.retain(|(running_id, _)| *running_id != id);
+        let log = std::fs::read_to_string(args.dir.join(format!("node-{id}.log"))).unwrap_or_default();
+        if log.contains(&format!("node {id} was removed from cluster")) {
+            eprintln!("node {id} was removed from the cluster and stopped; the others run on");
+            continue;
+        }
+        eprintln!("a node exited (node {id} {exited}); see its log in {}; stopping", args.dir.display());
+        break;
     }
-    for child in &mut children {
+    for (_, child) in &mut running {
         let _ = child.kill().await;
     }
     Ok(true)
@@ -552,11 +566,12 @@ fn dev_ports(args: &DevArgs) -> Result<(u64, u64), Failure> {
     Ok((client, peer))
 }
 
-async fn wait_any(children: &mut [tokio::process::Child]) -> String {
-    let waits = children.iter_mut().map(|child| Box::pin(child.wait()));
+/// Waits for the first of `children` (each with its node id) to exit: its id, and how it exited.
+async fn wait_any(children: &mut [(u64, tokio::process::Child)]) -> (u64, String) {
+    let waits = children.iter_mut().map(|(id, child)| Box::pin(async move { (*id, child.wait().await) }));
     match futures::future::select_all(waits).await {
-        (Ok(status), index, _) => format!("node {} {status}", index + 1),
-        (Err(error), index, _) => format!("node {}: {error}", index + 1),
+        ((id, Ok(status)), _, _) => (id, status.to_string()),
+        ((id, Err(error)), _, _) => (id, error.to_string()),
     }
 }
 
