@@ -43,6 +43,7 @@ const SECTIONS: &[(&str, Setup)] = &[
     ("Namespaces", Setup::MakeRun),
     ("Leased claims", Setup::MakeRun),
     ("Orders", Setup::MakeRun),
+    ("Durability: what a cluster survives", Setup::Nothing),
     ("Securing a cluster", Setup::Nothing),
 ];
 
