@@ -45,6 +45,11 @@ test: deps
 	rustfmt --edition 2024 --check $(COMMAND_FILES)
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo build --workspace --bins
+	@# A single-package build, as the README's simulation recipes run, reuses the workspace's build:
+	@# workspace-hack/ unifies the dependencies' features (cargo hakari). A stale one recompiles RocksDB.
+	cargo build -p simulation 2> $(CARGO_TARGET_DIR)/single-package.log || { cat $(CARGO_TARGET_DIR)/single-package.log; exit 1; }
+	@if grep -q 'Compiling librocksdb-sys' $(CARGO_TARGET_DIR)/single-package.log; then \
+		echo "cargo build -p simulation recompiled RocksDB: workspace-hack/ is stale; run cargo hakari generate && cargo hakari manage-deps" >&2; exit 1; fi
 	cargo nextest run --workspace --no-fail-fast
 
 bench: build
