@@ -196,7 +196,7 @@ async fn ask(
         Err(_) => return Err(Asked::Again(format!("no answer within {JOIN_TIMEOUT:?}"))),
         Ok(Err(status)) if status.code() == tonic::Code::Unimplemented => {
             return Err(Asked::Refused(ChangeRefused::Invalid(format!(
-                "{address} serves no Strand Raft service (it answered {:?}): it looks like a member's client port; give a member's peer address (its --listen-peer, default port {}, the PEER column of `strand member list`)",
+                "{address} serves no Strand Raft service that answers this (it answered {:?}): it looks like a member's client port, or a member of an older build; give the peer address of a member of this build (its --listen-peer, default port {}, the PEER column of `strand member list`)",
                 status.message(),
                 crate::config::DEFAULT_PEER_PORT
             ))));
