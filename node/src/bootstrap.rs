@@ -236,14 +236,11 @@ async fn bootstrap<D: Disk>(core: &NodeCore<D>, peers: &Peers) {
     }
     // The cluster's id is drawn here, as it is made (see `crate::identity`); a node that
     // learned one since is part of a cluster that exists.
-    if !core.cluster_id.is_bound() {
-        match core.cluster_id.bind(core.cluster_id.drawn()) {
-            Ok(_) => {}
-            Err(error) => {
-                tracing::error!(%error, "cannot record the new cluster's id; not initializing");
-                return;
-            }
-        }
+    if !core.cluster_id.is_bound()
+        && let Err(error) = core.cluster_id.bind(core.cluster_id.drawn())
+    {
+        tracing::error!(%error, "cannot record the new cluster's id; not initializing");
+        return;
     }
     let mut nodes: BTreeMap<u64, Member> =
         members.into_iter().map(|(node_id, address)| (node_id, Member::new(address))).collect();

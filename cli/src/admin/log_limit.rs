@@ -23,6 +23,9 @@ use tracing_subscriber::registry::LookupSpan;
 /// How long a written warning silences the ones like it.
 pub const REPEAT_WINDOW: Duration = Duration::from_secs(10);
 
+/// Most kinds of line remembered at once.
+const KINDS_MAX: usize = 10_000;
+
 /// openraft lines that every healthy start writes and that call for nothing.
 const BENIGN: &[&str] = &["A message will be ignored because Leader vote changed"];
 
@@ -60,8 +63,13 @@ impl Limiter {
                 Some(left_out)
             }
             None => {
-                if seen.len() > 10_000 {
+                if seen.len() >= KINDS_MAX {
                     seen.retain(|_, entry| now.duration_since(entry.written_at) < REPEAT_WINDOW);
+                    if seen.len() >= KINDS_MAX {
+                        // A storm of distinct kinds: forget them all rather than grow (their
+                        // repeats are then written once more, never dropped unseen).
+                        seen.clear();
+                    }
                 }
                 seen.insert(key, Seen { written_at: now, left_out: 0 });
                 Some(0)

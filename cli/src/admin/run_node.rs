@@ -89,7 +89,7 @@ pub struct NodeArgs {
     join: Option<String>,
     /// With --join, or --rejoin: how long to ask the members before giving up, leaving --data-dir
     /// as it was (default 60s; `join_timeout_ms` in the config file).
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::values::parse_duration)]
     join_timeout: Option<std::time::Duration>,
     /// With --join: stay a learner until `strand member promote`.
     #[arg(long, requires = "join")]

@@ -40,7 +40,7 @@ use raft_store::{Disk, NodeId};
 
 use crate::core::NodeCore;
 use crate::peer::network::{Peers, encode};
-use crate::peer::{ChangeRefused, Changed, MemberChange, Removed};
+use crate::peer::{ChangeRefused, Changed, MemberChange, Removed, listed};
 
 /// Most entries a learner may lack to be promoted: a voter far behind would hold up commits
 /// until it caught up.
@@ -48,11 +48,6 @@ pub const PROMOTE_LAG_ENTRIES_MAX: u64 = 1_000;
 /// How long the leader keeps telling a removed member that it was removed, while it does not
 /// answer.
 pub const NOTIFY_REMOVED_FOR: Duration = Duration::from_secs(60);
-
-/// A list of ids for a message: "1, 2, 3".
-fn listed(ids: impl IntoIterator<Item = NodeId>) -> String {
-    ids.into_iter().map(|id| id.to_string()).collect::<Vec<_>>().join(", ")
-}
 
 /// Checks that `address` is `host:port`.
 fn check_address(address: &str, what: &str) -> Result<(), ChangeRefused> {

@@ -24,7 +24,7 @@ use raft_store::{Disk, NodeId};
 
 use crate::core::NodeCore;
 use crate::peer::network::Peers;
-use crate::peer::{MoveRefused, Moved};
+use crate::peer::{MoveRefused, Moved, listed};
 
 /// Most entries a target may lack when the move is asked: openraft's transfer has the target
 /// catch up to the leader's log before it stands, so a target far behind would keep the cluster
@@ -47,16 +47,15 @@ fn check_target<D: Disk>(core: &NodeCore<D>, to: NodeId, progress: &[pb::MemberP
     let membership = metrics.membership_config.membership();
     let voters: Vec<NodeId> = membership.voter_ids().collect();
     if membership.get_node(&to).is_none() {
-        let members: Vec<String> = membership.nodes().map(|(id, _)| id.to_string()).collect();
         return Err(MoveRefused::Unknown(format!(
             "node {to} is not a member of this cluster (members: {}); name one of them",
-            members.join(", ")
+            listed(membership.nodes().map(|(id, _)| *id))
         )));
     }
     if !voters.contains(&to) {
         return Err(MoveRefused::NotReady(format!(
             "node {to} is a learner, and only a voter can lead; promote it first, or name a voter ({})",
-            voters.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+            listed(voters.iter().copied())
         )));
     }
     if to == core.id {

@@ -98,6 +98,11 @@ pub struct Changed {
     pub leader: NodeId,
 }
 
+/// A list of ids for a message: "1, 2, 3".
+pub fn listed(ids: impl IntoIterator<Item = NodeId>) -> String {
+    ids.into_iter().map(|id| id.to_string()).collect::<Vec<_>>().join(", ")
+}
+
 impl Changed {
     /// The membership `membership`, held by the entry at log index `index`, made by `leader`.
     pub fn of(membership: &openraft::Membership<NodeId, Member>, index: u64, leader: NodeId) -> Changed {
@@ -153,7 +158,7 @@ pub struct JoinRequest {
 /// at the end.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Joined {
-    /// The cluster id (see `node::cluster_id`).
+    /// The cluster id (see `crate::identity`).
     pub cluster_id: u64,
     /// The membership that holds the joining node.
     pub membership: Changed,

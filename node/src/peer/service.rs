@@ -484,7 +484,7 @@ impl<D: Disk, L: LeaderPlane> RaftService for RaftPeerService<D, L> {
             let index = stored.log_id().map_or(0, |log_id| log_id.index);
             let membership = super::Changed::of(stored.membership(), index, metrics.current_leader.unwrap_or(0));
             if !membership.members.contains_key(&asked.id) {
-                let members = membership.members.keys().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+                let members = super::listed(membership.members.keys().copied());
                 return Err(ChangeRefused::Unknown(format!(
                     "node {} is not a member of cluster {:?} (members: {members}); a node whose data was lost rejoins under the id it had, and a new node joins with --join and without --rejoin",
                     asked.id, self.core.config.cluster_name
