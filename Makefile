@@ -8,7 +8,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/strand-target
 export STRAND_SIM_FRESH_SEED ?= $(shell git rev-parse HEAD 2>/dev/null)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test deps build bench fmt
+.PHONY: run test deps build bench fmt apply-v2
 
 deps:
 	@missing=""; \
@@ -28,6 +28,17 @@ deps:
 
 build: deps
 	cargo build --workspace --bins
+
+# The test-only apply-v2 build (api/src/version.rs) that the rolling-upgrade tests run beside the
+# default one, in $(CARGO_TARGET_DIR)/apply-v2/strand. It shares the build directory (RocksDB is
+# not rebuilt); the default debug/strand is put back afterwards, replaced rather than written
+# through, since cargo hard-links it.
+apply-v2:
+	cp $(CARGO_TARGET_DIR)/debug/strand $(CARGO_TARGET_DIR)/strand.default
+	cargo build -p cli --bin strand --features apply-v2
+	mkdir -p $(CARGO_TARGET_DIR)/apply-v2
+	cp --remove-destination $(CARGO_TARGET_DIR)/debug/strand $(CARGO_TARGET_DIR)/apply-v2/strand
+	mv -f $(CARGO_TARGET_DIR)/strand.default $(CARGO_TARGET_DIR)/debug/strand
 
 run: build
 	$(CARGO_TARGET_DIR)/debug/strand dev --nodes 3
@@ -50,6 +61,7 @@ test: deps
 	cargo build -p simulation 2> $(CARGO_TARGET_DIR)/single-package.log || { cat $(CARGO_TARGET_DIR)/single-package.log; exit 1; }
 	@if grep -q 'Compiling librocksdb-sys' $(CARGO_TARGET_DIR)/single-package.log; then \
 		echo "cargo build -p simulation recompiled RocksDB: workspace-hack/ is stale; run cargo hakari generate && cargo hakari manage-deps" >&2; exit 1; fi
+	$(MAKE) apply-v2
 	cargo nextest run --workspace --no-fail-fast
 
 bench: build

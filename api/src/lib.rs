@@ -33,3 +33,4 @@ pub mod state;
 pub mod suggest;
 pub mod tls;
 pub mod validate;
+pub mod version;

@@ -264,7 +264,11 @@ fn print_version(json: bool) {
     if json {
         println!(
             "{}",
-            serde_json::json!({ "version": own, "bd_compatible": BD_COMPATIBLE_VERSION, "schema_version": 1 })
+            serde_json::json!({
+                "version": own, "bd_compatible": BD_COMPATIBLE_VERSION, "schema_version": 1,
+                "build": api::version::build_name(),
+                "apply_versions": { "min": api::version::BUILD_APPLY_VERSIONS.min, "max": api::version::BUILD_APPLY_VERSIONS.max },
+            })
         );
         return;
     }
@@ -274,7 +278,11 @@ fn print_version(json: bool) {
     if name == "bd" {
         println!("bd version {BD_COMPATIBLE_VERSION} (strand {own})");
     } else {
-        println!("strand {own} (the bd {BD_COMPATIBLE_VERSION} command line)");
+        println!(
+            "strand {own} (the bd {BD_COMPATIBLE_VERSION} command line), build {}, apply versions {}",
+            api::version::build_name(),
+            api::version::BUILD_APPLY_VERSIONS
+        );
     }
 }
 

@@ -257,6 +257,9 @@ pub struct ControllerSettings {
     pub convoy_check_interval: String,
     /// How often orders' triggers are judged; `0` turns orders off (they still run by hand).
     pub order_check_interval: String,
+    /// How often the leader proposes a consistency checkpoint, at which every replica takes a
+    /// digest of its state for the leader to compare; `0` turns the check off.
+    pub consistency_check_interval: String,
 }
 
 /// The range `lease_sweep_interval_ms` takes.
@@ -270,6 +273,7 @@ impl Default for ControllerSettings {
             wisp_ttl: "24h".into(),
             convoy_check_interval: "1m".into(),
             order_check_interval: "1s".into(),
+            consistency_check_interval: "5m".into(),
         }
     }
 }
@@ -291,6 +295,7 @@ impl ControllerSettings {
             ("wisp_ttl", &self.wisp_ttl),
             ("convoy_check_interval", &self.convoy_check_interval),
             ("order_check_interval", &self.order_check_interval),
+            ("consistency_check_interval", &self.consistency_check_interval),
         ] {
             parse_go_duration(value).map_err(|why| {
                 ConfigError::Invalid(format!("controller.{key}: {why}; 0 turns the duty off where it can be"))
@@ -322,6 +327,11 @@ impl ControllerSettings {
     /// How often orders are judged; `None`: off.
     pub fn order_check_interval(&self) -> Option<Duration> {
         duty_interval(&self.order_check_interval)
+    }
+
+    /// How often the leader proposes a consistency checkpoint; `None`: off.
+    pub fn consistency_check_interval(&self) -> Option<Duration> {
+        duty_interval(&self.consistency_check_interval)
     }
 }
 

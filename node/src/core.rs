@@ -60,6 +60,11 @@ pub struct NodeCore<D: Disk> {
     /// as leader: the target, and until when that target's vote requests may pass the leader
     /// lease.
     transfer: std::sync::Mutex<Option<(NodeId, tokio::time::Instant)>>,
+    /// Why this node stopped on its own: an entry or snapshot its build cannot apply.
+    halted: std::sync::Mutex<Option<String>>,
+    /// While this node leads: the divergence its consistency checks found, if any (see
+    /// `leader::members`).
+    pub divergence: std::sync::Mutex<Option<String>>,
 }
 
 impl<D: Disk> NodeCore<D> {
@@ -88,6 +93,8 @@ impl<D: Disk> NodeCore<D> {
             duties: std::sync::Mutex::new(Vec::new()),
             members: std::sync::Mutex::new(Vec::new()),
             transfer: std::sync::Mutex::new(None),
+            halted: std::sync::Mutex::new(None),
+            divergence: std::sync::Mutex::new(None),
         }
     }
 
@@ -100,6 +107,8 @@ impl<D: Disk> NodeCore<D> {
             (counts.0 as u64, counts.1 as u64, state.controller_term(), counts.2 as u64)
         });
         view.watch_streams = (WATCH_STREAMS_MAX - self.watch_streams.available_permits()) as u64;
+        view.apply_version = u64::from(self.state_machine.read(|state| state.apply_version().version));
+        view.divergence = self.divergence.lock().expect("the divergence lock is never poisoned").is_some();
         view
     }
 
@@ -113,6 +122,18 @@ impl<D: Disk> NodeCore<D> {
     pub async fn stop_streams_on(self: Arc<Self>, shutdown: impl Future<Output = ()>) {
         shutdown.await;
         self.stopping.send_replace(true);
+    }
+
+    /// Stops the node because of `why` (an entry or snapshot its build cannot apply): it serves
+    /// nothing more, and `run` ends with the reason.
+    pub fn halt(&self, why: String) {
+        *self.halted.lock().expect("the halted lock is never poisoned") = Some(why);
+        self.stopping.send_replace(true);
+    }
+
+    /// Why this node stopped on its own, if it did ([`NodeCore::halt`]).
+    pub fn halted(&self) -> Option<String> {
+        self.halted.lock().expect("the halted lock is never poisoned").clone()
     }
 
     /// Notes a leadership transfer to `to`: announced by the leader, or begun by this node as
@@ -240,10 +261,12 @@ impl<D: Disk> NodeCore<D> {
     /// This node's own status, as `strand cluster status` shows each member.
     pub fn own_status(&self, include_digest: bool) -> pb::NodeStatus {
         let metrics = self.raft.metrics().borrow_watched().clone();
-        let (digest, bead_count, controller_term, lease_count) = self.state_machine.read(|state| {
+        let (digest, bead_count, controller_term, lease_count, versions) = self.state_machine.read(|state| {
             let digest = include_digest.then(|| state.digest());
-            (digest, state.bead_count() as u64, state.controller_term(), state.lease_count() as u64)
+            let counts = (state.bead_count() as u64, state.lease_count() as u64);
+            (digest, counts.0, state.controller_term(), counts.1, state.apply_version())
         });
+        let range = self.state_machine.apply_versions();
         let fatal_error = match &metrics.running_state {
             Ok(()) => String::new(),
             Err(fatal) => fatal.to_string(),
@@ -274,6 +297,24 @@ impl<D: Disk> NodeCore<D> {
             membership: membership_of(metrics.membership_config.membership()),
             cluster_id: self.cluster_id.get(),
             stopping: *self.stopping.borrow(),
+            apply_min: range.min,
+            apply_max: range.max,
+            build: api::version::build_name(),
+            apply_version: versions.version,
+            apply_pinned: versions.pinned,
+            apply_since: versions.since,
+            checkpoints: self
+                .state_machine
+                .checkpoints()
+                .into_iter()
+                .map(|(index, digest)| pb::Checkpoint { index, digest })
+                .collect(),
+            divergence: self
+                .divergence
+                .lock()
+                .expect("the divergence lock is never poisoned")
+                .clone()
+                .unwrap_or_default(),
         }
     }
 }

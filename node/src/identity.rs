@@ -133,7 +133,11 @@ pub fn recorded<D: Disk>(disk: &D, config: &NodeConfig) -> Result<Option<Identit
     if let Some(found) = found
         && found != STORAGE_FORMAT
     {
-        return Err(NodeError::IncompatibleFormat { dir, found });
+        if !(raft_store::upgrade::OLDEST_UPGRADABLE_FORMAT..STORAGE_FORMAT).contains(&found) {
+            return Err(NodeError::IncompatibleFormat { dir, found });
+        }
+        tracing::info!(dir, found, to = STORAGE_FORMAT, "upgrading the data directory's storage format in place");
+        raft_store::upgrade::upgrade(disk, found).map_err(corrupt)?;
     }
     let Some(bytes) = identity else { return Ok(None) };
     let found: Identity = codec::decode(&bytes, "node identity").map_err(corrupt)?;

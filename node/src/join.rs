@@ -182,6 +182,14 @@ async fn ask(
         .max_decoding_message_size(PEER_MESSAGE_BYTES_MAX)
         .max_encoding_message_size(PEER_MESSAGE_BYTES_MAX);
     let mut call = tonic::Request::new(encode(request));
+    // The member refuses a build that cannot apply the cluster's apply version before it adds it.
+    let metadata = call.metadata_mut();
+    if let Ok(range) = api::version::BUILD_APPLY_VERSIONS.to_string().parse() {
+        metadata.insert(crate::peer::network::APPLY_VERSIONS_HEADER, range);
+    }
+    if let Ok(build) = api::version::build_name().parse() {
+        metadata.insert(crate::peer::network::BUILD_HEADER, build);
+    }
     if let Some(token) = token.filter(|_| purpose == Purpose::Join) {
         let value = format!("Bearer {token}").parse().map_err(|_| {
             Asked::Refused(ChangeRefused::Invalid("the token holds characters a header cannot carry".into()))

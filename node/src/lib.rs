@@ -55,6 +55,7 @@ use api::proto::molecules_server::MoleculesServer;
 use api::proto::namespaces_server::NamespacesServer;
 use api::proto::orders_server::OrdersServer;
 use api::proto::raft_server::RaftServer;
+use api::proto::versions_server::VersionsServer;
 use api::proto::work_server::WorkServer;
 use openraft::async_runtime::WatchReceiver;
 use raft_store::codec::STORAGE_FORMAT;
@@ -64,7 +65,7 @@ use tonic::transport::server::Connected;
 
 use crate::client::{
     AuthService, BeadsService, ClusterService, ConvoysService, EventsService, FormulasService, MailService,
-    MoleculesService, NamespacesService, OrdersService, WorkService,
+    MoleculesService, NamespacesService, OrdersService, VersionsService, WorkService,
 };
 use crate::clock::Clock;
 use crate::config::{Listener, NodeConfig};
@@ -99,7 +100,14 @@ pub enum NodeError {
     },
     /// The data directory was written by a build with another storage format.
     #[error(
-        "data directory {dir} was written in storage format {found}, and this build reads format {STORAGE_FORMAT}; move the directory away and start with an empty --data-dir, so the node catches up from the cluster"
+        "data directory {dir} was written in storage format {found}, and this build reads format {STORAGE_FORMAT} (and upgrades formats {} to {} in place); {}",
+        raft_store::upgrade::OLDEST_UPGRADABLE_FORMAT,
+        STORAGE_FORMAT - 1,
+        if *found > STORAGE_FORMAT {
+            "it was written by a newer build: run that build (or a newer one) on it"
+        } else {
+            "move the directory away and start with an empty --data-dir, so the node catches up from the cluster"
+        }
     )]
     IncompatibleFormat {
         /// The directory.
@@ -117,6 +125,10 @@ pub enum NodeError {
         /// What failed.
         detail: String,
     },
+    /// This build cannot apply the cluster's state: at start, or at an entry or snapshot (see
+    /// `api::version`).
+    #[error("{0}")]
+    ApplyVersion(String),
     /// Raft could not start or stopped with an error.
     #[error("raft failed: {0}")]
     Raft(String),
@@ -274,7 +286,11 @@ where
     };
     let standing = standing::Standing::open(disk.clone(), config.members().into_keys()).map_err(corrupt)?;
     let stale_controller = probes.planted == Some(PlantedBug::StaleController);
-    let apply_probes = raft_store::ApplyProbes { observer: probes.applies, unfenced_controller: stale_controller };
+    let apply_probes = raft_store::ApplyProbes {
+        observer: probes.applies,
+        unfenced_controller: stale_controller,
+        apply_versions: None,
+    };
     let storage = Storage { disk, flush_mode, probes: apply_probes };
     let start = start_raft(config, cluster_id, connector, storage, clock, (rejoin, standing));
     let (core, peers) = Runtime::scope(seed, start).await?;
@@ -308,6 +324,7 @@ where
         "strand.v1.Events",
         "strand.v1.Cluster",
         "strand.v1.Auth",
+        "strand.v1.Versions",
         "",
     ];
     for service in services {
@@ -372,6 +389,7 @@ where
         .add_service(limited!(ConvoysServer::new(ConvoysService::new(leader.clone()))))
         .add_service(limited!(EventsServer::new(EventsService::new(leader.clone()))))
         .add_service(limited!(AuthServer::new(AuthService::new(leader.clone()))))
+        .add_service(limited!(VersionsServer::new(VersionsService::new(leader.clone()))))
         .add_service(ClusterServer::new(ClusterService::new(core.clone(), peers.clone(), leader.clone())))
         // Watch streams never end by themselves; they must end for the graceful shutdown to finish.
         .serve_with_incoming_shutdown(client_incoming, core.stopped());
@@ -396,6 +414,9 @@ where
     let stopped = core.raft.shutdown().await;
     client_served?;
     peer_served?;
+    if let Some(why) = core.halted() {
+        return Err(NodeError::ApplyVersion(why));
+    }
     // A removed node stops as it learns so, and says why (see `crate::standing`).
     if let Some(message) = core.removed() {
         return Err(NodeError::Removed(format!("stopped: {message}")));
@@ -455,8 +476,18 @@ async fn start_raft<D: Disk>(
     let snapshot_dir = config.data_dir.join("snapshots");
     remove_incoming_snapshots(&snapshot_dir);
     let state_machine = StateMachineStore::open_probed(disk, &snapshot_dir, probes).map_err(corrupt)?;
+    let (versions, range) = (state_machine.read(|state| state.apply_version()), state_machine.apply_versions());
+    if !range.contains(versions.version) {
+        return Err(NodeError::ApplyVersion(format!(
+            "refusing to start: the state in {dir} is at apply version {}, and this build ({}) applies versions {range}; run a build that applies version {}, or, to downgrade, lower the cluster's version first with `strand cluster version set {}` while this node runs its newer build",
+            versions.version,
+            api::version::build_name(),
+            versions.version,
+            range.max
+        )));
+    }
     let raft_config = Arc::new(config.raft.to_openraft(&config.cluster_name)?);
-    let identity = PeerIdentity::new(cluster_id.clone(), config.id);
+    let identity = PeerIdentity::new(cluster_id.clone(), config.id).applying(range);
     let append_timeout = std::time::Duration::from_millis(config.raft.rpc_timeout_ms);
     let metrics = metrics::Metrics::new();
     let peers = Arc::new(Peers::new(connector, identity, append_timeout, metrics.replication()));
@@ -500,6 +531,11 @@ async fn watch_metrics<D: Disk>(core: Arc<NodeCore<D>>, observer: Option<Metrics
             current.running_state.as_ref().err().map(ToString::to_string)
         };
         if let Some(fatal) = fatal {
+            if fatal.contains(raft_store::state_machine::CANNOT_APPLY) {
+                tracing::error!(%fatal, "stopping: this build cannot apply what the cluster sent");
+                core.halt(format!("stopped: {fatal}"));
+                return;
+            }
             tracing::error!(%fatal, "raft core stopped; this node no longer serves writes or linearizable reads");
             return;
         }

@@ -84,6 +84,10 @@ pub struct RaftView {
     pub controller_term: u64,
     /// Orders stored, across namespaces.
     pub orders: u64,
+    /// The apply version of this replica's state.
+    pub apply_version: u64,
+    /// Whether this node, leading, found a member's state diverged from its own.
+    pub divergence: bool,
 }
 
 /// Why the connection limiter closed a connection, as the `reason` label says it. A variant's
@@ -297,7 +301,7 @@ struct ControllerMetrics {
 
 /// Scrape-time gauges: name, help (prometheus-client ends it with a period), and how each is
 /// read off a [`RaftView`].
-const GAUGES: [(&str, &str, ReadGauge); 12] = [
+const GAUGES: [(&str, &str, ReadGauge); 14] = [
     ("raft_term", "The node's current Raft term", |view| view.term as i64),
     ("raft_is_leader", "1 when this node is the Raft leader, else 0", |view| i64::from(view.is_leader)),
     ("raft_leader_id", "The id of the leader this node knows of; 0 when none", |view| view.leader as i64),
@@ -316,6 +320,14 @@ const GAUGES: [(&str, &str, ReadGauge); 12] = [
     ("controller_term", "The term of the latest controller to act (the leader's, once its controller began)", |view| {
         view.controller_term as i64
     }),
+    ("apply_version", "The apply version of this replica's state: the version of the rules entries apply by", |view| {
+        view.apply_version as i64
+    }),
+    (
+        "divergence",
+        "1 when this node, leading, found a member whose state digest differs from its own at one applied index (see `strand cluster status`)",
+        |view| i64::from(view.divergence),
+    ),
 ];
 
 impl Default for Metrics {

@@ -95,10 +95,13 @@ pub fn read_header(input: &mut impl Read) -> io::Result<(BackupHeader, u64)> {
     }
     let header: BackupHeader = serde_json::from_slice(&json)
         .map_err(|error| invalid(format!("the backup's header does not decode ({error}); the file is damaged")))?;
-    if header.storage_format != codec::STORAGE_FORMAT {
+    // The records of every format this build upgrades in place read as this format's (see
+    // `crate::upgrade`); a restore writes them under this build's format.
+    if !(crate::upgrade::OLDEST_UPGRADABLE_FORMAT..=codec::STORAGE_FORMAT).contains(&header.storage_format) {
         return Err(invalid(format!(
-            "the backup was written in storage format {}, and this build reads format {}; use a build of that format",
+            "the backup was written in storage format {}, and this build reads formats {} to {}; use a build of that format",
             header.storage_format,
+            crate::upgrade::OLDEST_UPGRADABLE_FORMAT,
             codec::STORAGE_FORMAT
         )));
     }

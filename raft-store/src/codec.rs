@@ -33,7 +33,10 @@ pub const META_IDENTITY: &[u8] = b"identity";
 pub const META_FORMAT: &[u8] = b"format";
 /// The storage format this build writes and reads; `tests/golden/storage-format.txt` pins the bytes
 /// of every type stored or sent between nodes under it, and `tests/tests/storage_format.rs`
-/// fails until a changed layout bumps it. 10: the membership records each member's
+/// fails until a changed layout bumps it. 11: the state records its apply version
+/// (`RecordKey::ApplyVersion`), controller actions include the apply version's switch and
+/// consistency checkpoints, and commands include `cluster version pin|unpin|set`; a format-10
+/// directory upgrades in place (`crate::upgrade`). 10: the membership records each member's
 /// peer address, client address and auto-promotion (`types::Member`, was openraft's `BasicNode`).
 /// 9: the answers the dedup table keeps list
 /// tokens by a fingerprint of their hash, never the hash. 8: proposals carry the client's token hash,
@@ -45,7 +48,7 @@ pub const META_FORMAT: &[u8] = b"format";
 /// their revision, and commands include transactions. 3: every stored value carries a CRC-32.
 /// 2: standard Raft leader ids (one leader per term) in votes and log ids. Directories without
 /// the key were written in format 1.
-pub const STORAGE_FORMAT: u32 = 10;
+pub const STORAGE_FORMAT: u32 = 11;
 /// Bytes of the checksum that ends every stored value.
 pub const CHECKSUM_BYTES: usize = 4;
 

@@ -18,6 +18,7 @@ pub mod runtime;
 pub mod snapshot;
 pub mod state_machine;
 pub mod types;
+pub mod upgrade;
 
 pub use disk::{Disk, Durability, Op, Space};
 pub use log_store::{FlushMode, LogStore};

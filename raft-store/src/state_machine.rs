@@ -21,10 +21,12 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
+use api::command::ControllerAction;
 use api::command::{Command, Proposal};
 use api::model::Namespace;
 use api::outcome::{Answer, Outcome};
-use api::state::{Record, RecordKey, State};
+use api::state::{ApplyVersionRecord, Record, RecordKey, State};
+use api::version::BUILD_APPLY_VERSIONS;
 use futures::{Stream, TryStreamExt};
 use openraft::storage::{EntryResponder, RaftSnapshotBuilder, RaftStateMachine, Snapshot};
 use openraft::type_config::alias::SnapshotOf;
@@ -60,6 +62,9 @@ pub struct ApplyProbes {
     /// A planted bug: a controller action of a stale term is applied as if it were of the
     /// current controller term, so the state machine's term fence never refuses it.
     pub unfenced_controller: bool,
+    /// The apply versions this node applies, when narrower than its build's (the simulator's
+    /// nodes of an older build); `None`: [`BUILD_APPLY_VERSIONS`].
+    pub apply_versions: Option<api::version::ApplyRange>,
 }
 
 struct Inner<D: Disk> {
@@ -69,6 +74,8 @@ struct Inner<D: Disk> {
     applied: Mutex<Applied>,
     snapshot_dir: PathBuf,
     build_lock: Mutex<()>,
+    /// The consistency checkpoints this replica took lately: (log index, digest), oldest first.
+    checkpoints: Mutex<std::collections::VecDeque<(u64, u64)>>,
     /// Per namespace with a subscriber: bumped after each persisted batch that changed the
     /// namespace's settings or event log (which every new event does).
     namespace_notices: Mutex<BTreeMap<Namespace, tokio::sync::watch::Sender<()>>>,
@@ -134,6 +141,7 @@ impl<D: Disk> StateMachineStore<D> {
             applied: Mutex::new(applied),
             snapshot_dir: snapshot_dir.to_path_buf(),
             build_lock: Mutex::new(()),
+            checkpoints: Mutex::new(std::collections::VecDeque::new()),
             namespace_notices: Mutex::new(BTreeMap::new()),
         };
         Ok(StateMachineStore { inner: Arc::new(inner) })
@@ -165,9 +173,30 @@ impl<D: Disk> StateMachineStore<D> {
         notices.values().for_each(|sender| sender.send_replace(()));
     }
 
-    /// Applies one proposal and shows it, with its answer, to the observer.
-    fn apply_normal(&self, index: u64, proposal: &Proposal) -> Answer {
+    /// The apply versions this node applies: its build's, or narrower (see [`ApplyProbes`]).
+    pub fn apply_versions(&self) -> api::version::ApplyRange {
+        self.inner.probes.apply_versions.unwrap_or(BUILD_APPLY_VERSIONS)
+    }
+
+    /// The consistency checkpoints this replica took lately, (log index, digest), oldest first.
+    pub fn checkpoints(&self) -> Vec<(u64, u64)> {
+        self.inner.checkpoints.lock().expect("checkpoints lock").iter().copied().collect()
+    }
+
+    /// Applies one proposal and shows it, with its answer, to the observer. An entry that would
+    /// take the state to an apply version this build cannot apply is not applied: the error stops
+    /// Raft (see [`api::version`]).
+    fn apply_normal(&self, index: u64, proposal: &Proposal) -> io::Result<Answer> {
         let mut state = self.inner.state.write().expect("state lock");
+        if let Some(to) = state.version_after(proposal)
+            && !self.apply_versions().contains(to)
+        {
+            return Err(cannot_apply(format!(
+                "log entry {index} switches the apply version from {} to {to}, and this build applies versions {}",
+                state.apply_version().version,
+                self.apply_versions()
+            )));
+        }
         let answer = match &proposal.command {
             Command::Controller(api::command::Controller { term, action }) if self.inner.probes.unfenced_controller => {
                 let term = (*term).max(state.controller_term());
@@ -179,11 +208,23 @@ impl<D: Disk> StateMachineStore<D> {
             }
             _ => state.apply(index, proposal),
         };
+        let checkpoint = matches!(
+            &proposal.command,
+            Command::Controller(api::command::Controller { action: ControllerAction::Checkpoint, .. })
+        ) && answer.is_ok();
+        if checkpoint {
+            let digest = stable_digest(&state)?;
+            let mut checkpoints = self.inner.checkpoints.lock().expect("checkpoints lock");
+            if checkpoints.len() == CHECKPOINTS_KEPT {
+                checkpoints.pop_front();
+            }
+            checkpoints.push_back((index, digest));
+        }
         drop(state);
         if let Some(observer) = &self.inner.probes.observer {
             observer(index, proposal, &answer);
         }
-        answer
+        Ok(answer)
     }
 
     /// What has been applied.
@@ -264,6 +305,14 @@ impl<D: Disk> StateMachineStore<D> {
         if reader.meta.last_log_id != meta.last_log_id {
             return Err(io::Error::new(io::ErrorKind::InvalidData, "snapshot file does not match its metadata"));
         }
+        let version = snapshot_apply_version(SnapshotReader::new(std::fs::File::open(&current)?)?)?;
+        if !self.apply_versions().contains(version) {
+            let index = meta.last_log_id.map_or(0, |log_id| log_id.index);
+            return Err(cannot_apply(format!(
+                "the snapshot through log entry {index} holds a state at apply version {version}, and this build applies versions {}",
+                self.apply_versions()
+            )));
+        }
         // Apply and install run one at a time, so nothing else writes the disk meanwhile; reads go
         // on from the old state and wait only for the swap.
         let disk = self.inner.disk.as_ref();
@@ -276,6 +325,50 @@ impl<D: Disk> StateMachineStore<D> {
         self.notify_all();
         Ok(())
     }
+}
+
+/// How many consistency checkpoints a replica keeps.
+pub const CHECKPOINTS_KEPT: usize = 8;
+
+/// The words that begin the error of an entry or snapshot this build cannot apply: the node
+/// stops on it (`node` looks for them).
+pub const CANNOT_APPLY: &str = "cannot apply";
+
+fn cannot_apply(detail: String) -> io::Error {
+    io::Error::other(format!(
+        "{CANNOT_APPLY}: {detail}; this node stops rather than apply it by other rules. Run a build whose apply versions include it (see `strand cluster version`)"
+    ))
+}
+
+/// A digest of the state that every build of one storage format computes alike: SHA-256 (first
+/// 8 bytes) over each record's stored key and value encodings, in key order.
+pub fn stable_digest(state: &State) -> io::Result<u64> {
+    use sha2::Digest as _;
+    let mut hasher = sha2::Sha256::new();
+    for (key, record) in state.records() {
+        let key = codec::encode_plain(&key)?;
+        let value = codec::encode_plain(&record)?;
+        hasher.update((key.len() as u64).to_le_bytes());
+        hasher.update(&key);
+        hasher.update((value.len() as u64).to_le_bytes());
+        hasher.update(&value);
+    }
+    let digest = hasher.finalize();
+    Ok(u64::from_be_bytes(digest[..8].try_into().expect("a SHA-256 digest has 32 bytes")))
+}
+
+/// The apply version of the state a snapshot holds (its `ApplyVersion` record, or version 1).
+fn snapshot_apply_version(mut reader: SnapshotReader) -> io::Result<u32> {
+    let wanted = codec::encode_plain(&RecordKey::ApplyVersion)?;
+    while let Some((key, value)) = reader.next_record()? {
+        if key == wanted {
+            let record: Record = codec::decode(&value, "the snapshot's apply version")?;
+            if let Record::ApplyVersion(versions) = record {
+                return Ok(versions.version);
+            }
+        }
+    }
+    Ok(ApplyVersionRecord::default().version)
 }
 
 /// Deletes the current snapshot when it fails verification, so that it is never sent to a
@@ -352,7 +445,7 @@ impl<D: Disk> RaftStateMachine<TypeConfig> for StateMachineStore<D> {
         while let Some((entry, responder)) = entries.try_next().await? {
             let answer: Answer = match &entry.payload {
                 EntryPayload::Blank => Ok(Outcome::Done),
-                EntryPayload::Normal(proposal) => self.apply_normal(entry.log_id.index, proposal),
+                EntryPayload::Normal(proposal) => self.apply_normal(entry.log_id.index, proposal)?,
                 EntryPayload::Membership(membership) => {
                     applied.membership = StoredMembership::new(Some(entry.log_id), membership.clone());
                     membership_changed = true;

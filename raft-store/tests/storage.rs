@@ -216,7 +216,10 @@ fn borrowed_records_encode_exactly_like_owned_ones() {
     let mut order_run = proposal("unused", 14);
     order_run.command = Command::OrderRun(api::command::OrderRun { name: "nightly".into() });
     state.apply(5, &order_run).unwrap();
-    let mut enable = proposal("unused", 15);
+    let mut pin = proposal("unused", 15);
+    pin.command = Command::ApplyVersion(api::commands::apply_version::ApplyVersionChange::Pin);
+    state.apply(6, &pin).unwrap();
+    let mut enable = proposal("unused", 16);
     enable.command = Command::Auth(api::auth::AuthCommand::Enable(api::auth::TokenSpec {
         name: "root".into(),
         hash: api::auth::TokenHash::of(&api::client::generate_token()),
@@ -224,7 +227,7 @@ fn borrowed_records_encode_exactly_like_owned_ones() {
         namespaces: Default::default(),
         actor: None,
     }));
-    state.apply(6, &enable).unwrap();
+    state.apply(7, &enable).unwrap();
     let mut kinds = std::collections::BTreeSet::new();
     for (key, record) in state.records() {
         let borrowed = state.record(&key).expect("every listed record can be borrowed");
@@ -246,9 +249,10 @@ fn borrowed_records_encode_exactly_like_owned_ones() {
             RecordKey::Order(..) => "order",
             RecordKey::AuthEnabled => "auth enabled",
             RecordKey::Token(_) => "token",
+            RecordKey::ApplyVersion => "apply version",
         });
     }
-    assert_eq!(kinds.len(), 11, "every kind of record was compared: {kinds:?}");
+    assert_eq!(kinds.len(), 12, "every kind of record was compared: {kinds:?}");
 }
 
 /// On a current-thread runtime an inline build would finish before any other task ran; on the

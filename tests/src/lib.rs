@@ -40,6 +40,19 @@ pub fn strand_binary() -> PathBuf {
     binary
 }
 
+/// The test-only `apply-v2` build of `strand` (see `api/src/version.rs`): `$STRAND_APPLY_V2_BIN`,
+/// or `apply-v2/strand` in the build directory, which `make apply-v2` (and `make test`) builds.
+pub fn apply_v2_binary() -> PathBuf {
+    if let Ok(path) = std::env::var("STRAND_APPLY_V2_BIN") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().expect("test executable path");
+    let target = exe.ancestors().nth(3).expect("target/<profile>/deps/<test>");
+    let binary = target.join("apply-v2").join("strand");
+    assert!(binary.exists(), "{} is missing; build it with `make apply-v2` (make test does)", binary.display());
+    binary
+}
+
 /// Lowest port the harness hands out.
 const PORTS_LOW: u16 = 10_000;
 
@@ -92,6 +105,10 @@ pub struct NodeProcess {
     /// The peer addresses it joins through (`--join`), for a node added to the running cluster;
     /// `None`: a member of the first start (`--peers`).
     pub join: Option<String>,
+    /// The `strand` binary it runs; `None`: [`strand_binary`].
+    pub binary: Option<PathBuf>,
+    /// Environment variables it starts with, beside the harness's own.
+    pub env: Vec<(String, String)>,
     child: Option<Child>,
 }
 
@@ -166,6 +183,8 @@ impl Cluster {
                 peer_address: format!("127.0.0.1:{}", free_port()),
                 data_dir: dir.path().join(format!("node-{id}")),
                 join: None,
+                binary: None,
+                env: Vec::new(),
                 child: None,
             })
             .collect();
@@ -185,15 +204,17 @@ impl Cluster {
     /// The command that starts node `id` with the configuration file `config`, if any.
     fn node_command_with(&self, id: u64, config: Option<&Path>) -> Command {
         let node = &self.nodes[(id - 1) as usize];
+        let binary = node.binary.clone().unwrap_or_else(strand_binary);
         let mut command = match self.open_files {
-            None => Command::new(strand_binary()),
+            None => Command::new(binary),
             Some(open_files) => {
                 // `ulimit -n` without -S or -H sets both limits; `exec` keeps the process id.
                 let mut command = Command::new("sh");
-                command.args(["-c", "ulimit -n \"$0\" && exec \"$@\"", &open_files.to_string()]).arg(strand_binary());
+                command.args(["-c", "ulimit -n \"$0\" && exec \"$@\"", &open_files.to_string()]).arg(binary);
                 command
             }
         };
+        command.envs(node.env.iter().map(|(key, value)| (key, value)));
         command
             .args(["node", "--id", &id.to_string(), "--listen", &node.address, "--listen-peer", &node.peer_address])
             .arg("--data-dir")
@@ -252,6 +273,8 @@ impl Cluster {
             peer_address: format!("127.0.0.1:{}", free_port()),
             data_dir: self.dir.path().join(format!("node-{id}")),
             join: Some(join.join(",")),
+            binary: None,
+            env: Vec::new(),
             child: None,
         });
         id

@@ -35,6 +35,9 @@ enum Setup {
     MakeRun,
     /// Nothing: the block starts what it needs.
     Nothing,
+    /// Nothing running, and a newer build at `new/strand` (the test-only `apply-v2` build, which
+    /// applies one apply version more).
+    NewBuild,
 }
 
 /// The sections whose ```` ```console ```` blocks are run, and what each expects.
@@ -45,6 +48,7 @@ const SECTIONS: &[(&str, Setup)] = &[
     ("Orders", Setup::MakeRun),
     ("Durability: what a cluster survives", Setup::Nothing),
     ("Securing a cluster", Setup::Nothing),
+    ("Upgrading", Setup::NewBuild),
 ];
 
 /// How long one block may take, start to end.
@@ -228,6 +232,10 @@ fn run_block(block: &Block, setup: Setup, files: &[(String, String)]) -> Result<
     let dir = tempfile::tempdir().unwrap();
     for (name, text) in files {
         std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    if matches!(setup, Setup::NewBuild) {
+        std::fs::create_dir(dir.path().join("new")).unwrap();
+        std::os::unix::fs::symlink(tests::apply_v2_binary(), dir.path().join("new/strand")).unwrap();
     }
     std::fs::write(dir.path().join("steps.sh"), script_of(&steps)).unwrap();
     let bin = strand_binary().parent().unwrap().to_path_buf();

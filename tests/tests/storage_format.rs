@@ -259,6 +259,7 @@ fn record_keys() -> Vec<RecordKey> {
         RecordKey::Order(rig(), "nightly".into()),
         RecordKey::AuthEnabled,
         RecordKey::Token("ci".into()),
+        RecordKey::ApplyVersion,
     ]
 }
 
@@ -275,6 +276,7 @@ fn records() -> Vec<Record> {
         Record::Order(order_record()),
         Record::AuthEnabled(true),
         Record::Token(token()),
+        Record::ApplyVersion(api::state::ApplyVersionRecord { version: 2, pinned: true, since: 4096 }),
     ]
 }
 
@@ -458,6 +460,7 @@ fn record_key_name(key: &RecordKey) -> &'static str {
         RecordKey::Order(..) => "order",
         RecordKey::AuthEnabled => "auth_enabled",
         RecordKey::Token(_) => "token",
+        RecordKey::ApplyVersion => "apply_version",
     }
 }
 
@@ -474,6 +477,7 @@ fn record_name(record: &Record) -> &'static str {
         Record::Order(_) => "order",
         Record::AuthEnabled(_) => "auth_enabled",
         Record::Token(_) => "token",
+        Record::ApplyVersion(_) => "apply_version",
     }
 }
 
@@ -491,6 +495,7 @@ fn record_ref(record: &Record) -> RecordRef<'_> {
         Record::Order(order) => RecordRef::Order(order),
         Record::AuthEnabled(enabled) => RecordRef::AuthEnabled(*enabled),
         Record::Token(token) => RecordRef::Token(token),
+        Record::ApplyVersion(versions) => RecordRef::ApplyVersion(*versions),
     }
 }
 
@@ -1074,8 +1079,8 @@ fn every_variant_of_every_sampled_enum_has_a_sample() {
     assert_every_variant!(AppendEntriesResponse<TypeConfig>, append_entries_responses());
     assert_every_variant!(StreamAppendError<TypeConfig>, stream_append_errors());
     // The counts as the enums stand today, so the probe itself is known to work.
-    assert_eq!(variant_count!(Command), 37);
-    assert_eq!(variant_count!(ControllerAction), 6);
+    assert_eq!(variant_count!(Command), 38);
+    assert_eq!(variant_count!(ControllerAction), 8);
     assert_eq!(variant_count!(Refusal), 20);
 }
 

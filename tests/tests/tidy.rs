@@ -314,6 +314,45 @@ fn the_state_machine_is_pure() {
     assert!(checked > PURE_CORE.len(), "the state module's files were read");
 }
 
+/// Apply code decides every outcome by the state's apply version, never by the build (see
+/// `api/src/version.rs`): the state machine and the commands' files never read the build's
+/// apply versions, its name or version, the environment, or a cargo feature, except the
+/// test-only canary rule of version 2 (`State::canary_v2`), whose one feature read is counted.
+#[test]
+fn apply_rules_never_read_the_build() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").join("api/src");
+    let mut files = BTreeMap::new();
+    module_files(&root, &root.join("state"), &mut files);
+    module_files(&root, &root.join("commands"), &mut files);
+    assert!(files.len() > 50, "the state's and commands' files were read: {}", files.len());
+    let forbidden = ["BUILD_APPLY_VERSIONS", "build_name", "CARGO_PKG_VERSION", "env!(", "std::env", "option_env!"];
+    let mut feature_reads = Vec::new();
+    for (module, text) in &files {
+        for (number, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            for word in forbidden {
+                assert!(
+                    !line.contains(word),
+                    "{module}, line {}: `{word}` in apply code ({})",
+                    number + 1,
+                    line.trim()
+                );
+            }
+            if line.contains("cfg!(feature") || line.contains("cfg(feature") {
+                feature_reads.push(format!("{module}: {}", line.trim()));
+            }
+        }
+    }
+    assert_eq!(
+        feature_reads.len(),
+        1,
+        "apply code reads cargo features only in the test-only canary rule (State::canary_v2): {feature_reads:#?}"
+    );
+    assert!(feature_reads.iter().all(|read| read.starts_with("state: ")), "{feature_reads:#?}");
+}
+
 /// `NamespaceState`'s fields are private to its module (`api/src/state/namespace/`), so every
 /// change of a bead, an index or a dirty set goes through that module's methods.
 #[test]

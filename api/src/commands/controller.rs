@@ -64,6 +64,18 @@ pub enum ControllerAction {
         /// Its [`crate::order::OrderRuns::fired`] as judged.
         seen_fired: u64,
     },
+    /// Raise the state's apply version from `from` to `to` (see [`crate::version`]): the leader
+    /// proposes it once every member's build applies `to`. Refused once the version is no longer
+    /// `from`, while it is pinned, or when `to` is not above it.
+    SwitchApplyVersion {
+        /// The apply version the leader judged current.
+        from: u32,
+        /// The version to apply from the next entry on.
+        to: u32,
+    },
+    /// A consistency checkpoint: every replica takes a digest of its state as it applies it, and
+    /// the leader compares the members' digests at its index. It changes nothing.
+    Checkpoint,
 }
 
 /// A lease as the controller judged it past due: its bead, id and the renewal it saw.
@@ -87,6 +99,8 @@ impl ControllerAction {
             ControllerAction::CollectWisps { .. } => "collect_wisps",
             ControllerAction::CheckConvoys => "check_convoys",
             ControllerAction::FireOrder { .. } => "fire_order",
+            ControllerAction::SwitchApplyVersion { .. } => "switch_apply_version",
+            ControllerAction::Checkpoint => "checkpoint",
         }
     }
 }
@@ -123,6 +137,8 @@ impl WriteCommand for Controller {
             ControllerAction::CollectWisps { older_than_ms: 3_600_000 },
             ControllerAction::CheckConvoys,
             ControllerAction::FireOrder { name: "nightly".into(), seen_fired: 3 },
+            ControllerAction::SwitchApplyVersion { from: 1, to: 2 },
+            ControllerAction::Checkpoint,
         ];
         actions.into_iter().map(|action| Controller { term: 9, action }).collect()
     }

@@ -57,6 +57,8 @@ pub enum RecordKey {
     AuthEnabled,
     /// A token, by name.
     Token(String),
+    /// The apply version, and whether it is pinned (absent: version 1, not pinned).
+    ApplyVersion,
 }
 
 /// One persisted record of the state.
@@ -84,6 +86,8 @@ pub enum Record {
     AuthEnabled(bool),
     /// A token (its hash and rights, never the token).
     Token(crate::auth::Token),
+    /// The apply version, and whether it is pinned.
+    ApplyVersion(ApplyVersionRecord),
 }
 
 /// One record borrowed from the state. It serializes exactly as the [`Record`] it stands for
@@ -114,6 +118,8 @@ pub enum RecordRef<'a> {
     AuthEnabled(bool),
     /// A token.
     Token(&'a crate::auth::Token),
+    /// The apply version, and whether it is pinned.
+    ApplyVersion(ApplyVersionRecord),
 }
 
 impl RecordRef<'_> {
@@ -131,7 +137,26 @@ impl RecordRef<'_> {
             RecordRef::Order(order) => Record::Order(order.clone()),
             RecordRef::AuthEnabled(enabled) => Record::AuthEnabled(enabled),
             RecordRef::Token(token) => Record::Token(token.clone()),
+            RecordRef::ApplyVersion(versions) => Record::ApplyVersion(versions),
         }
+    }
+}
+
+/// The state's apply version (see [`crate::version`]) and whether it is pinned there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApplyVersionRecord {
+    /// The version of the rules entries apply by.
+    pub version: u32,
+    /// Held where it is: the leader does not raise it (`strand cluster version pin`).
+    pub pinned: bool,
+    /// The log index of the entry that set it (0: never set, version 1 from the start); the
+    /// entries after it apply by its rules.
+    pub since: u64,
+}
+
+impl Default for ApplyVersionRecord {
+    fn default() -> Self {
+        ApplyVersionRecord { version: crate::version::FIRST_APPLY_VERSION, pinned: false, since: 0 }
     }
 }
 
@@ -207,6 +232,9 @@ pub struct State {
     revision: u64,
     /// Whether auth is on, and the tokens.
     auth: auth::AuthState,
+    /// The apply version every rule that changes an outcome is gated on.
+    apply_version: ApplyVersionRecord,
+    apply_version_dirty: bool,
 }
 
 impl State {
@@ -242,6 +270,7 @@ impl State {
                 (RecordKey::Session(client_id), Record::Session(session)) => state.sessions.load(client_id, session),
                 (RecordKey::AuthEnabled, Record::AuthEnabled(enabled)) => state.auth.enabled = enabled,
                 (RecordKey::Token(name), Record::Token(token)) if token.name == name => state.auth.load(token),
+                (RecordKey::ApplyVersion, Record::ApplyVersion(versions)) => state.apply_version = versions,
                 (key, _) => return Err(LoadError { key }),
             }
         }
@@ -290,6 +319,7 @@ impl State {
         self.sessions.dirty.clear();
         self.clock_dirty = false;
         self.controller_term_dirty = false;
+        self.apply_version_dirty = false;
         self.auth.enabled_dirty = false;
         self.auth.dirty_tokens.clear();
         self.removed_namespaces.clear();
@@ -362,6 +392,7 @@ impl State {
         // is a new rule (issue 28), sound because a cluster's nodes run one build.
         validate_actor(&proposal.actor)?;
         validate_command(&proposal.command)?;
+        self.canary_v2(&proposal.command)?;
         let is_new = !self.namespaces.contains_key(&proposal.namespace);
         let was_removed = self.removed_namespaces.contains(&proposal.namespace);
         // Each command's file says how it applies: to its namespace, or to the whole state.
@@ -375,6 +406,26 @@ impl State {
             }
         }
         answer
+    }
+
+    /// Apply version 2's rule, in test-only builds (see [`crate::version`]): a create whose title
+    /// starts with the canary prefix is refused. Gated on the state's apply version, as every
+    /// rule that changes an outcome is; with `STRAND_TEST_UNGATED_CANARY` set, the test build
+    /// applies it whatever the version (`version::canary_ungated`), the mistake the
+    /// rolling-upgrade test must catch.
+    fn canary_v2(&self, command: &Command) -> Result<(), Refusal> {
+        let applies = self.apply_version.version >= 2 || crate::version::canary_ungated();
+        if cfg!(feature = "apply-v2")
+            && applies
+            && let Command::Create(create) = command
+            && create.title.starts_with(crate::version::CANARY_V2_PREFIX)
+        {
+            return Err(Refusal::Invalid(format!(
+                "a title starting with {:?} is refused from apply version 2 on",
+                crate::version::CANARY_V2_PREFIX
+            )));
+        }
+        Ok(())
     }
 
     /// How many leases are held, across namespaces.
@@ -452,6 +503,45 @@ impl State {
         self.controller_term
     }
 
+    /// The apply version entries apply by, and whether it is pinned (see [`crate::version`]).
+    pub fn apply_version(&self) -> ApplyVersionRecord {
+        self.apply_version
+    }
+
+    /// The apply version an entry would leave the state at, when it changes it (a switch or a
+    /// `cluster version set` that would apply): the storage layer stops at an entry whose version
+    /// its build cannot apply, before applying it.
+    pub fn version_after(&self, proposal: &Proposal) -> Option<u32> {
+        let current = self.apply_version;
+        match &proposal.command {
+            Command::Controller(crate::commands::controller::Controller {
+                term,
+                action: ControllerAction::SwitchApplyVersion { from, to },
+            }) if *from == current.version && !current.pinned && to > from && *term >= self.controller_term => {
+                Some(*to)
+            }
+            Command::ApplyVersion(crate::commands::apply_version::ApplyVersionChange::Set { to })
+                if *to < current.version =>
+            {
+                Some(*to)
+            }
+            _ => None,
+        }
+    }
+
+    /// The log index of the entry being applied.
+    pub(crate) fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// Applies a change of the apply version or its pin.
+    pub(crate) fn change_apply_version(&mut self, change: ApplyVersionRecord) {
+        if change != self.apply_version {
+            self.apply_version = change;
+            self.apply_version_dirty = true;
+        }
+    }
+
     /// Applies a controller action: refused when a controller of a higher term has acted, so a
     /// deposed leader cannot act late; once applied, its term becomes the fence (a refused
     /// action changes nothing, the fence included). An action never creates a namespace: on a
@@ -470,7 +560,8 @@ impl State {
             namespace_state.set_revision(self.revision);
         }
         let answer = match (action, self.namespaces.get_mut(namespace)) {
-            (ControllerAction::Begin, _) => Ok(Outcome::Done),
+            (ControllerAction::Begin | ControllerAction::Checkpoint, _) => Ok(Outcome::Done),
+            (ControllerAction::SwitchApplyVersion { from, to }, _) => self.switch_apply_version(*from, *to),
             (ControllerAction::FireOrder { .. }, None) => {
                 Err(Refusal::Invalid(format!("namespace {namespace} does not exist")))
             }
@@ -495,6 +586,24 @@ impl State {
             self.controller_term_dirty = true;
         }
         answer
+    }
+
+    /// The leader's switch of the apply version from `from` to `to`.
+    fn switch_apply_version(&mut self, from: u32, to: u32) -> Answer {
+        let current = self.apply_version;
+        if current.version != from || to <= from {
+            return Err(Refusal::Invalid(format!(
+                "a switch of the apply version from {from} to {to}, and the state is at {}",
+                current.version
+            )));
+        }
+        if current.pinned {
+            return Err(Refusal::Invalid(format!(
+                "the apply version is pinned at {from}; `strand cluster version unpin` lets it rise"
+            )));
+        }
+        self.change_apply_version(ApplyVersionRecord { version: to, pinned: false, since: self.revision });
+        Ok(Outcome::Done)
     }
 
     /// The namespace a write goes to, created on first use with the proposal's `default_prefix`,
@@ -649,6 +758,9 @@ impl State {
         if self.auth.enabled_dirty {
             keys.push(RecordKey::AuthEnabled);
         }
+        if self.apply_version_dirty {
+            keys.push(RecordKey::ApplyVersion);
+        }
         keys.extend(std::mem::take(&mut self.auth.dirty_tokens).into_iter().map(RecordKey::Token));
         keys.extend(std::mem::take(&mut self.removed_namespaces).into_iter().map(RecordKey::Namespace));
         keys.append(&mut self.removed_records);
@@ -689,6 +801,7 @@ impl State {
             RecordKey::Session(client_id) => self.sessions.by_client.get(client_id).map(RecordRef::Session),
             RecordKey::AuthEnabled => Some(RecordRef::AuthEnabled(self.auth.enabled)),
             RecordKey::Token(name) => self.auth.tokens.get(name).map(RecordRef::Token),
+            RecordKey::ApplyVersion => Some(RecordRef::ApplyVersion(self.apply_version)),
         }
     }
 
@@ -709,6 +822,9 @@ impl State {
         }
         for (name, token) in &self.auth.tokens {
             records.push((RecordKey::Token(name.clone()), Record::Token(token.clone())));
+        }
+        if self.apply_version != ApplyVersionRecord::default() {
+            records.push((RecordKey::ApplyVersion, Record::ApplyVersion(self.apply_version)));
         }
         records
     }

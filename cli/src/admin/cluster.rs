@@ -30,6 +30,28 @@ pub enum ClusterCommand {
         #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::values::parse_duration)]
         wait: std::time::Duration,
     },
+    /// The cluster's apply version (the version of the rules log entries apply by), each
+    /// member's build and the apply versions it applies, and the version the leader would switch
+    /// to. With a subcommand: pin it, unpin it, or lower it (admin token when auth is on).
+    Version {
+        #[command(subcommand)]
+        action: Option<VersionAction>,
+    },
+}
+
+/// Changes of the apply version.
+#[derive(Subcommand, Debug)]
+pub enum VersionAction {
+    /// Hold the apply version where it is: the leader no longer raises it (before a downgrade).
+    Pin,
+    /// Let the leader raise it again once every member applies a higher version.
+    Unpin,
+    /// Lower the apply version to VERSION and pin it there. Refused, naming the member, when a
+    /// member's build cannot apply VERSION, and above the current version.
+    Set {
+        /// The apply version to lower to.
+        version: u32,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -219,7 +241,112 @@ pub async fn run(cli: &Cli, command: &ClusterCommand) -> CommandResult {
     match command {
         ClusterCommand::Status { digest } => status(cli, *digest).await,
         ClusterCommand::MoveLeader { id, wait } => move_leader(cli, *id, *wait).await,
+        ClusterCommand::Version { action: None } => version(cli).await,
+        ClusterCommand::Version { action: Some(action) } => change_version(cli, action).await,
     }
+}
+
+/// What `cluster version` shows: the state's apply version as the leader (or else any node that
+/// answered) holds it, and the version the leader would switch to.
+fn apply_version(status: &api::proto::StatusResponse) -> Option<(u32, bool)> {
+    let leader = status.nodes.iter().find(|node| node.id == status.leader_id && node.apply_version > 0);
+    let node = leader.or_else(|| status.nodes.iter().find(|node| node.apply_version > 0))?;
+    Some((node.apply_version, node.apply_pinned))
+}
+
+/// The highest version every member applies (`Err`: a member that did not answer).
+fn switch_target(status: &api::proto::StatusResponse) -> Result<u32, String> {
+    let mut target = u32::MAX;
+    for node in &status.nodes {
+        if node.apply_max == 0 {
+            return Err(format!("node {} did not answer", node.id));
+        }
+        target = target.min(node.apply_max);
+    }
+    if target == u32::MAX { Err("no node answered".into()) } else { Ok(target) }
+}
+
+async fn version(cli: &Cli) -> CommandResult {
+    let status = cli.client()?.status(false).await?;
+    let current = apply_version(&status);
+    let target = switch_target(&status);
+    if cli.json {
+        let nodes: Vec<_> = status
+            .nodes
+            .iter()
+            .map(|node| {
+                let answered = node.apply_max > 0;
+                json!({
+                    "id": node.id, "state": node.state, "build": answered.then_some(&node.build),
+                    "apply_min": answered.then_some(node.apply_min), "apply_max": answered.then_some(node.apply_max),
+                    "apply_version": answered.then_some(node.apply_version), "error": node.error,
+                })
+            })
+            .collect();
+        crate::output::print_value(&json!({
+            "apply_version": current.map(|(version, _)| version),
+            "pinned": current.map(|(_, pinned)| pinned),
+            "switch_to": target.as_ref().ok(),
+            "switch_blocked_by": target.as_ref().err(),
+            "nodes": nodes,
+        }));
+        return Ok(true);
+    }
+    match current {
+        Some((version, pinned)) => {
+            let pin = if pinned { ", pinned (`strand cluster version unpin` lets it rise)" } else { "" };
+            println!("apply version {version}{pin}");
+            match &target {
+                Ok(target) if *target > version && !pinned => {
+                    println!("every member applies version {target}: the leader switches to it within a second")
+                }
+                Ok(target) if *target > version => {
+                    println!("every member applies version {target}; pinned at {version}")
+                }
+                Ok(_) => println!("no higher version: every member applies at most {version}"),
+                Err(why) => println!("the leader switches to no other version while {why}"),
+            }
+        }
+        None => println!("apply version unknown: no node answered"),
+    }
+    println!("{:>4}  {:<12} {:<24} {:>8} {:>6}  notes", "id", "state", "build", "applies", "state@");
+    for node in &status.nodes {
+        let (build, range, at) = if node.apply_max == 0 {
+            ("?".to_string(), "?".to_string(), "?".to_string())
+        } else {
+            (node.build.clone(), format!("{}-{}", node.apply_min, node.apply_max), node.apply_version.to_string())
+        };
+        println!(
+            "{:>4}  {:<12} {:<24} {:>8} {:>6}  {}",
+            node.id,
+            node.state,
+            printable(&build),
+            range,
+            at,
+            printable(&node.error)
+        );
+    }
+    Ok(true)
+}
+
+async fn change_version(cli: &Cli, action: &VersionAction) -> CommandResult {
+    use api::commands::apply_version::ApplyVersionChange;
+    let change = match action {
+        VersionAction::Pin => ApplyVersionChange::Pin,
+        VersionAction::Unpin => ApplyVersionChange::Unpin,
+        VersionAction::Set { version } => ApplyVersionChange::Set { to: *version },
+    };
+    cli.client()?.execute(api::command::Command::ApplyVersion(change)).await?;
+    let status = cli.client()?.status(false).await?;
+    let current = apply_version(&status);
+    if cli.json {
+        crate::output::print_value(&json!({
+            "apply_version": current.map(|(version, _)| version), "pinned": current.map(|(_, pinned)| pinned),
+        }));
+    } else if let Some((version, pinned)) = current {
+        println!("apply version {version}, {}", if pinned { "pinned" } else { "not pinned" });
+    }
+    Ok(true)
 }
 
 async fn move_leader(cli: &Cli, id: u64, wait: std::time::Duration) -> CommandResult {
@@ -254,6 +381,8 @@ async fn status(cli: &Cli, digest: bool) -> CommandResult {
                     "bead_count": node.bead_count, "fatal_error": node.fatal_error, "error": node.error,
                     "controller_term": node.controller_term, "lease_count": node.lease_count,
                     "rejoining": node.rejoining, "lag": node.lag, "note": node.note,
+                    "apply_version": node.apply_version, "apply_min": node.apply_min, "apply_max": node.apply_max,
+                    "build": node.build, "divergence": node.divergence,
                     "duties": node.duties.iter().map(|duty| json!({
                         "name": duty.name, "interval_ms": duty.interval_ms,
                         "last_run": duty.last_run_ms.map(|ms| api::model::Timestamp(ms).to_rfc3339()),
@@ -270,7 +399,8 @@ async fn status(cli: &Cli, digest: bool) -> CommandResult {
         return Ok(true);
     }
     let leader = if status.leader_id == 0 { "none".to_string() } else { status.leader_id.to_string() };
-    println!("leader {leader}, term {}, voters {:?}", status.term, status.voters);
+    let version = apply_version(&status).map_or("?".to_string(), |(version, _)| version.to_string());
+    println!("leader {leader}, term {}, voters {:?}, apply version {version}", status.term, status.voters);
     match controller(&status) {
         Some(node) => {
             let leases = status.nodes.iter().find(|each| each.id == node).map_or(0, |each| each.lease_count);
@@ -309,6 +439,9 @@ async fn status(cli: &Cli, digest: bool) -> CommandResult {
         }
         if !node.fatal_error.is_empty() {
             notes.push(format!("FATAL: {}", node.fatal_error));
+        }
+        if !node.divergence.is_empty() {
+            notes.push(format!("DIVERGENCE: {}", node.divergence));
         }
         if node.rejoining {
             notes.push("rejoining: does not vote until caught up".into());

@@ -6,7 +6,9 @@
 //! - the convoy check (`convoy_check_interval`): open, not owned convoys whose children are all
 //!   closed are closed (behind the auto-close every child's close already does);
 //! - orders (`order_check_interval`): each enabled order whose trigger the state finds due is
-//!   fired ([`api::order`]).
+//!   fired ([`api::order`]);
+//! - consistency checkpoints (`consistency_check_interval`): every replica takes a digest of its
+//!   state as it applies one, and the member watch compares them (`versions.rs`).
 //!
 //! Every action is an ordinary replicated command ([`Command::Controller`]) carrying the term
 //! the leader decided it in, and is conditional on the state it judged, so applying it twice is
@@ -105,7 +107,7 @@ async fn deposed<D: Disk>(core: &NodeCore<D>, term: u64) {
 }
 
 /// Proposes a controller action on this node, stamped as the leader stamps every proposal.
-async fn propose<D: Disk>(
+pub(crate) async fn propose<D: Disk>(
     core: &NodeCore<D>,
     namespace: Namespace,
     term: u64,
@@ -157,6 +159,7 @@ async fn lead<D: Disk>(core: &NodeCore<D>, term: u64) {
         (WISP_GC, settings.wisp_gc_interval()),
         (CONVOY_CHECK, settings.convoy_check_interval()),
         (ORDERS, settings.order_check_interval()),
+        (CONSISTENCY_CHECK, settings.consistency_check_interval()),
     ]);
     let wisp_ttl_ms = settings.wisp_ttl().map_or(0, |ttl| ttl.as_millis() as i64);
     let mut sweep = LeaseSweep::new(Duration::from_millis(core.config.raft.election_timeout_ms_max));
@@ -188,6 +191,14 @@ async fn lead<D: Disk>(core: &NodeCore<D>, term: u64) {
                 duties.done(core, ORDERS, format!("fired {fired} orders, skipped {skipped}"));
             }
         }
+        if duties.due(CONSISTENCY_CHECK, Instant::now()) {
+            let result = match propose(core, Namespace::default_namespace(), term, ControllerAction::Checkpoint).await {
+                Ok(Ok(_)) => "proposed a checkpoint".to_string(),
+                Ok(Err(refusal)) => format!("refused: {refusal}"),
+                Err(error) => format!("not proposed: {error}"),
+            };
+            duties.done(core, CONSISTENCY_CHECK, result);
+        }
         tokio::time::sleep(sweep_every).await;
     }
 }
@@ -197,6 +208,7 @@ const LEASE_SWEEP: &str = "lease_sweep";
 const WISP_GC: &str = "wisp_gc";
 const CONVOY_CHECK: &str = "convoy_check";
 const ORDERS: &str = "orders";
+const CONSISTENCY_CHECK: &str = "consistency_check";
 
 /// When each duty last ran in this term, and what it did; published for `cluster status`.
 struct Duties {

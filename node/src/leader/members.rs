@@ -106,6 +106,7 @@ async fn watch<D: Disk>(core: &NodeCore<D>, peers: &Peers) {
         }
         if !leads {
             core.members.lock().expect("the members lock is never poisoned").clear();
+            *core.divergence.lock().expect("the divergence lock is never poisoned") = None;
             continue;
         }
         let leader_last = metrics.last_log_index.unwrap_or(0);
@@ -121,7 +122,7 @@ async fn watch<D: Disk>(core: &NodeCore<D>, peers: &Peers) {
             futures::future::join_all(members.iter().map(|(id, address)| ask(peers, *id, address, timeout))).await;
         let now = Instant::now();
         let mut progress = Vec::new();
-        for ((id, _), answer) in members.iter().zip(answers) {
+        for ((id, _), answer) in members.iter().zip(&answers) {
             let match_index = matching.get(id).copied().unwrap_or(0);
             let (last_log_index, rejoining, reachable) = match &answer {
                 Ok(status) => (Some(status.last_log_index), status.rejoining, true),
@@ -152,7 +153,14 @@ async fn watch<D: Disk>(core: &NodeCore<D>, peers: &Peers) {
                 };
             }
             peers.metrics().set_member(*id, lag, reachable);
+            let (apply_min, apply_max, build) = match &answer {
+                Ok(status) => (status.apply_min, status.apply_max, status.build.clone()),
+                Err(_) => (0, 0, String::new()),
+            };
             progress.push(pb::MemberProgress {
+                apply_min,
+                apply_max,
+                build,
                 id: *id,
                 match_index,
                 last_log_index: last_log_index.unwrap_or(0),
@@ -162,6 +170,10 @@ async fn watch<D: Disk>(core: &NodeCore<D>, peers: &Peers) {
                 rejoining,
             });
         }
+        let answered: Vec<(NodeId, &pb::NodeStatus)> =
+            members.iter().zip(&answers).filter_map(|((id, _), answer)| Some((*id, answer.as_ref().ok()?))).collect();
+        super::versions::compare(core, &answered);
+        super::versions::switch(core, &progress, metrics.current_term).await;
         super::membership::complete_joint(core).await;
         let membership = metrics.membership_config.membership();
         let learners: Vec<(NodeId, bool)> =

@@ -22,6 +22,7 @@ pub mod controller;
 pub mod members;
 pub mod membership;
 pub mod transfer;
+pub mod versions;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -234,6 +235,17 @@ impl<D: Disk> Leader<D> {
     /// (the client's, else the configured one) and the event retention.
     async fn propose_local(&self, write: &BeadWrite) -> Attempt<Answer> {
         let config = &self.core.config;
+        if let api::command::Command::ApplyVersion(api::commands::apply_version::ApplyVersionChange::Set { to }) =
+            &write.command
+        {
+            let own = (self.core.id, self.core.state_machine.apply_versions());
+            let members = self.core.members.lock().expect("the members lock is never poisoned").clone();
+            let metrics = self.core.raft.metrics().borrow_watched().clone();
+            let membership: Vec<NodeId> = metrics.membership_config.membership().nodes().map(|(id, _)| *id).collect();
+            if let Err(why) = versions::check_set(*to, own, &membership, &members) {
+                return Attempt::Done(Err(Refusal::Invalid(format!("cannot set the apply version to {to}: {why}"))));
+            }
+        }
         let proposal = Proposal {
             request_id: Some(write.request_id),
             timestamp: self.core.clock.now(),

@@ -83,10 +83,18 @@ pub const APPEND_PIPELINE_MAX: usize = 64;
 /// The slowest transfer an append is allowed, in bytes per second: a request's deadline grows by
 /// its size over this rate, on top of the RPC timeout.
 pub const REPLICATION_BYTES_PER_SECOND_MIN: u64 = 2 * 1024 * 1024;
-/// The metadata key of the sender's cluster id, on every `strand.v1.Raft` call.
-pub const CLUSTER_ID_HEADER: &str = "strand-cluster-id";
+/// The metadata key of the sender's cluster id, on every `strand.v1.Raft` call. Builds from before
+/// apply versions sent it as [`LEGACY_CLUSTER_ID_HEADER`], and refuse a message without that key,
+/// so a build of each kind refuses every message of the other.
+pub const CLUSTER_ID_HEADER: &str = "strand-cluster";
 /// The metadata key of the sender's member id, on every `strand.v1.Raft` call.
-pub const MEMBER_ID_HEADER: &str = "strand-member-id";
+pub const MEMBER_ID_HEADER: &str = "strand-member";
+/// The metadata key of the apply versions the sender applies (`MIN-MAX`), on every call.
+pub const APPLY_VERSIONS_HEADER: &str = "strand-apply-versions";
+/// The metadata key of the sender's build ([`api::version::build_name`]), on every call.
+pub const BUILD_HEADER: &str = "strand-build";
+/// The cluster-id key of builds from before apply versions: a message carrying it comes from one.
+pub const LEGACY_CLUSTER_ID_HEADER: &str = "strand-cluster-id";
 /// The wait before an append session that repeats the conflict the last one ended at.
 pub const REPEAT_DELAY_MIN: Duration = Duration::from_millis(50);
 /// The longest wait before an append session that repeats a conflict.
@@ -187,12 +195,20 @@ pub struct PeerIdentity {
     pub cluster_id: Arc<ClusterId>,
     /// The sending node's id.
     pub member_id: NodeId,
+    /// The apply versions the sending node applies.
+    pub apply_versions: api::version::ApplyRange,
 }
 
 impl PeerIdentity {
-    /// The identity of member `member_id` of the cluster `cluster_id`.
+    /// The identity of member `member_id` of the cluster `cluster_id`, which applies its build's
+    /// apply versions.
     pub fn new(cluster_id: Arc<ClusterId>, member_id: NodeId) -> PeerIdentity {
-        PeerIdentity { cluster_id, member_id }
+        PeerIdentity { cluster_id, member_id, apply_versions: api::version::BUILD_APPLY_VERSIONS }
+    }
+
+    /// The identity with the apply versions this node applies (when narrower than its build's).
+    pub fn applying(self, apply_versions: api::version::ApplyRange) -> PeerIdentity {
+        PeerIdentity { apply_versions, ..self }
     }
 
     /// An identity whose cluster id never changes (a tool's or a test's).
@@ -206,6 +222,12 @@ impl tonic::service::Interceptor for PeerIdentity {
         let metadata = request.metadata_mut();
         metadata.insert(CLUSTER_ID_HEADER, self.cluster_id.get().into());
         metadata.insert(MEMBER_ID_HEADER, self.member_id.into());
+        if let Ok(range) = self.apply_versions.to_string().parse() {
+            metadata.insert(APPLY_VERSIONS_HEADER, range);
+        }
+        if let Ok(build) = api::version::build_name().parse() {
+            metadata.insert(BUILD_HEADER, build);
+        }
         Ok(request)
     }
 }
@@ -257,6 +279,14 @@ impl tonic::codegen::Service<tonic::codegen::http::Request<tonic::body::Body>> f
             // A refusal answered at once (gRPC's trailers-only answer) carries its metadata in
             // the headers.
             let notice = response.headers().get(REMOVED_AT_HEADER).and_then(|value| value.to_str().ok()?.parse().ok());
+            // A build from before apply versions refuses a message without its cluster-id key.
+            let refusal = response.headers().get("grpc-message").and_then(|value| value.to_str().ok());
+            if refusal.is_some_and(|message| message.contains(LEGACY_CLUSTER_ID_HEADER)) {
+                tracing::warn!(
+                    node = member,
+                    "node {member} runs a build from before apply versions, which refuses this build's messages (and this build refuses its): upgrade node {member} to a build that applies apply versions (see `strand cluster version`)"
+                );
+            }
             if let (Some(index), Some(hook)) = (notice, hook.get()) {
                 hook(index, member);
             }

@@ -34,7 +34,8 @@ use raft_store::{Disk, NodeId, SnapshotFile};
 use tonic::{Request, Response, Status, Streaming};
 
 use super::network::{
-    CLUSTER_ID_HEADER, MEMBER_ID_HEADER, PEER_MESSAGE_OVERHEAD_BYTES, PROPOSE_BYTES_MAX, decode, encode,
+    APPLY_VERSIONS_HEADER, BUILD_HEADER, CLUSTER_ID_HEADER, LEGACY_CLUSTER_ID_HEADER, MEMBER_ID_HEADER,
+    PEER_MESSAGE_OVERHEAD_BYTES, PROPOSE_BYTES_MAX, decode, encode,
 };
 use super::snapshot;
 use super::{ChangeRefused, JoinRequest, Joined, LeaderPlane, MemberChange};
@@ -108,6 +109,9 @@ impl<D: Disk, L: LeaderPlane> RaftPeerService<D, L> {
     }
 
     fn sender_as<T>(&self, request: &Request<T>, sent: Sent) -> Result<NodeId, Status> {
+        let claimed = request.metadata().get(MEMBER_ID_HEADER).or_else(|| request.metadata().get("strand-member-id"));
+        let sender = claimed.and_then(|value| value.to_str().ok()).unwrap_or("?").to_string();
+        self.judge_versions(request, &sender, sent != Sent::Status).map_err(refuse)?;
         let header = |key: &str| -> Result<u64, Status> {
             let value = request.metadata().get(key).ok_or_else(|| {
                 refuse(format!("a Raft message without {key}: the sender is not a Strand node of this version"))
@@ -175,10 +179,43 @@ impl<D: Disk, L: LeaderPlane> RaftPeerService<D, L> {
         Ok(member_id)
     }
 
+    /// Judges the apply versions a message's sender applies (see `api::version`): a build from
+    /// before apply versions is refused, and with `strict` (every message but a status request)
+    /// so is a build that cannot apply this node's state's apply version. Answers why, to
+    /// follow "refused".
+    fn judge_versions<T>(&self, request: &Request<T>, sender: &str, strict: bool) -> Result<(), String> {
+        let metadata = request.metadata();
+        let text = |key: &str| metadata.get(key).and_then(|value| value.to_str().ok());
+        let own = self.core.state_machine.apply_versions();
+        let Some(range) = text(APPLY_VERSIONS_HEADER) else {
+            return Err(if metadata.contains_key(LEGACY_CLUSTER_ID_HEADER) {
+                format!(
+                    "a message from node {sender}, which runs a build from before apply versions: its rules differ from this build's, so its messages and votes are refused. Upgrade node {sender} to a build that applies versions {own}"
+                )
+            } else {
+                format!("a message without {APPLY_VERSIONS_HEADER}: the sender is not a Strand node of this version")
+            });
+        };
+        let Some(range) = api::version::ApplyRange::parse(range) else {
+            return Err(format!("a message from node {sender} with a malformed {APPLY_VERSIONS_HEADER}: {range:?}"));
+        };
+        let version = self.core.state_machine.read(|state| state.apply_version().version);
+        if strict && !range.contains(version) {
+            let build = text(BUILD_HEADER).unwrap_or("?");
+            return Err(format!(
+                "a message from node {sender}, whose build {build} applies versions {range}, and this cluster's state is at apply version {version}: run a build that applies version {version} on node {sender}"
+            ));
+        }
+        Ok(())
+    }
+
     /// Reads a join or identify request (`what`: "join" or "rejoin") and checks who asks: the
-    /// cluster name, and with TLS a certificate naming the id it asks under.
+    /// cluster name, the apply versions it applies, and with TLS a certificate naming the id it
+    /// asks under.
     fn admit_named(&self, request: &Request<RaftPayload>, what: &str) -> Result<JoinRequest, ChangeRefused> {
         let join: JoinRequest = decode(request.get_ref()).map_err(ChangeRefused::Invalid)?;
+        self.judge_versions(request, &join.id.to_string(), true)
+            .map_err(|why| ChangeRefused::Denied(format!("node {} may not {what}: refused {why}", join.id)))?;
         let config = &self.core.config;
         if join.cluster_name != config.cluster_name {
             return Err(ChangeRefused::Denied(format!(

@@ -1,0 +1,97 @@
+//! Apply versions: which rules entries of the log apply by.
+//!
+//! The replicated state holds the cluster's **apply version** ([`crate::state::State::apply_version`]),
+//! changed only by entries of the log (the leader's switch, `cluster version set`). Every rule
+//! that can change an outcome is gated on it, so every replica switches rules at the same log
+//! index whatever build it runs. A build declares the versions it can apply ([`BUILD_APPLY_VERSIONS`]):
+//! a node refuses to start on a state it cannot apply, and stops at an entry or snapshot that
+//! would take the state outside its range.
+//!
+//! Invariant: the state machine never reads [`BUILD_APPLY_VERSIONS`]; `tests/tests/tidy.rs`
+//! (`apply_rules_never_read_the_build`) keeps it out of `state/` and `commands/`.
+//!
+//! Versions: 1, the rules of the first build with apply versions. 2 exists only in builds with
+//! the test-only `apply-v2` feature: a create whose title starts with [`CANARY_V2_PREFIX`] is
+//! refused, so a replica that applied version 2's rule early shows in answers and digests.
+//!
+//! Which builds run side by side: a build runs beside every build whose range shares a version
+//! with its own and that sends apply versions (every build from the first with apply versions
+//! on). Builds from before apply versions are kept out (see `node/src/peer/network.rs`).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The apply version of a state that never recorded one: every cluster made before apply
+/// versions existed applied these rules.
+pub const FIRST_APPLY_VERSION: u32 = 1;
+
+/// The prefix of the titles version 2's canary rule refuses (test-only `apply-v2` builds).
+pub const CANARY_V2_PREFIX: &str = "apply-v2-canary";
+
+/// An inclusive range of apply versions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApplyRange {
+    /// The lowest version the build applies.
+    pub min: u32,
+    /// The highest version the build applies.
+    pub max: u32,
+}
+
+impl ApplyRange {
+    /// Whether `version` is in the range.
+    pub fn contains(self, version: u32) -> bool {
+        (self.min..=self.max).contains(&version)
+    }
+
+    /// Parses `MIN-MAX`, as [`fmt::Display`] writes it (and as it travels between nodes).
+    pub fn parse(text: &str) -> Option<ApplyRange> {
+        let (min, max) = text.split_once('-')?;
+        let range = ApplyRange { min: min.parse().ok()?, max: max.parse().ok()? };
+        (range.min >= FIRST_APPLY_VERSION && range.min <= range.max).then_some(range)
+    }
+}
+
+impl fmt::Display for ApplyRange {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "{}-{}", self.min, self.max)
+    }
+}
+
+/// The apply versions this build applies.
+pub const BUILD_APPLY_VERSIONS: ApplyRange =
+    ApplyRange { min: FIRST_APPLY_VERSION, max: if cfg!(feature = "apply-v2") { 2 } else { 1 } };
+
+/// The variable that, in a test-only `apply-v2` build, makes version 2's canary rule apply
+/// whatever the state's apply version: a build that decides a rule by itself, which the
+/// rolling-upgrade tests must catch (as a divergence).
+pub const UNGATED_CANARY_ENV: &str = "STRAND_TEST_UNGATED_CANARY";
+
+/// Whether version 2's canary rule ignores the apply version ([`UNGATED_CANARY_ENV`]); always
+/// false outside the test-only `apply-v2` builds.
+pub fn canary_ungated() -> bool {
+    static UNGATED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    cfg!(feature = "apply-v2") && *UNGATED.get_or_init(|| std::env::var_os(UNGATED_CANARY_ENV).is_some())
+}
+
+/// This build, as it names itself to other nodes and operators: the crate version and, for the
+/// test-only builds, the features that change its apply versions.
+pub fn build_name() -> String {
+    let version = env!("CARGO_PKG_VERSION");
+    if cfg!(feature = "apply-v2") { format!("{version}+apply-v2") } else { version.to_string() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_range_round_trips_and_nonsense_is_refused() {
+        let range = ApplyRange { min: 1, max: 3 };
+        assert_eq!(ApplyRange::parse(&range.to_string()), Some(range));
+        for bad in ["", "1", "3-1", "0-1", "a-b", "1-2-3", "-1-2"] {
+            assert_eq!(ApplyRange::parse(bad), None, "{bad}");
+        }
+        assert!(range.contains(2) && !range.contains(4) && !range.contains(0));
+    }
+}
