@@ -211,4 +211,25 @@ mod tests {
             "{error}"
         );
     }
+
+    #[test]
+    fn the_previous_format_is_upgraded_in_place_and_a_newer_one_refused_naming_both() {
+        let config = NodeConfig::default();
+        let at_format = |format: u32| {
+            let disk = raft_store::MemoryDisk::new();
+            record(&disk, &config.cluster_name, config.id, 5).expect("recorded");
+            let marker = Op::Put(Space::Meta, META_FORMAT.to_vec(), codec::encode_plain(&format).expect("encodes"));
+            disk.write(vec![marker], Durability::Sync).expect("write");
+            disk
+        };
+        let previous = at_format(STORAGE_FORMAT - 1);
+        assert_eq!(recorded(&previous, &config).expect("upgraded").map(|found| found.cluster_id), Some(5));
+        let bytes = previous.get(Space::Meta, META_FORMAT).expect("read").expect("a format");
+        assert_eq!(codec::decode_plain::<u32>(&bytes, "format").expect("decodes"), STORAGE_FORMAT);
+        let newer = at_format(STORAGE_FORMAT + 1);
+        let error = recorded(&newer, &config).expect_err("a newer format is refused");
+        let text = error.to_string();
+        assert!(text.contains(&format!("format {}, and this build reads format {STORAGE_FORMAT}", STORAGE_FORMAT + 1)));
+        assert!(text.contains("written by a newer build"), "{text}");
+    }
 }

@@ -46,6 +46,7 @@ use std::sync::Arc;
 
 use api::proto::auth_server::AuthServer;
 use api::proto::beads_server::BeadsServer;
+use api::proto::checks_server::ChecksServer;
 use api::proto::cluster_server::ClusterServer;
 use api::proto::convoys_server::ConvoysServer;
 use api::proto::events_server::EventsServer;
@@ -64,8 +65,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tonic::transport::server::Connected;
 
 use crate::client::{
-    AuthService, BeadsService, ClusterService, ConvoysService, EventsService, FormulasService, MailService,
-    MoleculesService, NamespacesService, OrdersService, VersionsService, WorkService,
+    AuthService, BeadsService, ChecksService, ClusterService, ConvoysService, EventsService, FormulasService,
+    MailService, MoleculesService, NamespacesService, OrdersService, VersionsService, WorkService,
 };
 use crate::clock::Clock;
 use crate::config::{Listener, NodeConfig};
@@ -325,6 +326,7 @@ where
         "strand.v1.Cluster",
         "strand.v1.Auth",
         "strand.v1.Versions",
+        "strand.v1.Checks",
         "",
     ];
     for service in services {
@@ -390,6 +392,7 @@ where
         .add_service(limited!(EventsServer::new(EventsService::new(leader.clone()))))
         .add_service(limited!(AuthServer::new(AuthService::new(leader.clone()))))
         .add_service(limited!(VersionsServer::new(VersionsService::new(leader.clone()))))
+        .add_service(limited!(ChecksServer::new(ChecksService::new(leader.clone()))))
         .add_service(ClusterServer::new(ClusterService::new(core.clone(), peers.clone(), leader.clone())))
         // Watch streams never end by themselves; they must end for the graceful shutdown to finish.
         .serve_with_incoming_shutdown(client_incoming, core.stopped());

@@ -211,6 +211,7 @@ impl<D: Disk> StateMachineStore<D> {
         let checkpoint = matches!(
             &proposal.command,
             Command::Controller(api::command::Controller { action: ControllerAction::Checkpoint, .. })
+                | Command::ConsistencyCheck(_)
         ) && answer.is_ok();
         if checkpoint {
             let digest = stable_digest(&state)?;

@@ -484,3 +484,50 @@ async fn a_damaged_vote_is_refused_at_open() {
     let error = open(dir.path()).err().expect("open refuses a damaged vote");
     assert!(error.to_string().contains("vote is corrupt: checksum mismatch"), "{error}");
 }
+
+/// An entry that would switch the state to an apply version outside the node's range is not
+/// applied: the batch fails with a message naming its index, which stops Raft. A snapshot of a
+/// state at such a version is refused before anything is replaced. A checkpoint is digested.
+#[tokio::test]
+async fn an_entry_or_snapshot_beyond_the_apply_versions_stops_the_node_unapplied() {
+    use api::command::{Controller, ControllerAction};
+    use api::version::ApplyRange;
+    use openraft::storage::RaftSnapshotBuilder;
+    let at = |index: u64, command: Command| Entry {
+        log_id: openraft::LogId::new(1u64.into(), index),
+        payload: openraft::EntryPayload::Normal(Arc::new(Proposal { command, ..proposal("unused", index as i64) })),
+    };
+    let controller = |action| Command::Controller(Controller { term: 1, action });
+    let narrow = raft_store::ApplyProbes { apply_versions: Some(ApplyRange { min: 1, max: 1 }), ..Default::default() };
+    let dir = tempfile::tempdir().unwrap();
+    let mut narrow_store = StateMachineStore::open_probed(Arc::new(MemoryDisk::new()), dir.path(), narrow).unwrap();
+    let first = vec![at(1, controller(ControllerAction::Checkpoint)), at(2, proposal("a bead", 2).command)];
+    narrow_store.apply(futures::stream::iter(first.into_iter().map(|entry| Ok((entry, None))))).await.unwrap();
+    let checkpoints = narrow_store.checkpoints();
+    assert_eq!(checkpoints.iter().map(|(index, _)| *index).collect::<Vec<_>>(), [1]);
+    let switch = at(3, controller(ControllerAction::SwitchApplyVersion { from: 1, to: 2 }));
+    let error = narrow_store.apply(futures::stream::iter([Ok((switch.clone(), None))])).await.unwrap_err();
+    assert!(
+        error.to_string().contains(
+            "cannot apply: log entry 3 switches the apply version from 1 to 2, and this build applies versions 1-1"
+        ),
+        "{error}"
+    );
+    assert_eq!(narrow_store.read(|state| state.apply_version().version), 1, "never applied by other rules");
+
+    // A node of a wider range applies the switch; its snapshot is refused by the narrow node.
+    let wide = raft_store::ApplyProbes { apply_versions: Some(ApplyRange { min: 1, max: 2 }), ..Default::default() };
+    let wide_dir = tempfile::tempdir().unwrap();
+    let mut wide_store = StateMachineStore::open_probed(Arc::new(MemoryDisk::new()), wide_dir.path(), wide).unwrap();
+    let all = vec![at(1, controller(ControllerAction::Checkpoint)), at(2, proposal("a bead", 2).command), switch];
+    wide_store.apply(futures::stream::iter(all.into_iter().map(|entry| Ok((entry, None))))).await.unwrap();
+    assert_eq!(wide_store.read(|state| state.apply_version().version), 2);
+    assert_eq!(wide_store.checkpoints(), checkpoints, "the same state at the same index has the same digest");
+    let snapshot = wide_store.get_snapshot_builder().await.build_snapshot().await.unwrap();
+    let error = narrow_store.install_snapshot(&snapshot.meta, snapshot.snapshot).await.unwrap_err();
+    assert!(
+        error.to_string().contains("cannot apply: the snapshot through log entry 3 holds a state at apply version 2"),
+        "{error}"
+    );
+    assert_eq!(narrow_store.read(|state| state.bead_count()), 1, "nothing was replaced");
+}

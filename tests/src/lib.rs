@@ -494,6 +494,8 @@ pub struct Load {
     pub acked: Arc<AtomicUsize>,
     /// Requests failed so far.
     pub failed: Arc<AtomicUsize>,
+    /// The beads whose creates were acknowledged.
+    pub created: Arc<std::sync::Mutex<Vec<api::model::BeadId>>>,
     writers: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -501,24 +503,28 @@ impl Load {
     /// Starts `writers` writers through every node of `cluster`.
     pub fn start(cluster: &Cluster, writers: usize) -> Load {
         let (stop, acked, failed) = (Arc::new(AtomicBool::new(false)), Arc::default(), Arc::default());
+        let created: Arc<std::sync::Mutex<Vec<api::model::BeadId>>> = Arc::default();
         let writers = (0..writers)
             .map(|_| {
-                tokio::spawn(Load::write(cluster.client(), Arc::clone(&stop), Arc::clone(&acked), Arc::clone(&failed)))
+                let counts = (Arc::clone(&acked), Arc::clone(&failed), Arc::clone(&created));
+                tokio::spawn(Load::write(cluster.client(), Arc::clone(&stop), counts))
             })
             .collect();
-        Load { stop, acked, failed, writers }
+        Load { stop, acked, failed, created, writers }
     }
 
     async fn write(
         client: api::client::Client,
         stop: Arc<AtomicBool>,
-        acked: Arc<AtomicUsize>,
-        failed: Arc<AtomicUsize>,
+        (acked, failed, created): (Arc<AtomicUsize>, Arc<AtomicUsize>, Arc<std::sync::Mutex<Vec<api::model::BeadId>>>),
     ) {
         while !stop.load(Ordering::Relaxed) {
             let create = api::command::CreateBead { title: "load".into(), ..Default::default() };
             match client.execute(api::command::Command::Create(create)).await {
-                Ok(api::outcome::Outcome::Bead(_)) => acked.fetch_add(1, Ordering::Relaxed),
+                Ok(api::outcome::Outcome::Bead(bead)) => {
+                    created.lock().expect("the created lock is never poisoned").push(bead.id);
+                    acked.fetch_add(1, Ordering::Relaxed)
+                }
                 other => {
                     eprintln!("a write failed: {other:?}");
                     failed.fetch_add(1, Ordering::Relaxed)

@@ -37,6 +37,10 @@ pub enum ClusterCommand {
         #[command(subcommand)]
         action: Option<VersionAction>,
     },
+    /// Take a consistency checkpoint now: every member takes a digest of its state at the same
+    /// log entry. Shows each member's digest and exits 1 when one differs or does not answer
+    /// (the leader also raises its divergence alarm). Needs an admin token when auth is on.
+    Check,
 }
 
 /// Changes of the apply version.
@@ -243,7 +247,76 @@ pub async fn run(cli: &Cli, command: &ClusterCommand) -> CommandResult {
         ClusterCommand::MoveLeader { id, wait } => move_leader(cli, *id, *wait).await,
         ClusterCommand::Version { action: None } => version(cli).await,
         ClusterCommand::Version { action: Some(action) } => change_version(cli, action).await,
+        ClusterCommand::Check => check(cli).await,
     }
+}
+
+/// How long `cluster check` waits for every member to apply its checkpoint.
+const CHECK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+async fn check(cli: &Cli) -> CommandResult {
+    let client = cli.client()?;
+    let before = client.status(false).await?;
+    let mark = before.nodes.iter().map(|node| node.applied_index).max().unwrap_or(0);
+    let check = api::commands::consistency_check::ConsistencyCheck {};
+    client.execute(api::command::Command::ConsistencyCheck(check)).await?;
+    let deadline = std::time::Instant::now() + CHECK_WAIT;
+    // The checkpoint is the lowest past the mark that every answering member took.
+    let (status, index) = loop {
+        let status = client.status(false).await?;
+        let answering: Vec<_> = status.nodes.iter().filter(|node| node.apply_max > 0).collect();
+        let taken = |node: &&api::proto::NodeStatus| {
+            node.checkpoints.iter().map(|checkpoint| checkpoint.index).filter(|index| *index > mark).min()
+        };
+        let indexes: Vec<Option<u64>> = answering.iter().map(taken).collect();
+        let index = indexes.iter().copied().collect::<Option<Vec<u64>>>().and_then(|all| all.into_iter().max());
+        let everyone = answering.len() == status.nodes.len();
+        if (index.is_some() && everyone) || std::time::Instant::now() >= deadline {
+            break (status, index);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    let digest_at = |node: &api::proto::NodeStatus, index: u64| {
+        node.checkpoints.iter().find(|checkpoint| checkpoint.index == index).map(|checkpoint| checkpoint.digest)
+    };
+    let leader = status.nodes.iter().find(|node| node.id == status.leader_id);
+    let reference = index.and_then(|index| leader.and_then(|leader| digest_at(leader, index)));
+    let rows: Vec<(u64, Option<u64>, &str)> = status
+        .nodes
+        .iter()
+        .map(|node| {
+            let digest = index.and_then(|index| digest_at(node, index));
+            let verdict = match (digest, reference) {
+                (None, _) => "did not take it in time",
+                (Some(digest), Some(reference)) if digest != reference => "DIFFERS from the leader's",
+                (Some(_), _) => "agrees",
+            };
+            (node.id, digest, verdict)
+        })
+        .collect();
+    let agree = index.is_some() && reference.is_some() && rows.iter().all(|(_, _, verdict)| *verdict == "agrees");
+    if cli.json {
+        let nodes: Vec<_> = rows
+            .iter()
+            .map(|(id, digest, verdict)| {
+                json!({ "id": id, "digest": digest.map(|digest| format!("{digest:016x}")), "verdict": verdict })
+            })
+            .collect();
+        crate::output::print_value(&json!({ "index": index, "agree": agree, "nodes": nodes }));
+    } else {
+        match index {
+            Some(index) => println!("checkpoint at log index {index}"),
+            None => println!("no checkpoint past log index {mark} reached every member within {CHECK_WAIT:?}"),
+        }
+        for (id, digest, verdict) in &rows {
+            let digest = digest.map_or("-".to_string(), |digest| format!("{digest:016x}"));
+            println!("{id:>4}  {digest:<16}  {verdict}");
+        }
+        if agree {
+            println!("every member holds the same state at that index");
+        }
+    }
+    Ok(agree)
 }
 
 /// What `cluster version` shows: the state's apply version as the leader (or else any node that

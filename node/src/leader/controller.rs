@@ -161,6 +161,9 @@ async fn lead<D: Disk>(core: &NodeCore<D>, term: u64) {
         (ORDERS, settings.order_check_interval()),
         (CONSISTENCY_CHECK, settings.consistency_check_interval()),
     ]);
+    // A checkpoint compares the replicas' states, none of which changed yet: the first is due one
+    // interval after the controller began.
+    duties.started(CONSISTENCY_CHECK, Instant::now());
     let wisp_ttl_ms = settings.wisp_ttl().map_or(0, |ttl| ttl.as_millis() as i64);
     let mut sweep = LeaseSweep::new(Duration::from_millis(core.config.raft.election_timeout_ms_max));
     loop {
@@ -219,6 +222,15 @@ struct Duties {
 impl Duties {
     fn new(duties: &[(&'static str, Option<Duration>)]) -> Duties {
         Duties { duties: duties.iter().map(|(name, interval)| (*name, *interval, None)).collect() }
+    }
+
+    /// Counts `duty` as run at `at`, without publishing it: its first run is one interval later.
+    fn started(&mut self, duty: &str, at: Instant) {
+        for (name, _, last) in &mut self.duties {
+            if *name == duty {
+                *last = Some(at);
+            }
+        }
     }
 
     /// Whether `duty` is on and its interval has passed since it last ran.
