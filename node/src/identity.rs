@@ -129,15 +129,11 @@ pub fn recorded<D: Disk>(disk: &D, config: &NodeConfig) -> Result<Option<Identit
         None => None,
     };
     // A directory with an identity but no format key was written by a format-1 build.
-    let found = format.or(identity.as_ref().map(|_| 1));
-    if let Some(found) = found
-        && found != STORAGE_FORMAT
+    let found_format = format.or(identity.as_ref().map(|_| 1));
+    if let Some(found) = found_format
+        && !(raft_store::upgrade::OLDEST_UPGRADABLE_FORMAT..=STORAGE_FORMAT).contains(&found)
     {
-        if !(raft_store::upgrade::OLDEST_UPGRADABLE_FORMAT..STORAGE_FORMAT).contains(&found) {
-            return Err(NodeError::IncompatibleFormat { dir, found });
-        }
-        tracing::info!(dir, found, to = STORAGE_FORMAT, "upgrading the data directory's storage format in place");
-        raft_store::upgrade::upgrade(disk, found).map_err(corrupt)?;
+        return Err(NodeError::IncompatibleFormat { dir, found });
     }
     let Some(bytes) = identity else { return Ok(None) };
     let found: Identity = codec::decode(&bytes, "node identity").map_err(corrupt)?;
@@ -149,6 +145,17 @@ pub fn recorded<D: Disk>(disk: &D, config: &NodeConfig) -> Result<Option<Identit
             found_id: found.node_id,
             found_cluster: found.cluster_name,
         });
+    }
+    // Upgraded only once the directory is known to be this node's: a start with the wrong id
+    // leaves another node's directory as it found it.
+    if let Some(format) = found_format.filter(|format| *format < STORAGE_FORMAT) {
+        tracing::info!(
+            dir,
+            found = format,
+            to = STORAGE_FORMAT,
+            "upgrading the data directory's storage format in place"
+        );
+        raft_store::upgrade::upgrade(disk, format).map_err(corrupt)?;
     }
     Ok(Some(found))
 }

@@ -101,9 +101,8 @@ pub enum NodeError {
     },
     /// The data directory was written by a build with another storage format.
     #[error(
-        "data directory {dir} was written in storage format {found}, and this build reads format {STORAGE_FORMAT} (and upgrades formats {} to {} in place); {}",
-        raft_store::upgrade::OLDEST_UPGRADABLE_FORMAT,
-        STORAGE_FORMAT - 1,
+        "data directory {dir} was written in storage format {found}, and this build reads format {STORAGE_FORMAT} (and upgrades {} in place); {}",
+        upgradable_formats(),
         if *found > STORAGE_FORMAT {
             "it was written by a newer build: run that build (or a newer one) on it"
         } else {
@@ -146,6 +145,12 @@ pub enum NodeError {
     /// Serving gRPC failed.
     #[error("serving failed: {0}")]
     Serve(#[from] tonic::transport::Error),
+}
+
+/// The formats this build upgrades in place, in words: "format 10", or "formats 9 to 10".
+fn upgradable_formats() -> String {
+    let (oldest, newest) = (raft_store::upgrade::OLDEST_UPGRADABLE_FORMAT, STORAGE_FORMAT - 1);
+    if oldest == newest { format!("format {oldest}") } else { format!("formats {oldest} to {newest}") }
 }
 
 /// Everything a node runs with. The caller owns every resource; [`run`] only uses them.

@@ -290,6 +290,16 @@ impl<D: Disk> StateMachineStore<D> {
 
     fn install(&self, meta: &SnapshotMeta, snapshot: SnapshotFile) -> io::Result<()> {
         let _building = self.inner.build_lock.lock().expect("build lock");
+        // Judged before the snapshot takes the current one's place, so a refused snapshot
+        // replaces nothing, not even the file.
+        let version = snapshot_apply_version(SnapshotReader::new(std::fs::File::open(&snapshot.path)?)?)?;
+        if !self.apply_versions().contains(version) {
+            let index = meta.last_log_id.map_or(0, |log_id| log_id.index);
+            return Err(cannot_apply(format!(
+                "the snapshot through log entry {index} holds a state at apply version {version}, and this build applies versions {}",
+                self.apply_versions()
+            )));
+        }
         let current = self.current_snapshot_path();
         if snapshot.path != current {
             // Never rewrite the current snapshot in place: a crash mid-copy would lose it.
@@ -305,14 +315,6 @@ impl<D: Disk> StateMachineStore<D> {
         let reader = SnapshotReader::new(std::fs::File::open(&current)?)?;
         if reader.meta.last_log_id != meta.last_log_id {
             return Err(io::Error::new(io::ErrorKind::InvalidData, "snapshot file does not match its metadata"));
-        }
-        let version = snapshot_apply_version(SnapshotReader::new(std::fs::File::open(&current)?)?)?;
-        if !self.apply_versions().contains(version) {
-            let index = meta.last_log_id.map_or(0, |log_id| log_id.index);
-            return Err(cannot_apply(format!(
-                "the snapshot through log entry {index} holds a state at apply version {version}, and this build applies versions {}",
-                self.apply_versions()
-            )));
         }
         // Apply and install run one at a time, so nothing else writes the disk meanwhile; reads go
         // on from the old state and wait only for the swap.
@@ -443,10 +445,19 @@ impl<D: Disk> RaftStateMachine<TypeConfig> for StateMachineStore<D> {
         let mut applied = self.applied();
         let mut responders = Vec::new();
         let mut membership_changed = false;
+        let mut refused = None;
         while let Some((entry, responder)) = entries.try_next().await? {
             let answer: Answer = match &entry.payload {
                 EntryPayload::Blank => Ok(Outcome::Done),
-                EntryPayload::Normal(proposal) => self.apply_normal(entry.log_id.index, proposal)?,
+                EntryPayload::Normal(proposal) => match self.apply_normal(entry.log_id.index, proposal) {
+                    Ok(answer) => answer,
+                    Err(error) => {
+                        // The entries before it are applied and persisted as usual; this one and
+                        // the rest of the batch are not, and the error stops Raft.
+                        refused = Some(error);
+                        break;
+                    }
+                },
                 EntryPayload::Membership(membership) => {
                     applied.membership = StoredMembership::new(Some(entry.log_id), membership.clone());
                     membership_changed = true;
@@ -463,7 +474,7 @@ impl<D: Disk> RaftStateMachine<TypeConfig> for StateMachineStore<D> {
         for (responder, answer) in responders {
             responder.send(answer);
         }
-        Ok(())
+        refused.map_or(Ok(()), Err)
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {

@@ -389,7 +389,8 @@ impl State {
 
     fn apply_command(&mut self, proposal: &Proposal, now: Timestamp) -> Answer {
         // The actor is recorded in the command's events. Refusing one with a control character
-        // is a new rule (issue 28), sound because a cluster's nodes run one build.
+        // is a rule of apply version 1: builds from before apply versions, which did not refuse
+        // it, are kept out of a cluster (see `crate::version`).
         validate_actor(&proposal.actor)?;
         validate_command(&proposal.command)?;
         self.canary_v2(&proposal.command)?;
@@ -521,7 +522,7 @@ impl State {
                 Some(*to)
             }
             Command::ApplyVersion(crate::commands::apply_version::ApplyVersionChange::Set { to })
-                if *to < current.version =>
+                if *to < current.version && *to >= crate::version::FIRST_APPLY_VERSION =>
             {
                 Some(*to)
             }

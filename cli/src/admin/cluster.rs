@@ -286,10 +286,13 @@ async fn check(cli: &Cli) -> CommandResult {
         .iter()
         .map(|node| {
             let digest = index.and_then(|index| digest_at(node, index));
+            let past = index.is_some_and(|index| node.applied_index >= index);
             let verdict = match (digest, reference) {
+                (None, _) if past => "skipped it: caught up from a snapshot past it",
                 (None, _) => "did not take it in time",
+                (Some(_), None) => "no reference: the leader did not take it",
                 (Some(digest), Some(reference)) if digest != reference => "DIFFERS from the leader's",
-                (Some(_), _) => "agrees",
+                (Some(_), Some(_)) => "agrees",
             };
             (node.id, digest, verdict)
         })

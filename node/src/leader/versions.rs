@@ -8,10 +8,11 @@
 //! - **`cluster version set N`** is refused before it is proposed when a member did not answer,
 //!   or its build cannot apply `N` ([`check_set`]).
 //! - **Divergence.** Every replica takes a digest of its state as it applies a checkpoint (a
-//!   controller action the leader proposes every `raft.checkpoint_interval_ms`). A member whose
-//!   digest differs from the leader's at the same index holds a different state: the leader
-//!   logs an error naming both and the index, sets `strand_divergence`, and shows it in
-//!   `cluster status` until it leads no more.
+//!   controller action the leader proposes every `[controller] consistency_check_interval`, or
+//!   `cluster check`). Members whose digests differ at one index hold different states: the
+//!   leader logs an error naming the members outside the majority (itself, when it is one of
+//!   them) and the index, sets `strand_divergence`, and shows it in `cluster status` until it
+//!   leads no more.
 //!
 //! Invariant: the leader proposes a switch only to a version every member reported applying in
 //! the look it decides on.
@@ -86,37 +87,55 @@ pub fn check_set(
     Ok(())
 }
 
-/// Compares each member's checkpoints with the leader's own, raising the divergence alarm on the
-/// first index where a digest differs.
+/// Compares the members' checkpoints (the leader's own and those in `answers`), oldest first, and
+/// raises the divergence alarm at the first index whose digests differ, naming the members
+/// outside the majority (the leader among them, when it is the one that differs).
 pub fn compare<D: Disk>(core: &NodeCore<D>, answers: &[(NodeId, &pb::NodeStatus)]) {
-    let own = core.state_machine.checkpoints();
-    let mut found = Vec::new();
-    for (id, status) in answers {
-        for checkpoint in &status.checkpoints {
-            let ours = own.iter().find(|(index, _)| *index == checkpoint.index);
-            if let Some((index, digest)) = ours
-                && *digest != checkpoint.digest
-            {
-                found.push(format!(
-                    "node {id}'s state digest at applied index {index} is {:016x}, and the leader's (node {}) is {digest:016x}",
-                    checkpoint.digest, core.id
-                ));
-                break;
-            }
-        }
-    }
-    if found.is_empty() {
-        return;
-    }
+    let Some(found) = divergence(core.id, &core.state_machine.checkpoints(), answers) else { return };
     let message = format!(
-        "divergence: {}: the replicas hold different states after applying the same log. Take the node's data directory out of service (move it away and start it with --rejoin) and report the bug",
-        found.join("; ")
+        "divergence: {found}: the replicas hold different states after applying the same log. Take a differing member's data directory out of service (move it away and start it with --rejoin) and report the bug"
     );
     let mut divergence = core.divergence.lock().expect("the divergence lock is never poisoned");
     if divergence.as_deref() != Some(message.as_str()) {
         tracing::error!(%message, "state divergence detected");
         *divergence = Some(message);
     }
+}
+
+/// The first divergence among the members' checkpoints, described (`None`: they agree).
+fn divergence(leader: NodeId, own: &[(u64, u64)], answers: &[(NodeId, &pb::NodeStatus)]) -> Option<String> {
+    for (index, digest) in own {
+        let mut digests = vec![(leader, *digest)];
+        for (id, status) in answers {
+            if let Some(theirs) = status.checkpoints.iter().find(|checkpoint| checkpoint.index == *index) {
+                digests.push((*id, theirs.digest));
+            }
+        }
+        if digests.iter().all(|(_, theirs)| theirs == digest) {
+            continue;
+        }
+        let held_by = |value: u64| digests.iter().filter(|(_, theirs)| *theirs == value).count();
+        let majority = digests.iter().map(|(_, theirs)| *theirs).find(|value| held_by(*value) * 2 > digests.len());
+        let found: Vec<String> = match majority {
+            Some(majority) => digests
+                .iter()
+                .filter(|(_, theirs)| *theirs != majority)
+                .map(|(id, theirs)| {
+                    format!(
+                        "node {id}'s state digest at applied index {index} is {theirs:016x}, and {} of the {} members that took it hold {majority:016x}",
+                        held_by(majority),
+                        digests.len()
+                    )
+                })
+                .collect(),
+            None => vec![format!(
+                "the members' state digests at applied index {index} differ with no majority ({})",
+                digests.iter().map(|(id, theirs)| format!("node {id}: {theirs:016x}")).collect::<Vec<_>>().join(", ")
+            )],
+        };
+        return Some(found.join("; "));
+    }
+    None
 }
 
 #[cfg(test)]
@@ -143,6 +162,26 @@ mod tests {
         assert!(target(own, &[member(2, 1, 2), silent]).is_err());
         let unreported = member(3, 0, 0);
         assert!(target(own, &[unreported]).is_err());
+    }
+
+    #[test]
+    fn a_divergence_names_the_members_outside_the_majority_the_leader_too() {
+        let status = |digest: u64| pb::NodeStatus {
+            checkpoints: vec![pb::Checkpoint { index: 5, digest: 1 }, pb::Checkpoint { index: 9, digest }],
+            ..Default::default()
+        };
+        let (agreeing, odd) = (status(7), status(8));
+        let own = [(5, 1), (9, 7)];
+        assert_eq!(divergence(1, &own, &[(2, &agreeing), (3, &agreeing)]), None);
+        let found = divergence(1, &own, &[(2, &agreeing), (3, &odd)]).unwrap();
+        assert!(
+            found.starts_with("node 3's state digest at applied index 9 is 0000000000000008, and 2 of the 3"),
+            "{found}"
+        );
+        let found = divergence(1, &[(5, 1), (9, 8)], &[(2, &agreeing), (3, &agreeing)]).unwrap();
+        assert!(found.starts_with("node 1's state digest at applied index 9"), "the leader differs: {found}");
+        let found = divergence(1, &own, &[(2, &odd)]).unwrap();
+        assert!(found.contains("differ with no majority"), "{found}");
     }
 
     #[test]

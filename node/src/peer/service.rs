@@ -111,7 +111,9 @@ impl<D: Disk, L: LeaderPlane> RaftPeerService<D, L> {
     fn sender_as<T>(&self, request: &Request<T>, sent: Sent) -> Result<NodeId, Status> {
         let claimed = request.metadata().get(MEMBER_ID_HEADER).or_else(|| request.metadata().get("strand-member-id"));
         let sender = claimed.and_then(|value| value.to_str().ok()).unwrap_or("?").to_string();
-        self.judge_versions(request, &sender, sent != Sent::Status).map_err(refuse)?;
+        // A member's messages are judged only for their apply versions' presence: whether a
+        // replica can apply an entry or a snapshot is judged as it applies it, by its own state.
+        self.judge_versions(request, &sender, false).map_err(refuse)?;
         let header = |key: &str| -> Result<u64, Status> {
             let value = request.metadata().get(key).ok_or_else(|| {
                 refuse(format!("a Raft message without {key}: the sender is not a Strand node of this version"))
@@ -180,9 +182,9 @@ impl<D: Disk, L: LeaderPlane> RaftPeerService<D, L> {
     }
 
     /// Judges the apply versions a message's sender applies (see `api::version`): a build from
-    /// before apply versions is refused, and with `strict` (every message but a status request)
-    /// so is a build that cannot apply this node's state's apply version. Answers why, to
-    /// follow "refused".
+    /// before apply versions is refused, and with `strict` (a join or a rejoin's question) so is
+    /// a build that cannot apply this node's state's apply version. Answers why, to follow
+    /// "refused".
     fn judge_versions<T>(&self, request: &Request<T>, sender: &str, strict: bool) -> Result<(), String> {
         let metadata = request.metadata();
         let text = |key: &str| metadata.get(key).and_then(|value| value.to_str().ok());
