@@ -301,7 +301,11 @@ async fn a_member_that_applies_differently_raises_the_divergence_alarm() {
     let index: u64 = divergence.split("applied index ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
     assert!(index > bead.revision, "the divergence is found at a checkpoint after the canary ({index})");
     let page = cluster.metrics_page(cluster.wait_for_leader().await).await;
-    assert!(page.contains("strand_divergence 1"), "{page}");
+    assert!(page.contains("strand_divergence 1") && page.contains("strand_apply_version 1"), "{page}");
+    let versions = tests::json_of(&tests::strand_as(&cluster, "operator", &["cluster", "version", "--json"]));
+    assert_eq!((&versions["apply_version"], &versions["switch_to"]), (&serde_json::json!(1), &serde_json::json!(1)));
+    let odd_row = versions["nodes"].as_array().unwrap().iter().find(|node| node["id"] == odd).unwrap().clone();
+    assert_eq!((&odd_row["apply_max"], &odd_row["build"]), (&serde_json::json!(2), &serde_json::json!("0.1.0+apply-v2")));
     let shown = tests::strand_as(&cluster, "operator", &["cluster", "status"]);
     assert!(String::from_utf8_lossy(&shown.stdout).contains("DIVERGENCE: divergence: node"), "{shown:?}");
     let checked = tests::strand_as(&cluster, "operator", &["cluster", "check", "--json"]);
