@@ -213,15 +213,18 @@ impl<D: Disk> StateMachineStore<D> {
             Command::Controller(api::command::Controller { action: ControllerAction::Checkpoint, .. })
                 | Command::ConsistencyCheck(_)
         ) && answer.is_ok();
+        drop(state);
         if checkpoint {
-            let digest = stable_digest(&state)?;
+            // Under the read lock, so reads go on while the digest is taken; apply is this
+            // store's only writer besides a snapshot install, which openraft never runs beside
+            // it, so the state is still the state at `index`.
+            let digest = stable_digest(&self.inner.state.read().expect("state lock"))?;
             let mut checkpoints = self.inner.checkpoints.lock().expect("checkpoints lock");
             if checkpoints.len() == CHECKPOINTS_KEPT {
                 checkpoints.pop_front();
             }
             checkpoints.push_back((index, digest));
         }
-        drop(state);
         if let Some(observer) = &self.inner.probes.observer {
             observer(index, proposal, &answer);
         }

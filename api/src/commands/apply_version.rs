@@ -57,10 +57,12 @@ impl WriteCommand for ApplyVersionChange {
     }
 }
 
-impl ClusterWrite for ApplyVersionChange {
-    fn apply(&self, state: &mut State, _proposal: &Proposal, _now: Timestamp) -> Answer {
-        let current = state.apply_version();
-        let changed = match self {
+impl ApplyVersionChange {
+    /// The apply version record this change leaves `current` at, the entry being at log index
+    /// `revision`, or why it is refused. Applying it and predicting it (`State::version_after`)
+    /// both read this.
+    pub(crate) fn changed(&self, current: ApplyVersionRecord, revision: u64) -> Result<ApplyVersionRecord, Refusal> {
+        Ok(match self {
             ApplyVersionChange::Pin => ApplyVersionRecord { pinned: true, ..current },
             ApplyVersionChange::Unpin => ApplyVersionRecord { pinned: false, ..current },
             ApplyVersionChange::Set { to } if *to > current.version => {
@@ -70,10 +72,14 @@ impl ClusterWrite for ApplyVersionChange {
                 )));
             }
             ApplyVersionChange::Set { to } if *to == current.version => ApplyVersionRecord { pinned: true, ..current },
-            ApplyVersionChange::Set { to } => {
-                ApplyVersionRecord { version: *to, pinned: true, since: state.revision() }
-            }
-        };
+            ApplyVersionChange::Set { to } => ApplyVersionRecord { version: *to, pinned: true, since: revision },
+        })
+    }
+}
+
+impl ClusterWrite for ApplyVersionChange {
+    fn apply(&self, state: &mut State, _proposal: &Proposal, _now: Timestamp) -> Answer {
+        let changed = self.changed(state.apply_version(), state.revision())?;
         state.change_apply_version(changed);
         Ok(Outcome::Done)
     }

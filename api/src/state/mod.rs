@@ -513,21 +513,17 @@ impl State {
     /// `cluster version set` that would apply): the storage layer stops at an entry whose version
     /// its build cannot apply, before applying it.
     pub fn version_after(&self, proposal: &Proposal) -> Option<u32> {
-        let current = self.apply_version;
-        match &proposal.command {
+        let changed = match &proposal.command {
             Command::Controller(crate::commands::controller::Controller {
                 term,
                 action: ControllerAction::SwitchApplyVersion { from, to },
-            }) if *from == current.version && !current.pinned && to > from && *term >= self.controller_term => {
-                Some(*to)
+            }) if *term >= self.controller_term => self.switched(*from, *to),
+            Command::ApplyVersion(change) => {
+                crate::commands::WriteCommand::validate(change).and_then(|()| change.changed(self.apply_version, 0))
             }
-            Command::ApplyVersion(crate::commands::apply_version::ApplyVersionChange::Set { to })
-                if *to < current.version && *to >= crate::version::FIRST_APPLY_VERSION =>
-            {
-                Some(*to)
-            }
-            _ => None,
-        }
+            _ => return None,
+        };
+        changed.ok().map(|changed| changed.version).filter(|version| *version != self.apply_version.version)
     }
 
     /// The log index of the entry being applied.
@@ -591,6 +587,14 @@ impl State {
 
     /// The leader's switch of the apply version from `from` to `to`.
     fn switch_apply_version(&mut self, from: u32, to: u32) -> Answer {
+        let switched = self.switched(from, to)?;
+        self.change_apply_version(switched);
+        Ok(Outcome::Done)
+    }
+
+    /// The apply version record the leader's switch from `from` to `to` leaves the state at, or
+    /// why it is refused. Applying it and predicting it (`State::version_after`) both read this.
+    fn switched(&self, from: u32, to: u32) -> Result<ApplyVersionRecord, Refusal> {
         let current = self.apply_version;
         if current.version != from || to <= from {
             return Err(Refusal::Invalid(format!(
@@ -603,8 +607,7 @@ impl State {
                 "the apply version is pinned at {from}; `strand cluster version unpin` lets it rise"
             )));
         }
-        self.change_apply_version(ApplyVersionRecord { version: to, pinned: false, since: self.revision });
-        Ok(Outcome::Done)
+        Ok(ApplyVersionRecord { version: to, pinned: false, since: self.revision })
     }
 
     /// The namespace a write goes to, created on first use with the proposal's `default_prefix`,
