@@ -29,16 +29,19 @@ deps:
 build: deps
 	cargo build --workspace --bins
 
-# The test-only apply-v2 build (api/src/version.rs) that the rolling-upgrade tests run beside the
-# default one, in $(CARGO_TARGET_DIR)/apply-v2/strand. It shares the build directory (RocksDB is
-# not rebuilt); the default debug/strand is put back afterwards, replaced rather than written
-# through, since cargo hard-links it.
+# The test-only apply-v2 builds (api/src/version.rs) of strand and of the simulator, which the
+# rolling-upgrade tests run beside the default ones, in $(CARGO_TARGET_DIR)/apply-v2/. They share
+# the build directory (RocksDB is not rebuilt); the default debug/ binaries are put back
+# afterwards, replaced rather than written through, since cargo hard-links them.
+APPLY_V2_BINS := strand simulation
 apply-v2:
-	cp $(CARGO_TARGET_DIR)/debug/strand $(CARGO_TARGET_DIR)/strand.default
-	cargo build -p cli --bin strand --features apply-v2
+	for bin in $(APPLY_V2_BINS); do cp $(CARGO_TARGET_DIR)/debug/$$bin $(CARGO_TARGET_DIR)/$$bin.default; done
+	cargo build -p cli -p simulation --bin strand --bin simulation --features cli/apply-v2,simulation/apply-v2
 	mkdir -p $(CARGO_TARGET_DIR)/apply-v2
-	cp --remove-destination $(CARGO_TARGET_DIR)/debug/strand $(CARGO_TARGET_DIR)/apply-v2/strand
-	mv -f $(CARGO_TARGET_DIR)/strand.default $(CARGO_TARGET_DIR)/debug/strand
+	for bin in $(APPLY_V2_BINS); do \
+		cp --remove-destination $(CARGO_TARGET_DIR)/debug/$$bin $(CARGO_TARGET_DIR)/apply-v2/$$bin; \
+		mv -f $(CARGO_TARGET_DIR)/$$bin.default $(CARGO_TARGET_DIR)/debug/$$bin; \
+	done
 
 run: build
 	$(CARGO_TARGET_DIR)/debug/strand dev --nodes 3

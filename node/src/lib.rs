@@ -192,6 +192,9 @@ pub struct Probes {
     pub applies: Option<raft_store::ApplyObserver>,
     /// The planted bug, if any.
     pub planted: Option<PlantedBug>,
+    /// Narrows the apply versions the node applies and reports below its build's (the simulator
+    /// runs nodes of an older build this way); `None`: the build's own.
+    pub apply_versions: Option<api::version::ApplyRange>,
 }
 
 /// A bug planted on purpose (simulator only).
@@ -295,7 +298,7 @@ where
     let apply_probes = raft_store::ApplyProbes {
         observer: probes.applies,
         unfenced_controller: stale_controller,
-        apply_versions: None,
+        apply_versions: probes.apply_versions,
     };
     let storage = Storage { disk, flush_mode, probes: apply_probes };
     let start = start_raft(config, cluster_id, connector, storage, clock, (rejoin, standing));

@@ -155,6 +155,38 @@ pub struct FailedStart {
 /// The nodes whose start failed; each stays down for the rest of the run.
 pub type FailedStarts = Arc<Mutex<BTreeMap<u64, FailedStart>>>;
 
+/// An entry whose outcome depends on the apply version, as one node applied it: a canary create
+/// (its title starts with [`api::version::CANARY_V2_PREFIX`]; apply version 2 refuses it) or a
+/// switch of the apply version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VersionedApply {
+    /// The node that applied it.
+    pub node: u64,
+    /// Its log index.
+    pub index: u64,
+    /// What it was.
+    pub what: Versioned,
+    /// Whether it took effect (`false`: refused, changing nothing).
+    pub applied: bool,
+}
+
+/// An entry whose outcome depends on the apply version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Versioned {
+    /// A canary create, with its title.
+    Canary(String),
+    /// The leader's switch of the apply version.
+    Switch {
+        /// The version it switches from.
+        from: u32,
+        /// The version it switches to.
+        to: u32,
+    },
+}
+
+/// Every versioned entry every node applied, in the order the nodes applied them.
+pub type VersionedApplies = Arc<Mutex<Vec<VersionedApply>>>;
+
 /// A disk as a simulated node uses it. Its calls run inline (`BLOCKS` is false even on RocksDB),
 /// so a crashed host leaves no snapshot job running on a blocking thread with the database open,
 /// and the schedule stays a function of the seed. Without `fsync` it runs `Sync` writes as
@@ -217,6 +249,10 @@ pub struct ClusterSetup {
     pub mutation: Option<Mutation>,
     /// The run's seed.
     pub seed: u64,
+    /// Under [`crate::nemesis::Fault::Upgrade`]: the apply versions of the older build, which
+    /// every first member runs until the nemesis upgrades it (the newer build applies the
+    /// build's own, one version more).
+    pub older_build: Option<api::version::ApplyRange>,
 }
 
 /// One simulated node and what outlives its crashes.
@@ -234,6 +270,8 @@ pub struct SimNode {
     /// Whether its host may start the node: from the beginning for a first member, once the
     /// operator added it for a spare.
     pub start: Arc<AtomicBool>,
+    /// Whether it runs the newer build (see [`ClusterSetup::older_build`]); read at each start.
+    pub upgraded: Arc<AtomicBool>,
 }
 
 impl SimNode {
@@ -254,6 +292,9 @@ impl SimNode {
         self.disk.get(Space::Meta, node::rejoin::META_REJOINING).ok().flatten().is_some()
     }
 }
+
+/// How often the controller takes a consistency checkpoint in runs with upgrades.
+pub const CHECKPOINT_INTERVAL_UNDER_UPGRADE: &str = "1s";
 
 /// Raft settings for the simulator: the real defaults, with snapshots frequent enough that
 /// runs exercise snapshot transfer and purging.
@@ -299,7 +340,16 @@ fn node_config(setup: &ClusterSetup, id: u64, data_dir: PathBuf) -> NodeConfig {
         // The real limits: simulated clients and peers send their handshake at once and ping
         // while idle, so only a connection whose bytes a partition swallowed is ever closed.
         connections: node::config::ConnectionLimits::default(),
-        controller: node::config::ControllerSettings::default(),
+        // Under upgrades the replicas compare digests every second, so that a replica applying
+        // by other rules raises the divergence alarm within the run.
+        controller: node::config::ControllerSettings {
+            consistency_check_interval: if setup.older_build.is_some() {
+                CHECKPOINT_INTERVAL_UNDER_UPGRADE.into()
+            } else {
+                node::config::ControllerSettings::default().consistency_check_interval
+            },
+            ..node::config::ControllerSettings::default()
+        },
         tls: None,
         metrics_auth: false,
         raft: raft_settings(),
@@ -339,13 +389,27 @@ fn observer(node: u64, observations: Observations) -> MetricsObserver {
     })
 }
 
-/// Records each controller action node `node` applies.
-fn controller_probe(node: u64, applies: ControllerApplies) -> raft_store::ApplyObserver {
+/// Records each controller action and each versioned entry ([`VersionedApply`]) node `node`
+/// applies.
+fn apply_probe(node: u64, controller: ControllerApplies, versioned: VersionedApplies) -> raft_store::ApplyObserver {
+    use api::command::{Command, Controller, ControllerAction};
     Arc::new(move |index, proposal: &api::command::Proposal, answer: &api::outcome::Answer| {
-        if let api::command::Command::Controller(api::command::Controller { term, action }) = &proposal.command {
-            let apply = ControllerApply { node, index, term: *term, action: action.name(), applied: answer.is_ok() };
-            applies.lock().expect("controller applies lock").push(apply);
-        }
+        let applied = answer.is_ok();
+        let what = match &proposal.command {
+            Command::Controller(Controller { term, action }) => {
+                let apply = ControllerApply { node, index, term: *term, action: action.name(), applied };
+                controller.lock().expect("controller applies lock").push(apply);
+                match action {
+                    ControllerAction::SwitchApplyVersion { from, to } => Versioned::Switch { from: *from, to: *to },
+                    _ => return,
+                }
+            }
+            Command::Create(create) if create.title.starts_with(api::version::CANARY_V2_PREFIX) => {
+                Versioned::Canary(create.title.clone())
+            }
+            _ => return,
+        };
+        versioned.lock().expect("versioned applies lock").push(VersionedApply { node, index, what, applied });
     })
 }
 
@@ -356,21 +420,30 @@ pub struct Reports {
     pub observations: Observations,
     /// The controller actions they applied.
     pub controller_applies: ControllerApplies,
+    /// The versioned entries they applied.
+    pub versioned_applies: VersionedApplies,
     /// The nodes whose start failed.
     pub failed_starts: FailedStarts,
+}
+
+/// How one start of a node runs: what the host closure decides anew at each start.
+struct Start {
+    seed: u64,
+    mutation: Option<Mutation>,
+    apply_versions: Option<api::version::ApplyRange>,
 }
 
 async fn serve<D: Disk>(
     config: NodeConfig,
     disk: Arc<D>,
     clock: SimClock,
-    seed: u64,
+    start: Start,
     reports: Reports,
-    mutation: Option<Mutation>,
 ) -> turmoil::Result {
     let node_id = config.id;
     let data_dir = config.data_dir.display().to_string();
-    let Reports { observations, controller_applies, failed_starts } = reports;
+    let Start { seed, mutation, apply_versions } = start;
+    let Reports { observations, controller_applies, versioned_applies, failed_starts } = reports;
     let params = NodeParams {
         config,
         client_incoming: net::incoming(net::NODE_PORT).await?,
@@ -384,8 +457,9 @@ async fn serve<D: Disk>(
         shutdown: Box::pin(futures::future::pending()),
         probes: Probes {
             metrics: Some(observer(node_id, observations)),
-            applies: Some(controller_probe(node_id, controller_applies)),
+            applies: Some(apply_probe(node_id, controller_applies, versioned_applies)),
             planted: (mutation == Some(Mutation::StaleController)).then_some(PlantedBug::StaleController),
+            apply_versions,
         },
         tls: None,
     };
@@ -406,7 +480,8 @@ pub fn register(sim: &mut Sim<'_>, setup: &ClusterSetup, simulated: &SimNode, re
     let config = node_config(setup, id, simulated.dir.path().to_path_buf());
     let (disk, offset, kind, mutation) =
         (simulated.disk.clone(), simulated.clock_offset_ms.clone(), setup.disk_kind, setup.mutation);
-    let (rejoin, start) = (simulated.rejoin.clone(), simulated.start.clone());
+    let (rejoin, start, upgraded) = (simulated.rejoin.clone(), simulated.start.clone(), simulated.upgraded.clone());
+    let older_build = setup.older_build;
     let seed = setup.seed ^ id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
     let reports = reports.clone();
     let started = Arc::new(AtomicBool::new(false));
@@ -419,18 +494,22 @@ pub fn register(sim: &mut Sim<'_>, setup: &ClusterSetup, simulated: &SimNode, re
         let clock = SimClock { offset_ms: offset.clone() };
         let failed = reports.failed_starts.lock().expect("failed starts lock").contains_key(&id);
         assert!(!failed, "node {id} failed to start before and must stay down");
+        let upgraded = upgraded.clone();
         async move {
             while !start.load(Ordering::Relaxed) {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
+            // Read once started: a spare's flag may be set while it waits.
+            let apply_versions = older_build.filter(|_| !upgraded.load(Ordering::Relaxed));
+            let start = Start { seed, mutation, apply_versions };
             let fsync = mutation != Some(Mutation::NoFsync);
             match kind {
                 DiskKind::Memory => {
-                    serve(config, Arc::new(SimDisk { inner: disk, fsync }), clock, seed, reports, mutation).await
+                    serve(config, Arc::new(SimDisk { inner: disk, fsync }), clock, start, reports).await
                 }
                 DiskKind::Rocks => {
                     let rocks = Arc::new(RocksDisk::open(&config.data_dir.join("db"))?);
-                    serve(config, Arc::new(SimDisk { inner: rocks, fsync }), clock, seed, reports, mutation).await
+                    serve(config, Arc::new(SimDisk { inner: rocks, fsync }), clock, start, reports).await
                 }
             }
         }
@@ -438,7 +517,8 @@ pub fn register(sim: &mut Sim<'_>, setup: &ClusterSetup, simulated: &SimNode, re
 }
 
 /// Makes the nodes of a run, with fresh disks and directories: `count` first members, then
-/// `spares` spare nodes, which wait to be started.
+/// `spares` spare nodes, which wait to be started and run the newer build (under
+/// [`crate::nemesis::Fault::Upgrade`]).
 pub fn make_nodes(count: u64, spares: u64) -> std::io::Result<Vec<SimNode>> {
     (1..=count + spares)
         .map(|id| {
@@ -449,6 +529,7 @@ pub fn make_nodes(count: u64, spares: u64) -> std::io::Result<Vec<SimNode>> {
                 dir: tempfile::Builder::new().prefix(&format!("strand-sim-n{id}-")).tempdir()?,
                 rejoin: Arc::new(AtomicBool::new(false)),
                 start: Arc::new(AtomicBool::new(id <= count)),
+                upgraded: Arc::new(AtomicBool::new(id > count)),
             })
         })
         .collect()

@@ -100,6 +100,10 @@ pub struct Healed {
     /// members [`REMOVED_TOLD_MS_MAX`] after convergence, each with its answer: a removed node
     /// that was never told must learn it from the first member it sends a message.
     pub removed_serving: Vec<(u64, String)>,
+    /// Each live node's apply version once they agreed, and the log index that set it.
+    pub apply_versions: Vec<(u64, u32, u64)>,
+    /// The divergences the live nodes reported once they agreed (only a leader checks), by node.
+    pub divergences: Vec<(u64, String)>,
 }
 
 /// Longest simulated time, after convergence, for every removed first member to say that it was
@@ -127,6 +131,8 @@ impl Default for Healed {
             leases_after_bound: Err(never.clone()),
             all_beads: Err(never),
             removed_serving: Vec::new(),
+            apply_versions: Vec::new(),
+            divergences: Vec::new(),
         }
     }
 }
@@ -148,6 +154,9 @@ pub struct Schedule {
     pub agent: usize,
     /// The nodes whose start failed: left out of convergence.
     pub failed_starts: cluster::FailedStarts,
+    /// Under [`crate::nemesis::Fault::Upgrade`]: the apply version the cluster must reach once
+    /// every member runs the newer build (unless a member failed to start and never reports).
+    pub switch_to: Option<u32>,
 }
 
 fn now() -> Duration {
@@ -183,8 +192,19 @@ async fn first_write(
     }
 }
 
-/// One node's own status at the end: (id, applied index, digest, last log index, rejoining).
-type NodeEnd = (u64, u64, u64, u64, bool);
+/// One node's own status at the end.
+#[derive(Clone, Debug)]
+struct NodeEnd {
+    id: u64,
+    applied: u64,
+    digest: u64,
+    last_log: u64,
+    rejoining: bool,
+    /// Its apply version, and the index that set it.
+    apply_version: (u32, u64),
+    /// A divergence it found (only a leader checks); empty when none.
+    divergence: String,
+}
 
 async fn statuses(node_ids: &[u64], timeout: Duration) -> Vec<Result<NodeEnd, String>> {
     let mut found = Vec::new();
@@ -199,7 +219,15 @@ async fn statuses(node_ids: &[u64], timeout: Duration) -> Vec<Result<NodeEnd, St
                 .map_err(|status| format!("node {id}: {}", status.message()))?
                 .into_inner();
             let own = answer.nodes.iter().find(|node| node.id == *id).ok_or(format!("node {id} left itself out"))?;
-            Ok((*id, own.applied_index, own.digest.unwrap_or(0), own.last_log_index, own.rejoining))
+            Ok(NodeEnd {
+                id: *id,
+                applied: own.applied_index,
+                digest: own.digest.unwrap_or(0),
+                last_log: own.last_log_index,
+                rejoining: own.rejoining,
+                apply_version: (own.apply_version, own.apply_since),
+                divergence: own.divergence.clone(),
+            })
         };
         found.push(status.await);
     }
@@ -208,17 +236,20 @@ async fn statuses(node_ids: &[u64], timeout: Duration) -> Vec<Result<NodeEnd, St
 
 /// How the nodes disagree: the nodes behind the furthest one, named with how far their logs got.
 fn disagreement(all: &[NodeEnd]) -> String {
-    let furthest = all.iter().map(|node| node.1).max().unwrap_or(0);
+    let furthest = all.iter().map(|node| node.applied).max().unwrap_or(0);
     let behind: Vec<String> = all
         .iter()
-        .filter(|node| node.1 < furthest)
-        .map(|(id, applied, _, last_log, _)| {
-            format!("node {id} is behind: applied {applied} of {furthest}, its log ends at {last_log}")
+        .filter(|node| node.applied < furthest)
+        .map(|node| {
+            format!(
+                "node {} is behind: applied {} of {furthest}, its log ends at {}",
+                node.id, node.applied, node.last_log
+            )
         })
         .collect();
     let digests = format!(
-        "(id, applied index, digest): {:?}",
-        all.iter().map(|node| (node.0, node.1, node.2)).collect::<Vec<_>>()
+        "(id, applied index, digest, apply version): {:?}",
+        all.iter().map(|node| (node.id, node.applied, node.digest, node.apply_version.0)).collect::<Vec<_>>()
     );
     if behind.is_empty() { format!("nodes disagree {digests}") } else { format!("{}; {digests}", behind.join("; ")) }
 }
@@ -247,12 +278,14 @@ async fn membership(node_ids: &[u64], timeout: Duration) -> Option<Vec<u64>> {
     freshest.map(|(_, members)| members)
 }
 
-/// Waits until every live member reports the same applied index and digest; answers them, the
-/// members still rejoining then, and the membership.
+/// Waits until every live member reports the same applied index and digest, and, when
+/// `switch_to` is set and every member is live, that apply version; answers their ends and the
+/// membership.
 async fn converge(
     node_ids: &[u64],
     failed_starts: &cluster::FailedStarts,
-) -> Result<(Vec<(u64, u64, u64)>, Vec<u64>, Vec<u64>), String> {
+    switch_to: Option<u32>,
+) -> Result<(Vec<NodeEnd>, Vec<u64>), String> {
     let bound = now() + Duration::from_millis(CONVERGENCE_MS_MAX);
     loop {
         let members = membership(node_ids, status_timeout(node_ids.len())).await.unwrap_or_else(|| node_ids.to_vec());
@@ -260,18 +293,26 @@ async fn converge(
             let failed = failed_starts.lock().expect("failed starts lock");
             members.iter().copied().filter(|id| !failed.contains_key(id)).collect()
         };
+        // A member that never started never reports its versions, so the leader cannot switch.
+        let switch_to = switch_to.filter(|_| live.len() == members.len());
         let found = statuses(&live, status_timeout(node_ids.len())).await;
         let agreed: Result<Vec<NodeEnd>, String> = found.iter().cloned().collect();
         let last = match agreed {
-            Ok(all) if all.windows(2).all(|pair| (pair[0].1, pair[0].2) == (pair[1].1, pair[1].2)) => {
-                let rejoining = all.iter().filter(|node| node.4).map(|node| node.0).collect();
-                return Ok((
-                    all.into_iter().map(|(id, applied, digest, _, _)| (id, applied, digest)).collect(),
-                    rejoining,
-                    members,
-                ));
+            Ok(all)
+                if all
+                    .windows(2)
+                    .all(|pair| (pair[0].applied, pair[0].digest) == (pair[1].applied, pair[1].digest))
+                    && switch_to.is_none_or(|to| all.iter().all(|node| node.apply_version.0 == to)) =>
+            {
+                return Ok((all, members));
             }
-            Ok(all) => disagreement(&all),
+            Ok(all) => match switch_to {
+                Some(to) if all.windows(2).all(|pair| pair[0].applied == pair[1].applied) => format!(
+                    "every member runs the newer build, yet the apply version is not {to}: {}",
+                    disagreement(&all)
+                ),
+                _ => disagreement(&all),
+            },
             Err(error) => error,
         };
         if now() >= bound {
@@ -400,11 +441,20 @@ async fn reader(schedule: Schedule, history: SharedHistory, report: Arc<Mutex<He
     report.lock().expect("healed report lock").leases_after_bound = list_retrying(&client, leasable).await;
     let every = ListFilter { all: true, limit: FINAL_LIST_MAX, ..Default::default() };
     report.lock().expect("healed report lock").all_beads = list_retrying(&client, every).await;
-    let convergence = converge(&schedule.all_ids, &schedule.failed_starts).await;
+    let convergence = converge(&schedule.all_ids, &schedule.failed_starts, schedule.switch_to).await;
     let members = match convergence {
-        Ok((agreed, rejoining, members)) => {
+        Ok((ends, members)) => {
             let mut report = report.lock().expect("healed report lock");
-            (report.convergence, report.rejoining_at_end, report.members) = (Ok(agreed), rejoining, members.clone());
+            report.convergence = Ok(ends.iter().map(|node| (node.id, node.applied, node.digest)).collect());
+            report.rejoining_at_end = ends.iter().filter(|node| node.rejoining).map(|node| node.id).collect();
+            report.apply_versions =
+                ends.iter().map(|node| (node.id, node.apply_version.0, node.apply_version.1)).collect();
+            report.divergences = ends
+                .iter()
+                .filter(|node| !node.divergence.is_empty())
+                .map(|node| (node.id, node.divergence.clone()))
+                .collect();
+            report.members = members.clone();
             members
         }
         Err(error) => {

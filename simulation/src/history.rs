@@ -138,6 +138,12 @@ pub enum Op {
         /// The lease id the agent holds (perhaps no longer).
         lease_id: u64,
     },
+    /// Create a canary bead (label [`crate::workload::CANARY_LABEL`]): its title starts with
+    /// [`api::version::CANARY_V2_PREFIX`], so apply version 1 applies it and version 2 refuses it.
+    Canary {
+        /// The unique title.
+        title: String,
+    },
 }
 
 impl Op {

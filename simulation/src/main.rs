@@ -36,7 +36,8 @@ struct Args {
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     duration: Duration,
     /// Faults to inject: default (partition, oneway, lossy, crash, clock), all (those and corrupt,
-    /// wipe, membership), none, or a comma-separated list of those kinds.
+    /// wipe, membership), none, or a comma-separated list of those kinds and upgrade (a rolling
+    /// upgrade; only a simulator built with --features apply-v2 runs it).
     #[arg(long, default_value = "default", value_parser = parse_faults)]
     faults: FaultList,
     /// Concurrent simulated agents.
@@ -69,7 +70,7 @@ fn parse_faults(text: &str) -> Result<FaultList, String> {
             .split(',')
             .map(|name| {
                 <Fault as clap::ValueEnum>::from_str(name.trim(), true).map_err(|_| {
-                    let names: Vec<String> = Fault::ALL
+                    let names: Vec<String> = <Fault as clap::ValueEnum>::value_variants()
                         .iter()
                         .filter_map(|fault| {
                             clap::ValueEnum::to_possible_value(fault).map(|value| value.get_name().to_string())
@@ -122,6 +123,7 @@ fn main() -> ExitCode {
     let (mut ops, mut faults, mut unknown, mut simulated) = (0usize, 0usize, 0usize, Duration::ZERO);
     let (mut order_firings, mut controller_actions, mut controller_terms) = (0usize, 0usize, 0usize);
     let (mut damaged, mut failed_starts, mut wipes) = (0usize, 0usize, 0usize);
+    let (mut upgrades, mut switched, mut canaries) = (0usize, 0usize, (0usize, 0usize));
     let bar = progress_bar(seeds.len() as u64);
     for seed in &seeds {
         let config = RunConfig {
@@ -160,6 +162,10 @@ fn main() -> ExitCode {
         damaged += report.damaged_nodes;
         failed_starts += report.failed_starts;
         wipes += report.wipes;
+        upgrades += report.upgrades;
+        switched += usize::from(report.upgrade.switched.is_some());
+        canaries.0 += report.upgrade.canaries_applied;
+        canaries.1 += report.upgrade.canaries_refused;
         simulated += report.simulated;
         bar.set_message(last_run(&report));
         bar.inc(1);
@@ -179,13 +185,15 @@ fn main() -> ExitCode {
     let wall = started.elapsed();
     bar.finish();
     println!(
-        "| seeds | nodes | ops | unknown outcome | order firings | controller actions (terms) | faults | damaged nodes | wipes | failed starts | simulated | wall | simulated/wall | seeds/min |"
+        "| seeds | nodes | ops | unknown outcome | order firings | controller actions (terms) | faults | damaged nodes | wipes | failed starts | upgrades (runs switched) | canaries applied/refused | simulated | wall | simulated/wall | seeds/min |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     println!(
-        "| {} | {} | {ops} | {unknown} | {order_firings} | {controller_actions} ({controller_terms}) | {faults} | {damaged} | {wipes} | {failed_starts} | {:.0} s | {:.1} s | {:.1} | {:.1} |",
+        "| {} | {} | {ops} | {unknown} | {order_firings} | {controller_actions} ({controller_terms}) | {faults} | {damaged} | {wipes} | {failed_starts} | {upgrades} ({switched}) | {}/{} | {:.0} s | {:.1} s | {:.1} | {:.1} |",
         seeds.len(),
         args.nodes,
+        canaries.0,
+        canaries.1,
         simulated.as_secs_f64(),
         wall.as_secs_f64(),
         simulated.as_secs_f64() / wall.as_secs_f64().max(f64::EPSILON),

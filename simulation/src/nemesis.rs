@@ -10,6 +10,10 @@
 //! [`Nemesis::heal`] removes them all; clock jumps stay, as a real clock that jumped would until
 //! an operator fixed it, and so does damage, as on a real disk.
 //!
+//! Under [`Fault::Upgrade`] the nemesis also follows a plan of its own, drawn apart from its other
+//! choices: it upgrades each first member in turn at even steps through the fault phase, so that
+//! every member runs the newer build before healing (one whose start failed stays as it was).
+//!
 //! Invariant: the storage of at most a minority of the nodes is ever damaged or wiped
 //! ([`Nemesis::damaged_nodes_max`]), so a majority with intact storage remains to keep the cluster
 //! live and to hold every acknowledged write. A node is wiped only while no wiped node is still
@@ -63,10 +67,17 @@ pub enum Fault {
     /// adds a spare node as a learner, promotes it, moves the leader, removes a first member and
     /// moves the leader again. Not an action of the nemesis itself.
     Membership,
+    /// A rolling upgrade under the other faults: every node starts on the older build (it
+    /// applies one version fewer, see [`crate::cluster::ClusterSetup::older_build`]) and the
+    /// nemesis upgrades one first member at a time, at even steps through the fault phase, in a
+    /// seeded order: it crashes the node (if up) and the node restarts on the newer build. A
+    /// spare joins on the newer build. Needs a simulator built with `--features apply-v2`; not
+    /// in [`Fault::ALL`], since a default build applies one version only.
+    Upgrade,
 }
 
 impl Fault {
-    /// Every fault kind.
+    /// Every fault kind a default build runs: all but [`Fault::Upgrade`].
     pub const ALL: [Fault; 8] = [
         Fault::Partition,
         Fault::Oneway,
@@ -100,16 +111,45 @@ pub struct Nemesis {
     pub damaged: BTreeMap<u64, Vec<String>>,
     /// Wipes so far.
     pub wipes: usize,
+    /// Under [`Fault::Upgrade`]: when each first member is upgraded, earliest first.
+    upgrades_due: Vec<(Duration, u64)>,
+    /// Nodes upgraded so far.
+    pub upgrades: usize,
 }
 
 impl Nemesis {
     /// A nemesis over these nodes, drawing from `seed`; it leaves the nodes of `failed_starts`
-    /// down, and damages storage with `sealing`.
-    pub fn new(seed: u64, faults: &[Fault], ids: &[u64], failed_starts: &FailedStarts, sealing: Sealing) -> Nemesis {
+    /// down, and damages storage with `sealing`. Under [`Fault::Upgrade`] it upgrades every first
+    /// member within `fault_phase`.
+    pub fn new(
+        seed: u64,
+        faults: &[Fault],
+        ids: &[u64],
+        failed_starts: &FailedStarts,
+        sealing: Sealing,
+        fault_phase: Duration,
+    ) -> Nemesis {
+        let upgrades_due = if faults.contains(&Fault::Upgrade) {
+            // An order of its own, so that the other faults draw as they would without upgrades.
+            let mut order = ids.to_vec();
+            rand::seq::SliceRandom::shuffle(
+                order.as_mut_slice(),
+                &mut StdRng::seed_from_u64(seed ^ 0x0075_7067_7261_6465),
+            );
+            let step = fault_phase / (ids.len() as u32 + 1);
+            order.into_iter().enumerate().map(|(rank, id)| (step * (rank as u32 + 1), id)).collect()
+        } else {
+            Vec::new()
+        };
         Nemesis {
             rng: StdRng::seed_from_u64(seed ^ 0x6e65_6d65_7369_7300),
-            // The operator makes the membership changes, not the nemesis.
-            faults: faults.iter().copied().filter(|fault| *fault != Fault::Membership).collect(),
+            // The operator makes the membership changes and the upgrades follow their own plan:
+            // neither is a random action.
+            faults: faults
+                .iter()
+                .copied()
+                .filter(|fault| !matches!(fault, Fault::Membership | Fault::Upgrade))
+                .collect(),
             ids: ids.to_vec(),
             next_at: Duration::from_millis(1_000),
             down_until: BTreeMap::new(),
@@ -121,6 +161,8 @@ impl Nemesis {
             injected: 0,
             damaged: BTreeMap::new(),
             wipes: 0,
+            upgrades_due,
+            upgrades: 0,
         }
     }
 
@@ -128,6 +170,7 @@ impl Nemesis {
     pub fn tick(&mut self, sim: &mut Sim<'_>, nodes: &[SimNode], now: Duration, leader: Option<u64>) -> Vec<String> {
         let mut events = self.failures_to_tell();
         events.extend(self.restart_due(sim, now));
+        events.extend(self.upgrade_due(sim, nodes, now));
         if now < self.next_at || self.faults.is_empty() {
             return events;
         }
@@ -144,7 +187,7 @@ impl Nemesis {
             Fault::Clock => self.jump_clock(nodes),
             Fault::Corrupt => self.corrupt(sim, nodes, now),
             Fault::Wipe => self.wipe(sim, nodes, now),
-            Fault::Membership => None,
+            Fault::Membership | Fault::Upgrade => None,
         };
         if let Some(event) = event {
             self.injected += 1;
@@ -240,6 +283,30 @@ impl Nemesis {
         let down = Duration::from_millis(self.rng.random_range(100..=DOWN_MS_MAX));
         self.down_until.insert(node.id, now + down);
         format!("crash n{} (kept {keep} of {unsynced} unsynced batches), down {down:?}", node.id)
+    }
+
+    /// Upgrades the first members whose turn came: a node that is up crashes and restarts on the
+    /// newer build after a short while; one that is down restarts on it when it comes back; one
+    /// whose start failed stays down on the older build.
+    fn upgrade_due(&mut self, sim: &mut Sim<'_>, nodes: &[SimNode], now: Duration) -> Vec<String> {
+        let mut events = Vec::new();
+        while let Some((_, id)) = self.upgrades_due.first().copied().filter(|(at, _)| *at <= now) {
+            self.upgrades_due.remove(0);
+            let Some(node) = nodes.iter().find(|node| node.id == id) else { continue };
+            if self.failed().contains(&id) {
+                events.push(format!("n{id} stays on the older build: it failed to start"));
+                continue;
+            }
+            node.upgraded.store(true, Ordering::Relaxed);
+            self.upgrades += 1;
+            if self.down_until.contains_key(&id) {
+                events.push(format!("upgrade n{id}: it is down and restarts on the newer build"));
+            } else {
+                let crashed = self.crash_node(sim, node, now);
+                events.push(format!("upgrade n{id}: {crashed}, restarts on the newer build"));
+            }
+        }
+        events
     }
 
     /// Most nodes whose storage may be damaged in a run: a minority.

@@ -72,8 +72,10 @@ impl RunConfig {
     /// The command line that replays this run.
     pub fn replay_command(&self) -> String {
         let faults: Vec<String> = self.faults.iter().map(|fault| format!("{fault:?}").to_lowercase()).collect();
+        // The upgrade fault runs only in the build that applies two versions.
+        let build = if self.faults.contains(&Fault::Upgrade) { "-p simulation --features apply-v2 " } else { "" };
         let mut command = format!(
-            "cargo run --bin simulation -- --seed {} --nodes {} --duration {}s --agents {} --disk {} --faults {}",
+            "cargo run {build}--bin simulation -- --seed {} --nodes {} --duration {}s --agents {} --disk {} --faults {}",
             self.seed,
             self.nodes,
             self.duration.as_secs(),
@@ -122,6 +124,10 @@ pub struct RunReport {
     /// Membership changes the operator made: the spare added and promoted, a member removed
     /// (leader moves not counted).
     pub membership_changes: usize,
+    /// Nodes the nemesis upgraded to the newer build.
+    pub upgrades: usize,
+    /// What the upgrade checker saw: the switch, the canaries applied and refused.
+    pub upgrade: checkers::upgrade::Summary,
     /// Nodes whose start failed (they stayed down).
     pub failed_starts: usize,
     /// Simulated time the run covered.
@@ -206,8 +212,25 @@ pub fn run(config: &RunConfig) -> Result<RunReport, String> {
     report
 }
 
+/// Under [`Fault::Upgrade`], the apply versions of the older build: one fewer than this build's.
+fn older_build(config: &RunConfig) -> Result<Option<api::version::ApplyRange>, String> {
+    if !config.faults.contains(&Fault::Upgrade) {
+        return Ok(None);
+    }
+    let build = api::version::BUILD_APPLY_VERSIONS;
+    if build.max <= build.min {
+        return Err(format!(
+            "the upgrade fault needs a simulator that applies two versions, and this one applies {build} only: \
+             build it with `cargo build -p simulation --features apply-v2` (`make apply-v2` puts one in \
+             <target>/apply-v2/simulation), or leave upgrade out of --faults"
+        ));
+    }
+    Ok(Some(api::version::ApplyRange { min: build.min, max: build.max - 1 }))
+}
+
 fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
     let started = Instant::now();
+    let older_build = older_build(config)?;
     let ids: Vec<u64> = (1..=config.nodes).collect();
     // Under the membership fault, one spare node, which the operator adds.
     let spares: Vec<u64> = if config.faults.contains(&Fault::Membership) { vec![config.nodes + 1] } else { Vec::new() };
@@ -233,6 +256,7 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
         disk_kind: config.disk,
         mutation: config.mutation,
         seed: config.seed,
+        older_build,
     };
     let reports = Reports::default();
     let (observations, failed_starts) = (reports.observations.clone(), reports.failed_starts.clone());
@@ -242,8 +266,14 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
     let history = workload::new_history();
     let known = Arc::new(Mutex::new(Vec::new()));
     let large_left = Arc::new(AtomicUsize::new(if config.large_values { workload::LARGE_BEADS_MAX } else { 0 }));
-    let agents =
-        Agents { count: config.agents, node_ids: ids.clone(), seed: config.seed, stop_at: agents_stop, large_left };
+    let agents = Agents {
+        count: config.agents,
+        node_ids: ids.clone(),
+        seed: config.seed,
+        stop_at: agents_stop,
+        large_left,
+        canaries: older_build.is_some(),
+    };
     workload::register(&mut sim, &agents, &history, &known);
     let schedule = Schedule {
         node_ids: ids.clone(),
@@ -253,6 +283,7 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
         seed: config.seed,
         agent: config.agents,
         failed_starts: failed_starts.clone(),
+        switch_to: older_build.map(|_| api::version::BUILD_APPLY_VERSIONS.max),
     };
     let healed_report = healed::register(&mut sim, &schedule, &history);
     let operator = spares.first().map(|spare| {
@@ -267,7 +298,7 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
     });
 
     let sealing = Mutation::sealing(config.mutation);
-    let mut nemesis = Nemesis::new(config.seed, &config.faults, &ids, &failed_starts, sealing);
+    let mut nemesis = Nemesis::new(config.seed, &config.faults, &ids, &failed_starts, sealing, heal_at);
     let mut trace = Trace { lines: Vec::new(), keep: config.keep_trace, hasher: Default::default() };
     let mut healed = false;
     let mut stopped = None;
@@ -303,6 +334,7 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
     let history = std::mem::take(&mut *history.lock().expect("history lock"));
     let observations = std::mem::take(&mut *observations.lock().expect("observations lock"));
     let controller_applies = std::mem::take(&mut *reports.controller_applies.lock().expect("controller applies lock"));
+    let versioned_applies = std::mem::take(&mut *reports.versioned_applies.lock().expect("versioned applies lock"));
     let healed_found: Healed = healed_report.lock().expect("healed report lock").clone();
     let failed_starts = std::mem::take(&mut *failed_starts.lock().expect("failed starts lock"));
     for observation in &observations {
@@ -310,6 +342,9 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
     }
     for apply in &controller_applies {
         trace.push(format!("controller: {apply:?}"));
+    }
+    for apply in &versioned_applies {
+        trace.push(format!("versioned: {apply:?}"));
     }
     let operator_log = operator.as_ref().map(|(log, spare)| (log.lock().expect("operator log lock").clone(), *spare));
     let membership_changes = operator_log.as_ref().map_or(0, |(log, _)| {
@@ -343,6 +378,7 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
             history: &history,
             observations: &observations,
             controller_applies: &controller_applies,
+            versioned_applies: &versioned_applies,
             healed: &healed_found,
             nodes: &nodes,
             memory_disks: config.disk == DiskKind::Memory,
@@ -384,6 +420,7 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
         })
         .count();
     let controller = checkers::controller_terms::check(&controller_applies).1;
+    let upgrade = checkers::upgrade::check(&versioned_applies, &healed_found).1;
     Ok(RunReport {
         config: config.clone(),
         ops: history.entries.len(),
@@ -398,6 +435,8 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
         damaged_nodes: nemesis.damaged.len(),
         wipes: nemesis.wipes,
         membership_changes,
+        upgrades: nemesis.upgrades,
+        upgrade,
         failed_starts: failed_starts.len(),
         simulated,
         wall: started.elapsed(),

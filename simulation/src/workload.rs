@@ -47,6 +47,8 @@ use crate::history::{self, History, Op, OpResult, SharedHistory};
 pub const LABEL: &str = "sim";
 /// The label of the lease agents' beads.
 pub const LEASE_LABEL: &str = "sim-lease";
+/// The label of the canary agent's beads.
+pub const CANARY_LABEL: &str = "sim-canary";
 /// The pool the orchestration agent slings to and hooks from.
 pub const SIM_POOL: &str = "sim-pool";
 /// Lease agents in every run.
@@ -234,6 +236,11 @@ fn call(op: &Op) -> Call {
             reply_to: None,
         })),
         Op::Purge => Call::Write(Command::Purge(api::command::Purge { older_than_ms: 3_600_000 })),
+        Op::Canary { title } => Call::Write(Command::Create(CreateBead {
+            title,
+            labels: [CANARY_LABEL.to_string()].into(),
+            ..Default::default()
+        })),
         Op::FencedClose { id, lease_id, .. } => Call::Write(Command::Txn(Txn {
             conditions: Vec::new(),
             fences: vec![Fence { id: id.clone(), lease_id }],
@@ -288,6 +295,8 @@ pub struct Agents {
     pub stop_at: Duration,
     /// Large creates the agents may still make, together (0 unless the run has large values).
     pub large_left: Arc<AtomicUsize>,
+    /// Whether a canary agent runs too (under [`crate::nemesis::Fault::Upgrade`]).
+    pub canaries: bool,
 }
 
 async fn agent(settings: Agents, index: usize, history: SharedHistory, known: KnownBeads) -> turmoil::Result {
@@ -377,8 +386,23 @@ async fn orchestration_agent(settings: Agents, index: usize, history: SharedHist
     Ok(())
 }
 
-/// Registers the agents as turmoil clients, then the lease agents and the orchestration agent
-/// (their history indexes follow the healed reader's, `count`).
+/// The canary agent: creates canaries ([`Op::Canary`]) until the agents stop. Its history index is
+/// `index`.
+async fn canary_agent(settings: Agents, index: usize, history: SharedHistory) -> turmoil::Result {
+    let mut rng = StdRng::seed_from_u64(settings.seed ^ 0x6361_6e61_7279);
+    let client = client(&settings.node_ids, &mut rng)?;
+    let mut count = 0usize;
+    while turmoil::sim_elapsed().unwrap_or_default() < settings.stop_at {
+        let title = format!("{}-{count}", api::version::CANARY_V2_PREFIX);
+        count += 1;
+        perform(&client, &history, index, Op::Canary { title }, false).await;
+        tokio::time::sleep(Duration::from_millis(rng.random_range(0..=THINK_MS_MAX * 4))).await;
+    }
+    Ok(())
+}
+
+/// Registers the agents as turmoil clients, then the lease agents, the orchestration agent and,
+/// when asked, the canary agent (their history indexes follow the healed reader's, `count`).
 pub fn register(sim: &mut turmoil::Sim<'_>, settings: &Agents, history: &SharedHistory, known: &KnownBeads) {
     for index in 0..settings.count {
         let run = agent(settings.clone(), index, history.clone(), known.clone());
@@ -390,6 +414,9 @@ pub fn register(sim: &mut turmoil::Sim<'_>, settings: &Agents, history: &SharedH
     }
     let index = settings.count + 1 + LEASE_AGENTS;
     sim.client("orchestration-agent", orchestration_agent(settings.clone(), index, history.clone()));
+    if settings.canaries {
+        sim.client("canary-agent", canary_agent(settings.clone(), index + 1, history.clone()));
+    }
 }
 
 /// A fresh history.

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use simulation::checkers::{
     controller_terms, convergence, durability, exactly_once, integrity, leases, linearizability, metadata,
-    orchestration, orders, raft_safety,
+    orchestration, orders, raft_safety, upgrade,
 };
-use simulation::cluster::{ControllerApply, FailedStart, Observation};
+use simulation::cluster::{ControllerApply, FailedStart, Observation, Versioned, VersionedApply};
 use simulation::healed::{Healed, OrderFirings};
 use simulation::history::{History, Op, OpResult, compact_value};
 use simulation::workload::large_metadata;
@@ -251,6 +251,8 @@ fn convergence_must_cover_every_live_node() {
         leases_after_bound: Ok(Vec::new()),
         all_beads: Ok(Vec::new()),
         removed_serving: Vec::new(),
+        apply_versions: Vec::new(),
+        divergences: Vec::new(),
     };
     // Node 2 failed to start: the two others agreeing is convergence.
     assert!(convergence::check(&healed(vec![(1, 40, 7), (3, 40, 7)]), &[1, 3]).is_empty());
@@ -436,4 +438,60 @@ fn controller_terms_reject_nodes_that_disagree_on_an_outcome() {
     let (violations, _) = controller_terms::check(&history);
     assert_eq!(violations.len(), 1, "{violations:?}");
     assert!(violations[0].detail.contains("applied differently"), "{violations:?}");
+}
+
+/// A canary as a node applied it.
+fn canary(node: u64, index: u64, applied: bool) -> VersionedApply {
+    VersionedApply { node, index, what: Versioned::Canary(format!("apply-v2-canary-{index}")), applied }
+}
+
+/// The switch from version 1 to 2 as a node applied it.
+fn switch(node: u64, index: u64) -> VersionedApply {
+    VersionedApply { node, index, what: Versioned::Switch { from: 1, to: 2 }, applied: true }
+}
+
+/// The healed reader's finding: every node of `nodes` on `version`, set at `since`.
+fn ended_on(nodes: &[u64], version: u32, since: u64) -> Healed {
+    Healed { apply_versions: nodes.iter().map(|node| (*node, version, since)).collect(), ..Healed::default() }
+}
+
+#[test]
+fn upgrade_accepts_canaries_applied_before_the_switch_and_refused_after() {
+    let applies = [canary(1, 10, true), canary(2, 10, true), switch(1, 20), switch(2, 20), canary(2, 30, false)];
+    let (violations, summary) = upgrade::check(&applies, &ended_on(&[1, 2], 2, 20));
+    assert!(violations.is_empty(), "{violations:?}");
+    assert_eq!(summary, upgrade::Summary { switched: Some((20, 2)), canaries_applied: 1, canaries_refused: 1 });
+    // Without a switch, every canary applies.
+    let (violations, _) = upgrade::check(&[canary(1, 10, true)], &ended_on(&[1, 2], 1, 0));
+    assert!(violations.is_empty(), "{violations:?}");
+}
+
+#[test]
+fn upgrade_rejects_a_canary_decided_by_other_rules_than_the_states_version() {
+    // Refused before the switch (a node applied the newer rule early), applied after it.
+    let applies = [canary(1, 10, false), switch(1, 20), canary(1, 30, true)];
+    let (violations, _) = upgrade::check(&applies, &ended_on(&[1], 2, 20));
+    assert_eq!(violations.len(), 2, "{violations:?}");
+    assert!(violations[0].detail.contains("at index 10 was refused"), "{violations:?}");
+    assert!(violations[1].detail.contains("at index 30 was applied"), "{violations:?}");
+    // Refused with no switch at all.
+    let (violations, _) = upgrade::check(&[canary(1, 10, false)], &ended_on(&[1], 1, 0));
+    assert_eq!(violations.len(), 1, "{violations:?}");
+}
+
+#[test]
+fn upgrade_rejects_nodes_that_disagree_a_second_switch_and_a_divergence() {
+    let applies = [canary(1, 10, true), canary(2, 10, false)];
+    let (violations, _) = upgrade::check(&applies, &ended_on(&[1, 2], 1, 0));
+    assert!(violations.iter().any(|violation| violation.detail.contains("applied differently")), "{violations:?}");
+    // The final state names another index than the switch the nodes applied.
+    let (violations, _) = upgrade::check(&[switch(1, 20)], &ended_on(&[1], 2, 25));
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    // Nodes ending on different versions, and a divergence a leader reported.
+    let mut healed = ended_on(&[1], 2, 20);
+    healed.apply_versions.push((2, 1, 0));
+    healed.divergences.push((1, "node 2 differs at checkpoint 40".into()));
+    let (violations, _) = upgrade::check(&[switch(1, 20)], &healed);
+    assert!(violations.iter().any(|violation| violation.detail.contains("different apply versions")), "{violations:?}");
+    assert!(violations.iter().any(|violation| violation.detail.contains("divergence alarm")), "{violations:?}");
 }

@@ -12,6 +12,7 @@
 //! HEAD`), so every commit explores new seeds while a failure still replays exactly.
 #![allow(clippy::unwrap_used)]
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use simulation::cluster::{DiskKind, Mutation};
@@ -209,6 +210,103 @@ fn fresh_membership_band_3_nodes() {
     membership_band(fresh_start().wrapping_add(5_000_000), SEEDS_MEMBERSHIP_3_NODES, 3);
 }
 
+/// The simulator built with `--features apply-v2`, which `make apply-v2` (run by `make test`) puts
+/// in `<target>/apply-v2/simulation`, or `$STRAND_APPLY_V2_SIM`: the upgrade fault needs a build
+/// that applies two versions.
+fn apply_v2_simulator() -> std::path::PathBuf {
+    if let Ok(path) = std::env::var("STRAND_APPLY_V2_SIM") {
+        return path.into();
+    }
+    let default = std::path::Path::new(env!("CARGO_BIN_EXE_simulation"));
+    let target = default.parent().and_then(std::path::Path::parent).expect("<target>/<profile>/simulation");
+    let binary = target.join("apply-v2").join("simulation");
+    assert!(binary.exists(), "{} is missing; build it with `make apply-v2` (make test does)", binary.display());
+    binary
+}
+
+/// Seeds per band of 3-node rolling upgrades.
+const SEEDS_UPGRADE_3_NODES: u64 = 10;
+/// The faults of the upgrade bands: every first member upgraded in turn while partitions, lossy
+/// links, crashes, clock jumps and membership changes happen (the spare joins on the newer build).
+const UPGRADE_FAULTS: &str = "partition,oneway,lossy,crash,clock,membership,upgrade";
+
+/// Runs `seeds` seeds from `start` of the apply-v2 simulator with `faults` in a process of its
+/// own (with `env` set); answers whether it passed, its summary row by column, and its stderr.
+fn sweep_apply_v2(
+    start: u64,
+    seeds: u64,
+    faults: &str,
+    env: &[(&str, &str)],
+) -> (bool, BTreeMap<String, String>, String) {
+    let output = std::process::Command::new(apply_v2_simulator())
+        .args(["--seeds", &seeds.to_string(), "--start-seed", &start.to_string(), "--duration", "6s"])
+        .args(["--faults", faults])
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let rows: Vec<Vec<String>> = stdout
+        .lines()
+        .filter(|line| line.starts_with('|') && !line.starts_with("|---"))
+        .map(|line| line.trim_matches('|').split('|').map(|cell| cell.trim().to_string()).collect())
+        .collect();
+    let summary = match rows.as_slice() {
+        [header, row] => header.iter().cloned().zip(row.iter().cloned()).collect(),
+        _ => BTreeMap::new(),
+    };
+    (output.status.success(), summary, String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+/// A rolling upgrade under faults: the nodes start on the older build and are upgraded one by one;
+/// the checkers (the upgrade checker among them) find nothing, and most runs switch.
+fn upgrade_band(start: u64) {
+    let (passed, summary, stderr) = sweep_apply_v2(start, SEEDS_UPGRADE_3_NODES, UPGRADE_FAULTS, &[]);
+    assert!(passed, "the upgrade band from seed {start} failed:\n{stderr}");
+    let upgrades = &summary["upgrades (runs switched)"];
+    let switched: u64 = upgrades.split(['(', ')']).nth(1).and_then(|runs| runs.parse().ok()).unwrap();
+    // A member whose start failed never reports its versions, so a few runs may not switch.
+    assert!(switched >= SEEDS_UPGRADE_3_NODES / 2, "only {upgrades} runs switched their apply version");
+    let canaries = &summary["canaries applied/refused"];
+    let (applied, refused) = canaries.split_once('/').unwrap();
+    assert!(applied.parse::<u64>().unwrap() > 0 && refused.parse::<u64>().unwrap() > 0, "canaries {canaries}");
+}
+
+#[test]
+fn upgrade_band_3_nodes() {
+    upgrade_band(6_000_000);
+}
+
+#[test]
+fn fresh_upgrade_band_3_nodes() {
+    upgrade_band(fresh_start().wrapping_add(6_000_000));
+}
+
+/// The test of the upgrade checker: the apply-v2 build with its canary rule decided by the build
+/// instead of the state's apply version (`STRAND_TEST_UNGATED_CANARY`) refuses canaries before
+/// the switch, and the first seed shows it.
+#[test]
+fn an_apply_rule_decided_by_the_build_is_caught() {
+    let env = [(api::version::UNGATED_CANARY_ENV, "1")];
+    let (passed, _, stderr) = sweep_apply_v2(6_000_000, 3, UPGRADE_FAULTS, &env);
+    assert!(!passed, "a canary rule applied before the switch went unnoticed for 3 seeds");
+    assert!(stderr.contains("[upgrade] canary"), "caught, but not by the upgrade checker:\n{stderr}");
+}
+
+/// A default build applies one version, so it cannot run the upgrade fault, and says so.
+#[test]
+fn a_default_build_refuses_the_upgrade_fault() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_simulation"))
+        .args(["--seed", "1", "--faults", "crash,upgrade"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("needs a simulator that applies two versions") && stderr.contains("--features apply-v2"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn rocksdb_backend_under_crashes_and_partitions() {
     for seed in 0..4 {
@@ -220,7 +318,12 @@ fn rocksdb_backend_under_crashes_and_partitions() {
 
 /// Runs one seed in a fresh simulator process, as a replay does, and returns its trace.
 fn trace_of(seed: u64, options: &[&str]) -> String {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_simulation"))
+    trace_of_build(std::path::Path::new(env!("CARGO_BIN_EXE_simulation")), seed, options)
+}
+
+/// [`trace_of`] with the simulator at `binary`.
+fn trace_of_build(binary: &std::path::Path, seed: u64, options: &[&str]) -> String {
+    let output = std::process::Command::new(binary)
         .args(["--seed", &seed.to_string(), "--duration", "6s", "--verbose"])
         .args(options)
         .output()
@@ -254,6 +357,17 @@ fn the_same_seed_gives_the_same_trace() {
         assert!(first.lines().count() > 500, "seed {seed} traced only {} lines", first.lines().count());
         assert!(first.lines().last().unwrap().starts_with("trace hash "));
     }
+}
+
+/// A rolling upgrade replays as exactly as any run: the nodes' builds are part of the seed's
+/// schedule.
+#[test]
+fn an_upgrade_run_gives_the_same_trace() {
+    let binary = apply_v2_simulator();
+    let options = ["--faults", UPGRADE_FAULTS];
+    let (first, second) = (trace_of_build(&binary, 6_000_001, &options), trace_of_build(&binary, 6_000_001, &options));
+    assert!(first == second, "seed 6000001 with upgrades ran twice gave different traces");
+    assert!(first.contains("nemesis: upgrade n"), "the run upgraded no node:\n{first}");
 }
 
 /// Damage that the checksums cannot see (resealed) must show to the checkers: as a state digest

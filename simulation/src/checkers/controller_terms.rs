@@ -12,8 +12,6 @@
 //! and the same outcome (the state machine is deterministic). An index no node reported (every
 //! node received it inside a snapshot) is not judged.
 
-use std::collections::BTreeMap;
-
 use super::Violation;
 use crate::cluster::ControllerApply;
 
@@ -30,33 +28,26 @@ pub struct Summary {
 
 /// Checks the term fence; answers the violations and what it saw.
 pub fn check(applies: &[ControllerApply]) -> (Vec<Violation>, Summary) {
-    let mut violations = Vec::new();
-    let mut by_index: BTreeMap<u64, &ControllerApply> = BTreeMap::new();
-    for apply in applies {
-        match by_index.get(&apply.index) {
-            None => {
-                by_index.insert(apply.index, apply);
-            }
-            Some(seen) if (seen.term, seen.action, seen.applied) != (apply.term, apply.action, apply.applied) => {
-                violations.push(Violation {
-                    checker: "controller terms",
-                    detail: format!(
-                        "index {} was applied differently: on node {} as {} of term {} ({}), on node {} as {} of term {} ({})",
-                        apply.index,
-                        seen.node,
-                        seen.action,
-                        seen.term,
-                        outcome(seen.applied),
-                        apply.node,
-                        apply.action,
-                        apply.term,
-                        outcome(apply.applied)
-                    ),
-                });
-            }
-            Some(_) => {}
-        }
-    }
+    let key = |apply: &ControllerApply| (apply.term, apply.action, apply.applied);
+    let (by_index, differ) = super::by_index(applies, |apply| apply.index, |a, b| key(a) == key(b));
+    let mut violations: Vec<Violation> = differ
+        .into_iter()
+        .map(|(seen, apply)| Violation {
+            checker: "controller terms",
+            detail: format!(
+                "index {} was applied differently: on node {} as {} of term {} ({}), on node {} as {} of term {} ({})",
+                apply.index,
+                seen.node,
+                seen.action,
+                seen.term,
+                outcome(seen.applied),
+                apply.node,
+                apply.action,
+                apply.term,
+                outcome(apply.applied)
+            ),
+        })
+        .collect();
     let mut summary = Summary::default();
     let mut terms = std::collections::BTreeSet::new();
     let mut highest: Option<&ControllerApply> = None;

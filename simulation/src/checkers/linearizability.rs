@@ -135,6 +135,8 @@ fn command_of(op: &Op) -> Option<Command> {
         | Op::HookClose { .. }
         | Op::Mail { .. }
         | Op::Purge => None,
+        // Canaries are the upgrade checker's.
+        Op::Canary { .. } => None,
     }
 }
 

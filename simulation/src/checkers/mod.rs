@@ -1,7 +1,7 @@
 //! The checkers: each module checks one property of a finished run and cites it.
 //!
-//! They read the observed [`History`], the nodes' Raft [`Observation`]s and applied controller
-//! actions ([`ControllerApply`]), what the healed-phase
+//! They read the observed [`History`], the nodes' Raft [`Observation`]s, applied controller
+//! actions ([`ControllerApply`]) and versioned entries ([`VersionedApply`]), what the healed-phase
 //! reader found ([`Healed`]), the nodes whose start failed and the damage the nemesis did, and,
 //! for log matching, the nodes' disks. A checker returns the violations it found, each saying
 //! what broke and on what evidence.
@@ -23,13 +23,14 @@ pub mod metadata;
 pub mod orchestration;
 pub mod orders;
 pub mod raft_safety;
+pub mod upgrade;
 
 use std::collections::BTreeMap;
 
 use api::model::Bead;
 use api::outcome::Outcome;
 
-use crate::cluster::{ControllerApply, FailedStart, Observation, SimNode};
+use crate::cluster::{ControllerApply, FailedStart, Observation, SimNode, VersionedApply};
 use crate::healed::Healed;
 use crate::history::{History, Op, OpResult};
 
@@ -56,6 +57,8 @@ pub struct Evidence<'a> {
     pub observations: &'a [Observation],
     /// Every controller action the nodes applied.
     pub controller_applies: &'a [ControllerApply],
+    /// Every versioned entry (a canary, a switch of the apply version) the nodes applied.
+    pub versioned_applies: &'a [VersionedApply],
     /// What the healed-phase reader found.
     pub healed: &'a Healed,
     /// The nodes, with their disks (log matching reads memory disks).
@@ -77,6 +80,27 @@ impl Evidence<'_> {
         let member = |id: &u64| self.operator.is_none() || self.healed.members.contains(id);
         self.nodes.iter().map(|node| node.id).filter(|id| !self.failed_starts.contains_key(id) && member(id)).collect()
     }
+}
+
+/// Reports of applied entries by log index: the first report of each index, and each later
+/// report of an index that differs from that first one by `same` (the state machine is
+/// deterministic, so every node must apply an index alike).
+pub fn by_index<T>(
+    reports: &[T],
+    index: impl Fn(&T) -> u64,
+    same: impl Fn(&T, &T) -> bool,
+) -> (BTreeMap<u64, &T>, Vec<(&T, &T)>) {
+    let (mut first, mut differ) = (BTreeMap::new(), Vec::new());
+    for report in reports {
+        match first.get(&index(report)) {
+            None => {
+                first.insert(index(report), report);
+            }
+            Some(seen) if !same(seen, report) => differ.push((*seen, report)),
+            Some(_) => {}
+        }
+    }
+    (first, differ)
 }
 
 /// The beads of the final read, when it succeeded.
@@ -111,6 +135,7 @@ pub fn check_all(evidence: &Evidence<'_>) -> Vec<Violation> {
         ));
     }
     violations.extend(controller_terms::check(evidence.controller_applies).0);
+    violations.extend(upgrade::check(evidence.versioned_applies, evidence.healed).0);
     if evidence.memory_disks {
         // A node whose start failed holds damaged storage by design; the others' logs must match.
         let live: Vec<&SimNode> =

@@ -6,6 +6,10 @@
 //! exactly once (a sling's task and its auto-convoy both), a refused one's are not there, and one
 //! of unknown outcome's are there at most once. A close of what `hook --claim` handed out that
 //! was acknowledged reads back closed.
+//!
+//! A canary create of the upgrade runs ([`Op::Canary`]) is judged the same way, under the name of
+//! the upgrade checker: whether the cluster applied it or refused it (by the apply version), the
+//! client's answer must say which.
 
 use std::collections::BTreeMap;
 
@@ -19,23 +23,30 @@ fn created_titles(op: &Op) -> Vec<String> {
     match op {
         Op::Cook { title } | Op::Mail { subject: title } => vec![title.clone()],
         Op::Sling { title } => vec![title.clone(), format!("sling: {title}")],
+        Op::Canary { title } => vec![title.clone()],
         _ => Vec::new(),
     }
 }
 
 /// Checks the orchestration agent's operations against every bead read back after healing.
 pub fn check(history: &History, all_beads: &Result<Vec<Bead>, String>) -> Vec<Violation> {
-    let violation = |detail: String| Violation { checker: "orchestration", detail };
     let beads = match all_beads {
         Ok(beads) => beads,
-        Err(error) => return vec![violation(format!("the beads could not be read back: {error}"))],
+        Err(error) => {
+            let detail = format!("the beads could not be read back: {error}");
+            return vec![Violation { checker: "orchestration", detail }];
+        }
     };
     let mut by_title: BTreeMap<&str, usize> = BTreeMap::new();
     for bead in beads {
         *by_title.entry(bead.title.as_str()).or_default() += 1;
     }
     let mut violations = Vec::new();
-    for entry in history.entries.iter().filter(|entry| entry.op.is_orchestration_op()) {
+    for entry in
+        history.entries.iter().filter(|entry| entry.op.is_orchestration_op() || matches!(entry.op, Op::Canary { .. }))
+    {
+        let checker = if let Op::Canary { .. } = entry.op { super::upgrade::CHECKER } else { "orchestration" };
+        let violation = |detail: String| Violation { checker, detail };
         let allowed = match &entry.result {
             OpResult::Ok(_) => 1..=1,
             OpResult::Refused(_) => 0..=0,
