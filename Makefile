@@ -34,11 +34,11 @@ build: deps
 # the build directory (RocksDB is not rebuilt); the default debug/ binaries are put back
 # afterwards, replaced rather than written through, since cargo hard-links them.
 APPLY_V2_BINS := strand simulation
-apply-v2:
-	for bin in $(APPLY_V2_BINS); do cp $(CARGO_TARGET_DIR)/debug/$$bin $(CARGO_TARGET_DIR)/$$bin.default; done
+apply-v2: build
+	set -e; for bin in $(APPLY_V2_BINS); do cp $(CARGO_TARGET_DIR)/debug/$$bin $(CARGO_TARGET_DIR)/$$bin.default; done
 	cargo build -p cli -p simulation --bin strand --bin simulation --features cli/apply-v2,simulation/apply-v2
 	mkdir -p $(CARGO_TARGET_DIR)/apply-v2
-	for bin in $(APPLY_V2_BINS); do \
+	set -e; for bin in $(APPLY_V2_BINS); do \
 		cp --remove-destination $(CARGO_TARGET_DIR)/debug/$$bin $(CARGO_TARGET_DIR)/apply-v2/$$bin; \
 		mv -f $(CARGO_TARGET_DIR)/$$bin.default $(CARGO_TARGET_DIR)/debug/$$bin; \
 	done

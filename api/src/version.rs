@@ -64,7 +64,7 @@ pub const BUILD_APPLY_VERSIONS: ApplyRange =
 
 /// The variable that, in a test-only `apply-v2` build, makes version 2's canary rule apply
 /// whatever the state's apply version: a build that decides a rule by itself, which the
-/// rolling-upgrade tests must catch (as a divergence).
+/// rolling-upgrade tests must catch.
 pub const UNGATED_CANARY_ENV: &str = "STRAND_TEST_UNGATED_CANARY";
 
 /// Whether version 2's canary rule ignores the apply version ([`UNGATED_CANARY_ENV`]); always

@@ -166,8 +166,29 @@ pub struct VersionedApply {
     pub index: u64,
     /// What it was.
     pub what: Versioned,
-    /// Whether it took effect (`false`: refused, changing nothing).
-    pub applied: bool,
+    /// How the node answered it.
+    pub answered: Answered,
+}
+
+/// How a node answered a versioned entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answered {
+    /// It took effect.
+    Applied,
+    /// Refused by apply version 2's canary rule ([`api::state::canary_v2_refusal`]).
+    RefusedByV2Rule,
+    /// Refused for another reason (an expired session, a switch whose condition failed), with it.
+    Refused(String),
+}
+
+impl Answered {
+    fn of(answer: &api::outcome::Answer) -> Answered {
+        match answer {
+            Ok(_) => Answered::Applied,
+            Err(refusal) if *refusal == api::state::canary_v2_refusal() => Answered::RefusedByV2Rule,
+            Err(refusal) => Answered::Refused(refusal.to_string()),
+        }
+    }
 }
 
 /// An entry whose outcome depends on the apply version.
@@ -394,9 +415,9 @@ fn observer(node: u64, observations: Observations) -> MetricsObserver {
 fn apply_probe(node: u64, controller: ControllerApplies, versioned: VersionedApplies) -> raft_store::ApplyObserver {
     use api::command::{Command, Controller, ControllerAction};
     Arc::new(move |index, proposal: &api::command::Proposal, answer: &api::outcome::Answer| {
-        let applied = answer.is_ok();
         let what = match &proposal.command {
             Command::Controller(Controller { term, action }) => {
+                let applied = answer.is_ok();
                 let apply = ControllerApply { node, index, term: *term, action: action.name(), applied };
                 controller.lock().expect("controller applies lock").push(apply);
                 match action {
@@ -409,7 +430,8 @@ fn apply_probe(node: u64, controller: ControllerApplies, versioned: VersionedApp
             }
             _ => return,
         };
-        versioned.lock().expect("versioned applies lock").push(VersionedApply { node, index, what, applied });
+        let answered = Answered::of(answer);
+        versioned.lock().expect("versioned applies lock").push(VersionedApply { node, index, what, answered });
     })
 }
 

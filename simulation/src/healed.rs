@@ -307,10 +307,15 @@ async fn converge(
                 return Ok((all, members));
             }
             Ok(all) => match switch_to {
-                Some(to) if all.windows(2).all(|pair| pair[0].applied == pair[1].applied) => format!(
-                    "every member runs the newer build, yet the apply version is not {to}: {}",
-                    disagreement(&all)
-                ),
+                Some(to)
+                    if all.windows(2).all(|pair| pair[0].applied == pair[1].applied)
+                        && all.iter().any(|node| node.apply_version.0 != to) =>
+                {
+                    format!(
+                        "every member runs the newer build, yet the apply version is not {to}: {}",
+                        disagreement(&all)
+                    )
+                }
                 _ => disagreement(&all),
             },
             Err(error) => error,

@@ -130,7 +130,7 @@ impl Nemesis {
         fault_phase: Duration,
     ) -> Nemesis {
         let upgrades_due = if faults.contains(&Fault::Upgrade) {
-            // An order of its own, so that the other faults draw as they would without upgrades.
+            // The order has a generator of its own; the upgrades' crashes draw from the nemesis'.
             let mut order = ids.to_vec();
             rand::seq::SliceRandom::shuffle(
                 order.as_mut_slice(),

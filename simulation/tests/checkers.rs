@@ -13,7 +13,7 @@ use simulation::checkers::{
     controller_terms, convergence, durability, exactly_once, integrity, leases, linearizability, metadata,
     orchestration, orders, raft_safety, upgrade,
 };
-use simulation::cluster::{ControllerApply, FailedStart, Observation, Versioned, VersionedApply};
+use simulation::cluster::{Answered, ControllerApply, FailedStart, Observation, Versioned, VersionedApply};
 use simulation::healed::{Healed, OrderFirings};
 use simulation::history::{History, Op, OpResult, compact_value};
 use simulation::workload::large_metadata;
@@ -440,14 +440,20 @@ fn controller_terms_reject_nodes_that_disagree_on_an_outcome() {
     assert!(violations[0].detail.contains("applied differently"), "{violations:?}");
 }
 
-/// A canary as a node applied it.
+/// A canary as a node applied it (`false`: refused by the version 2 rule).
 fn canary(node: u64, index: u64, applied: bool) -> VersionedApply {
-    VersionedApply { node, index, what: Versioned::Canary(format!("apply-v2-canary-{index}")), applied }
+    let title = format!("apply-v2-canary-{index}");
+    canary_titled(node, index, &title, if applied { Answered::Applied } else { Answered::RefusedByV2Rule })
+}
+
+/// A canary of `title` as a node answered it.
+fn canary_titled(node: u64, index: u64, title: &str, answered: Answered) -> VersionedApply {
+    VersionedApply { node, index, what: Versioned::Canary(title.into()), answered }
 }
 
 /// The switch from version 1 to 2 as a node applied it.
 fn switch(node: u64, index: u64) -> VersionedApply {
-    VersionedApply { node, index, what: Versioned::Switch { from: 1, to: 2 }, applied: true }
+    VersionedApply { node, index, what: Versioned::Switch { from: 1, to: 2 }, answered: Answered::Applied }
 }
 
 /// The healed reader's finding: every node of `nodes` on `version`, set at `since`.
@@ -467,12 +473,49 @@ fn upgrade_accepts_canaries_applied_before_the_switch_and_refused_after() {
 }
 
 #[test]
+fn upgrade_judges_a_canary_at_its_first_execution_only() {
+    // Refused for an expired session before the switch, executed after it, and its retry
+    // answered from the dedup table later still: refused by the rule, as at its first execution.
+    let expired = Answered::Refused("session expired".into());
+    let applies = [
+        canary_titled(1, 10, "apply-v2-canary-7", expired),
+        switch(1, 20),
+        canary_titled(1, 30, "apply-v2-canary-7", Answered::RefusedByV2Rule),
+        canary_titled(1, 40, "apply-v2-canary-7", Answered::RefusedByV2Rule),
+    ];
+    let (violations, summary) = upgrade::check(&applies, &ended_on(&[1], 2, 20));
+    assert!(violations.is_empty(), "{violations:?}");
+    assert_eq!(summary.canaries_refused, 1);
+    // Applied before the switch, its retry answered from the dedup table after it: applied.
+    let applies = [
+        canary_titled(1, 10, "apply-v2-canary-8", Answered::Applied),
+        switch(1, 20),
+        canary_titled(1, 30, "apply-v2-canary-8", Answered::Applied),
+    ];
+    let (violations, _) = upgrade::check(&applies, &ended_on(&[1], 2, 20));
+    assert!(violations.is_empty(), "{violations:?}");
+}
+
+#[test]
+fn upgrade_rejects_a_canary_bead_created_after_the_switch() {
+    // No node reported the canary (every node received it in a snapshot); its bead did.
+    let bead = Bead { revision: 25, ..created("apply-v2-canary-3") };
+    let healed = Healed { all_beads: Ok(vec![bead]), ..ended_on(&[1], 2, 20) };
+    let (violations, _) = upgrade::check(&[switch(1, 20)], &healed);
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert!(violations[0].detail.contains("created at index 25"), "{violations:?}");
+    // The final state's index holds a canary, not a switch.
+    let (violations, _) = upgrade::check(&[canary(1, 20, true)], &ended_on(&[1], 2, 20));
+    assert!(violations.iter().any(|violation| violation.detail.contains("was set at index 20")), "{violations:?}");
+}
+
+#[test]
 fn upgrade_rejects_a_canary_decided_by_other_rules_than_the_states_version() {
     // Refused before the switch (a node applied the newer rule early), applied after it.
     let applies = [canary(1, 10, false), switch(1, 20), canary(1, 30, true)];
     let (violations, _) = upgrade::check(&applies, &ended_on(&[1], 2, 20));
     assert_eq!(violations.len(), 2, "{violations:?}");
-    assert!(violations[0].detail.contains("at index 10 was refused"), "{violations:?}");
+    assert!(violations[0].detail.contains("at index 10 was refused by the version 2 rule"), "{violations:?}");
     assert!(violations[1].detail.contains("at index 30 was applied"), "{violations:?}");
     // Refused with no switch at all.
     let (violations, _) = upgrade::check(&[canary(1, 10, false)], &ended_on(&[1], 1, 0));

@@ -212,7 +212,7 @@ fn fresh_membership_band_3_nodes() {
 
 /// The simulator built with `--features apply-v2`, which `make apply-v2` (run by `make test`) puts
 /// in `<target>/apply-v2/simulation`, or `$STRAND_APPLY_V2_SIM`: the upgrade fault needs a build
-/// that applies two versions.
+/// that applies two versions. One older than the default simulator was built from older code.
 fn apply_v2_simulator() -> std::path::PathBuf {
     if let Ok(path) = std::env::var("STRAND_APPLY_V2_SIM") {
         return path.into();
@@ -220,7 +220,15 @@ fn apply_v2_simulator() -> std::path::PathBuf {
     let default = std::path::Path::new(env!("CARGO_BIN_EXE_simulation"));
     let target = default.parent().and_then(std::path::Path::parent).expect("<target>/<profile>/simulation");
     let binary = target.join("apply-v2").join("simulation");
-    assert!(binary.exists(), "{} is missing; build it with `make apply-v2` (make test does)", binary.display());
+    let modified = |path: &std::path::Path| std::fs::metadata(path).and_then(|meta| meta.modified()).ok();
+    let (built, default_built) = (modified(&binary), modified(default));
+    assert!(built.is_some(), "{} is missing; build it with `make apply-v2` (make test does)", binary.display());
+    assert!(
+        built >= default_built,
+        "{} is older than {}: rebuild it with `make apply-v2` (make test does)",
+        binary.display(),
+        default.display()
+    );
     binary
 }
 

@@ -421,10 +421,7 @@ impl State {
             && let Command::Create(create) = command
             && create.title.starts_with(crate::version::CANARY_V2_PREFIX)
         {
-            return Err(Refusal::Invalid(format!(
-                "a title starting with {:?} is refused from apply version 2 on",
-                crate::version::CANARY_V2_PREFIX
-            )));
+            return Err(canary_v2_refusal());
         }
         Ok(())
     }
@@ -842,6 +839,15 @@ impl State {
         }
         hasher.finish()
     }
+}
+
+/// The refusal of apply version 2's canary rule (test-only `apply-v2` builds; see
+/// [`crate::version::CANARY_V2_PREFIX`]), by which the simulator tells it from other refusals.
+pub fn canary_v2_refusal() -> Refusal {
+    Refusal::Invalid(format!(
+        "a title starting with {:?} is refused from apply version 2 on",
+        crate::version::CANARY_V2_PREFIX
+    ))
 }
 
 #[cfg(test)]

@@ -7,24 +7,33 @@
 //! and are upgraded one by one ([`crate::nemesis::Fault::Upgrade`]):
 //! - every node that applied a versioned entry (a canary create, a switch of the version) gave it
 //!   the same outcome;
-//! - the version switched at most once, upward, at the index the final state names (`since`);
+//! - the version switched at most once, at the index the final state names (`since`);
 //! - a canary before that index applied, and one at or after it was refused (the newer build's
 //!   canary rule); with no switch, every canary applied;
-//! - no leader raised the divergence alarm (the replicas took a checkpoint every second);
+//! - the leader at convergence raised no divergence alarm (the replicas take a checkpoint every
+//!   second);
 //! - that the cluster switches once every member runs the newer build is asked by the healed
 //!   reader, which waits for it as part of convergence.
 //!
 //! The clients' side (an acknowledged canary is there once after healing, a refused one is not)
 //! is judged with the orchestration commands' titles, under this checker's name.
 //!
-//! Evidence: the versioned entries each node applied ([`VersionedApply`]), and each live node's
-//! apply version, the index that set it and the divergences it reported once the nodes agreed.
-//! An index no node reported (every node received it inside a snapshot) is not judged.
+//! Evidence: the versioned entries each node applied ([`VersionedApply`]), each live node's apply
+//! version, the index that set it and the divergence it reported once the nodes agreed, and every
+//! bead read back after healing. A canary is judged at its first execution: the lowest index at
+//! which the nodes applied it or refused it by the rule. A later index of the same request is a
+//! retry answered from the session's dedup table, and a refusal for another reason (an expired
+//! session) is no execution. A canary no node reported (every node received it inside a
+//! snapshot) is still judged by its bead: one created at or after the switch must not exist.
+//!
+//! The divergence alarm is held by the leader that raised it, until it stops leading, so only the
+//! alarm of the leader at convergence is seen here; the convergence checker compares every live
+//! node's digest.
 
 use std::collections::BTreeMap;
 
 use super::Violation;
-use crate::cluster::{Versioned, VersionedApply};
+use crate::cluster::{Answered, Versioned, VersionedApply};
 use crate::healed::Healed;
 
 /// The name this checker's violations carry.
@@ -35,33 +44,23 @@ pub const CHECKER: &str = "upgrade";
 pub struct Summary {
     /// The index at which the apply version last switched, and to which version.
     pub switched: Option<(u64, u32)>,
-    /// Canaries applied, one per log index.
+    /// Canaries applied, one per request.
     pub canaries_applied: usize,
-    /// Canaries refused, one per log index.
+    /// Canaries refused by the rule, one per request.
     pub canaries_refused: usize,
-}
-
-fn outcome(applied: bool) -> &'static str {
-    if applied { "applied" } else { "refused" }
 }
 
 /// Checks the versioned entries against the apply version the final state holds.
 pub fn check(applies: &[VersionedApply], healed: &Healed) -> (Vec<Violation>, Summary) {
     let violation = |detail: String| Violation { checker: CHECKER, detail };
-    let same = |a: &VersionedApply, b: &VersionedApply| (&a.what, a.applied) == (&b.what, b.applied);
+    let same = |a: &VersionedApply, b: &VersionedApply| (&a.what, &a.answered) == (&b.what, &b.answered);
     let (by_index, differ) = super::by_index(applies, |apply| apply.index, same);
     let mut violations: Vec<Violation> = differ
         .into_iter()
         .map(|(seen, apply)| {
             violation(format!(
-                "index {} was applied differently: on node {} as {:?} ({}), on node {} as {:?} ({})",
-                apply.index,
-                seen.node,
-                seen.what,
-                outcome(seen.applied),
-                apply.node,
-                apply.what,
-                outcome(apply.applied)
+                "index {} was applied differently: on node {} as {:?} ({:?}), on node {} as {:?} ({:?})",
+                apply.index, seen.node, seen.what, seen.answered, apply.node, apply.what, apply.answered
             ))
         })
         .collect();
@@ -75,55 +74,78 @@ pub fn check(applies: &[VersionedApply], healed: &Healed) -> (Vec<Violation>, Su
             "the nodes ended on different apply versions, as (version, set at index): nodes {finals:?}"
         )));
     }
-    let switches: Vec<(u64, u32, u32)> = by_index
+    let switches: Vec<(u64, u32)> = by_index
         .iter()
-        .filter(|(_, apply)| apply.applied)
-        .filter_map(|(index, apply)| match apply.what {
-            Versioned::Switch { from, to } => Some((*index, from, to)),
-            Versioned::Canary(_) => None,
+        .filter_map(|(index, apply)| match (&apply.what, &apply.answered) {
+            (Versioned::Switch { to, .. }, Answered::Applied) => Some((*index, *to)),
+            _ => None,
         })
         .collect();
     // (version, since) as the final state says, or, when the nodes never agreed (the convergence
     // checker says so), as the last switch the nodes applied says.
     let switched = match finals.keys().next() {
         Some(last) => Some(*last).filter(|(version, since)| *version > 1 && *since > 0),
-        None => switches.last().map(|(index, _, to)| (*to, *index)),
+        None => switches.last().map(|(index, to)| (*to, *index)),
     };
-    for (index, from, to) in &switches {
-        if to <= from {
-            violations
-                .push(violation(format!("the switch at index {index} took the apply version down, {from} to {to}")));
-        }
+    let described = |switched: Option<(u32, u64)>| {
+        switched.map_or("version 1, never switched".into(), |(version, since)| {
+            format!("version {version} since index {since}")
+        })
+    };
+    for (index, to) in &switches {
         if switched != Some((*to, *index)) {
             violations.push(violation(format!(
                 "the switch to version {to} took effect at index {index}, but the final state says {}",
-                switched.map_or("version 1, never switched".into(), |(version, since)| format!(
-                    "version {version}, set at index {since}"
-                ))
+                described(switched)
             )));
         }
     }
-    let mut summary = Summary { switched: switched.map(|(version, since)| (since, version)), ..Summary::default() };
+    if let Some((version, since)) = switched
+        && let Some(apply) = by_index.get(&since).filter(|apply| !matches!(apply.what, Versioned::Switch { .. }))
+    {
+        violations.push(violation(format!(
+            "the final state says version {version} was set at index {since}, but the nodes applied {:?} there",
+            apply.what
+        )));
+    }
+    // Each canary at its first execution, in log order.
+    let mut first: BTreeMap<&str, (u64, &VersionedApply)> = BTreeMap::new();
     for (index, apply) in &by_index {
-        let Versioned::Canary(title) = &apply.what else { continue };
-        if apply.applied {
+        if let Versioned::Canary(title) = &apply.what
+            && !matches!(apply.answered, Answered::Refused(_))
+        {
+            first.entry(title.as_str()).or_insert((*index, apply));
+        }
+    }
+    let mut summary = Summary { switched: switched.map(|(version, since)| (since, version)), ..Summary::default() };
+    for (title, (index, apply)) in first {
+        let applied = apply.answered == Answered::Applied;
+        if applied {
             summary.canaries_applied += 1;
         } else {
             summary.canaries_refused += 1;
         }
         let version = match switched {
-            Some((version, since)) if *index >= since => version,
+            Some((version, since)) if index >= since => version,
             _ => 1,
         };
-        if apply.applied != (version < 2) {
+        if applied != (version < 2) {
             violations.push(violation(format!(
                 "canary {title:?} at index {index} was {} (node {}), but the state's apply version there was {version} (final state: {})",
-                outcome(apply.applied),
+                if applied { "applied" } else { "refused by the version 2 rule" },
                 apply.node,
-                switched.map_or("never switched".into(), |(version, since)| format!(
-                    "version {version} since index {since}"
-                ))
+                described(switched)
             )));
+        }
+    }
+    if let (Ok(beads), Some((version, since))) = (&healed.all_beads, switched) {
+        for bead in beads.iter().filter(|bead| bead.title.starts_with(api::version::CANARY_V2_PREFIX)) {
+            if bead.revision >= since {
+                violations.push(violation(format!(
+                    "canary {:?} was created at index {}, after version {version} was set at index {since}",
+                    bead.title, bead.revision
+                )));
+            }
         }
     }
     for (node, divergence) in &healed.divergences {
