@@ -7,9 +7,11 @@
 //! reached the OS). Snapshot files are real files in a per-node temporary directory; the node
 //! writes them synced and renames them into place, so a crash keeps them whole.
 //!
-//! Each node reports its Raft metrics to [`Observations`] and every controller action it applies
-//! to [`ControllerApplies`], through `node::run`'s probes; the Raft safety and controller-term
-//! checkers read them.
+//! Each node reports its Raft metrics to [`Observations`], every controller action it applies
+//! to [`ControllerApplies`] and every versioned entry (a canary, a switch of the apply version) to
+//! [`VersionedApplies`], through `node::run`'s probes; the Raft safety, controller-term and
+//! upgrade checkers read them. Under the upgrade fault a node that is not yet upgraded starts with
+//! the older build's apply range ([`ClusterSetup::older_build`]).
 //!
 //! A node whose `node::run` returns an error (it found its storage damaged, say) is recorded in
 //! [`FailedStarts`] and its host stops; it stays down for the rest of the run.

@@ -14,7 +14,8 @@
 //! under the membership fault) but those whose
 //! start failed ([`cluster::FailedStarts`]), so a node that started on damaged storage is compared
 //! too, and so is a node whose storage was wiped (it rejoined empty). A node that never catches up
-//! is named as behind, with how far its log got.
+//! is named as behind, with how far its log got. Under the upgrade fault, when every member is
+//! live, convergence also waits for every node to report the newer build's apply version.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -13,6 +13,9 @@
 //! it fenced by its lease id, or dies silently (abandons it: the controller must expire it), or
 //! stalls past its lease and then tries to close it with its old lease id.
 //!
+//! Under the upgrade fault, a canary agent creates canaries ([`Op::Canary`]) throughout, which
+//! apply version 1 applies and version 2 refuses.
+//!
 //! One orchestration agent cooks the orderer's formula, slings new tasks to a pool, takes them
 //! back with `hook --claim` and closes them (closing their auto-convoys), sends mail and purges,
 //! each with a title unique in the run.
