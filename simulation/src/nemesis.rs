@@ -166,8 +166,15 @@ impl Nemesis {
         }
     }
 
-    /// Acts if it is time to; returns what it did, for the trace.
-    pub fn tick(&mut self, sim: &mut Sim<'_>, nodes: &[SimNode], now: Duration, leader: Option<u64>) -> Vec<String> {
+    /// Acts if it is time to; returns what it did, for the trace. `leader` answers the current
+    /// leader; it is asked only when a partition may isolate it (it walks every observation).
+    pub fn tick(
+        &mut self,
+        sim: &mut Sim<'_>,
+        nodes: &[SimNode],
+        now: Duration,
+        leader: impl FnOnce() -> Option<u64>,
+    ) -> Vec<String> {
         let mut events = self.failures_to_tell();
         events.extend(self.restart_due(sim, now));
         events.extend(self.upgrade_due(sim, nodes, now));
@@ -180,7 +187,7 @@ impl Nemesis {
         }
         let fault = *self.faults.choose(&mut self.rng).expect("faults is not empty");
         let event = match fault {
-            Fault::Partition => self.partition(sim, leader),
+            Fault::Partition => self.partition(sim, leader()),
             Fault::Oneway => self.oneway(sim),
             Fault::Lossy => self.lossy(sim),
             Fault::Crash => self.crash(sim, nodes, now),

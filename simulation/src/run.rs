@@ -318,7 +318,7 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
             events.push("healed: every fault removed".into());
             events
         } else {
-            nemesis.tick(&mut sim, &nodes, now, current_leader(&observations))
+            nemesis.tick(&mut sim, &nodes, now, || current_leader(&observations))
         };
         for event in events {
             trace.push(format!("[{:>8.3}s] nemesis: {event}", now.as_secs_f64()));
