@@ -144,6 +144,17 @@ async fn apply_version(cluster: &Cluster) -> (u32, bool, u64) {
     (leader.apply_version, leader.apply_pinned, leader.apply_since)
 }
 
+/// Waits until the leader's last status request reached every other member, each on a build
+/// that applies version 2.
+async fn every_member_answered(cluster: &Cluster) {
+    wait_for("the leader to hear from every member", || async {
+        let leader = leader_status(cluster).await;
+        let answered = leader.members.iter().filter(|member| member.reachable && member.apply_max >= 2).count();
+        (answered + 1 == leader.membership.len()).then_some(())
+    })
+    .await;
+}
+
 fn a_follower(leader: u64, of: &[u64]) -> u64 {
     *of.iter().find(|id| **id != leader).unwrap()
 }
@@ -252,6 +263,8 @@ async fn a_cluster_upgrades_node_by_node_under_load_and_switches_rules_at_one_in
     assert!(log.contains("applies versions 1-1, and this cluster's state is at apply version 2"), "{log}");
 
     // A downgrade: lowered and pinned first, then one node goes back to the old build.
+    // `set` needs the leader to have heard every member since `refused` came back on the new build.
+    every_member_answered(&cluster).await;
     // The leader refuses this before it reaches the log, so its client starts afresh after it.
     let refusal = cluster.client().execute(Command::ApplyVersion(ApplyVersionChange::Set { to: 3 })).await.unwrap_err();
     assert!(refusal.to_string().contains("applies versions 1-2, not 3"), "{refusal}");
