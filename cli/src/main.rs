@@ -817,7 +817,14 @@ fn main() -> ExitCode {
     if !cli.runs_members() {
         end_quietly_on_a_closed_stdout();
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // A node and a benchmark's agents run on every core; a one-shot command, what agents call
+    // once per action, on this thread alone: starting no worker threads is most of its start.
+    let mut builder = if cli.runs_members() || matches!(cli.command, Command::Bench(_)) {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: cannot start the async runtime: {error}");

@@ -319,8 +319,9 @@ impl SimNode {
 /// How often the controller takes a consistency checkpoint in runs with upgrades.
 pub const CHECKPOINT_INTERVAL_UNDER_UPGRADE: &str = "1s";
 
-/// Raft settings for the simulator: the real defaults, with snapshots frequent enough that
-/// runs exercise snapshot transfer and purging.
+/// Raft settings for the simulator: the defaults' heartbeat, election timeouts a little longer
+/// than theirs (kept, so that every seed keeps its trace), and snapshots frequent enough
+/// that runs exercise snapshot transfer and purging.
 pub fn raft_settings() -> RaftSettings {
     RaftSettings {
         heartbeat_interval_ms: 100,
