@@ -22,6 +22,7 @@ pub mod convert;
 pub mod decode_budget;
 pub mod formula;
 pub mod go_duration;
+pub mod input;
 pub mod limits;
 pub mod model;
 pub mod order;
