@@ -143,10 +143,10 @@ pub trait RegisteredShape: Sized {
 macro_rules! apply_write {
     (write, $command:ident, $state:ident, $proposal:ident, $now:ident) => {{
         let context = Context { name: &$proposal.namespace, actor: &$proposal.actor, now: $now };
-        NamespaceWrite::apply($command, $state.namespace_for_write($proposal)?, &context)
+        NamespaceWrite::apply($command, $state.namespace_of($proposal)?, &context)
     }};
     (bead_write, $command:ident, $state:ident, $proposal:ident, $now:ident) => {
-        BeadWriteCommand::apply($command, $state.namespace_for_write($proposal)?, $now)
+        BeadWriteCommand::apply($command, $state.namespace_of($proposal)?, $now)
     };
     (cluster_write, $command:ident, $state:ident, $proposal:ident, $now:ident) => {
         ClusterWrite::apply($command, $state, $proposal, $now)
