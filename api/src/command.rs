@@ -7,6 +7,8 @@
 //! command's type, are defined in `crate::commands`, one file each, and re-exported here with the
 //! types their fields use; the plain data among those (a request's id, the listings' filters and
 //! cursors, a cook's formula source) is defined in [`crate::input`], below the state machine.
+//! [`validate_command`] checks a command's fields (each command's file says what it checks); the
+//! node runs it before proposing, the state machine's dispatch again at apply.
 
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +20,7 @@ pub use crate::commands::txn::{Condition, Fence};
 pub use crate::commands::writes::*;
 pub use crate::input::{DepDirection, FormulaSource, ListCursor, ListFilter, ListSort, ReadyFilter, RequestId};
 use crate::model::{Actor, Namespace, Timestamp};
+use crate::outcome::Refusal;
 
 /// One entry of the Raft log: a command stamped by the leader.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -80,4 +83,15 @@ impl std::fmt::Display for Proposal {
         }
         Ok(())
     }
+}
+
+/// Checks a command's shape: sizes, counts, non-empty titles, priority range (each command's
+/// file says what it checks).
+pub fn validate_command(command: &Command) -> Result<(), Refusal> {
+    command.validate()
+}
+
+/// Checks a transaction and each of its writes as the cluster does before applying it.
+pub fn validate_txn(txn: &Txn) -> Result<(), Refusal> {
+    crate::commands::WriteCommand::validate(txn)
 }

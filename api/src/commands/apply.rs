@@ -10,15 +10,16 @@
 //! the command's validation and application, the audit of an auth change, the events, the dedup
 //! table's record. A refused command changes nothing but the dedup table and the clock.
 
-use crate::auth::{Token, TokenHash};
+use crate::auth::TokenHash;
+use crate::command::validate_command;
 use crate::command::{Command, Proposal, Query};
 use crate::commands::WriteCommand;
 use crate::commands::controller::Controller;
 use crate::input::ControllerAction;
-use crate::model::{Actor, Namespace, Timestamp};
+use crate::model::{Namespace, Timestamp};
 use crate::outcome::{Answer, Outcome, Refusal};
 use crate::state::{NamespaceState, State};
-use crate::validate::{validate_actor, validate_command};
+use crate::validate::validate_actor;
 
 impl State {
     /// Applies one proposal from the log and answers it. `revision` is the proposal's Raft log
@@ -83,37 +84,6 @@ impl State {
             proposal.may_create_namespace(),
             proposal.credential.as_ref(),
         )
-    }
-
-    /// Judges a write as [`State::apply`] will; answers the token that allowed it (`Ok(None)`:
-    /// auth is off).
-    pub fn authorize_write(
-        &self,
-        credential: Option<&TokenHash>,
-        namespace: &Namespace,
-        actor: &Actor,
-        command: &Command,
-    ) -> Result<Option<&Token>, Refusal> {
-        let token = self.authenticate(credential)?;
-        if let Some(token) = token {
-            token.may_write(namespace, actor, command)?;
-        }
-        Ok(token)
-    }
-
-    /// Judges a read by the token its credential names; answers the token that allowed it
-    /// (`Ok(None)`: auth is off).
-    pub fn authorize_read(
-        &self,
-        credential: Option<&TokenHash>,
-        namespace: &Namespace,
-        query: &Query,
-    ) -> Result<Option<&Token>, Refusal> {
-        let token = self.authenticate(credential)?;
-        if let Some(token) = token {
-            token.may_read(namespace, query)?;
-        }
-        Ok(token)
     }
 
     /// The apply version an entry would leave the state at, when it changes it (a switch or a
