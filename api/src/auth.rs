@@ -7,9 +7,10 @@
 //! as `authorization: Bearer <token>` with every call; the node hashes it and looks the hash up
 //! in the replicated state (`state::auth`).
 //!
-//! Roles ([`Role`]): an admin may do everything and act as any actor; an agent may use the bead
-//! and orchestration commands in its namespaces, always as its own actor; a reader may only read
-//! (watch included) in its namespaces. The rules are pure functions of the token and the request
+//! Roles ([`Role`], defined with the token listing [`TokenInfo`] in `crate::outcome`, below this
+//! module, and re-exported here): an admin may do everything and act as any actor; an agent may
+//! use the bead and orchestration commands in its namespaces, always as its own actor; a reader
+//! may only read (watch included) in its namespaces. The rules are pure functions of the token and the request
 //! ([`Token::may_write`], [`Token::may_read`]), so the state machine can apply them to a write at
 //! apply time, deterministically, on every replica. They read the command, so they are written
 //! with the dispatch (`crate::commands`'s `authorize.rs`); this module holds the token data and
@@ -26,6 +27,7 @@ use sha2::{Digest, Sha256};
 
 use crate::model::{Actor, Namespace, Timestamp};
 use crate::outcome::{Outcome, Refusal};
+pub use crate::outcome::{Role, TokenInfo};
 use crate::printable::{hex, printable};
 
 /// How every token begins.
@@ -86,44 +88,6 @@ pub fn parse_bearer(value: &[u8]) -> Result<TokenHash, Refusal> {
     Ok(TokenHash::of(token))
 }
 
-/// What a token may do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum Role {
-    /// Everything: beads, orchestration, namespace settings and deletion, purge, import, auth.
-    Admin,
-    /// Bead and orchestration commands in its namespaces, as its own actor only.
-    Agent,
-    /// Reads and watches in its namespaces.
-    Reader,
-}
-
-impl Role {
-    /// The role's name, as the CLI takes and prints it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Role::Admin => "admin",
-            Role::Agent => "agent",
-            Role::Reader => "reader",
-        }
-    }
-
-    /// The role named `name`.
-    pub fn parse(name: &str) -> Result<Role, Refusal> {
-        match name {
-            "admin" => Ok(Role::Admin),
-            "agent" => Ok(Role::Agent),
-            "reader" => Ok(Role::Reader),
-            other => Err(Refusal::Invalid(format!("unknown role {:?}; use admin, agent or reader", printable(other)))),
-        }
-    }
-}
-
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 /// A token as the cluster keeps it: its name, hash and rights.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Token {
@@ -139,24 +103,6 @@ pub struct Token {
     pub actor: Actor,
     /// When it was made (the state's clock).
     pub created_at: Timestamp,
-}
-
-/// A token as listings show it: its name and rights, and of its hash only a fingerprint, so a
-/// listing never gives out what a forwarded request could carry in a token's place.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TokenInfo {
-    /// Unique among the cluster's tokens.
-    pub name: String,
-    /// What it may do.
-    pub role: Role,
-    /// The namespaces it may use; empty: every namespace.
-    pub namespaces: BTreeSet<Namespace>,
-    /// Who its requests act as.
-    pub actor: Actor,
-    /// When it was made (the state's clock).
-    pub created_at: Timestamp,
-    /// [`TokenHash::fingerprint`] of its hash.
-    pub fingerprint: String,
 }
 
 impl From<&Token> for TokenInfo {
