@@ -302,8 +302,8 @@ fn api_modules_import_in_layers() {
     }
 }
 
-/// The pure core: the bead model, the commands and answers, the state machine and the parsers it
-/// applies. ARCHITECTURE.md: no I/O, no async, no clock, no wire types.
+/// The pure core: the bead model, the commands, the plain data they carry and their answers, the
+/// state machine and the parsers it applies. ARCHITECTURE.md: no I/O, no async, no clock, no wire types.
 const PURE_CORE: [&str; 13] = [
     "state",
     "model.rs",
