@@ -1,9 +1,9 @@
 //! The dispatch of the state machine: how [`State`] applies a [`Proposal`] and answers a
 //! [`Query`]. This is the layer above the state (as mini-redis's `cmd` uses its `Db`, never the
 //! reverse): `crate::state` offers its primitives (the entry's clock and revision, the dedup
-//! table, the token check, a namespace to write or read, the events to settle), and this file
-//! strings them together, judging each command by its token and handing it to its own file
-//! (`crate::commands`) to apply. Nothing here keeps state of its own.
+//! table, the token a credential names, a namespace to write or read, the events to settle), and
+//! this file strings them together, judging each command by its token (`authorize.rs`) and
+//! handing it to its own file (`crate::commands`) to apply. Nothing here keeps state of its own.
 //!
 //! Invariant: the steps of [`State::apply`] run in this order, on every replica alike: the
 //! clock and the revision, the token check (not for the controller's actions), the dedup table,

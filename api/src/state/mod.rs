@@ -3,8 +3,8 @@
 //! [`State::apply`] takes one `Proposal` from the Raft log and answers it; [`State::query`]
 //! answers a read. Both are defined with the dispatch above this module (`crate::commands`'s
 //! `apply.rs`), which judges a command and hands it to its own file; the state offers the
-//! primitives they use (the entry's clock and revision, the dedup table, the token check, a
-//! namespace to write or read, the events to settle), and keeps every field private. Nothing
+//! primitives they use (the entry's clock and revision, the dedup table, the token a credential
+//! names, a namespace to write or read, the events to settle), and keeps every field private. Nothing
 //! here does I/O, reads a clock or draws a random number: the leader stamps the time into the
 //! proposal, and the storage layer persists the records that [`State::take_changed_keys`] names,
 //! encoding them in place through [`State::changed_records`]. Replaying the same log on any node
