@@ -7,11 +7,14 @@
 //! as `authorization: Bearer <token>` with every call; the node hashes it and looks the hash up
 //! in the replicated state (`state::auth`).
 //!
-//! Roles ([`Role`]): an admin may do everything and act as any actor; an agent may use the bead
-//! and orchestration commands in its namespaces, always as its own actor; a reader may only read
-//! (watch included) in its namespaces. The rules are pure functions of the token and the request
+//! Roles ([`Role`], defined with the token listing [`TokenInfo`] in `crate::outcome`, below this
+//! module, and re-exported here): an admin may do everything and act as any actor; an agent may
+//! use the bead and orchestration commands in its namespaces, always as its own actor; a reader
+//! may only read (watch included) in its namespaces. The rules are pure functions of the token and the request
 //! ([`Token::may_write`], [`Token::may_read`]), so the state machine can apply them to a write at
-//! apply time, deterministically, on every replica.
+//! apply time, deterministically, on every replica. They read the command, so they are written
+//! with the dispatch (`crate::commands`'s `authorize.rs`); this module holds the token data and
+//! knows no command.
 //!
 //! Invariant: no token, and nothing from which one could be recovered, is ever stored, logged or
 //! answered; only hashes.
@@ -22,9 +25,9 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::command::{Command, Query};
 use crate::model::{Actor, Namespace, Timestamp};
 use crate::outcome::{Outcome, Refusal};
+pub use crate::outcome::{Role, TokenInfo};
 use crate::printable::{hex, printable};
 
 /// How every token begins.
@@ -85,44 +88,6 @@ pub fn parse_bearer(value: &[u8]) -> Result<TokenHash, Refusal> {
     Ok(TokenHash::of(token))
 }
 
-/// What a token may do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum Role {
-    /// Everything: beads, orchestration, namespace settings and deletion, purge, import, auth.
-    Admin,
-    /// Bead and orchestration commands in its namespaces, as its own actor only.
-    Agent,
-    /// Reads and watches in its namespaces.
-    Reader,
-}
-
-impl Role {
-    /// The role's name, as the CLI takes and prints it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Role::Admin => "admin",
-            Role::Agent => "agent",
-            Role::Reader => "reader",
-        }
-    }
-
-    /// The role named `name`.
-    pub fn parse(name: &str) -> Result<Role, Refusal> {
-        match name {
-            "admin" => Ok(Role::Admin),
-            "agent" => Ok(Role::Agent),
-            "reader" => Ok(Role::Reader),
-            other => Err(Refusal::Invalid(format!("unknown role {:?}; use admin, agent or reader", printable(other)))),
-        }
-    }
-}
-
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 /// A token as the cluster keeps it: its name, hash and rights.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Token {
@@ -138,24 +103,6 @@ pub struct Token {
     pub actor: Actor,
     /// When it was made (the state's clock).
     pub created_at: Timestamp,
-}
-
-/// A token as listings show it: its name and rights, and of its hash only a fingerprint, so a
-/// listing never gives out what a forwarded request could carry in a token's place.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TokenInfo {
-    /// Unique among the cluster's tokens.
-    pub name: String,
-    /// What it may do.
-    pub role: Role,
-    /// The namespaces it may use; empty: every namespace.
-    pub namespaces: BTreeSet<Namespace>,
-    /// Who its requests act as.
-    pub actor: Actor,
-    /// When it was made (the state's clock).
-    pub created_at: Timestamp,
-    /// [`TokenHash::fingerprint`] of its hash.
-    pub fingerprint: String,
 }
 
 impl From<&Token> for TokenInfo {
@@ -268,7 +215,8 @@ impl Token {
         self.namespaces.is_empty() || self.namespaces.contains(namespace)
     }
 
-    fn namespace_refusal(&self, namespace: &Namespace) -> Refusal {
+    /// The refusal of a request in `namespace`, which this token does not cover.
+    pub(crate) fn namespace_refusal(&self, namespace: &Namespace) -> Refusal {
         let allowed: Vec<&str> = self.namespaces.iter().map(|namespace| namespace.0.as_str()).collect();
         Refusal::PermissionDenied(format!(
             "token {} may use only namespace(s) {}, not {}; ask an admin for a token of that namespace",
@@ -276,63 +224,6 @@ impl Token {
             printable(&allowed.join(", ")),
             printable(&namespace.0)
         ))
-    }
-
-    /// Whether this token may apply `command` in `namespace` acting as `actor`.
-    pub fn may_write(&self, namespace: &Namespace, actor: &Actor, command: &Command) -> Result<(), Refusal> {
-        match self.role {
-            Role::Admin => Ok(()),
-            Role::Reader => Err(Refusal::PermissionDenied(format!(
-                "token {} has the reader role, which only reads; {} needs an agent or admin token",
-                printable(&self.name),
-                command.name()
-            ))),
-            Role::Agent => {
-                // Commands only an admin may send reach beyond one agent's work (settings and
-                // deletion of a namespace, purge, import, auth): each command's file names its role.
-                if command.role() == Role::Admin {
-                    return Err(Refusal::PermissionDenied(format!(
-                        "token {} has the agent role; {} needs an admin token",
-                        printable(&self.name),
-                        command.name()
-                    )));
-                }
-                if !self.covers(namespace) {
-                    return Err(self.namespace_refusal(namespace));
-                }
-                let own = self.actor.0.as_str();
-                // The first actor other than its own that the command claims or assigns a bead to, or
-                // sends as, a transaction's writes included: an agent may name only itself there (an
-                // empty assignee unassigns). It may still route work to others through `sling`, and
-                // take a bead over by assigning it to itself, as bd allows.
-                let other = if actor.0 != own { Some(actor.0.as_str()) } else { command.other_actor(own) };
-                match other {
-                    None => Ok(()),
-                    Some(other) => Err(Refusal::PermissionDenied(format!(
-                        "token {} acts only as {}, not as {}; name no actor (--actor, $STRAND_ACTOR, $BEADS_ACTOR, $GC_SESSION_NAME, $GC_AGENT), or name {}",
-                        printable(&self.name),
-                        printable(&self.actor.0),
-                        printable(other),
-                        printable(&self.actor.0)
-                    ))),
-                }
-            }
-        }
-    }
-
-    /// Whether this token may run `query` in `namespace`.
-    pub fn may_read(&self, namespace: &Namespace, query: &Query) -> Result<(), Refusal> {
-        match query {
-            Query::Tokens if self.role != Role::Admin => Err(Refusal::PermissionDenied(format!(
-                "token {} has the {} role; listing tokens needs an admin token",
-                printable(&self.name),
-                self.role
-            ))),
-            // Answered with only the namespaces the token covers (see `scope`).
-            Query::Namespaces | Query::Tokens | Query::WhoAmI => Ok(()),
-            _ if !self.covers(namespace) => Err(self.namespace_refusal(namespace)),
-            _ => Ok(()),
-        }
     }
 
     /// An answer cut down to what this token may see: a namespace listing keeps only the
@@ -347,26 +238,9 @@ impl Token {
     }
 }
 
-/// Fills every claimant `command` leaves empty with `actor` (a client that named no one acts as
-/// its token's actor): each command's file says which of its fields are claimants.
-pub fn fill_claimants(command: &mut Command, actor: &Actor) {
-    command.fill_claimants(actor);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn token(role: Role, namespaces: &[&str]) -> Token {
-        Token {
-            name: "t".into(),
-            hash: TokenHash::of("x"),
-            role,
-            namespaces: namespaces.iter().map(|name| Namespace(name.to_string())).collect(),
-            actor: Actor("alice".into()),
-            created_at: Timestamp(0),
-        }
-    }
 
     #[test]
     fn well_formed_tokens_parse_and_others_do_not() {
@@ -379,68 +253,5 @@ mod tests {
             assert!(matches!(parse_bearer(bad.as_bytes()), Err(Refusal::Unauthenticated(_))), "{bad:?}");
         }
         assert!(!format!("{hash:?}").contains(&generated[7..]), "Debug shows only a fingerprint");
-    }
-
-    #[test]
-    fn an_agent_acts_only_as_itself_in_its_namespaces() {
-        let agent = token(Role::Agent, &["rig"]);
-        let rig = Namespace("rig".into());
-        let alice = Actor("alice".into());
-        let claim = |actor: &str| {
-            Command::Claim(crate::command::Claim { id: "st-1".into(), actor: Actor(actor.into()), lease_ms: None })
-        };
-        assert!(agent.may_write(&rig, &alice, &claim("alice")).is_ok());
-        let refused = agent.may_write(&rig, &alice, &claim("bob")).unwrap_err();
-        assert!(matches!(&refused, Refusal::PermissionDenied(message) if message.contains("not as bob")), "{refused}");
-        assert!(agent.may_write(&rig, &Actor("bob".into()), &claim("alice")).is_err());
-        let other = Namespace("other".into());
-        assert!(matches!(agent.may_write(&other, &alice, &claim("alice")), Err(Refusal::PermissionDenied(_))));
-        assert!(agent.may_write(&rig, &alice, &Command::Purge(crate::command::Purge { older_than_ms: 0 })).is_err());
-        let txn = Command::Txn(crate::command::Txn { writes: vec![claim("bob")], ..Default::default() });
-        assert!(agent.may_write(&rig, &alice, &txn).is_err());
-        let mut filled = Command::Txn(crate::command::Txn { writes: vec![claim("")], ..Default::default() });
-        fill_claimants(&mut filled, &alice);
-        assert!(agent.may_write(&rig, &alice, &filled).is_ok());
-        let assign = |assignee: &str| {
-            Command::Update(crate::command::UpdateBead {
-                id: "st-1".into(),
-                assignee: Some(assignee.into()),
-                ..Default::default()
-            })
-        };
-        assert!(agent.may_write(&rig, &alice, &assign("alice")).is_ok());
-        assert!(agent.may_write(&rig, &alice, &assign("")).is_ok(), "unassigning names no one");
-        assert!(agent.may_write(&rig, &alice, &assign("bob")).is_err());
-        let message = |from: &str| {
-            Command::Create(crate::command::CreateBead { title: "hi".into(), from: from.into(), ..Default::default() })
-        };
-        assert!(agent.may_write(&rig, &alice, &message("alice")).is_ok());
-        assert!(agent.may_write(&rig, &alice, &message("bob")).is_err(), "a message cannot be sent as another");
-        assert!(agent.may_read(&rig, &Query::from(crate::commands::formula_list::FormulaList)).is_ok());
-        assert!(agent.may_read(&other, &Query::from(crate::commands::formula_list::FormulaList)).is_err());
-        assert!(agent.may_read(&rig, &Query::Tokens).is_err());
-    }
-
-    #[test]
-    fn a_reader_only_reads_and_an_admin_does_anything() {
-        let reader = token(Role::Reader, &[]);
-        let namespace = Namespace("any".into());
-        let alice = Actor("alice".into());
-        assert!(matches!(
-            reader.may_write(&namespace, &alice, &Command::Reopen(crate::command::Reopen { id: "st-1".into() })),
-            Err(Refusal::PermissionDenied(_))
-        ));
-        assert!(reader.may_read(&namespace, &Query::from(crate::commands::formula_list::FormulaList)).is_ok());
-        let admin = token(Role::Admin, &[]);
-        assert!(
-            admin
-                .may_write(
-                    &namespace,
-                    &Actor("bob".into()),
-                    &Command::Purge(crate::command::Purge { older_than_ms: 0 })
-                )
-                .is_ok()
-        );
-        assert!(admin.may_read(&namespace, &Query::Tokens).is_ok());
     }
 }

@@ -9,6 +9,11 @@
 //! and are converted to and from the model in [`convert`], and for each registered command
 //! ([`commands`]) in its file's `mod wire`, which the same test keeps apart from the command's
 //! pure part. [`registry`] derives the plumbing of every RPC from the schema.
+//!
+//! Invariant: `api` imports in layers. The commands ([`commands`], with [`command`] and
+//! [`convert`]) use the state machine's primitives, never the reverse: nothing [`state`] imports,
+//! directly or not, reaches them, and the plain data a command carries that the state reads is
+//! defined below both, in [`input`] (`tests/tests/tidy.rs`, `api_modules_import_in_layers`).
 
 // First, so that the RPC table's macros are in scope in every module after it.
 #[macro_use]
@@ -22,6 +27,7 @@ pub mod convert;
 pub mod decode_budget;
 pub mod formula;
 pub mod go_duration;
+pub mod input;
 pub mod limits;
 pub mod model;
 pub mod order;

@@ -6,10 +6,20 @@
 //!
 //! A refusal's message quotes ids and other user text through [`printable`], so it stays one
 //! line and sends no terminal escape sequence whatever the user sent.
+//!
+//! Every answer shape is defined here, below the state machine and the commands: the token
+//! listing's ([`TokenInfo`], with the [`Role`] it names; `crate::auth` re-exports both) and each
+//! shape a command registers (`registered!(answer ...)` in its file, which holds its sample and
+//! protobuf mapping), gathered into [`RegisteredAnswer`] by generated code. So this module
+//! imports neither `crate::auth` nor `crate::commands` (`tests/tests/tidy.rs`,
+//! `api_modules_import_in_layers`).
+
+use std::collections::BTreeSet;
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Bead, BeadId, Dependency, Event, Status, Timestamp};
+use crate::model::{Actor, Bead, BeadId, Dependency, Event, Namespace, Status, Timestamp};
 use crate::printable::printable;
 
 /// A successful answer.
@@ -50,10 +60,80 @@ pub enum Outcome {
         /// Whether auth is enabled.
         enabled: bool,
         /// The tokens, by name (a fingerprint of each hash, never the hash).
-        tokens: Vec<crate::auth::TokenInfo>,
+        tokens: Vec<TokenInfo>,
     },
-    /// An answer shape defined with its command (`crate::commands`).
-    Registered(crate::commands::RegisteredAnswer),
+    /// An answer shape registered by its command (`crate::commands`).
+    Registered(RegisteredAnswer),
+}
+
+// The enum of registered answers, generated from the `registered!(answer ...)` lines of the
+// commands' files (`build.rs`); each shape it names is defined in this module.
+include!(concat!(env!("OUT_DIR"), "/answers_registry.rs"));
+
+/// A namespace's settings and counts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NamespaceDetail {
+    /// Its name, prefix, bead count, newest event and lease settings.
+    pub info: NamespaceInfo,
+    /// Its beads by status (every status, zeros included), then `ready`, `leased`, `formulas`
+    /// and `orders`.
+    pub counts: Vec<(String, u64)>,
+}
+
+/// What a token may do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Role {
+    /// Everything: beads, orchestration, namespace settings and deletion, purge, import, auth.
+    Admin,
+    /// Bead and orchestration commands in its namespaces, as its own actor only.
+    Agent,
+    /// Reads and watches in its namespaces.
+    Reader,
+}
+
+impl Role {
+    /// The role's name, as the CLI takes and prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Admin => "admin",
+            Role::Agent => "agent",
+            Role::Reader => "reader",
+        }
+    }
+
+    /// The role named `name`.
+    pub fn parse(name: &str) -> Result<Role, Refusal> {
+        match name {
+            "admin" => Ok(Role::Admin),
+            "agent" => Ok(Role::Agent),
+            "reader" => Ok(Role::Reader),
+            other => Err(Refusal::Invalid(format!("unknown role {:?}; use admin, agent or reader", printable(other)))),
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A token as listings show it: its name and rights, and of its hash only a fingerprint, so a
+/// listing never gives out what a forwarded request could carry in a token's place.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenInfo {
+    /// Unique among the cluster's tokens.
+    pub name: String,
+    /// What it may do.
+    pub role: Role,
+    /// The namespaces it may use; empty: every namespace.
+    pub namespaces: BTreeSet<Namespace>,
+    /// Who its requests act as.
+    pub actor: Actor,
+    /// When it was made (the state's clock).
+    pub created_at: Timestamp,
+    /// [`crate::auth::TokenHash::fingerprint`] of its hash.
+    pub fingerprint: String,
 }
 
 /// A container's progress: a molecule root and its steps, or a convoy and its children.

@@ -1,8 +1,10 @@
-//! Checks of a command's shape against the named limits of [`crate::limits`].
+//! Checks of a command's fields against the named limits of [`crate::limits`], which each
+//! command's file (`crate::commands`) composes into its validation.
 //!
-//! The node runs [`validate_command`] before proposing, so bad input is refused without a Raft
-//! round; the state machine runs it again at apply, so the outcome never depends on which node
-//! took the request.
+//! The node runs a command's validation (`crate::command::validate_command`) before proposing,
+//! so bad input is refused without a Raft round; the state machine runs it again at apply, so the
+//! outcome never depends on which node took the request. This module knows no command: the
+//! state and the commands both use it.
 //!
 //! Actors (and assignees, senders, recipients), labels and metadata keys are identifiers: they
 //! may hold no character [`crate::printable::printable`] would escape (control characters,
@@ -15,7 +17,7 @@
 //! or digit, without `..`. Ids only named (a look-up, a dependency target such as
 //! `external:rig:id`) are not judged.
 
-use crate::command::{Command, ReadyFilter, Txn};
+use crate::input::ReadyFilter;
 use crate::limits::*;
 use crate::model::{Actor, Namespace, Status};
 use crate::outcome::Refusal;
@@ -204,12 +206,6 @@ pub fn validate_ready_filter(filter: &ReadyFilter) -> Result<(), Refusal> {
     check_labels(filter.labels_all.iter().chain(&filter.labels_any).chain(&filter.exclude_labels))
 }
 
-/// Checks a command's shape: sizes, counts, non-empty titles, priority range (each command's
-/// file says what it checks).
-pub fn validate_command(command: &Command) -> Result<(), Refusal> {
-    command.validate()
-}
-
 /// Checks a lease's length: [`LEASE_MS_MIN`] to [`LEASE_MS_MAX`] milliseconds.
 pub fn validate_lease(lease_ms: u64) -> Result<(), Refusal> {
     if !(LEASE_MS_MIN..=LEASE_MS_MAX).contains(&lease_ms) {
@@ -220,11 +216,6 @@ pub fn validate_lease(lease_ms: u64) -> Result<(), Refusal> {
         )));
     }
     Ok(())
-}
-
-/// Checks a transaction and each of its writes as the cluster does before applying it.
-pub fn validate_txn(txn: &Txn) -> Result<(), Refusal> {
-    crate::commands::WriteCommand::validate(txn)
 }
 
 /// Refuses an empty or malformed agent name for `what`.
@@ -255,6 +246,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+    use crate::command::{Command, Txn, validate_command};
     use crate::command::{CreateBead, MailSend, Sling, UpdateBead};
     use crate::model::{BeadId, Timestamp};
 

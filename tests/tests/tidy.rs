@@ -204,14 +204,21 @@ fn the_cycle_finder_finds_cycles_and_only_them() {
     assert_eq!(found, ["beads", "output", "work::lease"]);
 }
 
+/// Every module file of the crate whose sources are `src` (relative to the workspace), but its
+/// root `root` (`main` or `lib`), which only declares the modules.
+fn crate_module_files(src: &str, root: &str) -> BTreeMap<String, String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").join(src);
+    let mut files = BTreeMap::new();
+    module_files(&dir, &dir, &mut files);
+    files.remove(root);
+    files
+}
+
 /// The CLI's files import one another without a cycle (ARCHITECTURE.md: shared helpers live in
 /// their own modules, not in command files).
 #[test]
 fn cli_modules_import_without_cycles() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").join("cli/src");
-    let mut files = BTreeMap::new();
-    module_files(&root, &root, &mut files);
-    files.remove("main");
+    let files = crate_module_files("cli/src", "main");
     let modules: BTreeSet<String> = files.keys().cloned().collect();
     let graph: BTreeMap<String, BTreeSet<String>> = files
         .iter()
@@ -226,11 +233,81 @@ fn cli_modules_import_without_cycles() {
     }
 }
 
-/// The pure core: the bead model, the commands and answers, the state machine and the parsers it
-/// applies. ARCHITECTURE.md: no I/O, no async, no clock, no wire types.
-const PURE_CORE: [&str; 12] = [
+/// The modules of `api` above the state machine: the commands, their dispatch
+/// (`commands/apply.rs`, `commands/authorize.rs`) and their protobuf conversions.
+const API_UPPER_LAYER: [&str; 3] = ["command", "commands", "convert"];
+
+/// `api` imports in layers (ARCHITECTURE.md): the state machine (`api/src/state`) offers its
+/// primitives and the commands use them, never the reverse, as mini-redis's `cmd` uses its `Db`.
+/// Modules are taken whole (`state::namespace` is `state`) and the upper layer
+/// ([`API_UPPER_LAYER`]) as one; each file is read up to its tests (`#[cfg(test)]`), comment
+/// lines left out. Nothing the state reaches, itself included, is in the upper layer, and the
+/// graph has no cycle.
+#[test]
+fn api_modules_import_in_layers() {
+    let files = crate_module_files("api/src", "lib");
+    assert!(files.contains_key("state::namespace") && files.contains_key("commands::apply"), "api/src was read");
+    let modules: BTreeSet<String> = files.keys().cloned().collect();
+    let layer = |module: &str| {
+        let first = module.split("::").next().unwrap_or(module);
+        if API_UPPER_LAYER.contains(&first) { "(commands)".to_string() } else { first.to_string() }
+    };
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut importers: BTreeMap<(String, String), String> = BTreeMap::new();
+    for (module, text) in &files {
+        if module.starts_with("state::tests") {
+            continue;
+        }
+        let code = text.split("\n#[cfg(test)]").next().unwrap_or(text);
+        let code: Vec<&str> = code.lines().filter(|line| !line.trim_start().starts_with("//")).collect();
+        let from = layer(module);
+        let imports = graph.entry(from.clone()).or_default();
+        for imported in crate_imports(&code.join("\n"), &modules) {
+            let to = layer(&imported);
+            if to != from {
+                importers.entry((from.clone(), to.clone())).or_insert_with(|| module.clone());
+                imports.insert(to);
+            }
+        }
+    }
+    let mut reached = BTreeSet::from(["state".to_string()]);
+    let mut path: BTreeMap<String, String> = BTreeMap::new();
+    let mut next = vec!["state".to_string()];
+    while let Some(module) = next.pop() {
+        for imported in graph.get(&module).into_iter().flatten() {
+            if reached.insert(imported.clone()) {
+                path.insert(imported.clone(), module.clone());
+                next.push(imported.clone());
+            }
+        }
+    }
+    if reached.contains("(commands)") {
+        let mut chain = vec!["(commands)".to_string()];
+        while let Some(from) = path.get(chain.last().expect("not empty")) {
+            chain.push(from.clone());
+        }
+        chain.reverse();
+        let files: Vec<String> = chain
+            .windows(2)
+            .map(|step| format!("{} (in {})", step[1], importers[&(step[0].clone(), step[1].clone())]))
+            .collect();
+        panic!(
+            "api::state reaches the command dispatch: state -> {}; give the state a primitive, or move plain data \
+             down (api::input), so commands use the state and not the reverse",
+            files.join(" -> ")
+        );
+    }
+    if let Some(cycle) = find_cycle(&graph) {
+        panic!("api/src has an import cycle between layers: {}", cycle.join(" -> "));
+    }
+}
+
+/// The pure core: the bead model, the commands, the plain data they carry and their answers, the
+/// state machine and the parsers it applies. ARCHITECTURE.md: no I/O, no async, no clock, no wire types.
+const PURE_CORE: [&str; 13] = [
     "state",
     "model.rs",
+    "input.rs",
     "command.rs",
     "outcome.rs",
     "auth.rs",

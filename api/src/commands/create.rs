@@ -1,15 +1,11 @@
 //! `create TITLE` (and the exec store's `create`): one new bead, open, under the next id of its
 //! namespace (or its parent's next child id).
 
-use std::collections::{BTreeMap, BTreeSet};
-
-use serde::{Deserialize, Serialize};
-
 use super::txn::References;
 use super::{BeadWriteCommand, WriteCommand};
 use crate::auth::Role;
 use crate::limits::{DEPENDENCIES_PER_BEAD_MAX, DESCRIPTION_BYTES_MAX, NAME_BYTES_MAX};
-use crate::model::{Bead, BeadId, DepType, Status, Timestamp};
+use crate::model::Timestamp;
 use crate::outcome::{Answer, Refusal};
 use crate::state::NamespaceState;
 use crate::validate::{
@@ -19,92 +15,7 @@ use crate::validate::{
 
 registered!(bead_write 0 Create CreateBead);
 
-/// The fields of a new bead. The store assigns the id and times; the status is always `open`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct CreateBead {
-    /// Required, non-empty.
-    pub title: String,
-    /// Free text.
-    pub description: String,
-    /// Working notes.
-    pub notes: String,
-    /// Empty means `task`.
-    pub bead_type: String,
-    /// 0..=4.
-    pub priority: Option<u8>,
-    /// Initial assignee.
-    pub assignee: String,
-    /// Sender (messages).
-    pub from: String,
-    /// Parent bead; the child takes its prefix.
-    pub parent_id: Option<BeadId>,
-    /// Step id or formula name.
-    pub reference: String,
-    /// Ids this bead waits for, each `ID` (a `blocks` edge) or `TYPE:ID`.
-    pub needs: Vec<String>,
-    /// Initial labels.
-    pub labels: BTreeSet<String>,
-    /// Initial metadata.
-    pub metadata: BTreeMap<String, String>,
-    /// A wisp.
-    pub ephemeral: bool,
-    /// bd's `no_history` (never together with `ephemeral`).
-    pub no_history: bool,
-    /// Not ready before this time.
-    pub defer_until: Option<Timestamp>,
-    /// Ignored: a created bead is always `open` (store invariant 2). Kept so callers that send
-    /// a status are accepted, as the existing stores accept them.
-    pub requested_status: Option<Status>,
-}
-
-impl CreateBead {
-    /// The outgoing edges its `needs` name: each `ID` a `blocks` edge, each `TYPE:ID` a `TYPE` edge.
-    pub fn edges(&self) -> BTreeMap<BeadId, DepType> {
-        self.needs
-            .iter()
-            .map(|need| match need.split_once(':') {
-                Some((dep_type, bead_id)) if !dep_type.is_empty() && !bead_id.is_empty() => {
-                    (BeadId(bead_id.to_string()), DepType(dep_type.to_string()))
-                }
-                _ => (BeadId(need.to_string()), DepType::blocks()),
-            })
-            .collect()
-    }
-
-    /// The bead this create makes under a given id (`create --id`, sent as an import of one):
-    /// open, stamped by the cluster.
-    pub fn into_bead(self, id: BeadId) -> Bead {
-        Bead {
-            depends_on: self.edges(),
-            id,
-            seq: 0,
-            title: self.title,
-            description: self.description,
-            notes: self.notes,
-            status: Status::Open,
-            bead_type: self.bead_type,
-            priority: self.priority,
-            assignee: self.assignee,
-            from: self.from,
-            parent_id: self.parent_id,
-            reference: self.reference,
-            labels: self.labels,
-            metadata: self.metadata,
-            ephemeral: self.ephemeral,
-            no_history: self.no_history,
-            created_at: Timestamp(0),
-            updated_at: Timestamp(0),
-            revision: 0,
-            started_at: None,
-            closed_at: None,
-            close_reason: None,
-            defer_until: self.defer_until,
-            lease: None,
-            delivery_count: 0,
-            counts: Default::default(),
-        }
-    }
-}
+pub use crate::input::CreateBead;
 
 impl WriteCommand for CreateBead {
     const NAME: &'static str = "create";

@@ -7,12 +7,14 @@ use serde::{Deserialize, Serialize};
 use super::{Context, CreateBead, NamespaceWrite, WriteCommand};
 use crate::auth::Role;
 use crate::limits::{IMPORT_BEADS_MAX, NAME_BYTES_MAX, REASON_BYTES_MAX};
-use crate::model::{Bead, Timestamp};
+use crate::model::Bead;
 use crate::outcome::{Answer, Refusal};
 use crate::state::NamespaceState;
 use crate::validate::{check_size, validate_bead_id};
 
 registered!(write 33 Import);
+
+pub use crate::input::is_create_with_id;
 
 /// Beads from another store, added all together or not at all. `seq` and `revision` are
 /// assigned here; no id may exist already; a `created_at` of 0 means now.
@@ -20,14 +22,6 @@ registered!(write 33 Import);
 pub struct Import {
     /// At most [`crate::limits::IMPORT_BEADS_MAX`].
     pub beads: Vec<Bead>,
-}
-
-/// Whether an import's beads are a `create --id`: a create under a given id is sent as an import
-/// of one bead that [`CreateBead::into_bead`] made, without a creation time (the cluster stamps
-/// it), while `strand import` stamps every bead it sends. The refusals of such an import speak of
-/// the create and its `--id`, not of an import.
-pub fn is_create_with_id(beads: &[Bead]) -> bool {
-    matches!(beads, [bead] if bead.created_at == Timestamp(0))
 }
 
 impl WriteCommand for Import {

@@ -7,29 +7,18 @@ use serde::{Deserialize, Serialize};
 use super::{Context, NamespaceWrite, WriteCommand};
 use crate::auth::Role;
 use crate::limits::{DEPENDENCIES_PER_BEAD_MAX, IMPORT_BEADS_MAX};
-use crate::model::BeadId;
 use crate::outcome::{Answer, Refusal};
 use crate::state::NamespaceState;
 
 registered!(write 34 ImportUndo);
+
+pub use crate::input::ImportedBead;
 
 /// Take out again beads an import wrote.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImportUndo {
     /// At most [`crate::limits::IMPORT_BEADS_MAX`].
     pub beads: Vec<ImportedBead>,
-}
-
-/// A bead an import wrote, as [`ImportUndo`] names it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ImportedBead {
-    /// Its id.
-    pub id: BeadId,
-    /// The revision the import gave it.
-    pub revision: u64,
-    /// The targets of the edges the import sent with it; any other edge it has was taken over
-    /// from a loose edge, and becomes loose again.
-    pub edges: Vec<BeadId>,
 }
 
 impl WriteCommand for ImportUndo {

@@ -1,30 +1,16 @@
 //! `mail send BODY --to R` and `mail reply ID BODY`: send a message (from the proposal's actor),
 //! or a reply to the original sender.
 
-use serde::{Deserialize, Serialize};
-
 use super::{Context, NamespaceWrite, WriteCommand};
 use crate::auth::Role;
 use crate::limits::{DESCRIPTION_BYTES_MAX, TITLE_BYTES_MAX};
-use crate::model::BeadId;
 use crate::outcome::{Answer, Refusal};
 use crate::state::NamespaceState;
 use crate::validate::{check_identifier, check_names, check_size};
 
 registered!(write 24 MailSend);
 
-/// A message to send.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MailSend {
-    /// The recipient; ignored for a reply (which goes to the original sender).
-    pub to: String,
-    /// The subject; the body's first line when empty.
-    pub subject: String,
-    /// The body.
-    pub body: String,
-    /// The message this replies to.
-    pub reply_to: Option<BeadId>,
-}
+pub use crate::input::MailSend;
 
 impl WriteCommand for MailSend {
     const NAME: &'static str = "mail_send";

@@ -3,8 +3,16 @@
 //! actors it names, how it applies (to one namespace through `NamespaceState`'s methods, or to
 //! the whole state through `State`'s), its samples and its protobuf mapping both ways; a query's
 //! file holds its type, how it reads a namespace and its protobuf mapping; a command with an
-//! answer shape of its own holds that shape too. A command added since the registry keeps its
-//! tests in its file; the older ones' are in `crate::state`'s tests.
+//! answer shape of its own registers that shape and holds its sample and mapping (the shape
+//! itself is defined in `crate::outcome`). A command added since the registry keeps its tests in
+//! its file; the older ones' are in `crate::state`'s tests.
+//!
+//! The commands are the layer above the state machine, as mini-redis's `cmd` uses its `Db`: they
+//! use the state's primitives, and the state imports nothing of them. The plain data a command
+//! carries that the state reads (a bead's fields, a filter, a controller action) is defined in
+//! `crate::input` and re-exported by its command's file. Two files here register nothing: the
+//! dispatch, `apply.rs` (how `State` applies a proposal and answers a query), and `authorize.rs`
+//! (the token check of a command or a read); `samples.rs` holds the golden file's sample values.
 //!
 //! Each file declares what it registers with a `registered!(KIND INDEX Name [Type]);` line at its
 //! top level (Type defaults to Name). KIND is `write` (a write to one namespace), `bead_write` (a
@@ -131,7 +139,7 @@ pub trait ReadCommand: Sized {
     fn read(&self, name: &Namespace, namespace: &NamespaceState) -> Result<Outcome, Refusal>;
 }
 
-/// An answer shape of its own, defined with its command.
+/// An answer shape of its own, registered by its command (defined in `crate::outcome`).
 pub trait RegisteredShape: Sized {
     /// Its name, for the golden storage file.
     const NAME: &'static str;
@@ -143,10 +151,10 @@ pub trait RegisteredShape: Sized {
 macro_rules! apply_write {
     (write, $command:ident, $state:ident, $proposal:ident, $now:ident) => {{
         let context = Context { name: &$proposal.namespace, actor: &$proposal.actor, now: $now };
-        NamespaceWrite::apply($command, $state.namespace_for_write($proposal)?, &context)
+        NamespaceWrite::apply($command, $state.namespace_of($proposal)?, &context)
     }};
     (bead_write, $command:ident, $state:ident, $proposal:ident, $now:ident) => {
-        BeadWriteCommand::apply($command, $state.namespace_for_write($proposal)?, $now)
+        BeadWriteCommand::apply($command, $state.namespace_of($proposal)?, $now)
     };
     (cluster_write, $command:ident, $state:ident, $proposal:ident, $now:ident) => {
         ClusterWrite::apply($command, $state, $proposal, $now)
@@ -374,14 +382,9 @@ macro_rules! registry {
             }
         )*
 
-        /// An answer shape defined with its command: the last variant of [`Outcome`].
-        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-        pub enum RegisteredAnswer {
-            $(
-                #[allow(missing_docs)]
-                $answer($answer_type),
-            )*
-        }
+        /// The enum of registered answers is defined in `crate::outcome`, below the state
+        /// machine, and generated from the same registrations (`build.rs`).
+        pub use crate::outcome::RegisteredAnswer;
 
         impl RegisteredAnswer {
             /// Its name.

@@ -3,8 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 use super::{Context, NamespaceWrite, WriteCommand};
 use crate::auth::Role;
 use crate::command::FormulaSource;
@@ -15,18 +13,7 @@ use crate::validate::{check_names, check_size, check_title};
 
 registered!(write 21 MolCook Cook);
 
-/// A cook: which formula, with what.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Cook {
-    /// The formula.
-    pub formula: FormulaSource,
-    /// The root's title; the formula's name when `None`.
-    pub title: Option<String>,
-    /// `{{var}}` values.
-    pub vars: BTreeMap<String, String>,
-    /// Cook a wisp (every bead ephemeral).
-    pub ephemeral: bool,
-}
+pub use crate::input::Cook;
 
 impl WriteCommand for Cook {
     const NAME: &'static str = "mol_cook";

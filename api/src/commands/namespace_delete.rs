@@ -30,7 +30,7 @@ impl WriteCommand for NamespaceDelete {
 
 impl ClusterWrite for NamespaceDelete {
     fn apply(&self, state: &mut State, proposal: &Proposal, _now: Timestamp) -> Answer {
-        state.namespace_delete(proposal, self.force)
+        state.namespace_delete(&proposal.namespace, proposal.credential.as_ref(), self.force)
     }
 }
 

@@ -11,22 +11,14 @@ use crate::state::NamespaceState;
 registered!(read 0 NamespaceShow);
 registered!(answer 0 NamespaceDetail);
 
+pub use crate::outcome::NamespaceDetail;
+
 /// Show the settings and counts of the request's namespace, which must exist.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NamespaceShow {
     /// The reader's clock, for the count of ready beads (deferred ones are not ready yet); the
     /// node serving the read stamps its own.
     pub now: Timestamp,
-}
-
-/// A namespace's settings and counts.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NamespaceDetail {
-    /// Its name, prefix, bead count, newest event and lease settings.
-    pub info: NamespaceInfo,
-    /// Its beads by status (every status, zeros included), then `ready`, `leased`, `formulas`
-    /// and `orders`.
-    pub counts: Vec<(String, u64)>,
 }
 
 impl ReadCommand for NamespaceShow {

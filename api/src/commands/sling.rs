@@ -3,8 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 use super::{Context, NamespaceWrite, WriteCommand};
 use crate::auth::Role;
 use crate::command::FormulaSource;
@@ -15,26 +13,7 @@ use crate::validate::{check_identifier, check_names, check_size};
 
 registered!(write 22 Sling);
 
-/// A sling: what goes where.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Sling {
-    /// An existing bead's id, or the title of a new task.
-    pub subject: String,
-    /// The agent, or with `pool`, the pool.
-    pub target: String,
-    /// Route to a pool rather than an agent.
-    pub pool: bool,
-    /// Cook this formula as a wisp first and route its root.
-    pub formula: Option<FormulaSource>,
-    /// Variables for the formula.
-    pub vars: BTreeMap<String, String>,
-    /// Do not wrap a single bead in an auto-convoy.
-    pub no_convoy: bool,
-    /// Label the auto-convoy `owned`.
-    pub owned: bool,
-    /// How the work merges (`direct`, `mr`, `local`), recorded as `gc.merge` metadata.
-    pub merge: Option<String>,
-}
+pub use crate::input::Sling;
 
 impl WriteCommand for Sling {
     const NAME: &'static str = "sling";

@@ -1,9 +1,10 @@
 //! `tx` (and `--if-revision`, and Gas City's graph plans): a transaction, etcd's `Txn` without an
 //! else branch. If every condition and every lease fence holds, every write applies in order; if
-//! one fails or a write is refused, none does (`NamespaceState::txn` keeps the journal that
-//! undoes them). A later write may name a bead an earlier create of the same transaction made,
-//! as `$N` (N counts writes from 0), so a whole graph of new beads and their edges is one step;
-//! [`References`] resolves them, and each bead write names where it carries ids.
+//! one fails or a write is refused, none does: the namespace's journal
+//! (`NamespaceState::begin_journal`, `roll_back`) undoes them. A later write may name a bead an
+//! earlier create of the same transaction made, as `$N` (N counts writes from 0), so a whole
+//! graph of new beads and their edges is one step; [`References`] resolves them, and each bead
+//! write names where it carries ids.
 
 use serde::{Deserialize, Serialize};
 
@@ -11,7 +12,7 @@ use super::{Command, Context, NamespaceWrite, WriteCommand};
 use crate::auth::Role;
 use crate::limits::{TXN_CONDITIONS_MAX, TXN_FENCES_MAX, TXN_WRITES_MAX};
 use crate::model::{Actor, BeadId};
-use crate::outcome::{Answer, Refusal};
+use crate::outcome::{Answer, Outcome, Refusal};
 use crate::state::NamespaceState;
 
 registered!(write 32 Txn);
@@ -110,8 +111,49 @@ impl WriteCommand for Txn {
 }
 
 impl NamespaceWrite for Txn {
+    /// Checks the conditions, then applies every write or none.
     fn apply(&self, namespace: &mut NamespaceState, context: &Context) -> Answer {
-        namespace.txn(self, context.now)
+        for Condition { id, revision } in &self.conditions {
+            let current = namespace.bead(id)?.revision;
+            if current != *revision {
+                return Err(Refusal::RevisionMismatch { id: id.clone(), expected: *revision, current });
+            }
+        }
+        for Fence { id, lease_id } in &self.fences {
+            let bead = namespace.bead(id)?;
+            if bead.lease.as_ref().is_none_or(|lease| lease.id != *lease_id) {
+                return Err(Refusal::lease_lost(bead, *lease_id));
+            }
+        }
+        namespace.begin_journal();
+        let mut created: Vec<Option<BeadId>> = Vec::with_capacity(self.writes.len());
+        let mut outcomes = Vec::with_capacity(self.writes.len());
+        for (index, write) in self.writes.iter().enumerate() {
+            let references = References::new(&created, index);
+            let outcome = match write.as_bead_write() {
+                Some(bead_write) => bead_write.apply_resolved(&references, namespace, context.now),
+                None => Err(Refusal::Invalid(format!("{} is not a bead write", write.name()))),
+            };
+            match outcome {
+                Ok(outcome) => {
+                    let created_id = match (&outcome, write) {
+                        (Outcome::Bead(bead), Command::Create(_)) => Some(bead.id.clone()),
+                        _ => None,
+                    };
+                    created.push(created_id);
+                    outcomes.push(outcome);
+                }
+                Err(refusal) => {
+                    namespace.roll_back();
+                    if self.writes.len() == 1 {
+                        return Err(refusal);
+                    }
+                    return Err(Refusal::TxnWriteRefused { index, refusal: Box::new(refusal) });
+                }
+            }
+        }
+        namespace.end_journal();
+        Ok(Outcome::Txn(outcomes))
     }
 }
 

@@ -2,15 +2,11 @@
 //! bead; unset fields stay unchanged, and with `claim_for` the bead is claimed first, atomically
 //! with the other changes.
 
-use std::collections::{BTreeMap, BTreeSet};
-
-use serde::{Deserialize, Serialize};
-
 use super::txn::References;
 use super::{BeadWriteCommand, WriteCommand};
 use crate::auth::Role;
 use crate::limits::DESCRIPTION_BYTES_MAX;
-use crate::model::{Actor, BeadId, Status, Timestamp};
+use crate::model::{Actor, Timestamp};
 use crate::outcome::{Answer, Refusal};
 use crate::state::NamespaceState;
 use crate::validate::{
@@ -20,65 +16,7 @@ use crate::validate::{
 
 registered!(bead_write 1 Update UpdateBead);
 
-/// Changes to one bead. `None` leaves a field unchanged.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct UpdateBead {
-    /// The bead.
-    pub id: BeadId,
-    /// New title (non-empty).
-    pub title: Option<String>,
-    /// New description.
-    pub description: Option<String>,
-    /// New notes.
-    pub notes: Option<String>,
-    /// Text appended to the notes on a new line (after `notes`, if both are given).
-    pub append_notes: Option<String>,
-    /// New status; the transition is validated.
-    pub status: Option<Status>,
-    /// New type.
-    pub bead_type: Option<String>,
-    /// New priority.
-    pub priority: Option<u8>,
-    /// New assignee (empty string unassigns).
-    pub assignee: Option<String>,
-    /// New parent (empty id string clears it).
-    pub parent_id: Option<BeadId>,
-    /// Labels added to the set.
-    pub add_labels: BTreeSet<String>,
-    /// Labels removed from the set.
-    pub remove_labels: BTreeSet<String>,
-    /// Per-key metadata changes; `None` removes the key.
-    pub metadata: BTreeMap<String, Option<String>>,
-    /// Claim the bead for this actor first, atomically with the other changes.
-    pub claim_for: Option<Actor>,
-    /// With `claim_for`: a lease for the claim, as [`super::Claim`]'s.
-    pub lease_ms: Option<u64>,
-    /// Make the bead a wisp (`true`) or persistent (`false`).
-    pub ephemeral: Option<bool>,
-    /// Set or clear bd's `no_history`.
-    pub no_history: Option<bool>,
-}
-
-impl UpdateBead {
-    /// Whether the update names no change at all (store invariant 8: such an update changes nothing).
-    pub fn is_empty(&self) -> bool {
-        self.title.is_none()
-            && self.description.is_none()
-            && self.notes.is_none()
-            && self.append_notes.is_none()
-            && self.status.is_none()
-            && self.bead_type.is_none()
-            && self.priority.is_none()
-            && self.assignee.is_none()
-            && self.parent_id.is_none()
-            && self.add_labels.is_empty()
-            && self.remove_labels.is_empty()
-            && self.metadata.is_empty()
-            && self.ephemeral.is_none()
-            && self.no_history.is_none()
-            && self.claim_for.is_none()
-    }
-}
+pub use crate::input::UpdateBead;
 
 impl WriteCommand for UpdateBead {
     const NAME: &'static str = "update";

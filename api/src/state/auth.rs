@@ -1,8 +1,9 @@
 //! The replicated auth settings: whether auth is enabled, and the tokens by name and by hash.
 //!
-//! Every write is judged here when it is applied ([`AuthState::authorize_write`]), so a write
-//! applied after a revocation is refused on every replica alike, whatever a node believed when it
-//! took the request. Reads are judged by the node against its replica after the read index
+//! Every write is judged by the token its credential names ([`AuthState::authenticate`]) when it
+//! is applied (`State::authorize_write`, in the dispatch above the state), so a write applied
+//! after a revocation is refused on every replica alike, whatever a node believed when it took
+//! the request. Reads are judged by the node against its replica after the read index
 //! (`node::client`), which has applied every revocation committed before the read began.
 //!
 //! Invariant: a token's hash names at most one token.
@@ -10,8 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::auth::{AuthCommand, Role, TOKENS_MAX, Token, TokenHash, TokenInfo, TokenSpec};
-use crate::command::{Command, Query};
-use crate::model::{Actor, Namespace, Timestamp};
+use crate::model::{Actor, Timestamp};
 use crate::outcome::{Answer, Outcome, Refusal};
 use crate::printable::printable;
 
@@ -85,35 +85,6 @@ impl AuthState {
                 "the token is not known to this cluster (revoked, or made for another cluster); ask an admin for a new one (`strand auth token create`)".into(),
             )),
         }
-    }
-
-    /// Judges a write; answers the token that allowed it (`None`: auth is off).
-    pub(crate) fn authorize_write(
-        &self,
-        credential: Option<&TokenHash>,
-        namespace: &Namespace,
-        actor: &Actor,
-        command: &Command,
-    ) -> Result<Option<&Token>, Refusal> {
-        let token = self.authenticate(credential)?;
-        if let Some(token) = token {
-            token.may_write(namespace, actor, command)?;
-        }
-        Ok(token)
-    }
-
-    /// Judges a read; answers the token that allowed it (`None`: auth is off).
-    pub(crate) fn authorize_read(
-        &self,
-        credential: Option<&TokenHash>,
-        namespace: &Namespace,
-        query: &Query,
-    ) -> Result<Option<&Token>, Refusal> {
-        let token = self.authenticate(credential)?;
-        if let Some(token) = token {
-            token.may_read(namespace, query)?;
-        }
-        Ok(token)
     }
 
     /// Whether `command`, if it is not refused, changes auth: all but a disable while auth is off.

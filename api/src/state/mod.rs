@@ -1,11 +1,18 @@
-//! The deterministic bead state machine.
+//! The deterministic bead state machine: the replicated state and the primitives it offers.
 //!
-//! [`State::apply`] takes one [`Proposal`] from the Raft log and answers it; [`State::query`]
-//! answers a read. Neither does I/O, reads a clock or draws a random number: the leader stamps
-//! the time into the proposal, and the storage layer persists the records that
-//! [`State::take_changed_keys`] names, encoding them in place through [`State::changed_records`].
-//! Replaying the same log on any node gives the same state and the same answers.
+//! [`State::apply`] takes one `Proposal` from the Raft log and answers it; [`State::query`]
+//! answers a read. Both are defined with the dispatch above this module (`crate::commands`'s
+//! `apply.rs`), which judges a command and hands it to its own file; the state offers the
+//! primitives they use (the entry's clock and revision, the dedup table, the token a credential
+//! names, a namespace to write or read, the events to settle), and keeps every field private. Nothing
+//! here does I/O, reads a clock or draws a random number: the leader stamps the time into the
+//! proposal, and the storage layer persists the records that [`State::take_changed_keys`] names,
+//! encoding them in place through [`State::changed_records`]. Replaying the same log on any node
+//! gives the same state and the same answers.
 //!
+//! Invariant: nothing in this module imports the command dispatch (`crate::command`,
+//! `crate::commands`, `crate::convert`): the state takes a command's plain data from
+//! [`crate::input`] (`tests/tests/tidy.rs`, `api_modules_import_in_layers`).
 //! Invariant: the state's clock never goes backwards (`now = max(clock, stamped time)`), even when
 //! a new leader's clock is behind the old one's.
 //! Invariant: a refused command changes nothing but the dedup table and the clock.
@@ -21,10 +28,11 @@ use std::hash::{Hash, Hasher};
 use serde::{Deserialize, Serialize};
 
 use crate::auth::{AuthCommand, Token, TokenHash};
-use crate::command::{Command, ControllerAction, JudgedLease, Proposal, Query};
-use crate::model::{Bead, BeadId, DepType, Event, Namespace, Timestamp};
+use crate::input::{ControllerAction, JudgedLease, RequestId};
+use crate::model::{Actor, Bead, BeadId, DepType, Event, Namespace, Timestamp};
 use crate::outcome::{Answer, Outcome, Refusal};
-use crate::validate::{validate_actor, validate_command, validate_namespace, validate_prefix};
+use crate::validate::{validate_namespace, validate_prefix};
+pub(crate) use auth::audit;
 pub use namespace::NamespaceMeta;
 pub use namespace::NamespaceState;
 pub(crate) use namespace::orders::Firing;
@@ -336,90 +344,91 @@ impl State {
         self.namespaces.values().map(NamespaceState::len).sum()
     }
 
-    /// Applies one proposal from the log and answers it. `revision` is the proposal's Raft log
-    /// index: every bead the command changes takes it as its revision.
-    pub fn apply(&mut self, revision: u64, proposal: &Proposal) -> Answer {
+    /// Opens the entry at log index `revision`, stamped `timestamp`, and answers its `now`: every
+    /// bead it changes takes `revision` as its revision, the clock moves up to the stamp (never
+    /// back), and sessions idle for too long are evicted.
+    pub(crate) fn begin_entry(&mut self, revision: u64, timestamp: Timestamp) -> Timestamp {
         self.revision = revision;
-        if proposal.timestamp > self.clock {
-            self.clock = proposal.timestamp;
+        if timestamp > self.clock {
+            self.clock = timestamp;
             self.clock_dirty = true;
         }
         let now = self.clock;
         self.sessions.evict(now);
-        // Judged before the dedup table: a retry of a request is refused once its token is
-        // revoked, like any later request. An auth refusal is not recorded for the session.
-        // An auth change is logged with the token that made it (`auth::audit`), named before the
-        // change, which may revoke that very token.
-        let mut changed_by = None;
-        if !matches!(proposal.command, Command::Controller(_)) {
-            let token = self.auth.authorize_write(
-                proposal.credential.as_ref(),
-                &proposal.namespace,
-                &proposal.actor,
-                &proposal.command,
-            )?;
-            if let Command::Auth(command) = &proposal.command
-                && self.auth.changes(command)
-            {
-                changed_by = Some(token.map(|token| token.name.clone()));
-            }
+        now
+    }
+
+    /// Whether `command`, if it is not refused, changes auth: all but a disable while auth is off.
+    pub(crate) fn auth_changes(&self, command: &AuthCommand) -> bool {
+        self.auth.changes(command)
+    }
+
+    /// The answer the dedup table gives a request it has seen: its recorded answer, or a refusal
+    /// when the request is too old or its session expired. `None`: the request is new.
+    pub(crate) fn answered(&self, request_id: &RequestId) -> Option<Answer> {
+        match self.sessions.check(request_id) {
+            Seen::Answered(answer) => Some(answer),
+            Seen::New => None,
         }
-        if let Some(request_id) = &proposal.request_id
-            && let Seen::Answered(answer) = self.sessions.check(request_id)
-        {
-            return answer;
-        }
-        let answer = self.apply_command(proposal, now);
-        if let (Some(by), Ok(_), Command::Auth(command)) = (changed_by, &answer, &proposal.command) {
-            auth::audit(revision, by.as_deref(), &proposal.actor, command);
-        }
-        if let Some(namespace_state) = self.namespaces.get_mut(&proposal.namespace) {
-            if answer.is_ok() {
-                namespace_state.flush_events(now, &proposal.actor.0, proposal.event_retention);
+    }
+
+    /// Settles the events an entry queued in `namespace`: an applied entry's are written, by
+    /// `actor` at `now`, keeping the latest `event_retention`; a refused one changed nothing, so
+    /// it has nothing to report and its queued events are dropped.
+    pub(crate) fn settle_events(
+        &mut self,
+        namespace: &Namespace,
+        applied: bool,
+        now: Timestamp,
+        actor: &Actor,
+        event_retention: u64,
+    ) {
+        if let Some(namespace_state) = self.namespaces.get_mut(namespace) {
+            if applied {
+                namespace_state.flush_events(now, &actor.0, event_retention);
             } else {
-                // A refused command changed nothing, so it has nothing to report.
                 namespace_state.discard_pending_events();
             }
         }
-        if let Some(request_id) = &proposal.request_id {
-            self.sessions.record(request_id, now, &answer);
-        }
-        answer
     }
 
-    fn apply_command(&mut self, proposal: &Proposal, now: Timestamp) -> Answer {
-        // The actor is recorded in the command's events. Refusing one with a control character
-        // is a rule of apply version 1: builds from before apply versions, which did not refuse
-        // it, are kept out of a cluster (see `crate::version`).
-        validate_actor(&proposal.actor)?;
-        validate_command(&proposal.command)?;
-        self.canary_v2(&proposal.command)?;
-        let is_new = !self.namespaces.contains_key(&proposal.namespace);
-        let was_removed = self.removed_namespaces.contains(&proposal.namespace);
-        // Each command's file says how it applies: to its namespace, or to the whole state.
-        let answer = proposal.command.apply(self, proposal, now);
+    /// Records a request's answer in its client's session, so a retry gets it again.
+    pub(crate) fn record_answer(&mut self, request_id: &RequestId, now: Timestamp, answer: &Answer) {
+        self.sessions.record(request_id, now, answer);
+    }
+
+    /// Applies `write`, which acts on `namespace`: if the namespace did not exist before and the
+    /// write is refused, it leaves no namespace behind (and fixes no prefix). If the namespace
+    /// was deleted earlier in this batch, its record is still deleted.
+    pub(crate) fn apply_to_namespace(
+        &mut self,
+        namespace: &Namespace,
+        write: impl FnOnce(&mut State) -> Answer,
+    ) -> Answer {
+        let is_new = !self.namespaces.contains_key(namespace);
+        let was_removed = self.removed_namespaces.contains(namespace);
+        let answer = write(self);
         if is_new && answer.is_err() {
-            // A refused command leaves no namespace behind (and fixes no prefix). If the namespace
-            // was deleted earlier in this batch, its record must still be deleted.
-            self.namespaces.remove(&proposal.namespace);
+            self.namespaces.remove(namespace);
             if was_removed {
-                self.removed_namespaces.insert(proposal.namespace.clone());
+                self.removed_namespaces.insert(namespace.clone());
             }
         }
         answer
     }
 
     /// Apply version 2's rule, in test-only builds (see [`crate::version`]): a create whose title
-    /// starts with the canary prefix is refused. Gated on the state's apply version, as every
-    /// rule that changes an outcome is; with `STRAND_TEST_UNGATED_CANARY` set, the test build
-    /// applies it whatever the version (`version::canary_ungated`), the mistake the
-    /// rolling-upgrade test must catch.
-    fn canary_v2(&self, command: &Command) -> Result<(), Refusal> {
+    /// starts with the canary prefix is refused. `create_title` is the title of the command being
+    /// applied when it is a create (`None`: any other command). Gated on the state's apply
+    /// version, as every rule that changes an outcome is; with `STRAND_TEST_UNGATED_CANARY` set,
+    /// the test build applies it whatever the version (`version::canary_ungated`), the mistake
+    /// the rolling-upgrade test must catch.
+    pub(crate) fn canary_v2(&self, create_title: Option<&str>) -> Result<(), Refusal> {
         let applies = self.apply_version.version >= 2 || crate::version::canary_ungated();
         if cfg!(feature = "apply-v2")
             && applies
-            && let Command::Create(create) = command
-            && create.title.starts_with(crate::version::CANARY_V2_PREFIX)
+            && let Some(title) = create_title
+            && title.starts_with(crate::version::CANARY_V2_PREFIX)
         {
             return Err(canary_v2_refusal());
         }
@@ -475,27 +484,6 @@ impl State {
         self.auth.authenticate(credential)
     }
 
-    /// Judges a write as [`State::apply`] will (`Ok(None)`: auth is off).
-    pub fn authorize_write(
-        &self,
-        credential: Option<&TokenHash>,
-        namespace: &Namespace,
-        actor: &crate::model::Actor,
-        command: &Command,
-    ) -> Result<Option<&Token>, Refusal> {
-        self.auth.authorize_write(credential, namespace, actor, command)
-    }
-
-    /// Judges a read by the token its credential names (`Ok(None)`: auth is off).
-    pub fn authorize_read(
-        &self,
-        credential: Option<&TokenHash>,
-        namespace: &Namespace,
-        query: &Query,
-    ) -> Result<Option<&Token>, Refusal> {
-        self.auth.authorize_read(credential, namespace, query)
-    }
-
     /// The highest term of a controller action applied.
     pub fn controller_term(&self) -> u64 {
         self.controller_term
@@ -504,23 +492,6 @@ impl State {
     /// The apply version entries apply by, and whether it is pinned (see [`crate::version`]).
     pub fn apply_version(&self) -> ApplyVersionRecord {
         self.apply_version
-    }
-
-    /// The apply version an entry would leave the state at, when it changes it (a switch or a
-    /// `cluster version set` that would apply): the storage layer stops at an entry whose version
-    /// its build cannot apply, before applying it.
-    pub fn version_after(&self, proposal: &Proposal) -> Option<u32> {
-        let changed = match &proposal.command {
-            Command::Controller(crate::commands::controller::Controller {
-                term,
-                action: ControllerAction::SwitchApplyVersion { from, to },
-            }) if *term >= self.controller_term => self.switched(*from, *to),
-            Command::ApplyVersion(change) => {
-                crate::commands::WriteCommand::validate(change).and_then(|()| change.changed(self.apply_version, 0))
-            }
-            _ => return None,
-        };
-        changed.ok().map(|changed| changed.version).filter(|version| *version != self.apply_version.version)
     }
 
     /// The log index of the entry being applied.
@@ -591,7 +562,7 @@ impl State {
 
     /// The apply version record the leader's switch from `from` to `to` leaves the state at, or
     /// why it is refused. Applying it and predicting it (`State::version_after`) both read this.
-    fn switched(&self, from: u32, to: u32) -> Result<ApplyVersionRecord, Refusal> {
+    pub(crate) fn switched(&self, from: u32, to: u32) -> Result<ApplyVersionRecord, Refusal> {
         let current = self.apply_version;
         if current.version != from || to <= from {
             return Err(Refusal::Invalid(format!(
@@ -607,14 +578,20 @@ impl State {
         Ok(ApplyVersionRecord { version: to, pinned: false, since: self.revision })
     }
 
-    /// The namespace a write goes to, created on first use with the proposal's `default_prefix`,
-    /// unless that is empty: then the namespace must exist.
-    pub(crate) fn namespace_for_write(&mut self, proposal: &Proposal) -> Result<&mut NamespaceState, Refusal> {
-        let (namespace, default_prefix) = (&proposal.namespace, &proposal.default_prefix);
+    /// The namespace a write goes to, created on first use with `default_prefix` when the write
+    /// `may_create` it (`Proposal::may_create_namespace`); otherwise the namespace must exist, and
+    /// the refusal suggests one the credential's token may use.
+    pub(crate) fn namespace_for_write(
+        &mut self,
+        namespace: &Namespace,
+        default_prefix: &str,
+        may_create: bool,
+        credential: Option<&TokenHash>,
+    ) -> Result<&mut NamespaceState, Refusal> {
         validate_namespace(namespace)?;
         if !self.namespaces.contains_key(namespace) {
-            if !proposal.may_create_namespace() {
-                return Err(self.namespace_not_found(namespace, proposal.credential.as_ref()));
+            if !may_create {
+                return Err(self.namespace_not_found(namespace, credential));
             }
             validate_prefix(default_prefix)?;
             let meta = NamespaceMeta::new(default_prefix);
@@ -664,11 +641,15 @@ impl State {
     }
 
     /// Deletes a namespace with everything in it; refused while it holds beads unless `force`.
-    pub(crate) fn namespace_delete(&mut self, proposal: &Proposal, force: bool) -> Answer {
-        let namespace = &proposal.namespace;
+    pub(crate) fn namespace_delete(
+        &mut self,
+        namespace: &Namespace,
+        credential: Option<&TokenHash>,
+        force: bool,
+    ) -> Answer {
         validate_namespace(namespace)?;
         let Some(namespace_state) = self.namespaces.get(namespace) else {
-            return Err(self.namespace_not_found(namespace, proposal.credential.as_ref()));
+            return Err(self.namespace_not_found(namespace, credential));
         };
         if !namespace_state.is_empty() && !force {
             return Err(Refusal::Invalid(format!(
@@ -688,18 +669,23 @@ impl State {
         self.auth.apply(command, now)
     }
 
-    /// Answers a read. A namespace never written to reads as empty.
-    pub fn query(&self, namespace: &Namespace, query: &Query) -> Answer {
-        if let Query::Namespaces = query {
-            let infos = self.namespaces.iter().map(|(name, state)| state.info(name)).collect();
-            return Ok(Outcome::Namespaces(infos));
-        }
-        if let Query::Tokens = query {
-            return Ok(self.auth.listing());
-        }
-        if let Query::WhoAmI = query {
-            return Ok(Outcome::Tokens { enabled: self.auth.enabled, tokens: Vec::new() });
-        }
+    /// Every namespace, with its settings and counts (`Query::Namespaces`).
+    pub(crate) fn namespace_listing(&self) -> Outcome {
+        Outcome::Namespaces(self.namespaces.iter().map(|(name, state)| state.info(name)).collect())
+    }
+
+    /// Every token, by name (`Query::Tokens`).
+    pub(crate) fn token_listing(&self) -> Outcome {
+        self.auth.listing()
+    }
+
+    /// Answers a read of `namespace` by `read`. A namespace never written to reads as empty.
+    /// Every answer of beads carries their counts (dependents, comments) from the indexes.
+    pub(crate) fn read_namespace(
+        &self,
+        namespace: &Namespace,
+        read: impl FnOnce(&NamespaceState) -> Result<Outcome, Refusal>,
+    ) -> Answer {
         validate_namespace(namespace)?;
         let empty;
         let namespace_state = match self.namespaces.get(namespace) {
@@ -709,40 +695,7 @@ impl State {
                 &empty
             }
         };
-        // Every answer of beads carries their counts (dependents, comments) from the indexes.
-        let answer = match query {
-            Query::Registered(query) => query.read(namespace, namespace_state),
-            Query::Namespaces | Query::Tokens | Query::WhoAmI => unreachable!("answered above"),
-        };
-        answer.map(|outcome| namespace_state.with_counts(outcome))
-    }
-
-    /// Answers a read made with `credential`: judged by its token (refused when auth is on and
-    /// the token may not make it), cut down to what the token may see, and `WhoAmI` answered
-    /// with the token itself.
-    /// With `must_exist`, a read of a namespace that does not exist is refused
-    /// (`Refusal::NamespaceNotFound`) instead of answered as empty.
-    pub fn query_as(
-        &self,
-        credential: Option<&TokenHash>,
-        namespace: &Namespace,
-        must_exist: bool,
-        query: &Query,
-    ) -> Answer {
-        let token = self.auth.authorize_read(credential, namespace, query)?;
-        let must_exist = must_exist || matches!(query, Query::Registered(read) if read.must_exist());
-        if must_exist && !matches!(query, Query::Namespaces | Query::Tokens | Query::WhoAmI) {
-            self.require_namespace(credential, namespace)?;
-        }
-        if let Query::WhoAmI = query {
-            let tokens = token.map(crate::auth::TokenInfo::from).into_iter().collect();
-            return Ok(Outcome::Tokens { enabled: self.auth.enabled, tokens });
-        }
-        let outcome = self.query(namespace, query)?;
-        Ok(match token {
-            Some(token) => token.scope(outcome),
-            None => outcome,
-        })
+        read(namespace_state).map(|outcome| namespace_state.with_counts(outcome))
     }
 
     /// Takes the keys of every record changed since the last call; [`State::changed_records`]

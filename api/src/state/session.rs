@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::command::RequestId;
+use crate::input::RequestId;
 use crate::limits::{
     SESSION_IDLE_MS_MAX, SESSION_RESPONSES_MAX, SESSION_RETRY_WINDOW_MS, SESSIONS_HARD_MAX, SESSIONS_MAX,
 };

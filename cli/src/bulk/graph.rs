@@ -210,7 +210,7 @@ fn transaction(plan: Plan, ephemeral: bool, no_history: bool) -> Result<(Txn, BT
         }));
     }
     let txn = Txn { conditions: Vec::new(), fences: Vec::new(), writes };
-    api::validate::validate_txn(&txn).map_err(refused)?;
+    api::command::validate_txn(&txn).map_err(refused)?;
     Ok((txn, slot))
 }
 

@@ -24,12 +24,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use api::client::{Client, ClientError};
+use api::command::validate_command;
 use api::command::{Command, ImportedBead, Query};
 use api::commands::get::Lookup;
 use api::convert::parse_status;
 use api::limits::{IDS_PER_REQUEST_MAX, IMPORT_BEADS_MAX, REQUEST_BYTES_MAX};
 use api::model::{Bead, BeadId, DepType, Status, Timestamp};
-use api::validate::validate_command;
 use clap::Args;
 use serde::Deserialize;
 

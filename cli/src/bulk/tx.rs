@@ -243,7 +243,7 @@ fn transaction(cli: &Cli, text: &str) -> Result<Txn, Failure> {
         document.fences.into_iter().map(|fence| Fence { id: BeadId(fence.id), lease_id: fence.lease_id }).collect();
     let txn = Txn { conditions, fences, writes };
     // What the cluster checks first, checked here too, so a dry run refuses what a run would.
-    api::validate::validate_txn(&txn).map_err(|refusal| Failure::Refused(format!("{refusal}; nothing was sent")))?;
+    api::command::validate_txn(&txn).map_err(|refusal| Failure::Refused(format!("{refusal}; nothing was sent")))?;
     Ok(txn)
 }
 

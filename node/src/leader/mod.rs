@@ -178,11 +178,11 @@ impl<D: Disk> Leader<D> {
                 if request.actor.0.is_empty() {
                     request.actor = token.actor.clone();
                 }
-                api::auth::fill_claimants(&mut request.command, &token.actor);
+                api::commands::authorize::fill_claimants(&mut request.command, &token.actor);
             }
             // What the state machine refuses at apply anyway, refused before a Raft round.
             api::validate::validate_actor(&request.actor)?;
-            api::validate::validate_command(&request.command)?;
+            api::command::validate_command(&request.command)?;
             let judged = state.authorize_write(
                 request.credential.as_ref(),
                 &request.namespace,

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::{LOOSE_EDGE_SOURCES_MAX, NamespaceState};
-use crate::command::{CreateBead, JudgedLease, ReadyFilter, UpdateBead};
+use crate::input::{CreateBead, JudgedLease, ReadyFilter, UpdateBead};
 use crate::limits::DEPENDENCIES_PER_BEAD_MAX;
 use crate::model::{
     Actor, Bead, BeadId, DEFAULT_TYPE, DepType, LABEL_DEAD_LETTER, Lease, Status, Timestamp, event_type,

@@ -21,7 +21,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{GRAPH_WALK_MAX, NamespaceState};
-use crate::command::{ImportedBead, is_create_with_id};
+use crate::input::{ImportedBead, is_create_with_id};
 use crate::model::{Bead, BeadId, DEFAULT_TYPE, DepType, Status, Timestamp, event_type};
 use crate::outcome::{Outcome, Refusal};
 

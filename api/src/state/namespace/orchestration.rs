@@ -10,8 +10,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{NamespaceState, StoredFormula};
-use crate::command::{Cook, CreateBead, FormulaSource, MailSend, ReadyFilter, Sling};
 use crate::formula::Formula;
+use crate::input::{Cook, CreateBead, FormulaSource, MailSend, ReadyFilter, Sling};
 use crate::limits::{
     DESCRIPTION_BYTES_MAX, EVENTS_PER_QUERY_MAX, FORMULAS_PER_NAMESPACE_MAX, LABELS_MAX, LIST_RESULTS_MAX,
     MAIL_SUBJECT_CHARS_MAX, METADATA_KEYS_MAX, PURGE_BEADS_MAX, ROUTED_BEADS_MAX, TITLE_BYTES_MAX,

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::NamespaceState;
-use crate::command::{Cook, CreateBead, FormulaSource, Sling};
+use crate::input::{Cook, CreateBead, FormulaSource, Sling};
 use crate::limits::ORDERS_PER_NAMESPACE_MAX;
 use crate::model::{Bead, BeadId, Status, Timestamp};
 use crate::order::{Order, OrderRuns, Target, Trigger};

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::orders::StoredOrder;
 use super::{NamespaceState, StoredFormula};
-use crate::command::JudgedLease;
+use crate::input::JudgedLease;
 use crate::model::{Bead, BeadId, DepType, Namespace};
 use crate::outcome::Outcome;
 use crate::state::{OrderRecord, Record, RecordKey, RecordRef};

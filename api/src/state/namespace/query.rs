@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 
 use super::NamespaceState;
-use crate::command::{DepDirection, ListCursor, ListFilter, ListSort, ReadyFilter};
+use crate::input::{DepDirection, ListCursor, ListFilter, ListSort, ReadyFilter};
 use crate::limits::LIST_RESULTS_MAX;
 use crate::model::{Bead, BeadId, Dependency, Status, Timestamp};
 use crate::outcome::{Outcome, Refusal};

@@ -1,65 +1,18 @@
-//! Transactions: conditions on revisions, then bead writes applied all together or not at all.
+//! The journal that makes a transaction all or nothing (the transaction itself, its conditions
+//! and its writes, is applied by `crate::commands::txn`).
 //!
-//! Every write goes through the same per-command code as a single command does. While a
-//! transaction applies, the namespace keeps a journal of each bead it touches as it was before;
-//! when a write is refused, [`NamespaceState::roll_back`] puts those beads, the namespace's
-//! counters and its queued events back, and recomputes the blocked state of whatever they touch.
-//! Invariant: a refused transaction leaves the namespace's records exactly as they were.
+//! While a transaction applies, the namespace keeps a journal of each bead it touches as it was
+//! before ([`NamespaceState::begin_journal`]); when a write is refused,
+//! [`NamespaceState::roll_back`] puts those beads, the namespace's counters and its queued events
+//! back, and recomputes the blocked state of whatever they touch; when every write applied,
+//! [`NamespaceState::end_journal`] keeps them.
+//! Invariant: a rolled-back transaction leaves the namespace's records exactly as they were.
 
 use super::{Journal, NamespaceState};
-use crate::command::{Command, Condition, Fence, Txn};
-use crate::commands::txn::References;
-use crate::model::{BeadId, Timestamp};
-use crate::outcome::{Outcome, Refusal};
 
 impl NamespaceState {
-    /// Checks the conditions, then applies every write or none.
-    pub(crate) fn txn(&mut self, txn: &Txn, now: Timestamp) -> Result<Outcome, Refusal> {
-        for Condition { id, revision } in &txn.conditions {
-            let current = self.bead(id)?.revision;
-            if current != *revision {
-                return Err(Refusal::RevisionMismatch { id: id.clone(), expected: *revision, current });
-            }
-        }
-        for Fence { id, lease_id } in &txn.fences {
-            let bead = self.bead(id)?;
-            if bead.lease.as_ref().is_none_or(|lease| lease.id != *lease_id) {
-                return Err(Refusal::lease_lost(bead, *lease_id));
-            }
-        }
-        self.begin_journal();
-        let mut created: Vec<Option<BeadId>> = Vec::with_capacity(txn.writes.len());
-        let mut outcomes = Vec::with_capacity(txn.writes.len());
-        for (index, write) in txn.writes.iter().enumerate() {
-            let references = References::new(&created, index);
-            let outcome = match write.as_bead_write() {
-                Some(bead_write) => bead_write.apply_resolved(&references, self, now),
-                None => Err(Refusal::Invalid(format!("{} is not a bead write", write.name()))),
-            };
-            match outcome {
-                Ok(outcome) => {
-                    let created_id = match (&outcome, write) {
-                        (Outcome::Bead(bead), Command::Create(_)) => Some(bead.id.clone()),
-                        _ => None,
-                    };
-                    created.push(created_id);
-                    outcomes.push(outcome);
-                }
-                Err(refusal) => {
-                    self.roll_back();
-                    if txn.writes.len() == 1 {
-                        return Err(refusal);
-                    }
-                    return Err(Refusal::TxnWriteRefused { index, refusal: Box::new(refusal) });
-                }
-            }
-        }
-        self.journal = None;
-        Ok(Outcome::Txn(outcomes))
-    }
-
     /// Starts keeping what the command being applied changes, so [`Self::roll_back`] can undo it.
-    pub(in crate::state) fn begin_journal(&mut self) {
+    pub(crate) fn begin_journal(&mut self) {
         assert!(self.journal.is_none(), "transactions do not nest");
         self.journal = Some(Journal {
             meta: self.meta.clone(),
@@ -69,8 +22,13 @@ impl NamespaceState {
         });
     }
 
+    /// Keeps what the current transaction changed: it applied whole.
+    pub(crate) fn end_journal(&mut self) {
+        self.journal = None;
+    }
+
     /// Undoes what the current transaction changed.
-    pub(in crate::state) fn roll_back(&mut self) {
+    pub(crate) fn roll_back(&mut self) {
         let journal = self.journal.take().expect("a transaction is applying");
         self.meta = journal.meta;
         self.meta_dirty = true;
