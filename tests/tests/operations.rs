@@ -82,19 +82,21 @@ async fn refused_moves_say_why_and_leave_the_leader() {
     assert_eq!((leaders.len(), &leaders[0]["id"]), (1, &serde_json::json!(leader)), "{listed}");
 
     // A follower that is down: the leader's member watch finds it unreachable within seconds.
+    // (A move asked before that would be tried, and could leave no leader for an election.)
     let down = (1..=3).find(|id| *id != leader).unwrap();
     cluster.kill(down);
-    let unreachable = wait_for("the leader to find the stopped node unreachable", || async {
-        let output = strand_as(&cluster, "ops", &["cluster", "move-leader", &down.to_string(), "--wait", "1s"]);
-        let stderr = String::from_utf8_lossy(&output.stderr).to_string();
-        (output.status.code() == Some(1) && stderr.contains("did not answer the leader's last status request"))
-            .then_some(stderr)
+    let listed = wait_for("the leader to find the stopped node unreachable", || async {
+        let listed = json_of(&strand_as(&cluster, "ops", &["--json", "member", "list"]));
+        let row = listed["members"].as_array()?.iter().find(|member| member["id"] == down)?.clone();
+        (row["reachable"] == false).then_some(listed)
     })
     .await;
+    assert_eq!(listed["leader_id"], leader, "{listed}");
+    let output = strand_as(&cluster, "ops", &["cluster", "move-leader", &down.to_string(), "--wait", "1s"]);
+    let unreachable = String::from_utf8_lossy(&output.stderr).to_string();
+    assert_eq!(output.status.code(), Some(1), "{unreachable}");
+    assert!(unreachable.contains("did not answer the leader's last status request"), "{unreachable}");
     assert!(unreachable.contains("start it, or check the network"), "{unreachable}");
-    let listed = json_of(&strand_as(&cluster, "ops", &["--json", "member", "list"]));
-    let row = listed["members"].as_array().unwrap().iter().find(|member| member["id"] == down).unwrap().clone();
-    assert_eq!(row["reachable"], false, "{listed}");
     let text = String::from_utf8_lossy(&strand_as(&cluster, "ops", &["member", "list"]).stdout).to_string();
     assert!(text.lines().next().unwrap().contains("reachable") && text.lines().count() == 4, "{text}");
     assert_eq!(leader_of(&cluster).await, leader, "a refused move changes nothing");

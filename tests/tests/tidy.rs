@@ -392,16 +392,19 @@ fn the_state_machine_is_pure() {
 }
 
 /// Apply code decides every outcome by the state's apply version, never by the build (see
-/// `api/src/version.rs`): the state machine and the commands' files never read the build's
-/// apply versions, its name or version, the environment, or a cargo feature, except the
-/// test-only canary rule of version 2 (`State::canary_v2`), whose one feature read is counted.
+/// `api/src/version.rs`): the state machine, the commands' files and the data they share
+/// (`input.rs`) never read the build's apply versions, its name or version, the environment, or
+/// a cargo feature, except the test-only canary rule of version 2 (`State::canary_v2`), whose
+/// one feature read is counted.
 #[test]
 fn apply_rules_never_read_the_build() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").join("api/src");
     let mut files = BTreeMap::new();
     module_files(&root, &root.join("state"), &mut files);
     module_files(&root, &root.join("commands"), &mut files);
-    assert!(files.len() > 50, "the state's and commands' files were read: {}", files.len());
+    let input = std::fs::read_to_string(root.join("input.rs")).expect("api/src/input.rs");
+    files.insert("input".to_string(), input);
+    assert!(files.len() > 50, "the state's, the commands' and the input's files were read: {}", files.len());
     let forbidden = ["BUILD_APPLY_VERSIONS", "build_name", "CARGO_PKG_VERSION", "env!(", "std::env", "option_env!"];
     let mut feature_reads = Vec::new();
     for (module, text) in &files {

@@ -6,7 +6,7 @@
 //! handing it to its own file (`crate::commands`) to apply. Nothing here keeps state of its own.
 //!
 //! Invariant: the steps of [`State::apply`] run in this order, on every replica alike: the
-//! clock and the revision, the token check (not for the controller's actions), the dedup table,
+//! revision, the clock and the eviction of expired sessions, the token check (not for the controller's actions), the dedup table,
 //! the command's validation and application, the audit of an auth change, the events, the dedup
 //! table's record. A refused command changes nothing but the dedup table and the clock.
 

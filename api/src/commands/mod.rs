@@ -10,9 +10,9 @@
 //! The commands are the layer above the state machine, as mini-redis's `cmd` uses its `Db`: they
 //! use the state's primitives, and the state imports nothing of them. The plain data a command
 //! carries that the state reads (a bead's fields, a filter, a controller action) is defined in
-//! `crate::input` and re-exported by its command's file. Two files here register nothing: the
-//! dispatch, `apply.rs` (how `State` applies a proposal and answers a query), and `authorize.rs`
-//! (the token check of a command or a read); `samples.rs` holds the golden file's sample values.
+//! `crate::input` and re-exported by its command's file. Three files here register nothing: the
+//! dispatch, `apply.rs` (how `State` applies a proposal and answers a query), `authorize.rs`
+//! (the token check of a command or a read), and `samples.rs` (the golden file's sample values).
 //!
 //! Each file declares what it registers with a `registered!(KIND INDEX Name [Type]);` line at its
 //! top level (Type defaults to Name). KIND is `write` (a write to one namespace), `bead_write` (a
