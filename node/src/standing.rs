@@ -1,6 +1,7 @@
 //! A node's standing in its cluster's membership, as far as it is not in Raft's own log: the
 //! membership a joining node was given (`strand node --join`), which it trusts until its log
-//! holds one, and the marker of a node that was removed.
+//! holds one, the members it saw leave its applied membership ([`Seen`]), and the marker of a
+//! node that was removed.
 //!
 //! Who counts as a member: once this node's log holds a membership, that membership alone (the
 //! static `--peers` only seed the first start). Before, the seed: the configured `--peers`, and
@@ -21,8 +22,10 @@
 //! `api::client::ENDPOINT_FINAL_HEADER`). It refuses to start again on that data directory: the
 //! way back is a fresh directory and `--join`. It is told by the leader that removed it (`Raft.Removed`), or, when that leader
 //! failed before the notice got through, by any member that applied the removal, in the refusal
-//! of the first message it sends that member (`peer::network::REMOVED_AT_HEADER`). A notice is
-//! not taken when this node knows a membership at or after its index that holds it.
+//! of the first message it sends that member (`peer::network::REMOVED_AT_HEADER`); the members
+//! a node saw leave are kept on disk, so a member that restarted since the removal still tells
+//! it. A notice is not taken when this node knows a membership at or after its index that holds
+//! it.
 //!
 //! Invariant: the removed marker, once written, is never cleared; a directory that holds it
 //! never serves again.
@@ -40,6 +43,8 @@ use crate::peer::Joined;
 pub const META_JOINED: &[u8] = b"joined";
 /// Meta key of the removed marker.
 pub const META_REMOVED: &[u8] = b"removed";
+/// Meta key of what the node saw of its applied membership ([`Seen`]).
+pub const META_SEEN: &[u8] = b"seen";
 
 /// What the removed marker records. Stored: fields are only added at the end.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,16 +93,17 @@ pub fn joined<D: Disk>(disk: &D) -> std::io::Result<Option<Joined>> {
     }
 }
 
-/// What a running node saw of its applied membership.
-#[derive(Debug, Default)]
-struct Seen {
+/// What a node saw of its applied membership, kept on disk as it changes: a member that
+/// restarts after a removal still tells the removed node, which may reach no other member.
+/// Stored: fields are only added at the end.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Seen {
     /// The log index of the last applied membership noted.
-    index: u64,
+    pub index: u64,
     /// Its members.
-    members: BTreeSet<NodeId>,
-    /// Members that left since this node started, each with the index of the first applied
-    /// membership without it.
-    former: std::collections::BTreeMap<NodeId, u64>,
+    pub members: BTreeSet<NodeId>,
+    /// Members that left, each with the index of the first applied membership without it.
+    pub former: std::collections::BTreeMap<NodeId, u64>,
 }
 
 /// A running node's standing.
@@ -110,8 +116,7 @@ pub struct Standing<D: Disk> {
     /// initialises one).
     joined: Option<crate::peer::Changed>,
     /// The applied membership this node last noted (its log index, its members) and the members
-    /// it saw leave since it started, each with the index of the first applied membership
-    /// without it.
+    /// it saw leave, each with the index of the first applied membership without it.
     seen: Mutex<Seen>,
     /// Why this node no longer serves, once it was removed.
     removed: Mutex<Option<String>>,
@@ -126,11 +131,15 @@ impl<D: Disk> Standing<D> {
             seed.extend(joined.membership.members.keys().copied());
         }
         let removed = removed(disk.as_ref())?.map(|record| record.message());
+        let seen = match disk.get(Space::Meta, META_SEEN)? {
+            Some(bytes) => codec::decode(&bytes, "membership seen")?,
+            None => Seen::default(),
+        };
         Ok(Standing {
             disk,
             seed,
             joined: joined.map(|joined| joined.membership),
-            seen: Mutex::new(Seen::default()),
+            seen: Mutex::new(seen),
             removed: Mutex::new(removed),
         })
     }
@@ -168,6 +177,14 @@ impl<D: Disk> Standing<D> {
         seen.former.retain(|id, _| !members.contains(id));
         seen.members = members;
         seen.index = index;
+        // Kept synced, so that a restart still knows who left. A crash before this write leaves
+        // the older membership on disk, and the first one applied after the restart is judged
+        // against it alike.
+        let written = codec::encode(&*seen)
+            .and_then(|bytes| self.disk.write(vec![Op::Put(Space::Meta, META_SEEN.to_vec(), bytes)], Durability::Sync));
+        if let Err(error) = written {
+            tracing::warn!(%error, "could not record the applied membership's former members; a restart forgets them");
+        }
     }
 
     /// The log index of the first applied membership without `id`, when this node saw `id`
@@ -249,5 +266,23 @@ mod tests {
         );
         assert_eq!(Standing::open(disk.clone(), [1]).expect("open").removed(), Some(message));
         assert_eq!(removed(disk.as_ref()).expect("read"), Some(record));
+    }
+
+    #[test]
+    fn a_member_seen_leaving_is_remembered_across_a_restart() {
+        let disk = Arc::new(MemoryDisk::new());
+        let standing = Standing::open(disk.clone(), [1, 2, 3]).expect("open");
+        standing.note_applied_membership(1, [1, 2, 3].into());
+        standing.note_applied_membership(20, [1, 2, 4].into());
+        let reopened = Standing::open(disk.clone(), [1, 2, 3]).expect("open");
+        assert_eq!(reopened.saw_leave(3), Some(20));
+        reopened.note_applied_membership(20, [1, 2, 4].into());
+        assert_eq!((reopened.saw_leave(3), reopened.applied_membership(4)), (Some(20), (20, true)));
+        // A restart from before the removal was recorded judges the next one against the older.
+        let disk = Arc::new(MemoryDisk::new());
+        Standing::open(disk.clone(), [1, 2, 3]).expect("open").note_applied_membership(1, [1, 2, 3].into());
+        let restarted = Standing::open(disk.clone(), [1, 2, 3]).expect("open");
+        restarted.note_applied_membership(20, [1, 2, 4].into());
+        assert_eq!(restarted.saw_leave(3), Some(20));
     }
 }

@@ -279,6 +279,19 @@ fn upgrade_band(start: u64) {
     assert!(applied.parse::<u64>().unwrap() > 0 && refused.parse::<u64>().unwrap() > 0, "canaries {canaries}");
 }
 
+/// Seeds 234 123 176 953 876 and 264 588 062 453 221 (3 nodes, 6 s, the upgrade faults; fresh
+/// upgrade bands found them): node 3 was down while node 4 was added and node 3 removed, and both
+/// other first members restarted for their upgrades after applying the removal. Node 3's log
+/// named only nodes 1 to 3, and a restarted member had forgotten whom it saw leave, so no member
+/// ever told node 3 it was removed. A node now keeps them on disk (`node::standing::Seen`).
+#[test]
+fn regression_upgrade_seeds_a_member_restarted_since_a_removal_still_tells_the_removed_node() {
+    for seed in [234_123_176_953_876, 264_588_062_453_221] {
+        let (passed, _, stderr) = sweep_apply_v2(seed, 1, UPGRADE_FAULTS, &[]);
+        assert!(passed, "seed {seed} failed:\n{stderr}");
+    }
+}
+
 #[test]
 fn upgrade_band_3_nodes() {
     upgrade_band(6_000_000);

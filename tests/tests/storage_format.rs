@@ -660,7 +660,7 @@ fn samples() -> Vec<(String, Vec<u8>)> {
     samples.add("token", plain!(token()));
 
     // The meta space: its keys and values.
-    let meta_keys: [(&str, &[u8]); 11] = [
+    let meta_keys: [(&str, &[u8]); 12] = [
         ("vote", codec::META_VOTE),
         ("committed", codec::META_COMMITTED),
         ("purged", codec::META_PURGED),
@@ -672,6 +672,7 @@ fn samples() -> Vec<(String, Vec<u8>)> {
         ("joined", node::standing::META_JOINED),
         ("removed", node::standing::META_REMOVED),
         ("rejoining", node::rejoin::META_REJOINING),
+        ("seen", node::standing::META_SEEN),
     ];
     for (name, key) in meta_keys {
         samples.add(format!("meta/key/{name}"), key.to_vec());
@@ -697,6 +698,10 @@ fn samples() -> Vec<(String, Vec<u8>)> {
             index: 9,
             by: 2
         }),
+    );
+    samples.add(
+        "meta/seen",
+        sealed!(node::standing::Seen { index: 9, members: [1, 2, 4].into(), former: [(3, 9)].into() }),
     );
     samples.add("member", plain!(member(4)));
     samples.add("log_id", plain!(log_id()));
