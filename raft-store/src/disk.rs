@@ -8,8 +8,12 @@
 //! written before it survives a crash; batches become durable in the order they were written.
 //! Invariant: the log mark ([`Disk::write_mark`]) is durable when the call returns, and is stored
 //! apart from the batches, so losing batches does not lose the mark.
+//! Invariant: a checkpoint ([`Disk::checkpoint`]) holds the contents of one instant, whole and
+//! durable, and outlives later writes to the disk; what it costs does not grow with the contents
+//! on RocksDB (hard links to the table files).
 
 use std::io;
+use std::path::Path;
 
 /// A key space of the disk (a RocksDB column family).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -84,6 +88,13 @@ pub trait Disk: Send + Sync + 'static {
     fn scan(&self, space: Space, from: &[u8], to: Option<&[u8]>, visit: Visit<'_>) -> io::Result<()>;
     /// A consistent point-in-time view (for building snapshots while writes go on).
     fn view(&self) -> io::Result<Box<dyn DiskView + '_>>;
+    /// Writes a checkpoint of the current contents (synced or not, as [`Disk::view`] sees them)
+    /// into the directory `dir`, which must not exist yet, durably, and answers a view of it.
+    fn checkpoint(&self, dir: &Path) -> io::Result<Box<dyn DiskView>>;
+    /// Opens a checkpoint that [`Disk::checkpoint`] wrote, read-only.
+    fn open_checkpoint(dir: &Path) -> io::Result<Box<dyn DiskView>>
+    where
+        Self: Sized;
     /// The log mark: the highest log index this disk is known to hold synced (see
     /// [`crate::log_store`]). It is kept apart from the batches (on RocksDB, a small file beside
     /// the database), so that a store that lost part of its synced log is caught at start.

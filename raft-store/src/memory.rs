@@ -15,6 +15,11 @@
 //! [`MemoryDisk::wipe`] models a lost disk: everything it held, the log mark included, is gone,
 //! as for a node whose data directory was deleted or whose disk was replaced.
 //!
+//! A checkpoint ([`Disk::checkpoint`]) is a file, `contents`, in the checkpoint's directory: the
+//! meta and state spaces (the log is not read from a checkpoint), framed, with a CRC-32 over the
+//! whole file, which opening it verifies. It lives on the real filesystem, beside the node's
+//! snapshot files, so the simulator's damage reaches it as it reaches them.
+//!
 //! Invariant: after a crash the contents are exactly the durable batches followed by the kept
 //! prefix of the unsynced ones, applied in write order; batches are never torn. The only other
 //! changes to durable contents are [`MemoryDisk::corrupt`] and [`MemoryDisk::wipe`], which apply
@@ -22,12 +27,11 @@
 //! contents alike.
 
 use std::collections::BTreeMap;
-use std::io;
+use std::io::{self, Read, Write};
+use std::path::Path;
 use std::sync::Mutex;
 
 use crate::disk::{Disk, DiskView, Durability, Op, Space, Visit};
-
-type Contents = BTreeMap<Space, BTreeMap<Vec<u8>, Vec<u8>>>;
 
 #[derive(Default)]
 struct Inner {
@@ -183,6 +187,91 @@ impl Disk for MemoryDisk {
         let contents = self.inner.lock().expect("memory disk lock").current.clone();
         Ok(Box::new(MemoryView { contents }))
     }
+
+    fn checkpoint(&self, dir: &Path) -> io::Result<Box<dyn DiskView>> {
+        let contents: Contents = {
+            let inner = self.inner.lock().expect("memory disk lock");
+            inner.current.iter().filter(|(space, _)| **space != Space::Log).map(|(s, m)| (*s, m.clone())).collect()
+        };
+        std::fs::create_dir(dir)?;
+        write_checkpoint(dir, &contents)?;
+        std::fs::File::open(dir)?.sync_all()?;
+        Ok(Box::new(MemoryView { contents }))
+    }
+
+    fn open_checkpoint(dir: &Path) -> io::Result<Box<dyn DiskView>> {
+        Ok(Box::new(MemoryView { contents: read_checkpoint(dir)? }))
+    }
+}
+
+/// The file of a checkpoint, in its directory.
+pub const CHECKPOINT_FILE: &str = "contents";
+
+/// What a checkpoint holds: each space's keys and values.
+pub type Contents = BTreeMap<Space, BTreeMap<Vec<u8>, Vec<u8>>>;
+
+/// Writes (or rewrites) the file of the checkpoint in `dir`, and syncs it.
+pub fn write_checkpoint(dir: &Path, contents: &Contents) -> io::Result<()> {
+    let mut bytes = Vec::new();
+    for (space, map) in contents {
+        for (key, value) in map {
+            bytes.push(space_tag(*space));
+            for part in [key, value] {
+                bytes.extend_from_slice(&(part.len() as u32).to_be_bytes());
+                bytes.extend_from_slice(part);
+            }
+        }
+    }
+    bytes.extend_from_slice(&crate::codec::checksum(&bytes).to_be_bytes());
+    let mut file = std::fs::File::create(dir.join(CHECKPOINT_FILE))?;
+    file.write_all(&bytes)?;
+    file.sync_all()
+}
+
+/// Reads the file of the checkpoint in `dir`, refusing one that fails its checksum.
+pub fn read_checkpoint(dir: &Path) -> io::Result<Contents> {
+    let path = dir.join(CHECKPOINT_FILE);
+    let mut bytes = Vec::new();
+    std::fs::File::open(&path)?.read_to_end(&mut bytes)?;
+    let damaged = || io::Error::new(io::ErrorKind::InvalidData, format!("checkpoint {} is damaged", path.display()));
+    let body_len = bytes.len().checked_sub(4).ok_or_else(damaged)?;
+    let (body, sum) = bytes.split_at(body_len);
+    if crate::codec::checksum(body).to_be_bytes() != sum {
+        return Err(damaged());
+    }
+    parse_checkpoint(body).ok_or_else(damaged)
+}
+
+/// The spaces of a checkpoint file's body, or `None` when it is malformed.
+fn parse_checkpoint(mut rest: &[u8]) -> Option<Contents> {
+    fn take<'a>(rest: &mut &'a [u8], len: usize) -> Option<&'a [u8]> {
+        let (head, tail) = rest.split_at_checked(len)?;
+        *rest = tail;
+        Some(head)
+    }
+    fn part(rest: &mut &[u8]) -> Option<Vec<u8>> {
+        let len = u32::from_be_bytes(take(rest, 4)?.try_into().ok()?);
+        take(rest, len as usize).map(<[u8]>::to_vec)
+    }
+    let mut contents = Contents::new();
+    while !rest.is_empty() {
+        let space = space_of_tag(take(&mut rest, 1)?[0])?;
+        let (key, value) = (part(&mut rest)?, part(&mut rest)?);
+        contents.entry(space).or_default().insert(key, value);
+    }
+    Some(contents)
+}
+
+fn space_tag(space: Space) -> u8 {
+    match space {
+        Space::Log => 0,
+        Space::Meta => 1,
+        Space::State => 2,
+    }
+}
+
+fn space_of_tag(tag: u8) -> Option<Space> {
+    Space::ALL.into_iter().find(|space| space_tag(*space) == tag)
 }
 
 struct MemoryView {

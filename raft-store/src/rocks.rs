@@ -12,6 +12,11 @@
 //! the write-ahead log files, so a missing one fails the open too. The log mark
 //! ([`Disk::write_mark`]) lives in the file [`MARK_FILE`] inside the database directory, written
 //! to a temporary file, synced and renamed, so it is always whole.
+//!
+//! A checkpoint ([`Disk::checkpoint`]) is RocksDB's: the memtables are flushed, then the table
+//! files are hard-linked into the checkpoint's directory (so it must be on the same filesystem),
+//! and it is opened read-only to be read. Its cost is the flush and the links, not the contents.
+//! Until the checkpoint is deleted, its links keep table files that compaction has since replaced.
 
 use std::io;
 use std::io::Write;
@@ -34,6 +39,8 @@ pub const MARK_FILE: &str = "STRAND-LOG-MARK";
 /// Bounded so that a node's file descriptors stay countable: `node::connections` reserves this
 /// many beside its inbound connections under the open-files limit.
 pub const TABLE_FILES_OPEN_MAX: i32 = 128;
+/// Most table files an open checkpoint keeps open (a snapshot being sent or verified).
+pub const CHECKPOINT_TABLE_FILES_OPEN_MAX: i32 = 32;
 
 /// A RocksDB database holding one node's log, meta and state.
 pub struct RocksDisk {
@@ -42,11 +49,20 @@ pub struct RocksDisk {
 }
 
 fn to_io(error: rocksdb::Error) -> io::Error {
-    let kind = match error.kind() {
+    io::Error::new(error_kind(&error), format!("rocksdb: {error}"))
+}
+
+/// A RocksDB error of an operation on `what`, saying what failed.
+fn to_io_on(what: std::fmt::Arguments<'_>) -> impl FnOnce(rocksdb::Error) -> io::Error {
+    let what = what.to_string();
+    move |error| io::Error::new(error_kind(&error), format!("{what}: rocksdb: {error}"))
+}
+
+fn error_kind(error: &rocksdb::Error) -> io::ErrorKind {
+    match error.kind() {
         rocksdb::ErrorKind::Corruption => io::ErrorKind::InvalidData,
         _ => io::ErrorKind::Other,
-    };
-    io::Error::new(kind, format!("rocksdb: {error}"))
+    }
 }
 
 impl RocksDisk {
@@ -68,20 +84,26 @@ impl RocksDisk {
         // torn at the very end (an unsynced write cut by a crash) is tolerated.
         options.set_wal_recovery_mode(DBRecoveryMode::TolerateCorruptedTailRecords);
         options.set_track_and_verify_wals_in_manifest(true);
-        let families = Space::ALL.iter().map(|space| {
-            let mut family_options = Options::default();
-            family_options.set_compression_type(DBCompressionType::None);
-            ColumnFamilyDescriptor::new(space.name(), family_options)
-        });
-        let db = DB::open_cf_descriptors(&options, path, families).map_err(to_io)?;
+        let db = DB::open_cf_descriptors(&options, path, families()).map_err(to_io)?;
         Ok(RocksDisk { db, path: path.to_path_buf() })
     }
 
     fn family(&self, space: Space) -> io::Result<&rocksdb::ColumnFamily> {
-        self.db
-            .cf_handle(space.name())
-            .ok_or_else(|| io::Error::other(format!("column family {} is missing", space.name())))
+        family(&self.db, space)
     }
+}
+
+/// The column families, one per space, with their options.
+fn families() -> impl Iterator<Item = ColumnFamilyDescriptor> {
+    Space::ALL.iter().map(|space| {
+        let mut family_options = Options::default();
+        family_options.set_compression_type(DBCompressionType::None);
+        ColumnFamilyDescriptor::new(space.name(), family_options)
+    })
+}
+
+fn family(db: &DB, space: Space) -> io::Result<&rocksdb::ColumnFamily> {
+    db.cf_handle(space.name()).ok_or_else(|| io::Error::other(format!("column family {} is missing", space.name())))
 }
 
 fn scan_iterator<'a>(
@@ -135,6 +157,27 @@ impl Disk for RocksDisk {
         Ok(Box::new(RocksView { disk: self, snapshot: self.db.snapshot() }))
     }
 
+    fn checkpoint(&self, dir: &Path) -> io::Result<Box<dyn DiskView>> {
+        rocksdb::checkpoint::Checkpoint::new(&self.db)
+            .and_then(|checkpoint| checkpoint.create_checkpoint(dir))
+            .map_err(to_io_on(format_args!("cannot write a checkpoint in {}", dir.display())))?;
+        RocksDisk::open_checkpoint(dir)
+    }
+
+    fn open_checkpoint(dir: &Path) -> io::Result<Box<dyn DiskView>> {
+        let mut options = Options::default();
+        options.set_paranoid_checks(true);
+        options.set_max_open_files(CHECKPOINT_TABLE_FILES_OPEN_MAX);
+        // As the database was written: its manifest tracks its write-ahead log files. (Opened
+        // without these, RocksDB 11.8 crashed replaying a node's checkpoint: the snapshot test of
+        // tests/tests/integrity.rs.)
+        options.set_wal_recovery_mode(DBRecoveryMode::TolerateCorruptedTailRecords);
+        options.set_track_and_verify_wals_in_manifest(true);
+        let db = DB::open_cf_descriptors_read_only(&options, dir, families(), false)
+            .map_err(to_io_on(format_args!("cannot open the checkpoint {}", dir.display())))?;
+        Ok(Box::new(CheckpointView { db }))
+    }
+
     fn read_mark(&self) -> io::Result<Option<u64>> {
         match std::fs::read(self.path.join(MARK_FILE)) {
             Ok(bytes) => codec::decode(&bytes, "the log mark file"),
@@ -170,5 +213,21 @@ impl DiskView for RocksView<'_> {
 
     fn get(&self, space: Space, key: &[u8]) -> io::Result<Option<Vec<u8>>> {
         self.snapshot.get_cf(self.disk.family(space)?, key).map_err(to_io)
+    }
+}
+
+/// A checkpoint, open read-only.
+struct CheckpointView {
+    db: DB,
+}
+
+impl DiskView for CheckpointView {
+    fn scan(&self, space: Space, from: &[u8], to: Option<&[u8]>, visit: Visit<'_>) -> io::Result<()> {
+        let iterator = self.db.iterator_cf(family(&self.db, space)?, IteratorMode::From(from, Direction::Forward));
+        scan_iterator(iterator, to, visit)
+    }
+
+    fn get(&self, space: Space, key: &[u8]) -> io::Result<Option<Vec<u8>>> {
+        self.db.get_cf(family(&self.db, space)?, key).map_err(to_io)
     }
 }

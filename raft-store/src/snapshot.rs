@@ -7,12 +7,17 @@
 //! own checksum fails (every stored value carries one, see [`crate::codec`]) is refused; a
 //! snapshot received from another node is read through once this way ([`verify`]) before
 //! anything is replaced.
+//!
+//! A snapshot this node built is a checkpoint of its disk ([`crate::disk::Disk::checkpoint`]), not
+//! a file: [`SnapshotFile::readable`] writes it out in this format only when it is read (sent to a
+//! follower, or saved as a backup), into a file that is unlinked as soon as it is open.
 
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use crate::codec;
+use crate::disk::{DiskView, Space};
 use crate::types::SnapshotMeta;
 
 const MAGIC: &[u8] = b"STRAND-SNAPSHOT-2\n";
@@ -22,21 +27,102 @@ const END_MARKER: u32 = u32::MAX;
 /// into one allocation, a larger one grows as it arrives.
 const FRAME_RESERVE_BYTES_MAX: usize = 64 * 1024 * 1024;
 
-/// A snapshot's data: an open file, so that a snapshot replaced on disk while it is being sent
-/// stays readable.
+/// Opens a checkpoint of a disk of one kind (`Disk::open_checkpoint`).
+pub type OpenCheckpoint = fn(&Path) -> io::Result<Box<dyn DiskView>>;
+
+/// A snapshot's data: a snapshot file (received from another node, or restored), kept open so that
+/// a snapshot replaced on disk while it is being sent stays readable; or a checkpoint this node
+/// built, read as a snapshot file once [`SnapshotFile::readable`] writes it out.
 #[derive(Debug)]
 pub struct SnapshotFile {
-    /// Where it is (or was) on disk.
+    /// Where it is (or was) on disk: the file, or the checkpoint's directory.
     pub path: PathBuf,
-    /// The open file, positioned at its start.
-    pub file: File,
+    source: Source,
 }
+
+#[derive(Debug)]
+enum Source {
+    File(File),
+    Checkpoint {
+        /// The snapshot's metadata, read from the checkpoint when it was built.
+        meta: SnapshotMeta,
+        /// Opens the checkpoint's disk (`path`/[`CHECKPOINT_DISK`]).
+        open: OpenCheckpoint,
+        /// Whether the disk does real I/O: then it is written out on tokio's blocking pool.
+        blocks: bool,
+    },
+}
+
+/// The directory of a checkpoint's disk, inside the checkpoint's directory.
+pub const CHECKPOINT_DISK: &str = "db";
 
 impl SnapshotFile {
     /// Opens a snapshot file for reading.
     pub fn open(path: &Path) -> io::Result<SnapshotFile> {
-        Ok(SnapshotFile { path: path.to_path_buf(), file: File::open(path)? })
+        Ok(SnapshotFile { path: path.to_path_buf(), source: Source::File(File::open(path)?) })
     }
+
+    /// A snapshot file already open, at its start.
+    pub(crate) fn from_open(path: PathBuf, file: File) -> SnapshotFile {
+        SnapshotFile { path, source: Source::File(file) }
+    }
+
+    /// A checkpoint in the directory `path`, holding the state at `meta`.
+    pub(crate) fn checkpoint(path: &Path, meta: SnapshotMeta, open: OpenCheckpoint, blocks: bool) -> SnapshotFile {
+        SnapshotFile { path: path.to_path_buf(), source: Source::Checkpoint { meta, open, blocks } }
+    }
+
+    /// Whether it is a checkpoint (not yet a file).
+    pub fn is_checkpoint(&self) -> bool {
+        matches!(self.source, Source::Checkpoint { .. })
+    }
+
+    /// The snapshot as a file in this module's format, open at its start. A checkpoint is written
+    /// out first (its cost grows with the state: only a follower's catch-up and a backup pay it),
+    /// beside the checkpoint, into a file unlinked once it is open.
+    pub fn into_file(self) -> io::Result<File> {
+        match self.source {
+            Source::File(mut file) => {
+                std::io::Seek::seek(&mut file, io::SeekFrom::Start(0))?;
+                Ok(file)
+            }
+            Source::Checkpoint { meta, open, .. } => write_out(&self.path, &meta, open),
+        }
+    }
+
+    /// [`SnapshotFile::into_file`], on tokio's blocking pool when that writes out a checkpoint
+    /// of a disk that does real I/O.
+    pub async fn readable(self) -> io::Result<File> {
+        if !matches!(self.source, Source::Checkpoint { blocks: true, .. }) {
+            return self.into_file();
+        }
+        tokio::task::spawn_blocking(move || self.into_file())
+            .await
+            .map_err(|error| io::Error::other(format!("writing out a snapshot did not finish: {error}")))?
+    }
+}
+
+/// Writes the checkpoint in `dir` out as a snapshot file, in `dir`'s parent, and opens it.
+fn write_out(dir: &Path, meta: &SnapshotMeta, open: OpenCheckpoint) -> io::Result<File> {
+    static WRITTEN_OUT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let view = open(&dir.join(CHECKPOINT_DISK))?;
+    let number = WRITTEN_OUT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = format!("{SENDING_PREFIX}{}-{number}.snapshot", std::process::id());
+    let path = dir.parent().unwrap_or(dir).join(name);
+    let written = write_view(&path, meta, view.as_ref()).and_then(|()| File::open(&path));
+    let _ = std::fs::remove_file(&path);
+    written
+}
+
+/// The name of every file a checkpoint is written out to starts with this: any left by a crash is
+/// deleted at start.
+pub const SENDING_PREFIX: &str = "sending-";
+
+/// Writes the state space of `view` as a snapshot file at `path`, with `meta`.
+fn write_view(path: &Path, meta: &SnapshotMeta, view: &dyn DiskView) -> io::Result<()> {
+    let mut writer = SnapshotWriter::create(path, meta)?;
+    view.scan(Space::State, &[], None, &mut |key, value| writer.record(key, value).map(|()| true))?;
+    writer.finish()
 }
 
 /// A writer that keeps the CRC-32 of everything written through it.

@@ -3,15 +3,25 @@
 //! The state lives in memory ([`api::state::State`], indexes included) and on disk (its records
 //! in the state space). Applying a batch of entries changes memory, then writes every changed
 //! record together with `last_applied` (and the membership, when the batch changed it) in **one**
-//! atomic disk batch, and only then answers the clients. Building or installing a snapshot passes
-//! over the whole state, so on a disk that does real I/O it runs on tokio's blocking pool.
+//! atomic disk batch, and only then answers the clients.
+//!
+//! Building a snapshot is taking a checkpoint of the disk (`snapshots/checkpoint-<index>/`: the
+//! disk's checkpoint under `db/`, the snapshot's metadata in `meta`), whose cost does not grow
+//! with the state; it is written out as a snapshot file only when a follower needs it or a backup
+//! is saved ([`SnapshotFile::readable`]). A snapshot received from the leader is kept as the file
+//! `snapshots/current.snapshot` until a newer checkpoint replaces it. Installing a snapshot passes
+//! over the whole state, so on a disk that does real I/O it runs on tokio's blocking pool, as
+//! building does.
 //!
 //! Invariant: the state space and `last_applied` on disk always belong together.
 //! Invariant: while a snapshot is being installed the `installing` marker is set, and a node that
 //! opens with the marker set finishes the install from the snapshot file before serving (a damaged
 //! file then stops the node: its state space is incomplete).
-//! Invariant: a node never keeps a snapshot file that fails verification: at open, a damaged
-//! current snapshot is deleted, and Raft builds a new one when it needs one.
+//! Invariant: a node never keeps a snapshot that fails verification: at open, a damaged current
+//! snapshot file or checkpoint is deleted, and Raft builds a new one when it needs one.
+//! Invariant: the current snapshot is the newest of `current.snapshot` and the checkpoints; a
+//! checkpoint is published (renamed into place) only whole, with its `meta`, and every older one
+//! is then deleted.
 //!
 //! [`ApplyProbes`] let the simulator watch every applied entry and its answer, and plant one bug
 //! on purpose to show its checkers catch it; a real node runs with none.
@@ -34,13 +44,21 @@ use openraft::{EntryPayload, OptionalSend};
 
 use crate::codec::{self, META_APPLIED, META_INSTALLING, META_MEMBERSHIP};
 use crate::disk::{Disk, Durability, Op, Space};
-use crate::snapshot::{SnapshotFile, SnapshotReader, SnapshotWriter};
+use crate::snapshot::{CHECKPOINT_DISK, SENDING_PREFIX, SnapshotFile, SnapshotReader};
 use crate::types::{LogId, SnapshotMeta, StoredMembership, TypeConfig};
 
 /// Records written per disk batch while installing a snapshot.
 pub const INSTALL_BATCH_RECORDS: usize = 4096;
 /// File name of the current snapshot in the snapshot directory.
 const CURRENT_SNAPSHOT: &str = "current.snapshot";
+/// Directory names of checkpoints in the snapshot directory start with this, then the index.
+const CHECKPOINT_PREFIX: &str = "checkpoint-";
+/// The directory a checkpoint is built in, before it is renamed into place.
+const CHECKPOINT_BUILDING: &str = "checkpoint.building";
+/// The file of a checkpoint's snapshot metadata, in its directory.
+const CHECKPOINT_META: &str = "meta";
+/// The file this node's own checkpoint is written out to when Raft installs it (see `install`).
+const RESTORING_CHECKPOINT: &str = "restoring-checkpoint.snapshot";
 
 /// What the state machine has applied.
 #[derive(Clone, Debug, Default)]
@@ -132,6 +150,7 @@ impl<D: Disk> StateMachineStore<D> {
             write_snapshot_records(disk.as_ref(), reader)?;
         }
         drop_damaged_snapshot(&snapshot_dir.join(CURRENT_SNAPSHOT))?;
+        drop_unfinished_and_damaged_checkpoints::<D>(snapshot_dir)?;
         let state = load_state(disk.as_ref())?;
         let applied = read_applied(|space, key| disk.get(space, key))?;
         let inner = Inner {
@@ -264,39 +283,94 @@ impl<D: Disk> StateMachineStore<D> {
         self.inner.snapshot_dir.join(CURRENT_SNAPSHOT)
     }
 
-    /// Builds a snapshot from a consistent view of the disk (apply continues meanwhile).
+    /// Builds a snapshot: a checkpoint of the disk (apply continues meanwhile), with the applied
+    /// log id and membership read from the checkpoint itself, so they belong to its state.
     fn build(&self) -> io::Result<SnapshotOf<TypeConfig, SnapshotFile>> {
         let _building = self.inner.build_lock.lock().expect("build lock");
-        let view = self.inner.disk.view()?;
+        let started = std::time::Instant::now();
+        let dir = &self.inner.snapshot_dir;
+        let building = dir.join(CHECKPOINT_BUILDING);
+        remove_dir_if_present(&building)?;
+        std::fs::create_dir(&building)?;
+        let view = self.inner.disk.checkpoint(&building.join(CHECKPOINT_DISK))?;
         let applied = read_applied(|space, key| view.get(space, key))?;
-        let meta = SnapshotMeta { last_log_id: applied.log_id, last_membership: applied.membership };
-        let building = self.inner.snapshot_dir.join("building.snapshot");
-        let mut writer = SnapshotWriter::create(&building, &meta)?;
-        view.scan(Space::State, &[], None, &mut |key, value| writer.record(key, value).map(|()| true))?;
-        writer.finish()?;
         drop(view);
-        let current = self.current_snapshot_path();
-        let current_is_newer = std::fs::File::open(&current)
-            .ok()
-            .and_then(|file| SnapshotReader::new(file).ok())
-            .is_some_and(|reader| reader.meta.last_log_id > meta.last_log_id);
-        if current_is_newer {
-            // An installed snapshot overtook this build: keep the newer one.
-            std::fs::remove_file(&building)?;
-            let reader = SnapshotReader::new(std::fs::File::open(&current)?)?;
-            return Ok(Snapshot { meta: reader.meta, snapshot: SnapshotFile::open(&current)? });
+        let meta = SnapshotMeta { last_log_id: applied.log_id, last_membership: applied.membership };
+        if let Some(current) = self.current_snapshot()?
+            && current.meta.last_log_id >= meta.last_log_id
+        {
+            // A snapshot installed meanwhile, or one built at the same index, stands.
+            std::fs::remove_dir_all(&building)?;
+            return Ok(current);
         }
-        std::fs::rename(&building, &current)?;
-        sync_directory(&self.inner.snapshot_dir)?;
-        Ok(Snapshot { meta, snapshot: SnapshotFile::open(&current)? })
+        write_synced(&building.join(CHECKPOINT_META), &codec::encode(&meta)?)?;
+        sync_directory(&building)?;
+        let published = dir.join(checkpoint_name(&meta));
+        std::fs::rename(&building, &published)?;
+        sync_directory(dir)?;
+        self.drop_snapshots_before(&published)?;
+        tracing::info!(
+            index = meta.last_log_id.map_or(0, |log_id| log_id.index),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "built a snapshot: a checkpoint of the disk"
+        );
+        Ok(Snapshot { meta: meta.clone(), snapshot: self.checkpoint_data(&published, meta) })
+    }
+
+    fn checkpoint_data(&self, dir: &Path, meta: SnapshotMeta) -> SnapshotFile {
+        checkpoint_data::<D>(dir, meta)
+    }
+
+    /// Deletes every snapshot but `kept`: the snapshot file and the other checkpoints.
+    fn drop_snapshots_before(&self, kept: &Path) -> io::Result<()> {
+        for (_, path) in checkpoints(&self.inner.snapshot_dir)? {
+            if path != kept {
+                std::fs::remove_dir_all(&path)?;
+            }
+        }
+        let current = self.current_snapshot_path();
+        if current != kept {
+            remove_file_if_present(&current)?;
+        }
+        sync_directory(&self.inner.snapshot_dir)
+    }
+
+    /// The current snapshot: the newest of the snapshot file and the checkpoints.
+    fn current_snapshot(&self) -> io::Result<Option<SnapshotOf<TypeConfig, SnapshotFile>>> {
+        let checkpoint = newest_checkpoint::<D>(&self.inner.snapshot_dir)?;
+        let path = self.current_snapshot_path();
+        let file = match std::fs::File::open(&path) {
+            Ok(file) => file,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(checkpoint),
+            Err(error) => return Err(error),
+        };
+        let meta = SnapshotReader::new(file.try_clone()?)?.meta;
+        if checkpoint.as_ref().is_some_and(|checkpoint| checkpoint.meta.last_log_id >= meta.last_log_id) {
+            return Ok(checkpoint);
+        }
+        // The clone shares the file position: rewind so the snapshot is read from its start.
+        let mut file = file;
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(0))?;
+        Ok(Some(Snapshot { meta, snapshot: SnapshotFile::from_open(path, file) }))
     }
 
     fn install(&self, meta: &SnapshotMeta, snapshot: SnapshotFile) -> io::Result<()> {
         let _building = self.inner.build_lock.lock().expect("build lock");
+        // A checkpoint of this node's own (openraft restores one that is ahead of the applied
+        // state after a crash lost unsynced writes) is written out first, as a received file.
+        let snapshot = if snapshot.is_checkpoint() {
+            let path = self.inner.snapshot_dir.join(RESTORING_CHECKPOINT);
+            let mut file = snapshot.into_file()?;
+            std::io::copy(&mut file, &mut std::fs::File::create(&path)?)?;
+            SnapshotFile::open(&path)?
+        } else {
+            snapshot
+        };
         // Judged before the snapshot takes the current one's place, so a refused snapshot
         // replaces nothing, not even the file.
         let version = snapshot_apply_version(SnapshotReader::new(std::fs::File::open(&snapshot.path)?)?)?;
         if !self.apply_versions().contains(version) {
+            remove_file_if_present(&self.inner.snapshot_dir.join(RESTORING_CHECKPOINT))?;
             let index = meta.last_log_id.map_or(0, |log_id| log_id.index);
             return Err(cannot_apply(format!(
                 "the snapshot through log entry {index} holds a state at apply version {version}, and this build applies versions {}",
@@ -324,6 +398,7 @@ impl<D: Disk> StateMachineStore<D> {
         let disk = self.inner.disk.as_ref();
         write_snapshot_records(disk, reader)?;
         let installed = load_state(disk)?;
+        self.drop_snapshots_before(&current)?;
         let replaced = std::mem::replace(&mut *self.inner.state.write().expect("state lock"), installed);
         drop(replaced); // Freeing a large state takes a while: not under the lock.
         *self.inner.applied.lock().expect("applied lock") =
@@ -388,6 +463,109 @@ fn drop_damaged_snapshot(current: &Path) -> io::Result<()> {
         std::fs::remove_file(current)?;
     }
     Ok(())
+}
+
+/// The directory name of the checkpoint of the snapshot `meta`: its index, zero-padded so that the
+/// names sort as the indexes do.
+fn checkpoint_name(meta: &SnapshotMeta) -> String {
+    format!("{CHECKPOINT_PREFIX}{:020}", meta.last_log_id.map_or(0, |log_id| log_id.index))
+}
+
+fn checkpoint_data<D: Disk>(dir: &Path, meta: SnapshotMeta) -> SnapshotFile {
+    SnapshotFile::checkpoint(dir, meta, D::open_checkpoint, D::BLOCKS)
+}
+
+/// The newest checkpoint published in the snapshot directory `dir`, on a disk of kind `D`.
+/// A checkpoint that vanishes while it is read was replaced by a newer one (a build deletes the
+/// older only after publishing the newer), so the listing is read again.
+pub fn newest_checkpoint<D: Disk>(dir: &Path) -> io::Result<Option<SnapshotOf<TypeConfig, SnapshotFile>>> {
+    let mut attempts = 0;
+    loop {
+        let Some((_, path)) = checkpoints(dir)?.pop() else { return Ok(None) };
+        let bytes = match std::fs::read(path.join(CHECKPOINT_META)) {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == io::ErrorKind::NotFound && attempts < 8 => {
+                attempts += 1;
+                continue;
+            }
+            Err(error) => return Err(error),
+        };
+        let meta: SnapshotMeta = codec::decode(&bytes, "a checkpoint's snapshot metadata")?;
+        return Ok(Some(Snapshot { meta: meta.clone(), snapshot: checkpoint_data::<D>(&path, meta) }));
+    }
+}
+
+/// The published checkpoints in `dir`, oldest first: (index, directory).
+fn checkpoints(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if let Some(index) = name.to_str().and_then(|name| name.strip_prefix(CHECKPOINT_PREFIX)?.parse().ok()) {
+            found.push((index, entry.path()));
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// At open: deletes a checkpoint whose build a crash cut short, the files checkpoints were being
+/// written out to, and every published checkpoint that fails verification (its metadata, and
+/// every state record read through, each record value's checksum included).
+fn drop_unfinished_and_damaged_checkpoints<D: Disk>(dir: &Path) -> io::Result<()> {
+    remove_dir_if_present(&dir.join(CHECKPOINT_BUILDING))?;
+    remove_file_if_present(&dir.join(RESTORING_CHECKPOINT))?;
+    // Where a build of storage format 11 wrote its snapshot file before renaming it into place.
+    remove_file_if_present(&dir.join("building.snapshot"))?;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_name().to_str().is_some_and(|name| name.starts_with(SENDING_PREFIX)) {
+            remove_file_if_present(&entry.path())?;
+        }
+    }
+    for (_, path) in checkpoints(dir)? {
+        if let Err(error) = verify_checkpoint::<D>(&path) {
+            tracing::warn!(path = %path.display(), %error, "deleting a damaged checkpoint; a new one is built when needed");
+            std::fs::remove_dir_all(&path)?;
+        }
+    }
+    Ok(())
+}
+
+fn verify_checkpoint<D: Disk>(path: &Path) -> io::Result<()> {
+    let meta: SnapshotMeta = codec::decode(&std::fs::read(path.join(CHECKPOINT_META))?, "checkpoint metadata")?;
+    let view = D::open_checkpoint(&path.join(CHECKPOINT_DISK))?;
+    let applied = read_applied(|space, key| view.get(space, key))?;
+    if applied.log_id != meta.last_log_id {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "the checkpoint's state does not match its metadata"));
+    }
+    let mut position = 0u64;
+    view.scan(Space::State, &[], None, &mut |_, value| {
+        position += 1;
+        codec::unseal(value, &format!("checkpoint record {position}")).map(|_| true)
+    })
+}
+
+fn remove_dir_if_present(path: &Path) -> io::Result<()> {
+    match std::fs::remove_dir_all(path) {
+        Err(error) if error.kind() != io::ErrorKind::NotFound => Err(error),
+        _ => Ok(()),
+    }
+}
+
+fn remove_file_if_present(path: &Path) -> io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(error) if error.kind() != io::ErrorKind::NotFound => Err(error),
+        _ => Ok(()),
+    }
+}
+
+/// Writes `bytes` to a new file at `path` and syncs it.
+fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write as _;
+    let mut file = std::fs::File::create(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
 }
 
 /// Replaces the state space with a snapshot's records, under the `installing` marker.
@@ -490,16 +668,6 @@ impl<D: Disk> RaftStateMachine<TypeConfig> for StateMachineStore<D> {
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<SnapshotOf<TypeConfig, SnapshotFile>>, io::Error> {
-        let path = self.current_snapshot_path();
-        let file = match std::fs::File::open(&path) {
-            Ok(file) => file,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(error) => return Err(error),
-        };
-        let meta = SnapshotReader::new(file.try_clone()?)?.meta;
-        // The clone shares the file position: rewind so the snapshot is read from its start.
-        let mut file = file;
-        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(0))?;
-        Ok(Some(Snapshot { meta, snapshot: SnapshotFile { path, file } }))
+        self.current_snapshot()
     }
 }

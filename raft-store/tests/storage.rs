@@ -531,3 +531,144 @@ async fn an_entry_or_snapshot_beyond_the_apply_versions_stops_the_node_unapplied
     );
     assert_eq!(narrow_store.read(|state| state.bead_count()), 1, "nothing was replaced");
 }
+
+fn snapshot_names(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir.join("snapshots"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+async fn apply_entries<D: Disk>(store: &mut StateMachineStore<D>, entries: impl IntoIterator<Item = Entry>) {
+    let applied: Vec<_> = entries.into_iter().map(|entry| Ok((entry, None))).collect();
+    store.apply(futures::stream::iter(applied)).await.unwrap();
+}
+
+/// A snapshot is a checkpoint of the disk: building one writes no snapshot file, and a newer one
+/// replaces the older. Written out, it is the file a follower receives, and installing that gives
+/// the follower the same state. A snapshot file (one received, or a format-11 directory's) stays
+/// the current snapshot until a newer checkpoint replaces it.
+#[tokio::test]
+async fn a_snapshot_is_a_checkpoint_written_out_only_to_be_sent() {
+    use openraft::storage::RaftSnapshotBuilder;
+    use raft_store::state_machine::stable_digest;
+    let dir = tempfile::tempdir().unwrap();
+    let (_, mut leader) = open(dir.path()).unwrap();
+    let all = entries(60);
+    apply_entries(&mut leader, all[..30].to_vec()).await;
+    let built = leader.get_snapshot_builder().await.build_snapshot().await.unwrap();
+    assert!(built.snapshot.is_checkpoint());
+    assert_eq!(snapshot_names(dir.path()), ["checkpoint-00000000000000000030"]);
+    apply_entries(&mut leader, all[30..50].to_vec()).await;
+    leader.get_snapshot_builder().await.build_snapshot().await.unwrap();
+    assert_eq!(snapshot_names(dir.path()), ["checkpoint-00000000000000000050"], "the older checkpoint is gone");
+    apply_entries(&mut leader, all[50..].to_vec()).await;
+
+    let current = leader.get_current_snapshot().await.unwrap().expect("a current snapshot");
+    assert_eq!(current.meta.last_log_id.map(|log_id| log_id.index), Some(50));
+    let follower_dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(follower_dir.path().join("snapshots")).unwrap();
+    let received = follower_dir.path().join("snapshots/incoming-1.snapshot");
+    std::io::copy(&mut current.snapshot.into_file().unwrap(), &mut std::fs::File::create(&received).unwrap()).unwrap();
+    assert!(
+        snapshot_names(dir.path()).iter().all(|name| !name.starts_with("sending-")),
+        "the written-out file is unlinked"
+    );
+    assert_eq!(raft_store::snapshot::verify(&received).unwrap(), current.meta);
+    let (_, mut follower) = open(follower_dir.path()).unwrap();
+    follower.install_snapshot(&current.meta, raft_store::SnapshotFile::open(&received).unwrap()).await.unwrap();
+    let digest_at_50 = |store: &StateMachineStore<RocksDisk>| store.read(|state| stable_digest(state).unwrap());
+    let restarted_dir = tempfile::tempdir().unwrap();
+    let (_, mut replay) = open(restarted_dir.path()).unwrap();
+    apply_entries(&mut replay, all[..50].to_vec()).await;
+    assert_eq!(digest_at_50(&follower), digest_at_50(&replay), "the follower holds the state at index 50");
+    assert_eq!(snapshot_names(follower_dir.path()), ["current.snapshot"]);
+
+    drop(follower);
+    let (_, mut follower) = open(follower_dir.path()).unwrap();
+    let current = follower.get_current_snapshot().await.unwrap().expect("the received snapshot");
+    assert!(!current.snapshot.is_checkpoint(), "a snapshot file stays current after a restart");
+    apply_entries(&mut follower, all[50..].to_vec()).await;
+    follower.get_snapshot_builder().await.build_snapshot().await.unwrap();
+    assert_eq!(snapshot_names(follower_dir.path()), ["checkpoint-00000000000000000060"], "replaced by a checkpoint");
+    assert_eq!(digest_at_50(&follower), leader.read(|state| stable_digest(state).unwrap()));
+}
+
+/// A checkpoint that fails verification at open (a damaged table file, or metadata that no longer
+/// matches) is deleted, as a damaged snapshot file is, and so is one whose build a crash cut short.
+#[tokio::test]
+async fn a_damaged_or_unfinished_checkpoint_is_dropped_at_open() {
+    use openraft::storage::RaftSnapshotBuilder;
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (_, mut store) = open(dir.path()).unwrap();
+        apply_entries(&mut store, entries(20)).await;
+        store.get_snapshot_builder().await.build_snapshot().await.unwrap();
+    }
+    let checkpoint = dir.path().join("snapshots/checkpoint-00000000000000000020");
+    std::fs::create_dir_all(dir.path().join("snapshots/checkpoint.building/db")).unwrap();
+    {
+        let (_, mut store) = open(dir.path()).unwrap();
+        assert_eq!(snapshot_names(dir.path()), ["checkpoint-00000000000000000020"], "the unfinished build is gone");
+        let current = store.get_current_snapshot().await.unwrap().unwrap();
+        assert!(current.snapshot.is_checkpoint());
+    }
+    let tables: Vec<_> = std::fs::read_dir(checkpoint.join("db"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|extension| extension == "sst"))
+        .collect();
+    assert!(!tables.is_empty(), "the checkpoint holds table files");
+    for table in &tables {
+        // A hard link: damage a copy in its place, not the database's own file.
+        let mut bytes = std::fs::read(table).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0xff;
+        std::fs::remove_file(table).unwrap();
+        std::fs::write(table, &bytes).unwrap();
+    }
+    let (_, mut store) = open(dir.path()).expect("a node opens without its damaged checkpoint");
+    assert!(!checkpoint.exists(), "the damaged checkpoint was deleted at open");
+    assert!(store.get_current_snapshot().await.unwrap().is_none());
+}
+
+/// A checkpoint taken while the disk holds writes in every space, some not yet synced, holds what
+/// was written before it and nothing written after, as taken and as opened again.
+#[test]
+fn a_checkpoint_of_a_disk_with_unsynced_writes_opens_and_reads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = RocksDisk::open(&dir.path().join("db")).unwrap();
+    for batch in 0u32..50 {
+        let ops = Space::ALL
+            .iter()
+            .map(|space| Op::Put(*space, batch.to_be_bytes().to_vec(), format!("value {batch}").into_bytes()))
+            .collect();
+        let durability = if batch % 10 == 0 { Durability::Sync } else { Durability::Buffered };
+        disk.write(ops, durability).unwrap();
+        if batch == 25 {
+            disk.write(
+                vec![Op::DeleteRange(Space::Log, Vec::new(), 10u32.to_be_bytes().to_vec())],
+                Durability::Buffered,
+            )
+            .unwrap();
+        }
+    }
+    drop(disk.checkpoint(&dir.path().join("first")).unwrap());
+    disk.write(vec![Op::Put(Space::Log, b"after the first".to_vec(), Vec::new())], Durability::Buffered).unwrap();
+    let taken = disk.checkpoint(&dir.path().join("checkpoint")).unwrap();
+    disk.write(vec![Op::Put(Space::State, b"later".to_vec(), b"unseen".to_vec())], Durability::Sync).unwrap();
+    let opened = RocksDisk::open_checkpoint(&dir.path().join("checkpoint")).unwrap();
+    for view in [&taken, &opened] {
+        assert_eq!(view.get(Space::State, &49u32.to_be_bytes()).unwrap(), Some(b"value 49".to_vec()));
+        assert_eq!(view.get(Space::State, b"later").unwrap(), None, "a later write is not in the checkpoint");
+        let mut count = 0;
+        view.scan(Space::Log, &[], None, &mut |_, _| {
+            count += 1;
+            Ok(true)
+        })
+        .unwrap();
+        assert_eq!(count, 41);
+    }
+}

@@ -4,8 +4,9 @@
 //! The disk is held here, outside the host, so it outlives a crash: with [`DiskKind::Memory`]
 //! a crash keeps what was synced and a seeded prefix of what was not; with [`DiskKind::Rocks`]
 //! the host reopens a real RocksDB directory on restart (a process crash: everything written
-//! reached the OS). Snapshot files are real files in a per-node temporary directory; the node
-//! writes them synced and renames them into place, so a crash keeps them whole.
+//! reached the OS). Snapshot files and checkpoints are real files in a per-node temporary
+//! directory; the node writes them synced and renames them into place, so a crash keeps them
+//! whole.
 //!
 //! Each node reports its Raft metrics to [`Observations`], every controller action it applies
 //! to [`ControllerApplies`] and every versioned entry (a canary, a switch of the apply version) to
@@ -245,6 +246,14 @@ impl<D: Disk> Disk for SimDisk<D> {
 
     fn view(&self) -> std::io::Result<Box<dyn DiskView + '_>> {
         self.inner.view()
+    }
+
+    fn checkpoint(&self, dir: &std::path::Path) -> std::io::Result<Box<dyn DiskView>> {
+        self.inner.checkpoint(dir)
+    }
+
+    fn open_checkpoint(dir: &std::path::Path) -> std::io::Result<Box<dyn DiskView>> {
+        D::open_checkpoint(dir)
     }
 
     fn read_mark(&self) -> std::io::Result<Option<u64>> {

@@ -1,6 +1,6 @@
 //! Damage to a stopped node's storage, for the nemesis' corruption fault: a few bytes of one
-//! synced value of its memory disk (a log entry, a meta value, a state record) or of its current
-//! snapshot file are flipped or zeroed. Every choice comes from the nemesis' seeded RNG, and the
+//! synced value of its memory disk (a log entry, a meta value, a state record), of its current
+//! snapshot file, or of its newest checkpoint (the snapshot it built) are flipped or zeroed. Every choice comes from the nemesis' seeded RNG, and the
 //! description that goes to the trace names only deterministic things (a log index, a record
 //! key, a byte offset), so a seed replays the same damage.
 //!
@@ -18,7 +18,8 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use raft_store::codec::{self, CHECKSUM_BYTES, META_FORMAT, META_INSTALLING};
-use raft_store::snapshot::{SnapshotReader, SnapshotWriter};
+use raft_store::memory;
+use raft_store::snapshot::{CHECKPOINT_DISK, SnapshotReader, SnapshotWriter};
 use raft_store::{MemoryDisk, Space};
 use rand::Rng;
 use rand::rngs::StdRng;
@@ -29,6 +30,8 @@ use crate::cluster::SimNode;
 /// The state machine's current snapshot, in the node's `snapshots` directory: the one file a node
 /// reads at start and sends to lagging followers (`raft_store::state_machine`).
 pub const CURRENT_SNAPSHOT: &str = "snapshots/current.snapshot";
+/// The node's `snapshots` directory, which holds its checkpoints (`checkpoint-<index>/db/`).
+pub const SNAPSHOTS: &str = "snapshots";
 /// Longest run of bytes one damage zeroes.
 pub const ZEROED_BYTES_MAX: usize = 8;
 
@@ -46,10 +49,16 @@ pub enum Sealing {
 enum Target {
     Value(Space),
     Snapshot,
+    Checkpoint,
 }
 
-const TARGETS: [Target; 4] =
-    [Target::Value(Space::Log), Target::Value(Space::Meta), Target::Value(Space::State), Target::Snapshot];
+const TARGETS: [Target; 5] = [
+    Target::Value(Space::Log),
+    Target::Value(Space::Meta),
+    Target::Value(Space::State),
+    Target::Snapshot,
+    Target::Checkpoint,
+];
 
 /// Damages one thing on `node`'s storage, trying the kinds of target in a seeded order until one
 /// holds something; answers what it did, or `None` when the node stores nothing yet. An error
@@ -61,6 +70,7 @@ pub fn damage_node(rng: &mut StdRng, node: &SimNode, sealing: Sealing) -> io::Re
         let done = match target {
             Target::Value(space) => damage_value(rng, &node.disk, space, sealing),
             Target::Snapshot => damage_snapshot(rng, &node.dir.path().join(CURRENT_SNAPSHOT), sealing)?,
+            Target::Checkpoint => damage_checkpoint(rng, &node.dir.path().join(SNAPSHOTS), sealing)?,
         };
         if done.is_some() {
             return Ok(done);
@@ -150,6 +160,36 @@ fn damage_snapshot(rng: &mut StdRng, path: &Path, sealing: Sealing) -> io::Resul
         Sealing::Resealed => damage_snapshot_record(rng, path)?,
     };
     Ok(Some(format!("{CURRENT_SNAPSHOT}: {what}")))
+}
+
+/// Damages the newest checkpoint in `snapshots`, if there is one: its file, or under
+/// [`Sealing::Resealed`] one state record's value, the file's checksum recomputed.
+fn damage_checkpoint(rng: &mut StdRng, snapshots: &Path, sealing: Sealing) -> io::Result<Option<String>> {
+    if !snapshots.exists() {
+        return Ok(None);
+    }
+    let mut checkpoints: Vec<String> = std::fs::read_dir(snapshots)?
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| name.starts_with("checkpoint-"))
+        .collect();
+    checkpoints.sort();
+    let Some(newest) = checkpoints.pop() else { return Ok(None) };
+    let dir = snapshots.join(&newest).join(CHECKPOINT_DISK);
+    let what = match sealing {
+        Sealing::Visible => damage_file_bytes(rng, &dir.join(memory::CHECKPOINT_FILE))?,
+        Sealing::Resealed => {
+            let mut contents = memory::read_checkpoint(&dir)?;
+            let records = contents.entry(Space::State).or_default();
+            let Some(key) = records.keys().nth(rng.random_range(0..records.len().max(1))).cloned() else {
+                return Ok(Some(format!("{SNAPSHOTS}/{newest}: nothing: it holds no state record")));
+            };
+            let value = records.get_mut(&key).expect("a key just listed holds a value");
+            let what = format!("{}: {}", describe_key(Space::State, &key), damage_bytes(rng, value, Sealing::Resealed));
+            memory::write_checkpoint(&dir, &contents)?;
+            what
+        }
+    };
+    Ok(Some(format!("{SNAPSHOTS}/{newest}: {what}")))
 }
 
 /// Damages a few bytes of a file in place, somewhere in the whole of it.

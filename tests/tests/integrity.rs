@@ -270,6 +270,15 @@ async fn a_forwarded_controller_action_is_refused() {
 }
 
 /// The metadata a snapshot file starts with (its magic line, then a sealed, framed meta).
+/// The newest snapshot a node built (a checkpoint), written out as the file a follower receives.
+fn written_out_snapshot(snapshots: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let snapshot = raft_store::state_machine::newest_checkpoint::<raft_store::RocksDisk>(snapshots).ok()??;
+    let mut bytes = Vec::new();
+    snapshot.snapshot.into_file().ok()?.read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
 fn snapshot_meta(file: &[u8]) -> SnapshotMeta {
     let magic = file.iter().position(|byte| *byte == b'\n').unwrap() + 1;
     let length = u32::from_be_bytes(file[magic..magic + 4].try_into().unwrap()) as usize;
@@ -310,8 +319,8 @@ async fn damaged_foreign_forged_and_oversized_snapshots_are_refused_and_change_n
     let cluster = Cluster::start(3, Some(config));
     let leader = cluster.wait_for_leader().await;
     create_beads(&cluster, "snapshotted", 150).await;
-    let current = cluster.nodes[(leader - 1) as usize].data_dir.join("snapshots/current.snapshot");
-    let file = wait_for("the leader to build a snapshot", || async { std::fs::read(&current).ok() }).await;
+    let snapshots = cluster.nodes[(leader - 1) as usize].data_dir.join("snapshots");
+    let file = wait_for("the leader to build a snapshot", || async { written_out_snapshot(&snapshots) }).await;
     let meta = snapshot_meta(&file);
     let before = cluster.wait_for_convergence(3).await;
     let term = cluster.client().status(false).await.unwrap().term;

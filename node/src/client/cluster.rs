@@ -202,8 +202,9 @@ impl<D: Disk> Cluster for ClusterService<D> {
             .ok_or_else(|| Status::unavailable("this node holds no snapshot; try again"))?;
         let (last_log_index, last_log_term) =
             snapshot.meta.last_log_id.map_or((0, 0), |log_id| (log_id.index, log_id.leader_id.term));
-        let mut file = snapshot.snapshot.file;
+        let data = snapshot.snapshot;
         let (file, (snapshot_bytes, snapshot_crc32)) = tokio::task::spawn_blocking(move || {
+            let mut file = data.into_file()?;
             let summed = length_and_crc(&mut file);
             summed.map(|summed| (file, summed))
         })

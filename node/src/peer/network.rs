@@ -686,13 +686,13 @@ impl PeerClient {
         result.map_err(|error| unreachable(format!("node {target}: {error}")))
     }
 
+    /// The chunks of a snapshot: its metadata, then its file (`file`, open at its start).
     fn snapshot_chunks(
         vote: Vote,
-        snapshot: SnapshotOf<TypeConfig, SnapshotFile>,
+        meta: &SnapshotMeta,
+        file: std::fs::File,
     ) -> Result<impl futures::Stream<Item = SnapshotChunk> + Send + 'static, std::io::Error> {
-        let meta = postcard::to_stdvec(&(vote, snapshot.meta.clone())).map_err(std::io::Error::other)?;
-        let mut file = snapshot.snapshot.file;
-        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(0))?;
+        let meta = postcard::to_stdvec(&(vote, meta.clone())).map_err(std::io::Error::other)?;
         let file = tokio::fs::File::from_std(file);
         let first = SnapshotChunk { meta, data: Vec::new() };
         let rest = futures::stream::unfold(Some(file), |file| async move {
@@ -848,12 +848,19 @@ impl PeerClient {
         option: RPCOption,
     ) -> Result<SnapshotResponse<TypeConfig>, StreamingError<TypeConfig>> {
         let mut client = self.client()?;
-        let chunks = Self::snapshot_chunks(vote, snapshot)
+        let mut cancel = std::pin::pin!(cancel);
+        // A checkpoint is written out as a snapshot file first (see raft_store::snapshot).
+        let file = tokio::select! {
+            closed = &mut cancel => return Err(StreamingError::Closed(closed)),
+            file = snapshot.snapshot.readable() => file,
+        };
+        let chunks = file
+            .and_then(|file| Self::snapshot_chunks(vote, &snapshot.meta, file))
             .map_err(|error| StreamingError::Network(NetworkError::new(&error)))?;
         let target = self.target;
         let send = tokio::time::timeout(option.hard_ttl(), client.install_snapshot(chunks));
         let response = tokio::select! {
-            closed = cancel => return Err(StreamingError::Closed(closed)),
+            closed = &mut cancel => return Err(StreamingError::Closed(closed)),
             response = send => response,
         };
         let payload = match response {
