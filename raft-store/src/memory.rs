@@ -354,6 +354,26 @@ mod tests {
     }
 
     #[test]
+    fn a_checkpoint_holds_its_instant_and_refuses_a_flipped_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let disk = MemoryDisk::new();
+        disk.write(vec![put("a", "1")], Durability::Sync).unwrap();
+        disk.write(vec![put("b", "2")], Durability::Buffered).unwrap();
+        let checkpoint = dir.path().join("checkpoint");
+        disk.checkpoint(&checkpoint).unwrap();
+        disk.write(vec![put("c", "3")], Durability::Sync).unwrap();
+        let view = MemoryDisk::open_checkpoint(&checkpoint).unwrap();
+        let read = |key: &str| view.get(Space::State, key.as_bytes()).unwrap();
+        assert_eq!((read("a"), read("b"), read("c")), (Some(b"1".to_vec()), Some(b"2".to_vec()), None));
+        let file = checkpoint.join(CHECKPOINT_FILE);
+        let mut bytes = std::fs::read(&file).unwrap();
+        bytes[3] ^= 0x01;
+        std::fs::write(&file, &bytes).unwrap();
+        let error = MemoryDisk::open_checkpoint(&checkpoint).err().expect("a flipped byte is refused");
+        assert!(error.to_string().contains("is damaged"), "{error}");
+    }
+
+    #[test]
     fn sync_makes_buffered_writes_durable_and_ranges_delete() {
         let disk = MemoryDisk::new();
         disk.write(vec![put("a", "1"), put("b", "2"), put("c", "3")], Durability::Buffered).unwrap();
