@@ -168,13 +168,11 @@ fn damage_checkpoint(rng: &mut StdRng, snapshots: &Path, sealing: Sealing) -> io
     if !snapshots.exists() {
         return Ok(None);
     }
-    let mut checkpoints: Vec<String> = std::fs::read_dir(snapshots)?
-        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
-        .filter(|name| name.starts_with("checkpoint-"))
-        .collect();
-    checkpoints.sort();
-    let Some(newest) = checkpoints.pop() else { return Ok(None) };
-    let dir = snapshots.join(&newest).join(CHECKPOINT_DISK);
+    let Some(checkpoint) = raft_store::state_machine::newest_checkpoint::<MemoryDisk>(snapshots)? else {
+        return Ok(None);
+    };
+    let newest = checkpoint.snapshot.path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    let dir = checkpoint.snapshot.path.join(CHECKPOINT_DISK);
     let what = match sealing {
         Sealing::Visible => damage_file_bytes(rng, &dir.join(memory::CHECKPOINT_FILE))?,
         Sealing::Resealed => {
