@@ -8,13 +8,13 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/strand-target
 export STRAND_SIM_FRESH_SEED ?= $(shell git rev-parse HEAD 2>/dev/null)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test deps build bench fmt apply-v2
+.PHONY: run test deps build release bench fmt
 
 deps:
 	@missing=""; \
 	command -v protoc >/dev/null 2>&1 || missing="$$missing protobuf-compiler"; \
 	ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || missing="$$missing libclang-dev"; \
-	command -v clang >/dev/null 2>&1 || missing="$$missing clang"; \
+	command -v clang++ >/dev/null 2>&1 || missing="$$missing clang"; \
 	command -v c++ >/dev/null 2>&1 || missing="$$missing g++"; \
 	command -v jq >/dev/null 2>&1 || missing="$$missing jq"; \
 	command -v unshare >/dev/null 2>&1 || missing="$$missing util-linux"; \
@@ -29,19 +29,10 @@ deps:
 build: deps
 	cargo build --workspace --bins
 
-# The test-only apply-v2 builds (api/src/version.rs) of strand and of the simulator, which the
-# rolling-upgrade tests run beside the default ones, in $(CARGO_TARGET_DIR)/apply-v2/. They share
-# the build directory (RocksDB is not rebuilt); the default debug/ binaries are put back
-# afterwards, replaced rather than written through, since cargo hard-links them.
-APPLY_V2_BINS := strand simulation
-apply-v2: build
-	set -e; for bin in $(APPLY_V2_BINS); do cp $(CARGO_TARGET_DIR)/debug/$$bin $(CARGO_TARGET_DIR)/$$bin.default; done
-	cargo build -p cli -p simulation --bin strand --bin simulation --features cli/apply-v2,simulation/apply-v2
-	mkdir -p $(CARGO_TARGET_DIR)/apply-v2
-	set -e; for bin in $(APPLY_V2_BINS); do \
-		cp --remove-destination $(CARGO_TARGET_DIR)/debug/$$bin $(CARGO_TARGET_DIR)/apply-v2/$$bin; \
-		mv -f $(CARGO_TARGET_DIR)/$$bin.default $(CARGO_TARGET_DIR)/debug/$$bin; \
-	done
+# The build users deploy and the benchmarks measure (Cargo.toml's release profile): an optimised
+# `strand` in $(CARGO_TARGET_DIR)/release/. It compiles RocksDB's C++ once more, optimised.
+release: deps
+	cargo build --release -p cli --bin strand
 
 run: build
 	$(CARGO_TARGET_DIR)/debug/strand dev --nodes 3
@@ -64,7 +55,6 @@ test: deps
 	cargo build -p simulation 2> $(CARGO_TARGET_DIR)/single-package.log || { cat $(CARGO_TARGET_DIR)/single-package.log; exit 1; }
 	@if grep -q 'Compiling librocksdb-sys' $(CARGO_TARGET_DIR)/single-package.log; then \
 		echo "cargo build -p simulation recompiled RocksDB: workspace-hack/ is stale; run cargo hakari generate && cargo hakari manage-deps" >&2; exit 1; fi
-	$(MAKE) apply-v2
 	cargo nextest run --workspace --no-fail-fast
 
 bench: build

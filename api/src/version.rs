@@ -3,16 +3,18 @@
 //! The replicated state holds the cluster's **apply version** ([`crate::state::State::apply_version`]),
 //! changed only by entries of the log (the leader's switch, `cluster version set`). Every rule
 //! that can change an outcome is gated on it, so every replica switches rules at the same log
-//! index whatever build it runs. A build declares the versions it can apply ([`BUILD_APPLY_VERSIONS`]):
+//! index whatever build it runs. A build declares the versions it can apply ([`build_apply_versions`]):
 //! a node refuses to start on a state it cannot apply, and stops at an entry or snapshot that
 //! would take the state outside its range.
 //!
-//! Invariant: the state machine never reads [`BUILD_APPLY_VERSIONS`]; `tests/tests/tidy.rs`
+//! Invariant: the state machine never reads [`build_apply_versions`]; `tests/tests/tidy.rs`
 //! (`apply_rules_never_read_the_build`) keeps it out of `state/` and `commands/`.
 //!
-//! Versions: 1, the rules of the first build with apply versions. 2 exists only in builds with
-//! the test-only `apply-v2` feature: a create whose title starts with [`CANARY_V2_PREFIX`] is
-//! refused, so a replica that applied version 2's rule early shows in answers and digests.
+//! Versions: 1, the rules of the first build with apply versions. 2 exists only in the test-only
+//! apply-v2 mode ([`test_apply_v2`]: a debug build started with `STRAND_TEST_APPLY_V2=1`, which
+//! the rolling-upgrade tests and the simulator's upgrade fault run as the newer build): a create
+//! whose title starts with [`CANARY_V2_PREFIX`] is refused, so a replica that applied version 2's
+//! rule early shows in answers and digests. A release build never enters that mode.
 //!
 //! Which builds run side by side: a build runs beside every build whose range shares a version
 //! with its own and that sends apply versions (every build from the first with apply versions
@@ -26,7 +28,7 @@ use serde::{Deserialize, Serialize};
 /// versions existed applied these rules.
 pub const FIRST_APPLY_VERSION: u32 = 1;
 
-/// The prefix of the titles version 2's canary rule refuses (test-only `apply-v2` builds).
+/// The prefix of the titles version 2's canary rule refuses (the test-only apply-v2 mode).
 pub const CANARY_V2_PREFIX: &str = "apply-v2-canary";
 
 /// An inclusive range of apply versions.
@@ -58,27 +60,42 @@ impl fmt::Display for ApplyRange {
     }
 }
 
-/// The apply versions this build applies.
-pub const BUILD_APPLY_VERSIONS: ApplyRange =
-    ApplyRange { min: FIRST_APPLY_VERSION, max: if cfg!(feature = "apply-v2") { 2 } else { 1 } };
+/// The variable that, set to `1` for a debug build, starts it in the test-only apply-v2 mode
+/// ([`test_apply_v2`]).
+pub const TEST_APPLY_V2_ENV: &str = "STRAND_TEST_APPLY_V2";
 
-/// The variable that, in a test-only `apply-v2` build, makes version 2's canary rule apply
+/// Whether this process runs as the test-only apply-v2 build: a debug build (the one `make test`
+/// and `cargo build` make) started with `STRAND_TEST_APPLY_V2=1`. It applies versions 1 and 2
+/// and names itself `VERSION+apply-v2`. A release build ignores the variable, so a node users
+/// deploy never claims a version that only tests define.
+pub fn test_apply_v2() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    cfg!(debug_assertions) && *ON.get_or_init(|| std::env::var_os(TEST_APPLY_V2_ENV).is_some_and(|value| value == "1"))
+}
+
+/// The apply versions this build applies.
+pub fn build_apply_versions() -> ApplyRange {
+    ApplyRange { min: FIRST_APPLY_VERSION, max: if test_apply_v2() { 2 } else { 1 } }
+}
+
+/// The variable that, in the test-only apply-v2 mode, makes version 2's canary rule apply
 /// whatever the state's apply version: a build that decides a rule by itself, which the
 /// rolling-upgrade tests must catch.
 pub const UNGATED_CANARY_ENV: &str = "STRAND_TEST_UNGATED_CANARY";
 
-/// Whether version 2's canary rule ignores the apply version ([`UNGATED_CANARY_ENV`]); always
-/// false outside the test-only `apply-v2` builds.
-pub fn canary_ungated() -> bool {
+/// Whether version 2's canary rule applies to a state at apply version `version`: only in the
+/// test-only apply-v2 mode, and there from version 2 on, or at any version with
+/// [`UNGATED_CANARY_ENV`] set.
+pub fn canary_v2_applies(version: u32) -> bool {
     static UNGATED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    cfg!(feature = "apply-v2") && *UNGATED.get_or_init(|| std::env::var_os(UNGATED_CANARY_ENV).is_some())
+    test_apply_v2() && (version >= 2 || *UNGATED.get_or_init(|| std::env::var_os(UNGATED_CANARY_ENV).is_some()))
 }
 
-/// This build, as it names itself to other nodes and operators: the crate version and, for the
-/// test-only builds, the features that change its apply versions.
+/// This build, as it names itself to other nodes and operators: the crate version and, in the
+/// test-only apply-v2 mode, `+apply-v2`.
 pub fn build_name() -> String {
     let version = env!("CARGO_PKG_VERSION");
-    if cfg!(feature = "apply-v2") { format!("{version}+apply-v2") } else { version.to_string() }
+    if test_apply_v2() { format!("{version}+apply-v2") } else { version.to_string() }
 }
 
 #[cfg(test)]

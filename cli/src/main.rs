@@ -267,7 +267,7 @@ fn print_version(json: bool) {
             serde_json::json!({
                 "version": own, "bd_compatible": BD_COMPATIBLE_VERSION, "schema_version": 1,
                 "build": api::version::build_name(),
-                "apply_versions": { "min": api::version::BUILD_APPLY_VERSIONS.min, "max": api::version::BUILD_APPLY_VERSIONS.max },
+                "apply_versions": { "min": api::version::build_apply_versions().min, "max": api::version::build_apply_versions().max },
             })
         );
         return;
@@ -281,7 +281,7 @@ fn print_version(json: bool) {
         println!(
             "strand {own} (the bd {BD_COMPATIBLE_VERSION} command line), build {}, apply versions {}",
             api::version::build_name(),
-            api::version::BUILD_APPLY_VERSIONS
+            api::version::build_apply_versions()
         );
     }
 }

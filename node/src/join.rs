@@ -184,7 +184,7 @@ async fn ask(
     let mut call = tonic::Request::new(encode(request));
     // The member refuses a build that cannot apply the cluster's apply version before it adds it.
     let metadata = call.metadata_mut();
-    if let Ok(range) = api::version::BUILD_APPLY_VERSIONS.to_string().parse() {
+    if let Ok(range) = api::version::build_apply_versions().to_string().parse() {
         metadata.insert(crate::peer::network::APPLY_VERSIONS_HEADER, range);
     }
     if let Ok(build) = api::version::build_name().parse() {

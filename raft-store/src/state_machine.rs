@@ -36,7 +36,7 @@ use api::command::{Command, Proposal};
 use api::model::Namespace;
 use api::outcome::{Answer, Outcome};
 use api::state::{ApplyVersionRecord, Record, RecordKey, State};
-use api::version::BUILD_APPLY_VERSIONS;
+use api::version::build_apply_versions;
 use futures::{Stream, TryStreamExt};
 use openraft::storage::{EntryResponder, RaftSnapshotBuilder, RaftStateMachine, Snapshot};
 use openraft::type_config::alias::SnapshotOf;
@@ -81,7 +81,7 @@ pub struct ApplyProbes {
     /// current controller term, so the state machine's term fence never refuses it.
     pub unfenced_controller: bool,
     /// The apply versions this node applies, when narrower than its build's (the simulator's
-    /// nodes of an older build); `None`: [`BUILD_APPLY_VERSIONS`].
+    /// nodes of an older build); `None`: [`build_apply_versions`].
     pub apply_versions: Option<api::version::ApplyRange>,
 }
 
@@ -194,7 +194,7 @@ impl<D: Disk> StateMachineStore<D> {
 
     /// The apply versions this node applies: its build's, or narrower (see [`ApplyProbes`]).
     pub fn apply_versions(&self) -> api::version::ApplyRange {
-        self.inner.probes.apply_versions.unwrap_or(BUILD_APPLY_VERSIONS)
+        self.inner.probes.apply_versions.unwrap_or_else(build_apply_versions)
     }
 
     /// The consistency checkpoints this replica took lately, (log index, digest), oldest first.

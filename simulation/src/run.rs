@@ -73,9 +73,9 @@ impl RunConfig {
     pub fn replay_command(&self) -> String {
         let faults: Vec<String> = self.faults.iter().map(|fault| format!("{fault:?}").to_lowercase()).collect();
         // The upgrade fault runs only in the build that applies two versions.
-        let build = if self.faults.contains(&Fault::Upgrade) { "-p simulation --features apply-v2 " } else { "" };
+        let mode = if self.faults.contains(&Fault::Upgrade) { "STRAND_TEST_APPLY_V2=1 " } else { "" };
         let mut command = format!(
-            "cargo run {build}--bin simulation -- --seed {} --nodes {} --duration {}s --agents {} --disk {} --faults {}",
+            "{mode}cargo run --bin simulation -- --seed {} --nodes {} --duration {}s --agents {} --disk {} --faults {}",
             self.seed,
             self.nodes,
             self.duration.as_secs(),
@@ -217,12 +217,12 @@ fn older_build(config: &RunConfig) -> Result<Option<api::version::ApplyRange>, S
     if !config.faults.contains(&Fault::Upgrade) {
         return Ok(None);
     }
-    let build = api::version::BUILD_APPLY_VERSIONS;
+    let build = api::version::build_apply_versions();
     if build.max <= build.min {
         return Err(format!(
             "the upgrade fault needs a simulator that applies two versions, and this one applies {build} only: \
-             build it with `cargo build -p simulation --features apply-v2` (`make apply-v2` puts one in \
-             <target>/apply-v2/simulation), or leave upgrade out of --faults"
+             run a debug build with STRAND_TEST_APPLY_V2=1 (the test-only mode that applies version 2), \
+             or leave upgrade out of --faults"
         ));
     }
     Ok(Some(api::version::ApplyRange { min: build.min, max: build.max - 1 }))
@@ -283,7 +283,7 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
         seed: config.seed,
         agent: config.agents,
         failed_starts: failed_starts.clone(),
-        switch_to: older_build.map(|_| api::version::BUILD_APPLY_VERSIONS.max),
+        switch_to: older_build.map(|_| api::version::build_apply_versions().max),
     };
     let healed_report = healed::register(&mut sim, &schedule, &history);
     let operator = spares.first().map(|spare| {

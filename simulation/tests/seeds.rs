@@ -19,10 +19,18 @@ use simulation::cluster::{DiskKind, Mutation};
 use simulation::nemesis::Fault;
 use simulation::run::{RunConfig, RunReport, run};
 
-/// Seeds per band of 3-node clusters.
+/// Seeds per fresh band of 3-node clusters.
 const SEEDS_3_NODES: u64 = 100;
-/// Seeds per band of 5-node clusters.
+/// Seeds per fresh band of 5-node clusters.
 const SEEDS_5_NODES: u64 = 50;
+/// Seeds of the fixed bands, smaller than the fresh ones: every commit has run the fixed seeds
+/// before, so past the regression net they keep, their time buys more as fresh seeds.
+const FIXED_SEEDS_3_NODES: u64 = 40;
+/// Seeds of the fixed band of 5-node clusters.
+const FIXED_SEEDS_5_NODES: u64 = 20;
+/// Seeds of the fixed corruption band of 3-node clusters (the fresh one runs
+/// [`SEEDS_CORRUPTION_3_NODES`]).
+const FIXED_SEEDS_CORRUPTION_3_NODES: u64 = 25;
 /// Seeds within which the no-fsync mutation must be caught.
 const MUTATION_SEEDS_MAX: u64 = 20;
 /// Seeds of the large-values band (each moves ~10 MiB through every node, so fewer).
@@ -145,12 +153,12 @@ fn fresh_start() -> u64 {
 
 #[test]
 fn fixed_band_3_nodes() {
-    band(0, SEEDS_3_NODES, 3);
+    band(0, FIXED_SEEDS_3_NODES, 3);
 }
 
 #[test]
 fn fixed_band_5_nodes() {
-    band(1_000_000, SEEDS_5_NODES, 5);
+    band(1_000_000, FIXED_SEEDS_5_NODES, 5);
 }
 
 #[test]
@@ -177,7 +185,7 @@ fn large_values_band_3_nodes() {
 
 #[test]
 fn corruption_band_3_nodes() {
-    corruption_band(3_000_000, SEEDS_CORRUPTION_3_NODES, 3);
+    corruption_band(3_000_000, FIXED_SEEDS_CORRUPTION_3_NODES, 3);
 }
 
 #[test]
@@ -210,26 +218,12 @@ fn fresh_membership_band_3_nodes() {
     membership_band(fresh_start().wrapping_add(5_000_000), SEEDS_MEMBERSHIP_3_NODES, 3);
 }
 
-/// The simulator built with `--features apply-v2`, which `make apply-v2` (run by `make test`) puts
-/// in `<target>/apply-v2/simulation`, or `$STRAND_APPLY_V2_SIM`: the upgrade fault needs a build
-/// that applies two versions. One older than the default simulator was built from older code.
-fn apply_v2_simulator() -> std::path::PathBuf {
-    if let Ok(path) = std::env::var("STRAND_APPLY_V2_SIM") {
-        return path.into();
-    }
-    let default = std::path::Path::new(env!("CARGO_BIN_EXE_simulation"));
-    let target = default.parent().and_then(std::path::Path::parent).expect("<target>/<profile>/simulation");
-    let binary = target.join("apply-v2").join("simulation");
-    let modified = |path: &std::path::Path| std::fs::metadata(path).and_then(|meta| meta.modified()).ok();
-    let (built, default_built) = (modified(&binary), modified(default));
-    assert!(built.is_some(), "{} is missing; build it with `make apply-v2` (make test does)", binary.display());
-    assert!(
-        built >= default_built,
-        "{} is older than {}: rebuild it with `make apply-v2` (make test does)",
-        binary.display(),
-        default.display()
-    );
-    binary
+/// The simulator in the test-only apply-v2 mode (`STRAND_TEST_APPLY_V2=1`, see
+/// `api/src/version.rs`): the upgrade fault needs a build that applies two versions.
+fn apply_v2_simulator() -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_simulation"));
+    command.env(api::version::TEST_APPLY_V2_ENV, "1");
+    command
 }
 
 /// Seeds per band of 3-node rolling upgrades.
@@ -246,7 +240,7 @@ fn sweep_apply_v2(
     faults: &str,
     env: &[(&str, &str)],
 ) -> (bool, BTreeMap<String, String>, String) {
-    let output = std::process::Command::new(apply_v2_simulator())
+    let output = apply_v2_simulator()
         .args(["--seeds", &seeds.to_string(), "--start-seed", &start.to_string(), "--duration", "6s"])
         .args(["--faults", faults])
         .envs(env.iter().copied())
@@ -313,17 +307,19 @@ fn an_apply_rule_decided_by_the_build_is_caught() {
     assert!(stderr.contains("[upgrade] canary"), "caught, but not by the upgrade checker:\n{stderr}");
 }
 
-/// A default build applies one version, so it cannot run the upgrade fault, and says so.
+/// Outside the test-only apply-v2 mode a build applies one version, so it cannot run the upgrade
+/// fault, and says so.
 #[test]
 fn a_default_build_refuses_the_upgrade_fault() {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_simulation"))
+        .env_remove(api::version::TEST_APPLY_V2_ENV)
         .args(["--seed", "1", "--faults", "crash,upgrade"])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("needs a simulator that applies two versions") && stderr.contains("--features apply-v2"),
+        stderr.contains("needs a simulator that applies two versions") && stderr.contains("STRAND_TEST_APPLY_V2=1"),
         "{stderr}"
     );
 }
@@ -339,16 +335,13 @@ fn rocksdb_backend_under_crashes_and_partitions() {
 
 /// Runs one seed in a fresh simulator process, as a replay does, and returns its trace.
 fn trace_of(seed: u64, options: &[&str]) -> String {
-    trace_of_build(std::path::Path::new(env!("CARGO_BIN_EXE_simulation")), seed, options)
+    trace_of_command(std::process::Command::new(env!("CARGO_BIN_EXE_simulation")), seed, options)
 }
 
-/// [`trace_of`] with the simulator at `binary`.
-fn trace_of_build(binary: &std::path::Path, seed: u64, options: &[&str]) -> String {
-    let output = std::process::Command::new(binary)
-        .args(["--seed", &seed.to_string(), "--duration", "6s", "--verbose"])
-        .args(options)
-        .output()
-        .unwrap();
+/// [`trace_of`] with the simulator that `command` starts.
+fn trace_of_command(mut command: std::process::Command, seed: u64, options: &[&str]) -> String {
+    let output =
+        command.args(["--seed", &seed.to_string(), "--duration", "6s", "--verbose"]).args(options).output().unwrap();
     assert!(output.status.success(), "seed {seed} failed:\n{}", String::from_utf8_lossy(&output.stderr));
     // The trace ends with its hash; the summary table after it holds wall-clock times.
     let stdout = String::from_utf8(output.stdout).unwrap();
@@ -384,9 +377,11 @@ fn the_same_seed_gives_the_same_trace() {
 /// schedule.
 #[test]
 fn an_upgrade_run_gives_the_same_trace() {
-    let binary = apply_v2_simulator();
     let options = ["--faults", UPGRADE_FAULTS];
-    let (first, second) = (trace_of_build(&binary, 6_000_001, &options), trace_of_build(&binary, 6_000_001, &options));
+    let (first, second) = (
+        trace_of_command(apply_v2_simulator(), 6_000_001, &options),
+        trace_of_command(apply_v2_simulator(), 6_000_001, &options),
+    );
     assert!(first == second, "seed 6000001 with upgrades ran twice gave different traces");
     assert!(first.contains("nemesis: upgrade n"), "the run upgraded no node:\n{first}");
 }

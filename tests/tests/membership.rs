@@ -472,7 +472,7 @@ async fn a_node_joins_over_mutual_tls_only_with_its_own_certificate_and_an_admin
     };
     let mut call = tonic::Request::new(node::peer::network::encode(&request));
     call.metadata_mut().insert("authorization", format!("Bearer {admin}").parse().unwrap());
-    let versions = api::version::BUILD_APPLY_VERSIONS.to_string().parse().unwrap();
+    let versions = api::version::build_apply_versions().to_string().parse().unwrap();
     call.metadata_mut().insert(node::peer::network::APPLY_VERSIONS_HEADER, versions);
     let answer = api::proto::raft_client::RaftClient::new(channel).join(call).await.unwrap().into_inner();
     let answer: Result<node::peer::Joined, node::peer::ChangeRefused> = node::peer::network::decode(&answer).unwrap();

@@ -1,5 +1,6 @@
 //! Rolling upgrades between two builds of one tree: the default build (apply version 1) and the
-//! test-only `apply-v2` build, whose version 2 refuses canary creates (see `api/src/version.rs`).
+//! same binary in the test-only apply-v2 mode (`tests::apply_v2_binary`), whose version 2 refuses
+//! canary creates (see `api/src/version.rs`).
 //! A rule applied early shows in the canaries' answers and in the replicas' digests.
 //!
 //! `STRAND_UPGRADE_TEST_UNGATED=1` runs the node-by-node test with the `apply-v2` nodes deciding

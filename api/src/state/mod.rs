@@ -417,16 +417,14 @@ impl State {
         answer
     }
 
-    /// Apply version 2's rule, in test-only builds (see [`crate::version`]): a create whose title
-    /// starts with the canary prefix is refused. `create_title` is the title of the command being
-    /// applied when it is a create (`None`: any other command). Gated on the state's apply
-    /// version, as every rule that changes an outcome is; with `STRAND_TEST_UNGATED_CANARY` set,
-    /// the test build applies it whatever the version (`version::canary_ungated`), the mistake
-    /// the rolling-upgrade test must catch.
+    /// Apply version 2's rule, in the test-only apply-v2 mode (see [`crate::version`]): a create
+    /// whose title starts with the canary prefix is refused. `create_title` is the title of the
+    /// command being applied when it is a create (`None`: any other command). Gated on the
+    /// state's apply version, as every rule that changes an outcome is; with
+    /// `STRAND_TEST_UNGATED_CANARY` set, the test mode applies it whatever the version
+    /// (`version::canary_v2_applies`), the mistake the rolling-upgrade test must catch.
     pub(crate) fn canary_v2(&self, create_title: Option<&str>) -> Result<(), Refusal> {
-        let applies = self.apply_version.version >= 2 || crate::version::canary_ungated();
-        if cfg!(feature = "apply-v2")
-            && applies
+        if crate::version::canary_v2_applies(self.apply_version.version)
             && let Some(title) = create_title
             && title.starts_with(crate::version::CANARY_V2_PREFIX)
         {
@@ -794,7 +792,7 @@ impl State {
     }
 }
 
-/// The refusal of apply version 2's canary rule (test-only `apply-v2` builds; see
+/// The refusal of apply version 2's canary rule (the test-only apply-v2 mode; see
 /// [`crate::version::CANARY_V2_PREFIX`]), by which the simulator tells it from other refusals.
 pub fn canary_v2_refusal() -> Refusal {
     Refusal::Invalid(format!(

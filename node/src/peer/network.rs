@@ -203,7 +203,7 @@ impl PeerIdentity {
     /// The identity of member `member_id` of the cluster `cluster_id`, which applies its build's
     /// apply versions.
     pub fn new(cluster_id: Arc<ClusterId>, member_id: NodeId) -> PeerIdentity {
-        PeerIdentity { cluster_id, member_id, apply_versions: api::version::BUILD_APPLY_VERSIONS }
+        PeerIdentity { cluster_id, member_id, apply_versions: api::version::build_apply_versions() }
     }
 
     /// The identity with the apply versions this node applies (when narrower than its build's).
