@@ -296,7 +296,7 @@ fn fresh_upgrade_band_3_nodes() {
     upgrade_band(fresh_start().wrapping_add(6_000_000));
 }
 
-/// The test of the upgrade checker: the apply-v2 build with its canary rule decided by the build
+/// The test of the upgrade checker: the apply-v2 mode with its canary rule decided by the build
 /// instead of the state's apply version (`STRAND_TEST_UNGATED_CANARY`) refuses canaries before
 /// the switch, and the first seed shows it.
 #[test]

@@ -35,8 +35,8 @@ enum Setup {
     MakeRun,
     /// Nothing: the block starts what it needs.
     Nothing,
-    /// Nothing running, and a newer build at `new/strand` (the test-only `apply-v2` build, which
-    /// applies one apply version more).
+    /// Nothing running, and a newer build at `new/strand` (`strand` in the test-only apply-v2
+    /// mode, `tests::apply_v2_binary`, which applies one apply version more).
     NewBuild,
 }
 
