@@ -261,13 +261,14 @@ const BD_COMPATIBLE_VERSION: &str = "1.0.4";
 /// `strand version`: as `bd version` prints it when run under the name `bd`.
 fn print_version(json: bool) {
     let own = env!("CARGO_PKG_VERSION");
+    let applies = api::version::build_apply_versions();
     if json {
         println!(
             "{}",
             serde_json::json!({
                 "version": own, "bd_compatible": BD_COMPATIBLE_VERSION, "schema_version": 1,
                 "build": api::version::build_name(),
-                "apply_versions": { "min": api::version::build_apply_versions().min, "max": api::version::build_apply_versions().max },
+                "apply_versions": { "min": applies.min, "max": applies.max },
             })
         );
         return;
@@ -281,7 +282,7 @@ fn print_version(json: bool) {
         println!(
             "strand {own} (the bd {BD_COMPATIBLE_VERSION} command line), build {}, apply versions {}",
             api::version::build_name(),
-            api::version::build_apply_versions()
+            applies
         );
     }
 }
