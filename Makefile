@@ -30,9 +30,10 @@ build: deps
 	cargo build --workspace --bins
 
 # The build users deploy and the benchmarks measure (Cargo.toml's release profile): an optimised
-# `strand` in $(CARGO_TARGET_DIR)/release/. It compiles RocksDB's C++ once more, optimised.
+# `strand` and `strand-node` in $(CARGO_TARGET_DIR)/release/. It compiles RocksDB's C++ once more,
+# optimised.
 release: deps
-	cargo build --release -p cli --bin strand
+	cargo build --release -p cli --bins
 
 run: build
 	$(CARGO_TARGET_DIR)/debug/strand dev --nodes 3

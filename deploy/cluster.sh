@@ -16,7 +16,8 @@
 #   deploy/cluster.sh down    stop the cluster and delete its containers and data volumes
 #
 # Environment:
-#   STRAND_BIN          the strand binary to put in the image (default: the build of `make run`)
+#   STRAND_BIN          the strand binary to put in the image, with strand-node beside it
+#                       (default: the build of `make run`)
 #   STRAND_CLUSTER_DIR  where certificates, node configs, the admin token and client.toml go
 #                       (default: deploy/cluster; kept across runs)
 #   STRAND_PROJECT      the compose project name (default: strand)
@@ -107,12 +108,15 @@ TOML
 
 build_image() {
     [ -x "$strand" ] || { echo "cluster.sh: no strand binary at $strand; run make build or set STRAND_BIN" >&2; exit 1; }
+    [ -x "$strand-node" ] || { echo "cluster.sh: no strand-node beside $strand (strand runs its nodes); run make build" >&2; exit 1; }
     work=$(mktemp -d)
     trap 'rm -rf "$work"' EXIT
     mkdir -p "$work/rootfs/usr/local/bin" "$work/rootfs/tmp" "$work/rootfs/data"
     cp "$strand" "$work/rootfs/usr/local/bin/strand"
-    # The binary's shared libraries (glibc, libstdc++ for RocksDB) and the loader, at their paths.
-    for lib in $(ldd "$strand" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
+    cp "$strand-node" "$work/rootfs/usr/local/bin/strand-node"
+    # The full build's shared libraries (glibc, libstdc++ for RocksDB) and the loader, at their
+    # paths; the client's are a subset of them.
+    for lib in $(ldd "$strand-node" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
         mkdir -p "$work/rootfs$(dirname "$lib")"
         cp -L "$lib" "$work/rootfs$lib"
     done

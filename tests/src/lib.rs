@@ -24,7 +24,8 @@ pub fn output_within(child: Child, limit: Duration) -> Option<std::process::Outp
     finished.recv_timeout(limit).ok().map(|output| output.expect("the child's output"))
 }
 
-/// The `strand` binary: `$STRAND_BIN`, or the one built beside the test executable.
+/// The `strand` binary: `$STRAND_BIN`, or the one built beside the test executable. The full
+/// build `strand-node`, which its `node`, `dev` and `snapshot` run, must be beside it.
 pub fn strand_binary() -> PathBuf {
     if let Ok(path) = std::env::var("STRAND_BIN") {
         return PathBuf::from(path);
@@ -32,11 +33,13 @@ pub fn strand_binary() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>");
     let binary = profile_dir.join("strand");
-    assert!(
-        binary.exists(),
-        "{} is missing; build it first with `cargo build --bins` (make test does)",
-        binary.display()
-    );
+    for built in [&binary, &profile_dir.join("strand-node")] {
+        assert!(
+            built.exists(),
+            "{} is missing; build it first with `cargo build --workspace --bins` (make test does)",
+            built.display()
+        );
+    }
     binary
 }
 

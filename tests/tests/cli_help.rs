@@ -255,3 +255,33 @@ fn usage_errors_name_the_command_help_and_what_is_accepted() {
         "{stderr}"
     );
 }
+
+/// The client build links nothing of the node: no RocksDB (its C API's symbols) and no C++
+/// runtime, whose loading and static initialisers every one-shot command would pay for; the full
+/// build beside it has both (so the check can see them).
+#[test]
+fn the_client_build_links_no_rocksdb_and_the_full_build_does() {
+    let client = strand_binary();
+    let full = client.with_file_name("strand-node");
+    let holds = |binary: &std::path::Path, text: &str| {
+        let found = Command::new("grep").args(["-q", "-a", "-F", text]).arg(binary).status().unwrap();
+        assert!(matches!(found.code(), Some(0 | 1)), "grep failed on {}", binary.display());
+        found.success()
+    };
+    for marker in ["rocksdb_open", "libstdc++.so"] {
+        assert!(holds(&full, marker), "strand-node lacks {marker}: the check no longer sees RocksDB");
+        assert!(!holds(&client, marker), "the client strand holds {marker}: something on its path reaches the node");
+    }
+}
+
+/// Without `strand-node` beside it, the client's `node` says what to install, and exits 2.
+#[test]
+fn node_without_the_full_build_beside_the_client_says_what_to_install() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = dir.path().join("strand");
+    std::fs::copy(strand_binary(), &client).unwrap();
+    let output = Command::new(&client).args(["node", "--id", "1"]).stdin(Stdio::null()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("strand-node") && stderr.contains(&dir.path().display().to_string()), "{stderr}");
+}

@@ -166,12 +166,7 @@ pub async fn run(cli: &Cli, command: &AuthCommand) -> CommandResult {
 }
 
 /// A new token and the spec that registers its hash.
-pub(crate) fn draw(
-    name: String,
-    role: Role,
-    namespaces: BTreeSet<Namespace>,
-    actor: Option<Actor>,
-) -> (String, TokenSpec) {
+pub fn draw(name: String, role: Role, namespaces: BTreeSet<Namespace>, actor: Option<Actor>) -> (String, TokenSpec) {
     let token = api::client::generate_token();
     let spec = TokenSpec { name, hash: TokenHash::of(&token), role, namespaces, actor };
     (token, spec)

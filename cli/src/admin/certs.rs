@@ -277,7 +277,7 @@ fn write(dir: &Path, outputs: &[Output], force: bool) -> Result<(), Failure> {
 
 /// Writes `contents` to `path` through a temporary file and a rename, so a reloading node never
 /// reads half a file; private files are readable by their owner only.
-pub(crate) fn write_file(path: &Path, contents: &str, private: bool) -> std::io::Result<()> {
+pub fn write_file(path: &Path, contents: &str, private: bool) -> std::io::Result<()> {
     let name = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
     let temporary = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
     let _ = std::fs::remove_file(&temporary);

@@ -1,13 +1,8 @@
-//! Running and administering a cluster: its status, leadership and members (`cluster`), auth and
-//! tokens (`auth`), TLS certificates (`certs`), and, with the `node` feature, running a member or
-//! a local cluster (`run_node`, whose log `log_limit` rate-limits) and backups (`snapshot`).
+//! Administering a cluster: its status, leadership and members (`cluster`), auth and tokens
+//! (`auth`), TLS certificates (`certs`), and the command lines of what runs members or opens a
+//! data directory (`member_args`), which the full build `strand-node` runs.
 
 pub mod auth;
 pub mod certs;
 pub mod cluster;
-#[cfg(feature = "node")]
-pub mod log_limit;
-#[cfg(feature = "node")]
-pub mod run_node;
-#[cfg(feature = "node")]
-pub mod snapshot;
+pub mod member_args;

@@ -11,58 +11,14 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use clap::Subcommand;
 use serde_json::json;
 
-use crate::output::counted;
-use crate::{Cli, CommandResult, Failure};
+use cli::admin::member_args::SnapshotCommand;
+use cli::output::counted;
+use cli::{Cli, CommandResult, Failure};
 
 /// How long the node may take to catch up and build the snapshot before its first byte.
 const SNAPSHOT_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
-
-#[derive(Subcommand, Debug)]
-pub enum SnapshotCommand {
-    /// Save a backup of the whole state to FILE (needs an admin token when auth is on).
-    Save {
-        /// The backup file to write; it must not exist.
-        file: PathBuf,
-    },
-    /// Check a backup file and print its header and what it holds.
-    Status {
-        /// The backup file.
-        file: PathBuf,
-    },
-    /// Make the data directory of one member of a new cluster from a backup (as `etcdutl
-    /// snapshot restore`): run it for every member, with the same --peers, then start each with
-    /// `strand node`. The new cluster gets a new cluster id (drawn by its lowest member's
-    /// restore, and learned by the others when the cluster first runs), so its nodes never talk
-    /// to the old cluster, nor to another restored from the same backup.
-    Restore {
-        /// The backup file.
-        file: PathBuf,
-        /// The new, empty data directory of this member.
-        #[arg(long)]
-        data_dir: PathBuf,
-        /// This member's id.
-        #[arg(long, value_parser = crate::values::parse_node_id)]
-        id: u64,
-        /// The members' peer addresses, ID=HOST:PORT,... (this node's own entry is optional;
-        /// without it, give --advertise-peer), as `strand node --peers`: every member of the new
-        /// cluster.
-        #[arg(long)]
-        peers: String,
-        /// Where the other members reach this member's peer listener, HOST:PORT (as `strand node
-        /// --advertise-peer`); needed only when --peers leaves this member out.
-        #[arg(long, value_name = "ADDR", value_parser = crate::values::parse_host_port)]
-        advertise_peer: Option<String>,
-        /// No longer used: refused with what to do instead.
-        #[arg(long, hide = true)]
-        cluster_token: Option<String>,
-        /// The new cluster's name (as `strand node --cluster-name`).
-        #[arg(long, default_value = "strand")]
-        cluster_name: String,
-    },
-}
 
 /// Runs a snapshot command.
 pub async fn run(cli: &Cli, command: &SnapshotCommand) -> CommandResult {
@@ -133,9 +89,9 @@ async fn restore(cli: &Cli, file: &Path, target: &Target<'_>) -> CommandResult {
         .map_err(|error| refused(format!("{error}; remove {} before trying again", dir.display())))?;
     let bound = restored.cluster_id != node::identity::UNBOUND;
     let lowest = restored.members.first().copied().unwrap_or(target.id);
-    if cli.json {
+    if cli.json() {
         let cluster_id = bound.then(|| format!("{:016x}", restored.cluster_id));
-        crate::output::print_value(&json!({
+        cli::output::print_value(&json!({
             "data_dir": dir.display().to_string(), "id": target.id, "cluster_id": cluster_id,
             "members": restored.members, "last_log_index": restored.header.last_log_index, "counts": restored.counts,
         }));
@@ -227,7 +183,7 @@ async fn receive(cli: &Cli, output: &mut std::fs::File) -> Result<(), Failure> {
         .map_err(|error| refused(format!("the node sent a backup header this build cannot read: {error}")))?;
     write(output, &first)?;
     let bar =
-        crate::output::progress(header.snapshot_bytes, "{bytes}/{total_bytes} {wide_bar} {bytes_per_sec}, {eta} left");
+        cli::output::progress(header.snapshot_bytes, "{bytes}/{total_bytes} {wide_bar} {bytes_per_sec}, {eta} left");
     while let Some(chunk) = stream.next().await? {
         write(output, &chunk)?;
         bar.inc(chunk.len() as u64);
@@ -262,8 +218,8 @@ fn print_backup(
     header: &raft_store::backup::BackupHeader,
     counts: &raft_store::backup::Counts,
 ) {
-    if cli.json {
-        crate::output::print_value(&json!({
+    if cli.json() {
+        cli::output::print_value(&json!({
             "file": file.display().to_string(), "header": header_json(header), "counts": counts, "checksums": "ok",
         }));
         return;

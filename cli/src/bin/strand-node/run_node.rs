@@ -3,11 +3,9 @@
 //! the RocksDB disk, the system clock, an OS-random seed and Ctrl-C / SIGTERM as shutdown. It
 //! also raises the process's open-files limit and fits the connection limit under it.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
 use node::clock::SystemClock;
 use node::config::{NodeConfig, parse_peers};
 use node::connections::{DESCRIPTORS_RESERVED, OPEN_FILES_RECOMMENDED_MIN, fit_to_open_files};
@@ -16,93 +14,8 @@ use node::{NodeParams, run};
 use raft_store::codec::META_IDENTITY;
 use raft_store::{Disk, FlushMode, RocksDisk, Space};
 
-use crate::{CommandResult, Failure};
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum LogFormat {
-    Text,
-    Json,
-}
-
-#[derive(Args, Debug)]
-pub struct NodeArgs {
-    /// This node's id (unique, 1 or more).
-    #[arg(long, value_parser = crate::values::parse_node_id)]
-    id: Option<u64>,
-    /// Address of the client listener, host:port (default 127.0.0.1:7400).
-    #[arg(long, visible_alias = "listen-client")]
-    listen: Option<String>,
-    /// Address clients use to reach this node (default: --listen).
-    #[arg(long, visible_alias = "advertise-client")]
-    advertise: Option<String>,
-    /// Address of the peer listener, host:port, for Raft traffic between members only
-    /// (default 127.0.0.1:7500).
-    #[arg(long)]
-    listen_peer: Option<String>,
-    /// Address the other members use to reach this node (default: --listen-peer).
-    #[arg(long)]
-    advertise_peer: Option<String>,
-    /// Directory for the node's RocksDB database and snapshots.
-    #[arg(long)]
-    data_dir: Option<PathBuf>,
-    /// The members' peer addresses, ID=HOST:PORT,... (this node's own entry is optional; given,
-    /// it must be the address it advertises). Without it the node runs a single-node cluster.
-    #[arg(long)]
-    peers: Option<String>,
-    /// TLS: this node's certificate (PEM); it must name the node as strand-node-<id>. With
-    /// --tls-key and --tls-ca it turns TLS on for both listeners ([tls] cert in the config).
-    #[arg(long, value_name = "PEM", requires_all = ["tls_key", "tls_ca"])]
-    tls_cert: Option<PathBuf>,
-    /// TLS: the certificate's private key (PEM).
-    #[arg(long, value_name = "PEM", requires = "tls_cert")]
-    tls_key: Option<PathBuf>,
-    /// TLS: the CA that signs the members' certificates (PEM); peers must show one it signed.
-    #[arg(long, value_name = "PEM", requires = "tls_cert")]
-    tls_ca: Option<PathBuf>,
-    /// TLS: require client certificates signed by this CA (PEM) on the client listener.
-    #[arg(long, value_name = "PEM")]
-    tls_client_ca: Option<PathBuf>,
-    /// With auth enabled (`strand auth enable`), serve /metrics only to a request with a token
-    /// (`authorization: Bearer ...`, any role); `metrics_auth = true` in the config file.
-    #[arg(long)]
-    metrics_auth: bool,
-    /// TOML config file; flags override it.
-    #[arg(long)]
-    config: Option<PathBuf>,
-    /// Cluster name; a data directory of another cluster is refused.
-    #[arg(long)]
-    cluster_name: Option<String>,
-    /// Id prefix of new namespaces (default st).
-    #[arg(long)]
-    id_prefix: Option<String>,
-    /// Rejoin after this node's data was lost: on an empty --data-dir, ask a member (--join
-    /// addresses, else --peers) which cluster this node belongs to and what its membership is,
-    /// and do not vote until caught up with the leader (no effect on a directory that holds data).
-    #[arg(long)]
-    rejoin: bool,
-    /// Join a running cluster through these members' peer addresses (HOST:PORT,...): on an empty
-    /// --data-dir the node asks to be added as a learner, catches up, and is promoted to a voter
-    /// once it stayed caught up. It never initialises a cluster. Not with --peers. With auth on,
-    /// give an admin token (--token or $STRAND_TOKEN). With --rejoin: the members to ask which
-    /// cluster this node belongs to; it is not added again.
-    #[arg(long, value_name = "ADDRS")]
-    join: Option<String>,
-    /// With --join, or --rejoin: how long to ask the members before giving up, leaving --data-dir
-    /// as it was (default 60s; `join_timeout_ms` in the config file).
-    #[arg(long, value_name = "DURATION", value_parser = crate::values::parse_duration)]
-    join_timeout: Option<std::time::Duration>,
-    /// With --join: stay a learner until `strand member promote`.
-    #[arg(long, requires = "join")]
-    no_auto_promote: bool,
-    /// Recover from a lost quorum: start a one-voter cluster from this node's data, keeping every
-    /// entry of its log; then add members with `member add` / `--join`. Never start the other
-    /// old members' data directories again.
-    #[arg(long, conflicts_with_all = ["join", "rejoin"])]
-    force_new_cluster: bool,
-    /// Log format.
-    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
-    log_format: LogFormat,
-}
+use cli::admin::member_args::{DevArgs, LogFormat, NodeArgs};
+use cli::{CommandResult, Failure};
 
 /// The node's log on standard error, with repeated warnings rate-limited (see
 /// [`super::log_limit`]).
@@ -113,12 +26,12 @@ fn init_logging(format: LogFormat) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn"));
     // Colour only on a terminal: a log written to a file or a pipe carries no escape codes.
     let colour = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let registry = tracing_subscriber::registry().with(filter).with(super::log_limit::Limiter::default());
+    let registry = tracing_subscriber::registry().with(filter).with(crate::log_limit::Limiter::default());
     let layer = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(colour);
     let _ = match format {
         LogFormat::Text => {
             let format = tracing_subscriber::fmt::format().with_ansi(colour);
-            registry.with(layer.event_format(super::log_limit::Annotated(format))).try_init()
+            registry.with(layer.event_format(crate::log_limit::Annotated(format))).try_init()
         }
         LogFormat::Json => registry.with(layer.json()).try_init(),
     };
@@ -384,32 +297,6 @@ impl Untouched {
     }
 }
 
-#[derive(Args, Debug)]
-pub struct DevArgs {
-    /// How many nodes.
-    #[arg(long, default_value_t = 3)]
-    nodes: u64,
-    /// Client port of node 1; node i listens for clients on base_port + i - 1.
-    #[arg(long, value_name = "PORT", default_value_t = node::config::DEFAULT_PORT)]
-    base_port: u16,
-    /// Peer (Raft) port of node 1; node i listens for its peers on peer_base_port + i - 1.
-    /// Default: --base-port + 100. The client and peer port ranges must not overlap.
-    #[arg(long, value_name = "PORT")]
-    peer_base_port: Option<u16>,
-    /// Directory for the nodes' data and logs.
-    #[arg(long, default_value = "strand-dev")]
-    dir: PathBuf,
-    /// Run TLS: mutual TLS between the nodes and TLS to clients, with certificates made in
-    /// DIR/certs by `strand certs init` (kept across runs), and a client config DIR/client.toml
-    /// for $STRAND_CONFIG.
-    #[arg(long)]
-    tls: bool,
-    /// Turn auth on: the first admin token is written to DIR/admin.token (kept across runs) and
-    /// into DIR/client.toml for $STRAND_CONFIG.
-    #[arg(long)]
-    auth: bool,
-}
-
 /// Runs `strand dev`: starts the nodes as child processes, waits for a leader, prints the
 /// endpoints and stops them all on Ctrl-C, or when one exits for another reason than its removal
 /// from the cluster.
@@ -430,7 +317,7 @@ pub async fn run_dev(args: &DevArgs) -> CommandResult {
     let client_toml = args.dir.join("client.toml");
     let token_file = args.dir.join("admin.token");
     if args.tls {
-        crate::admin::certs::ensure(&certs, args.nodes)?;
+        cli::admin::certs::ensure(&certs, args.nodes)?;
     }
     let mut children = Vec::new();
     for (index, (address, peer_address)) in addresses.iter().zip(&peer_addresses).enumerate() {
@@ -483,7 +370,7 @@ pub async fn run_dev(args: &DevArgs) -> CommandResult {
         if let Some(token) = &token {
             text.push_str(&format!("token = \"{token}\"\n"));
         }
-        crate::admin::certs::write_file(&client_toml, &text, token.is_some())
+        cli::admin::certs::write_file(&client_toml, &text, token.is_some())
             .map_err(|error| Failure::Refused(format!("cannot write {}: {error}", client_toml.display())))?;
     }
     println!("strand dev: {} nodes ready, data and logs in {}", args.nodes, args.dir.display());
@@ -589,10 +476,10 @@ async fn dev_admin_token(
     if enabled && let (Some(token), false) = (&config.token, tokens.is_empty()) {
         return Ok(token.clone());
     }
-    let (token, mut spec) = crate::admin::auth::draw(String::new(), api::auth::Role::Admin, Default::default(), None);
+    let (token, mut spec) = cli::admin::auth::draw(String::new(), api::auth::Role::Admin, Default::default(), None);
     spec.name = format!("dev-admin-{}", &spec.hash.fingerprint()[..6]);
     // Saved before the cluster hears of it, so an enable whose answer is lost loses no token.
-    crate::admin::certs::write_file(token_file, &format!("{token}\n"), true)
+    cli::admin::certs::write_file(token_file, &format!("{token}\n"), true)
         .map_err(|error| Failure::Refused(format!("cannot write {}: {error}", token_file.display())))?;
     config.token = None;
     let enabling = api::client::Client::new(config).map_err(Failure::from)?;
