@@ -13,7 +13,9 @@
 //! room it takes for several, every string and byte field the heap block that holds it. A
 //! request whose estimate passes [`DECODED_REQUEST_BYTES_MAX`] is refused with
 //! RESOURCE_EXHAUSTED, unread. Responses are decoded as prost decodes them: a client trusts the
-//! node it asked.
+//! node it asked. Which messages are requests is generated at build time ([`REQUEST_TYPES`]), so
+//! a client decoding an answer never decodes the schema (a one-shot CLI command would spend more
+//! time on that than on its request).
 //!
 //! The estimate does not count the spare room of a growing collection (a `Vec` or map at most
 //! doubles its room, and holds the old room while it moves), so decoding may allocate a small
@@ -83,12 +85,13 @@ pub struct MessageShape {
     fields: HashMap<u32, FieldShape>,
 }
 
-/// The schema's messages, and which of them are requests.
+/// The schema's messages; which of them are requests is known at build time ([`REQUEST_TYPES`]).
 #[derive(Debug, Default)]
 pub struct Schema {
     messages: HashMap<String, MessageShape>,
-    requests: HashSet<String>,
 }
+
+include!(concat!(env!("OUT_DIR"), "/request_types.rs"));
 
 /// Why a request was refused before decoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,11 +120,6 @@ impl Schema {
             }
         }
         let mut schema = Schema::default();
-        for file in &set.file {
-            for method in file.service.iter().flat_map(|service| &service.method) {
-                schema.requests.insert(method.input_type().to_owned());
-            }
-        }
         let mut sizes = HashMap::new();
         for (name, descriptor) in &descriptors {
             let size = size_of_message(&descriptors, &mut sizes, &mut HashSet::new(), name);
@@ -149,8 +147,8 @@ impl Schema {
     }
 
     /// Whether `full_name` is the input of a method, so decoding it is budgeted.
-    pub fn is_request(&self, full_name: &str) -> bool {
-        self.requests.contains(full_name)
+    pub fn is_request(full_name: &str) -> bool {
+        REQUEST_TYPES.binary_search(&full_name).is_ok()
     }
 
     /// The estimated bytes decoding `bytes` as the message `full_name` allocates, or
@@ -351,10 +349,11 @@ fn skip_group(bytes: &mut &[u8], number: u32, depth: u32) -> Result<(), Stop> {
 
 /// The budget check of one request message: `Ok` when `bytes` may be decoded as `full_name`.
 pub fn check(full_name: &str, bytes: &[u8]) -> Result<(), Status> {
-    let schema = Schema::get();
-    if !schema.is_request(full_name) {
+    // Before the schema: a client decoding an answer never loads it.
+    if !Schema::is_request(full_name) {
         return Ok(());
     }
+    let schema = Schema::get();
     let budget = DECODED_REQUEST_BYTES_MAX as u64;
     schema.estimate(full_name, bytes, budget).map(drop).map_err(|over| {
         Status::resource_exhausted(format!(
@@ -515,10 +514,9 @@ mod tests {
 
     #[test]
     fn requests_are_the_inputs_of_methods() {
-        let schema = Schema::get();
-        assert!(schema.is_request(".strand.v1.ImportRequest"));
-        assert!(schema.is_request(".strand.v1.RaftPayload"));
-        assert!(!schema.is_request(".strand.v1.BeadsResponse"));
+        assert!(Schema::is_request(".strand.v1.ImportRequest"));
+        assert!(Schema::is_request(".strand.v1.RaftPayload"));
+        assert!(!Schema::is_request(".strand.v1.BeadsResponse"));
     }
 
     #[test]

@@ -279,6 +279,9 @@ async fn a_cluster_upgrades_node_by_node_under_load_and_switches_rules_at_one_in
     let Outcome::Bead(bead) = client.execute(Command::Create(create)).await.unwrap() else { panic!("create") };
     assert!(bead.revision > lowered_at, "version 1 accepts the canary again");
     let downgraded = a_follower(cluster.wait_for_leader().await, &[1, 2, 3]);
+    // As the README's recipe waits: the node's own state must hold the lowered version before it
+    // stops, or the old build refuses it at start.
+    caught_up(&cluster, downgraded).await;
     stop(&mut cluster, downgraded).await;
     run_on(&mut cluster, downgraded, &v1, false);
     caught_up(&cluster, downgraded).await;
