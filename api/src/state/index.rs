@@ -16,6 +16,7 @@
 //! The indexes are derived state: they are rebuilt from the beads at load, never persisted.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use crate::model::{
     Bead, BeadCounts, BeadId, DepType, LABEL_READ, MESSAGE_TYPE, Status, comment_count, is_infrastructure_type,
@@ -29,14 +30,14 @@ pub struct CreatedKey {
     pub created_at: i64,
     /// Creation sequence number within the namespace.
     pub seq: u64,
-    /// The bead.
-    pub id: BeadId,
+    /// The bead. Shared: one bead's entries in the several indexes hold one copy of its id.
+    pub id: Arc<BeadId>,
 }
 
 impl CreatedKey {
     /// The key of a bead.
     pub fn of(bead: &Bead) -> CreatedKey {
-        CreatedKey { created_at: bead.created_at.0, seq: bead.seq, id: bead.id.clone() }
+        CreatedKey { created_at: bead.created_at.0, seq: bead.seq, id: Arc::new(bead.id.clone()) }
     }
 }
 

@@ -570,7 +570,11 @@ impl NamespaceState {
 
     /// Direct children of this bead.
     pub(super) fn children_of(&self, bead_id: &BeadId) -> Vec<BeadId> {
-        self.indexes.children.get(bead_id).map(|set| set.iter().map(|key| key.id.clone()).collect()).unwrap_or_default()
+        self.indexes
+            .children
+            .get(bead_id)
+            .map(|set| set.iter().map(|key| (*key.id).clone()).collect())
+            .unwrap_or_default()
     }
 
     /// Whether a bead is blocked now, from its status, dependencies and parent.

@@ -318,7 +318,7 @@ impl NamespaceState {
 
     /// The agent's in-progress beads, oldest first.
     fn working_ids(&self, agent: &str) -> Vec<BeadId> {
-        self.indexes.working.get(agent).map(|set| set.iter().map(|key| key.id.clone()).collect()).unwrap_or_default()
+        self.indexes.working.get(agent).map(|set| set.iter().map(|key| (*key.id).clone()).collect()).unwrap_or_default()
     }
 
     /// Ready beads for the agent: assigned to it, then unassigned ones routed to its pool.
@@ -360,7 +360,7 @@ impl NamespaceState {
                 })
                 .collect();
             pooled.sort();
-            ids.extend(pooled.into_iter().take(limit - ids.len()).map(|key| key.created.id.clone()));
+            ids.extend(pooled.into_iter().take(limit - ids.len()).map(|key| (*key.created.id).clone()));
         }
         Ok(ids)
     }
@@ -591,7 +591,7 @@ impl NamespaceState {
 
     fn open_convoys(&self) -> Vec<BeadId> {
         let convoys = self.indexes.by_type.get(CONVOY_TYPE).into_iter().flatten();
-        convoys.filter(|key| self.beads[&key.id].status != Status::Closed).map(|key| key.id.clone()).collect()
+        convoys.filter(|key| self.beads[&key.id].status != Status::Closed).map(|key| (*key.id).clone()).collect()
     }
 
     /// Closes every open, not-owned convoy whose children are all closed; answers those closed.
@@ -643,7 +643,7 @@ impl NamespaceState {
             doomed.truncate(PURGE_BEADS_MAX);
         }
         doomed.sort_unstable_by(newest_first);
-        doomed.into_iter().map(|key| key.id.clone()).collect()
+        doomed.into_iter().map(|key| (*key.id).clone()).collect()
     }
 
     /// Whether a closed wisp was closed at least `older_than_ms` before `now`.

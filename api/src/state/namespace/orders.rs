@@ -144,13 +144,13 @@ impl NamespaceState {
                 let keys = keys_of(&self.indexes.ready).into_iter().chain(keys_of(&self.indexes.ready_ephemeral));
                 let not_deferred =
                     |bead_id: &&BeadId| self.beads[*bead_id].defer_until.is_none_or(|until| until <= now);
-                count(&mut keys.flatten().map(|key| &key.created.id).filter(not_deferred))
+                count(&mut keys.flatten().map(|key| &*key.created.id).filter(not_deferred))
             }
             "blocked" => count(&mut self.indexes.blocked.iter()),
             status => {
                 let status = Status::parse(status).unwrap_or(Status::Open);
                 let keys = self.indexes.by_status.get(&status).into_iter().flatten();
-                count(&mut keys.map(|key| &key.id))
+                count(&mut keys.map(|key| &*key.id))
             }
         }
     }

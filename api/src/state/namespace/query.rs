@@ -80,7 +80,7 @@ impl NamespaceState {
         found.sort();
         found.truncate(limit);
         check_cap(filter.limit, found.len())?;
-        Ok(found.into_iter().map(|key| key.created.id.clone()).collect())
+        Ok(found.into_iter().map(|key| (*key.created.id).clone()).collect())
     }
 
     /// `ready` (docs/beads.md §4).
@@ -252,7 +252,7 @@ fn in_order<'a>(
 
 /// The index key a cursor stands for.
 fn cursor_key(cursor: &ListCursor) -> CreatedKey {
-    CreatedKey { created_at: cursor.created_at, seq: cursor.seq, id: cursor.id.clone() }
+    CreatedKey { created_at: cursor.created_at, seq: cursor.seq, id: std::sync::Arc::new(cursor.id.clone()) }
 }
 
 /// The keys of disjoint creation-ordered sets (a bead has one status) as one sequence in `sort`
