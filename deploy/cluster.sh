@@ -108,15 +108,16 @@ TOML
 
 build_image() {
     [ -x "$strand" ] || { echo "cluster.sh: no strand binary at $strand; run make build or set STRAND_BIN" >&2; exit 1; }
-    [ -x "$strand-node" ] || { echo "cluster.sh: no strand-node beside $strand (strand runs its nodes); run make build" >&2; exit 1; }
+    strand_node="$(dirname "$strand")/strand-node"
+    [ -x "$strand_node" ] || { echo "cluster.sh: no strand-node beside $strand (strand runs its nodes); run make build" >&2; exit 1; }
     work=$(mktemp -d)
     trap 'rm -rf "$work"' EXIT
     mkdir -p "$work/rootfs/usr/local/bin" "$work/rootfs/tmp" "$work/rootfs/data"
     cp "$strand" "$work/rootfs/usr/local/bin/strand"
-    cp "$strand-node" "$work/rootfs/usr/local/bin/strand-node"
+    cp "$strand_node" "$work/rootfs/usr/local/bin/strand-node"
     # The full build's shared libraries (glibc, libstdc++ for RocksDB) and the loader, at their
     # paths; the client's are a subset of them.
-    for lib in $(ldd "$strand-node" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
+    for lib in $(ldd "$strand_node" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
         mkdir -p "$work/rootfs$(dirname "$lib")"
         cp -L "$lib" "$work/rootfs$lib"
     done

@@ -367,6 +367,11 @@ fn connect(config: ClientConfig) -> Result<Client, Failure> {
 }
 
 impl Cli {
+    /// Whether the command is one only the full build runs (`node`, `dev`, `snapshot`).
+    fn is_member_command(&self) -> bool {
+        matches!(&self.command, Command::Node(_) | Command::Dev(_) | Command::Snapshot(_))
+    }
+
     /// Whether the command runs cluster members in this process or its children (`node`, `dev`).
     fn runs_members(&self) -> bool {
         matches!(&self.command, Command::Node(_) | Command::Dev(_))
@@ -878,6 +883,10 @@ pub fn main(members: Option<MemberCommands>) -> ExitCode {
         Ok(cli) => cli,
         Err(code) => return code,
     };
+    // The client hands a member command to the full build before it starts anything.
+    if members.is_none() && cli.is_member_command() {
+        return failure::exit_code(Err(exec_full_build()), cli.json);
+    }
     if !cli.runs_members() {
         end_quietly_on_a_closed_stdout();
     }

@@ -568,7 +568,7 @@ impl NamespaceState {
         self.indexes.dependents.get(bead_id).map(|set| set.iter().cloned().collect()).unwrap_or_default()
     }
 
-    /// Direct children of this bead.
+    /// Direct children of this bead, in creation order (the index's order).
     pub(super) fn children_of(&self, bead_id: &BeadId) -> Vec<BeadId> {
         self.indexes
             .children

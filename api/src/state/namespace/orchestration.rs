@@ -166,8 +166,8 @@ impl NamespaceState {
         if root.bead_type != kind {
             return Err(invalid(format!("bead {root_id} is a {}, not a {kind}", root.bead_type)));
         }
-        let mut children: Vec<Bead> = self.children_of(root_id).iter().map(|id| self.beads[id].clone()).collect();
-        children.sort_by_key(CreatedKey::of);
+        // In creation order, as `children_of` answers.
+        let children: Vec<Bead> = self.children_of(root_id).iter().map(|id| self.beads[id].clone()).collect();
         let is_closed = |bead_id: &BeadId| self.beads.get(bead_id).is_none_or(|bead| bead.status == Status::Closed);
         let current = children
             .iter()
@@ -620,8 +620,8 @@ impl NamespaceState {
         let mut stranded = Vec::new();
         for convoy_id in convoys {
             let mut children: Vec<&Bead> = self.children_of(&convoy_id).iter().map(|id| &self.beads[id]).collect();
+            // In creation order, as `children_of` answers.
             children.retain(|child| child.status != Status::Closed && child.assignee.is_empty());
-            children.sort_by_key(|child| CreatedKey::of(child));
             stranded.extend(children.into_iter().take(LIST_RESULTS_MAX - stranded.len()).cloned());
         }
         Ok(Outcome::Beads(stranded))
