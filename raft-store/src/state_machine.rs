@@ -426,13 +426,24 @@ fn cannot_apply(detail: String) -> io::Error {
 pub fn stable_digest(state: &State) -> io::Result<u64> {
     use sha2::Digest as _;
     let mut hasher = sha2::Sha256::new();
-    for (key, record) in state.records() {
-        let key = codec::encode_plain(&key)?;
-        let value = codec::encode_plain(&record)?;
-        hasher.update((key.len() as u64).to_le_bytes());
-        hasher.update(&key);
-        hasher.update((value.len() as u64).to_le_bytes());
-        hasher.update(&value);
+    let mut failed = None;
+    // Borrowed records encode exactly as owned ones, so the state is read, never copied.
+    state.visit_records(&mut |key, record| {
+        if failed.is_some() {
+            return;
+        }
+        match (codec::encode_plain(&key), codec::encode_plain(&record)) {
+            (Ok(key), Ok(value)) => {
+                hasher.update((key.len() as u64).to_le_bytes());
+                hasher.update(&key);
+                hasher.update((value.len() as u64).to_le_bytes());
+                hasher.update(&value);
+            }
+            (Err(error), _) | (_, Err(error)) => failed = Some(error),
+        }
+    });
+    if let Some(error) = failed {
+        return Err(error);
     }
     let digest = hasher.finalize();
     Ok(u64::from_be_bytes(digest[..8].try_into().expect("a SHA-256 digest has 32 bytes")))

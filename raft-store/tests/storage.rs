@@ -188,46 +188,59 @@ async fn membership_written_once_survives_later_batches_and_restart() {
 
 /// Changed records are encoded through `RecordRef` (borrowed) and snapshots and reloads through
 /// `Record` (owned): the two must give the same bytes for every kind of record.
-#[test]
-fn borrowed_records_encode_exactly_like_owned_ones() {
+/// A state that holds every kind of record, and beads whose ids sort differently as strings than
+/// as numbers (`st-10` before `st-2`).
+fn every_kind_of_record() -> api::state::State {
     use api::command::RequestId;
-    use api::state::{RecordKey, State};
+    use api::state::State;
     let formula = "formula = \"release\"\n[[steps]]\nid = \"build\"\ntitle = \"Build\"\n";
     let mut state = State::new();
     let mut create = proposal("first", 10);
     create.request_id = Some(RequestId { client_id: 7, request_seq: 1, lowest_unacked: 1 });
     state.apply(1, &create).unwrap();
+    // Before auth is enabled, so that they need no credential.
+    for (number, title) in ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"].iter().enumerate() {
+        let create = proposal(title, 18 + number as i64);
+        state.apply(2 + number as u64, &create).unwrap();
+    }
     let mut formula_put = proposal("unused", 11);
     formula_put.command = Command::FormulaPut(api::command::FormulaPut { source: formula.into() });
-    state.apply(2, &formula_put).unwrap();
+    state.apply(13, &formula_put).unwrap();
     let mut loose_edge = proposal("unused", 12);
     loose_edge.command = Command::DepAdd(api::command::DepAdd {
         issue_id: "a".into(),
         depends_on_id: "b".into(),
         dep_type: api::model::DepType::blocks(),
     });
-    state.apply(3, &loose_edge).unwrap();
+    state.apply(14, &loose_edge).unwrap();
     let mut order_put = proposal("unused", 13);
     order_put.command = Command::OrderPut(api::command::OrderPut {
         name: "nightly".into(),
         source: "[order]\nformula = \"release\"\ngate = \"cooldown\"\ninterval = \"1h\"\n".into(),
     });
-    state.apply(4, &order_put).unwrap();
+    state.apply(15, &order_put).unwrap();
     let mut order_run = proposal("unused", 14);
     order_run.command = Command::OrderRun(api::command::OrderRun { name: "nightly".into() });
-    state.apply(5, &order_run).unwrap();
+    state.apply(16, &order_run).unwrap();
     let mut pin = proposal("unused", 15);
     pin.command = Command::ApplyVersion(api::commands::apply_version::ApplyVersionChange::Pin);
-    state.apply(6, &pin).unwrap();
+    state.apply(17, &pin).unwrap();
     let mut enable = proposal("unused", 16);
     enable.command = Command::Auth(api::auth::AuthCommand::Enable(api::auth::TokenSpec {
         name: "root".into(),
-        hash: api::auth::TokenHash::of(&api::client::generate_token()),
+        hash: api::auth::TokenHash::of("a fixed token, so that the digest is too"),
         role: api::auth::Role::Admin,
         namespaces: Default::default(),
         actor: None,
     }));
-    state.apply(7, &enable).unwrap();
+    state.apply(18, &enable).unwrap();
+    state
+}
+
+#[test]
+fn borrowed_records_encode_exactly_like_owned_ones() {
+    use api::state::RecordKey;
+    let state = every_kind_of_record();
     let mut kinds = std::collections::BTreeSet::new();
     for (key, record) in state.records() {
         let borrowed = state.record(&key).expect("every listed record can be borrowed");
@@ -254,6 +267,32 @@ fn borrowed_records_encode_exactly_like_owned_ones() {
     }
     assert_eq!(kinds.len(), 12, "every kind of record was compared: {kinds:?}");
 }
+
+/// The digests keep their values across builds: members of one cluster running different builds
+/// compare them at every checkpoint, so a change of value is a false divergence alarm. The value
+/// pinned here was computed by the build that copied every record to take it.
+#[test]
+fn the_digests_keep_their_values_and_list_beads_by_id() {
+    let state = every_kind_of_record();
+    assert_eq!(raft_store::state_machine::stable_digest(&state).unwrap(), GOLDEN_STABLE_DIGEST);
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let mut bead_ids = Vec::new();
+    for (key, record) in state.records() {
+        use std::hash::Hash as _;
+        key.hash(&mut hasher);
+        serde_json::to_vec(&record).unwrap().hash(&mut hasher);
+        if let api::state::RecordKey::Bead(_, id) = key {
+            bead_ids.push(id.0);
+        }
+    }
+    assert_eq!(state.digest(), std::hash::Hasher::finish(&hasher), "the status digest reads the records as listed");
+    let mut sorted = bead_ids.clone();
+    sorted.sort();
+    assert_eq!(bead_ids, sorted, "beads are listed by id, as strings compare");
+    assert_eq!(bead_ids.len(), 15, "{bead_ids:?}");
+}
+
+const GOLDEN_STABLE_DIGEST: u64 = 10_648_910_670_303_397_828;
 
 /// On a current-thread runtime an inline build would finish before any other task ran; on the
 /// blocking pool, the async thread keeps running other tasks while the snapshot is written.

@@ -759,35 +759,41 @@ impl State {
 
     /// Every record of the state, in key order (what a snapshot or a digest covers).
     pub fn records(&self) -> Vec<(RecordKey, Record)> {
-        let mut records = vec![
-            (RecordKey::Clock, Record::Clock(self.clock)),
-            (RecordKey::ControllerTerm, Record::ControllerTerm(self.controller_term)),
-        ];
-        for (namespace, namespace_state) in &self.namespaces {
-            namespace_state.push_records(namespace, &mut records);
-        }
-        for (client_id, session) in &self.sessions.by_client {
-            records.push((RecordKey::Session(*client_id), Record::Session(session.clone())));
-        }
-        if self.auth.enabled || !self.auth.tokens.is_empty() {
-            records.push((RecordKey::AuthEnabled, Record::AuthEnabled(self.auth.enabled)));
-        }
-        for (name, token) in &self.auth.tokens {
-            records.push((RecordKey::Token(name.clone()), Record::Token(token.clone())));
-        }
-        if self.apply_version != ApplyVersionRecord::default() {
-            records.push((RecordKey::ApplyVersion, Record::ApplyVersion(self.apply_version)));
-        }
+        let mut records = Vec::new();
+        self.visit_records(&mut |key, record| records.push((key, record.to_record())));
         records
     }
 
+    /// Hands every record of the state to `visit`, borrowed, in the order [`State::records`]
+    /// lists them: what a digest reads without copying the state.
+    pub fn visit_records<'a>(&'a self, visit: &mut dyn FnMut(RecordKey, RecordRef<'a>)) {
+        visit(RecordKey::Clock, RecordRef::Clock(self.clock));
+        visit(RecordKey::ControllerTerm, RecordRef::ControllerTerm(self.controller_term));
+        for (namespace, namespace_state) in &self.namespaces {
+            namespace_state.visit_records(namespace, visit);
+        }
+        for (client_id, session) in &self.sessions.by_client {
+            visit(RecordKey::Session(*client_id), RecordRef::Session(session));
+        }
+        if self.auth.enabled || !self.auth.tokens.is_empty() {
+            visit(RecordKey::AuthEnabled, RecordRef::AuthEnabled(self.auth.enabled));
+        }
+        for (name, token) in &self.auth.tokens {
+            visit(RecordKey::Token(name.clone()), RecordRef::Token(token));
+        }
+        if self.apply_version != ApplyVersionRecord::default() {
+            visit(RecordKey::ApplyVersion, RecordRef::ApplyVersion(self.apply_version));
+        }
+    }
+
     /// A digest of the whole state: two replicas with the same applied log have the same digest.
+    /// A borrowed record serializes as its owned one, so this reads the state without copying it.
     pub fn digest(&self) -> u64 {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        for (key, record) in self.records() {
+        self.visit_records(&mut |key, record| {
             key.hash(&mut hasher);
             serde_json::to_vec(&record).expect("records serialize to JSON").hash(&mut hasher);
-        }
+        });
         hasher.finish()
     }
 }

@@ -1183,3 +1183,30 @@ fn an_update_turns_a_wisp_persistent_and_moves_it_between_ready_sets() {
     assert!(refusal.to_string().contains("one or the other"), "{refusal}");
     harness.check_persistence();
 }
+
+#[test]
+fn ids_sort_by_their_prefixes_as_whole_strings_do() {
+    let ids = [
+        "",
+        "a",
+        "a\0",
+        "a\0b",
+        "b",
+        "st-9",
+        "st-10",
+        "st-1",
+        "longprefixlongprefix-10",
+        "longprefixlongprefix-9",
+        "longprefixlongprefix-1",
+        "longprefixlongpre",
+        "longprefixlongprefi",
+        "longprefixlongprefix",
+        "é",
+        "z\u{ff}",
+    ];
+    let mut sorted: Vec<&str> = ids.to_vec();
+    namespace::sort_by_id(&mut sorted, |id| id);
+    let mut expected = ids.to_vec();
+    expected.sort();
+    assert_eq!(sorted, expected);
+}

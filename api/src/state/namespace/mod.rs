@@ -24,6 +24,8 @@ mod import;
 mod orchestration;
 pub(super) mod orders;
 mod persist;
+#[cfg(test)]
+pub(in crate::state) use persist::sort_by_id;
 mod query;
 mod txn;
 
