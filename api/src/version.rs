@@ -10,11 +10,18 @@
 //! Invariant: the state machine never reads [`build_apply_versions`]; `tests/tests/tidy.rs`
 //! (`apply_rules_never_read_the_build`) keeps it out of `state/` and `commands/`.
 //!
-//! Versions: 1, the rules of the first build with apply versions. 2 exists only in the test-only
-//! apply-v2 mode ([`test_apply_v2`]: a debug build started with `STRAND_TEST_APPLY_V2=1`, which
-//! the rolling-upgrade tests and the simulator's upgrade fault run as the newer build): a create
-//! whose title starts with [`CANARY_V2_PREFIX`] is refused, so a replica that applied version 2's
-//! rule early shows in answers and digests. A release build never enters that mode.
+//! Versions:
+//! - 1: the rules of the first build with apply versions.
+//! - 2 ([`DISK_DIGEST_VERSION`]): a consistency checkpoint's digest is taken over the records as
+//!   stored, in the disk's key order, from a view of the disk at the checkpoint's index, beside
+//!   apply rather than on its path (`raft_store::state_machine`); version 1 digests the state in
+//!   memory, in its own order, while writes wait. The two digests of one state differ, so the
+//!   replicas of one cluster must switch at the same index.
+//! - [`NEXT_APPLY_VERSION`] (one past [`NEWEST_APPLY_VERSION`]) exists only in the test-only
+//!   apply-next mode ([`test_apply_next`]: a debug build started with `STRAND_TEST_APPLY_NEXT=1`,
+//!   which the rolling-upgrade tests and the simulator's upgrade fault run as the newer build): a
+//!   create whose title starts with [`CANARY_NEXT_PREFIX`] is refused, so a replica that applied
+//!   that rule early shows in answers and digests. A release build never enters that mode.
 //!
 //! Which builds run side by side: a build runs beside every build whose range shares a version
 //! with its own and that sends apply versions (every build from the first with apply versions
@@ -28,8 +35,18 @@ use serde::{Deserialize, Serialize};
 /// versions existed applied these rules.
 pub const FIRST_APPLY_VERSION: u32 = 1;
 
-/// The prefix of the titles version 2's canary rule refuses (the test-only apply-v2 mode).
-pub const CANARY_V2_PREFIX: &str = "apply-v2-canary";
+/// The newest apply version a build of this tree applies (outside the test-only apply-next mode).
+pub const NEWEST_APPLY_VERSION: u32 = 2;
+
+/// From this apply version on, a consistency checkpoint digests the disk, not the state in memory.
+pub const DISK_DIGEST_VERSION: u32 = 2;
+
+/// The version only the test-only apply-next mode applies, whose canary rule refuses
+/// [`CANARY_NEXT_PREFIX`] titles.
+pub const NEXT_APPLY_VERSION: u32 = NEWEST_APPLY_VERSION + 1;
+
+/// The prefix of the titles the canary rule of [`NEXT_APPLY_VERSION`] refuses (the test-only apply-next mode).
+pub const CANARY_NEXT_PREFIX: &str = "apply-next-canary";
 
 /// An inclusive range of apply versions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,42 +77,45 @@ impl fmt::Display for ApplyRange {
     }
 }
 
-/// The variable that, set to `1` for a debug build, starts it in the test-only apply-v2 mode
-/// ([`test_apply_v2`]).
-pub const TEST_APPLY_V2_ENV: &str = "STRAND_TEST_APPLY_V2";
+/// The variable that, set to `1` for a debug build, starts it in the test-only apply-next mode
+/// ([`test_apply_next`]).
+pub const TEST_APPLY_NEXT_ENV: &str = "STRAND_TEST_APPLY_NEXT";
 
-/// Whether this process runs as the test-only apply-v2 build: a debug build (the one `make test`
-/// and `cargo build` make) started with `STRAND_TEST_APPLY_V2=1`. It applies versions 1 and 2
-/// and names itself `VERSION+apply-v2`. A release build ignores the variable, so a node users
+/// Whether this process runs as the test-only apply-next build: a debug build (the one `make test`
+/// and `cargo build` make) started with `STRAND_TEST_APPLY_NEXT=1`. It applies one version more
+/// than other builds, [`NEXT_APPLY_VERSION`], and names itself `VERSION+apply-next`. A release build ignores the variable, so a node users
 /// deploy never claims a version that only tests define.
-pub fn test_apply_v2() -> bool {
+pub fn test_apply_next() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    cfg!(debug_assertions) && *ON.get_or_init(|| std::env::var_os(TEST_APPLY_V2_ENV).is_some_and(|value| value == "1"))
+    cfg!(debug_assertions)
+        && *ON.get_or_init(|| std::env::var_os(TEST_APPLY_NEXT_ENV).is_some_and(|value| value == "1"))
 }
 
 /// The apply versions this build applies.
 pub fn build_apply_versions() -> ApplyRange {
-    ApplyRange { min: FIRST_APPLY_VERSION, max: if test_apply_v2() { 2 } else { 1 } }
+    let max = if test_apply_next() { NEXT_APPLY_VERSION } else { NEWEST_APPLY_VERSION };
+    ApplyRange { min: FIRST_APPLY_VERSION, max }
 }
 
-/// The variable that, in the test-only apply-v2 mode, makes version 2's canary rule apply
+/// The variable that, in the test-only apply-next mode, makes the canary rule apply
 /// whatever the state's apply version: a build that decides a rule by itself, which the
 /// rolling-upgrade tests must catch.
 pub const UNGATED_CANARY_ENV: &str = "STRAND_TEST_UNGATED_CANARY";
 
-/// Whether version 2's canary rule applies to a state at apply version `version`: only in the
-/// test-only apply-v2 mode, and there from version 2 on, or at any version with
+/// Whether the canary rule applies to a state at apply version `version`: only in the test-only
+/// apply-next mode, and there from [`NEXT_APPLY_VERSION`] on, or at any version with
 /// [`UNGATED_CANARY_ENV`] set.
-pub fn canary_v2_applies(version: u32) -> bool {
+pub fn canary_next_applies(version: u32) -> bool {
     static UNGATED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    test_apply_v2() && (version >= 2 || *UNGATED.get_or_init(|| std::env::var_os(UNGATED_CANARY_ENV).is_some()))
+    test_apply_next()
+        && (version >= NEXT_APPLY_VERSION || *UNGATED.get_or_init(|| std::env::var_os(UNGATED_CANARY_ENV).is_some()))
 }
 
 /// This build, as it names itself to other nodes and operators: the crate version and, in the
-/// test-only apply-v2 mode, `+apply-v2`.
+/// test-only apply-next mode, `+apply-next`.
 pub fn build_name() -> String {
     let version = env!("CARGO_PKG_VERSION");
-    if test_apply_v2() { format!("{version}+apply-v2") } else { version.to_string() }
+    if test_apply_next() { format!("{version}+apply-next") } else { version.to_string() }
 }
 
 #[cfg(test)]

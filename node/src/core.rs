@@ -309,6 +309,7 @@ impl<D: Disk> NodeCore<D> {
                 .into_iter()
                 .map(|(index, digest)| pb::Checkpoint { index, digest })
                 .collect(),
+            digesting: self.state_machine.digesting(),
             divergence: self
                 .divergence
                 .lock()

@@ -4,12 +4,13 @@
 //!   [`memory::MemoryDisk`] for the simulator, which drops unsynced writes on a crash.
 //! - [`log_store`]: openraft's `RaftLogStorage` (log entries, vote, committed and purged ids).
 //! - [`state_machine`]: openraft's `RaftStateMachine` over [`api::state::State`], with streamed
-//!   file snapshots ([`snapshot`]).
+//!   file snapshots ([`snapshot`]) and consistency checkpoints' digests ([`consistency`]).
 //!
 //! Invariant: this is the only crate that knows RocksDB; it knows nothing of gRPC or the network.
 
 pub mod backup;
 pub mod codec;
+pub mod consistency;
 pub mod disk;
 pub mod log_store;
 pub mod memory;

@@ -43,6 +43,7 @@ use openraft::type_config::alias::SnapshotOf;
 use openraft::{EntryPayload, OptionalSend};
 
 use crate::codec::{self, META_APPLIED, META_INSTALLING, META_MEMBERSHIP};
+use crate::consistency::{Checkpoints, DigestRule, stable_digest};
 use crate::disk::{Disk, Durability, Op, Space};
 use crate::snapshot::{CHECKPOINT_DISK, SENDING_PREFIX, SnapshotFile, SnapshotReader};
 use crate::types::{LogId, SnapshotMeta, StoredMembership, TypeConfig};
@@ -92,8 +93,8 @@ struct Inner<D: Disk> {
     applied: Mutex<Applied>,
     snapshot_dir: PathBuf,
     build_lock: Mutex<()>,
-    /// The consistency checkpoints this replica took lately: (log index, digest), oldest first.
-    checkpoints: Mutex<std::collections::VecDeque<(u64, u64)>>,
+    /// The consistency checkpoints this replica took lately, and those it is digesting.
+    checkpoints: Arc<Checkpoints>,
     /// Per namespace with a subscriber: bumped after each persisted batch that changed the
     /// namespace's settings or event log (which every new event does).
     namespace_notices: Mutex<BTreeMap<Namespace, tokio::sync::watch::Sender<()>>>,
@@ -160,7 +161,7 @@ impl<D: Disk> StateMachineStore<D> {
             applied: Mutex::new(applied),
             snapshot_dir: snapshot_dir.to_path_buf(),
             build_lock: Mutex::new(()),
-            checkpoints: Mutex::new(std::collections::VecDeque::new()),
+            checkpoints: Arc::new(Checkpoints::default()),
             namespace_notices: Mutex::new(BTreeMap::new()),
         };
         Ok(StateMachineStore { inner: Arc::new(inner) })
@@ -199,13 +200,19 @@ impl<D: Disk> StateMachineStore<D> {
 
     /// The consistency checkpoints this replica took lately, (log index, digest), oldest first.
     pub fn checkpoints(&self) -> Vec<(u64, u64)> {
-        self.inner.checkpoints.lock().expect("checkpoints lock").iter().copied().collect()
+        self.inner.checkpoints.taken()
     }
 
-    /// Applies one proposal and shows it, with its answer, to the observer. An entry that would
+    /// The indexes of the consistency checkpoints whose digest this replica is still taking.
+    pub fn digesting(&self) -> Vec<u64> {
+        self.inner.checkpoints.digesting()
+    }
+
+    /// Applies one proposal and shows it, with its answer, to the observer; for a consistency
+    /// checkpoint, also the digest rule of the state's apply version there. An entry that would
     /// take the state to an apply version this build cannot apply is not applied: the error stops
     /// Raft (see [`api::version`]).
-    fn apply_normal(&self, index: u64, proposal: &Proposal) -> io::Result<Answer> {
+    fn apply_normal(&self, index: u64, proposal: &Proposal) -> io::Result<(Answer, Option<DigestRule>)> {
         let mut state = self.inner.state.write().expect("state lock");
         if let Some(to) = state.version_after(proposal)
             && !self.apply_versions().contains(to)
@@ -232,22 +239,34 @@ impl<D: Disk> StateMachineStore<D> {
             Command::Controller(api::command::Controller { action: ControllerAction::Checkpoint, .. })
                 | Command::ConsistencyCheck(_)
         ) && answer.is_ok();
+        let rule = checkpoint.then(|| DigestRule::at(state.apply_version().version));
         drop(state);
-        if checkpoint {
-            // Under the read lock, so reads go on while the digest is taken; apply is this
-            // store's only writer besides a snapshot install, which openraft never runs beside
-            // it, so the state is still the state at `index`.
-            let digest = stable_digest(&self.inner.state.read().expect("state lock"))?;
-            let mut checkpoints = self.inner.checkpoints.lock().expect("checkpoints lock");
-            if checkpoints.len() == CHECKPOINTS_KEPT {
-                checkpoints.pop_front();
-            }
-            checkpoints.push_back((index, digest));
-        }
         if let Some(observer) = &self.inner.probes.observer {
             observer(index, proposal, &answer);
         }
-        Ok(answer)
+        Ok((answer, rule))
+    }
+
+    /// Takes the consistency checkpoint at `applied`'s index by `rule`. Digesting the disk first
+    /// persists the batch so far (so the disk holds the state at the checkpoint and nothing past
+    /// it), then views the disk and digests the view beside apply.
+    fn take_checkpoint(&self, rule: DigestRule, applied: &Applied, membership_changed: &mut bool) -> io::Result<()> {
+        let index = applied.log_id.map_or(0, |log_id| log_id.index);
+        match rule {
+            DigestRule::InMemory => {
+                // Under the read lock, so reads go on while the digest is taken; apply is this
+                // store's only writer besides a snapshot install, which openraft never runs
+                // beside it, so the state is still the state at `index`.
+                let digest = stable_digest(&self.inner.state.read().expect("state lock"))?;
+                self.inner.checkpoints.record(index, digest);
+            }
+            DigestRule::OfTheDisk => {
+                self.persist(applied, *membership_changed)?;
+                *membership_changed = false;
+                self.inner.checkpoints.digest_the_disk(&self.inner.disk, index)?;
+            }
+        }
+        Ok(())
     }
 
     /// What has been applied.
@@ -408,9 +427,6 @@ impl<D: Disk> StateMachineStore<D> {
     }
 }
 
-/// How many consistency checkpoints a replica keeps.
-pub const CHECKPOINTS_KEPT: usize = 8;
-
 /// The words that begin the error of an entry or snapshot this build cannot apply: the node
 /// stops on it (`node` looks for them).
 pub const CANNOT_APPLY: &str = "cannot apply";
@@ -419,34 +435,6 @@ fn cannot_apply(detail: String) -> io::Error {
     io::Error::other(format!(
         "{CANNOT_APPLY}: {detail}; this node stops rather than apply it by other rules. Run a build whose apply versions include it (see `strand cluster version`)"
     ))
-}
-
-/// A digest of the state that every build of one storage format computes alike: SHA-256 (first
-/// 8 bytes) over each record's stored key and value encodings, in key order.
-pub fn stable_digest(state: &State) -> io::Result<u64> {
-    use sha2::Digest as _;
-    let mut hasher = sha2::Sha256::new();
-    let mut failed = None;
-    // Borrowed records encode exactly as owned ones, so the state is read, never copied.
-    state.visit_records(&mut |key, record| {
-        if failed.is_some() {
-            return;
-        }
-        match (codec::encode_plain(&key), codec::encode_plain(&record)) {
-            (Ok(key), Ok(value)) => {
-                hasher.update((key.len() as u64).to_le_bytes());
-                hasher.update(&key);
-                hasher.update((value.len() as u64).to_le_bytes());
-                hasher.update(&value);
-            }
-            (Err(error), _) | (_, Err(error)) => failed = Some(error),
-        }
-    });
-    if let Some(error) = failed {
-        return Err(error);
-    }
-    let digest = hasher.finalize();
-    Ok(u64::from_be_bytes(digest[..8].try_into().expect("a SHA-256 digest has 32 bytes")))
 }
 
 /// The apply version of the state a snapshot holds (its `ApplyVersion` record, or version 1).
@@ -639,10 +627,14 @@ impl<D: Disk> RaftStateMachine<TypeConfig> for StateMachineStore<D> {
         let mut membership_changed = false;
         let mut refused = None;
         while let Some((entry, responder)) = entries.try_next().await? {
+            let mut checkpoint = None;
             let answer: Answer = match &entry.payload {
                 EntryPayload::Blank => Ok(Outcome::Done),
                 EntryPayload::Normal(proposal) => match self.apply_normal(entry.log_id.index, proposal) {
-                    Ok(answer) => answer,
+                    Ok((answer, rule)) => {
+                        checkpoint = rule;
+                        answer
+                    }
                     Err(error) => {
                         // The entries before it are applied and persisted as usual; this one and
                         // the rest of the batch are not, and the error stops Raft.
@@ -657,6 +649,9 @@ impl<D: Disk> RaftStateMachine<TypeConfig> for StateMachineStore<D> {
                 }
             };
             applied.log_id = Some(entry.log_id);
+            if let Some(rule) = checkpoint {
+                self.take_checkpoint(rule, &applied, &mut membership_changed)?;
+            }
             if let Some(responder) = responder {
                 responders.push((responder, answer));
             }

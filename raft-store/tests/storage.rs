@@ -274,7 +274,7 @@ fn borrowed_records_encode_exactly_like_owned_ones() {
 #[test]
 fn the_digests_keep_their_values_and_list_beads_by_id() {
     let state = every_kind_of_record();
-    assert_eq!(raft_store::state_machine::stable_digest(&state).unwrap(), GOLDEN_STABLE_DIGEST);
+    assert_eq!(raft_store::consistency::stable_digest(&state).unwrap(), GOLDEN_STABLE_DIGEST);
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     let mut bead_ids = Vec::new();
     for (key, record) in state.records() {
@@ -571,6 +571,54 @@ async fn an_entry_or_snapshot_beyond_the_apply_versions_stops_the_node_unapplied
     assert_eq!(narrow_store.read(|state| state.bead_count()), 1, "nothing was replaced");
 }
 
+/// From apply version 2 on, a consistency checkpoint digests the state space as the disk holds it
+/// at the checkpoint's index: on RocksDB on a thread beside apply, on the memory disk inline. The
+/// entries applied after it in the same batch are not in it, the two disks agree, and a replica
+/// that stopped at the checkpoint holds exactly the digested records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkpoint_of_version_2_digests_the_disk_at_its_index_beside_apply() {
+    use api::command::{Controller, ControllerAction};
+    use raft_store::consistency::{disk_digest, stable_digest};
+    let at = |index: u64, command: Command| Entry {
+        log_id: openraft::LogId::new(1u64.into(), index),
+        payload: openraft::EntryPayload::Normal(Arc::new(Proposal { command, ..proposal("unused", index as i64) })),
+    };
+    let controller = |action| Command::Controller(Controller { term: 1, action });
+    let version = api::version::DISK_DIGEST_VERSION;
+    let mut all = vec![at(1, controller(ControllerAction::SwitchApplyVersion { from: 1, to: version }))];
+    all.extend((2..=10).map(|index| at(index, proposal(&format!("before {index}"), index as i64).command)));
+    all.push(at(11, controller(ControllerAction::Checkpoint)));
+    all.extend((12..=20).map(|index| at(index, proposal(&format!("after {index}"), index as i64).command)));
+
+    let (rocks_dir, stopped_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (_, mut rocks) = open(rocks_dir.path()).unwrap();
+    apply_entries(&mut rocks, all.clone()).await;
+    let memory_dir = tempfile::tempdir().unwrap();
+    let mut memory = StateMachineStore::open(Arc::new(MemoryDisk::new()), memory_dir.path()).unwrap();
+    apply_entries(&mut memory, all.clone()).await;
+    assert_eq!(memory.digesting(), Vec::<u64>::new(), "the memory disk digests inline");
+    let on_memory = memory.checkpoints();
+    assert_eq!(on_memory.iter().map(|(index, _)| *index).collect::<Vec<_>>(), [11]);
+
+    let disk = Arc::new(RocksDisk::open(&stopped_dir.path().join("db")).unwrap());
+    let mut stopped = StateMachineStore::open(disk.clone(), &stopped_dir.path().join("snapshots")).unwrap();
+    apply_entries(&mut stopped, all[..11].to_vec()).await;
+    let at_11 = disk_digest(disk.view().unwrap().as_ref()).unwrap();
+    assert_eq!(on_memory, [(11, at_11)], "the memory disk's digest is the disk's at index 11");
+    assert_ne!(at_11, stopped.read(|state| stable_digest(state).unwrap()), "version 2 digests another way");
+
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    for store in [&rocks, &stopped] {
+        while store.checkpoints().is_empty() {
+            assert!(std::time::Instant::now() < deadline, "no digest within 60 s");
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert_eq!(store.checkpoints(), [(11, at_11)], "RocksDB's digest, taken beside apply, is of index 11");
+        assert_eq!(store.digesting(), Vec::<u64>::new());
+    }
+    assert_eq!(rocks.read(|state| state.bead_count()), 18, "the batch went on past the checkpoint");
+}
+
 fn snapshot_names(dir: &std::path::Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir.join("snapshots"))
         .unwrap()
@@ -592,7 +640,7 @@ async fn apply_entries<D: Disk>(store: &mut StateMachineStore<D>, entries: impl 
 #[tokio::test]
 async fn a_snapshot_is_a_checkpoint_written_out_only_to_be_sent() {
     use openraft::storage::RaftSnapshotBuilder;
-    use raft_store::state_machine::stable_digest;
+    use raft_store::consistency::stable_digest;
     let dir = tempfile::tempdir().unwrap();
     let (_, mut leader) = open(dir.path()).unwrap();
     let all = entries(60);

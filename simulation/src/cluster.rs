@@ -159,7 +159,7 @@ pub struct FailedStart {
 pub type FailedStarts = Arc<Mutex<BTreeMap<u64, FailedStart>>>;
 
 /// An entry whose outcome depends on the apply version, as one node applied it: a canary create
-/// (its title starts with [`api::version::CANARY_V2_PREFIX`]; apply version 2 refuses it) or a
+/// (its title starts with [`api::version::CANARY_NEXT_PREFIX`]; the next apply version refuses it) or a
 /// switch of the apply version.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VersionedApply {
@@ -178,8 +178,8 @@ pub struct VersionedApply {
 pub enum Answered {
     /// It took effect.
     Applied,
-    /// Refused by apply version 2's canary rule ([`api::state::canary_v2_refusal`]).
-    RefusedByV2Rule,
+    /// Refused by the next apply version's canary rule ([`api::state::canary_next_refusal`]).
+    RefusedByNextRule,
     /// Refused for another reason (an expired session, a switch whose condition failed), with it.
     Refused(String),
 }
@@ -188,7 +188,7 @@ impl Answered {
     fn of(answer: &api::outcome::Answer) -> Answered {
         match answer {
             Ok(_) => Answered::Applied,
-            Err(refusal) if *refusal == api::state::canary_v2_refusal() => Answered::RefusedByV2Rule,
+            Err(refusal) if *refusal == api::state::canary_next_refusal() => Answered::RefusedByNextRule,
             Err(refusal) => Answered::Refused(refusal.to_string()),
         }
     }
@@ -437,7 +437,7 @@ fn apply_probe(node: u64, controller: ControllerApplies, versioned: VersionedApp
                     _ => return,
                 }
             }
-            Command::Create(create) if create.title.starts_with(api::version::CANARY_V2_PREFIX) => {
+            Command::Create(create) if create.title.starts_with(api::version::CANARY_NEXT_PREFIX) => {
                 Versioned::Canary(create.title.clone())
             }
             _ => return,

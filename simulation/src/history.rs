@@ -139,7 +139,8 @@ pub enum Op {
         lease_id: u64,
     },
     /// Create a canary bead (label [`crate::workload::CANARY_LABEL`]): its title starts with
-    /// [`api::version::CANARY_V2_PREFIX`], so apply version 1 applies it and version 2 refuses it.
+    /// [`api::version::CANARY_NEXT_PREFIX`], so the older build's versions apply it and
+    /// [`api::version::NEXT_APPLY_VERSION`] refuses it.
     Canary {
         /// The unique title.
         title: String,

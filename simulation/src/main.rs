@@ -37,7 +37,7 @@ struct Args {
     duration: Duration,
     /// Faults to inject: default (partition, oneway, lossy, crash, clock), all (those and corrupt,
     /// wipe, membership), none, or a comma-separated list of those kinds and upgrade (a rolling
-    /// upgrade; only a debug build run with STRAND_TEST_APPLY_V2=1 runs it).
+    /// upgrade; only a debug build run with STRAND_TEST_APPLY_NEXT=1 runs it).
     #[arg(long, default_value = "default", value_parser = parse_faults)]
     faults: FaultList,
     /// Concurrent simulated agents.

@@ -71,8 +71,8 @@ pub enum Fault {
     /// applies one version fewer, see [`crate::cluster::ClusterSetup::older_build`]) and the
     /// nemesis upgrades one first member at a time, at even steps through the fault phase, in a
     /// seeded order: it crashes the node (if up) and the node restarts on the newer build. A
-    /// spare joins on the newer build. Needs a debug simulator in the test-only apply-v2 mode
-    /// (`STRAND_TEST_APPLY_V2=1`); not in [`Fault::ALL`], since a build applies one version only
+    /// spare joins on the newer build. Needs a debug simulator in the test-only apply-next mode
+    /// (`STRAND_TEST_APPLY_NEXT=1`); not in [`Fault::ALL`], since a build applies one version only
     /// outside that mode.
     Upgrade,
 }

@@ -73,7 +73,7 @@ impl RunConfig {
     pub fn replay_command(&self) -> String {
         let faults: Vec<String> = self.faults.iter().map(|fault| format!("{fault:?}").to_lowercase()).collect();
         // The upgrade fault runs only in the build that applies two versions.
-        let mode = if self.faults.contains(&Fault::Upgrade) { "STRAND_TEST_APPLY_V2=1 " } else { "" };
+        let mode = if self.faults.contains(&Fault::Upgrade) { "STRAND_TEST_APPLY_NEXT=1 " } else { "" };
         let mut command = format!(
             "{mode}cargo run --bin simulation -- --seed {} --nodes {} --duration {}s --agents {} --disk {} --faults {}",
             self.seed,
@@ -218,11 +218,12 @@ fn older_build(config: &RunConfig) -> Result<Option<api::version::ApplyRange>, S
         return Ok(None);
     }
     let build = api::version::build_apply_versions();
-    if build.max <= build.min {
+    if build.max != api::version::NEXT_APPLY_VERSION {
         return Err(format!(
-            "the upgrade fault needs a simulator that applies two versions, and this one applies {build} only: \
-             run a debug build with STRAND_TEST_APPLY_V2=1 (the test-only mode that applies version 2), \
-             or leave upgrade out of --faults"
+            "the upgrade fault needs a simulator that applies a version no other build applies, and this one applies {build} only: \
+             run a debug build with STRAND_TEST_APPLY_NEXT=1 (the test-only mode that applies version {}), \
+             or leave upgrade out of --faults",
+            api::version::NEXT_APPLY_VERSION
         ));
     }
     Ok(Some(api::version::ApplyRange { min: build.min, max: build.max - 1 }))

@@ -14,7 +14,7 @@
 //! stalls past its lease and then tries to close it with its old lease id.
 //!
 //! Under the upgrade fault, a canary agent creates canaries ([`Op::Canary`]) throughout, which
-//! apply version 1 applies and version 2 refuses.
+//! the older build's versions apply and the newer build's refuses.
 //!
 //! One orchestration agent cooks the orderer's formula, slings new tasks to a pool, takes them
 //! back with `hook --claim` and closes them (closing their auto-convoys), sends mail and purges,
@@ -396,7 +396,7 @@ async fn canary_agent(settings: Agents, index: usize, history: SharedHistory) ->
     let client = client(&settings.node_ids, &mut rng)?;
     let mut count = 0usize;
     while turmoil::sim_elapsed().unwrap_or_default() < settings.stop_at {
-        let title = format!("{}-{count}", api::version::CANARY_V2_PREFIX);
+        let title = format!("{}-{count}", api::version::CANARY_NEXT_PREFIX);
         count += 1;
         perform(&client, &history, index, Op::Canary { title }, false).await;
         tokio::time::sleep(Duration::from_millis(rng.random_range(0..=THINK_MS_MAX * 4))).await;

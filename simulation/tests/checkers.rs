@@ -440,10 +440,13 @@ fn controller_terms_reject_nodes_that_disagree_on_an_outcome() {
     assert!(violations[0].detail.contains("applied differently"), "{violations:?}");
 }
 
-/// A canary as a node applied it (`false`: refused by the version 2 rule).
+/// The version of the canary rule, the newer build's.
+const NEXT: u32 = api::version::NEXT_APPLY_VERSION;
+
+/// A canary as a node applied it (`false`: refused by the next version's rule).
 fn canary(node: u64, index: u64, applied: bool) -> VersionedApply {
-    let title = format!("apply-v2-canary-{index}");
-    canary_titled(node, index, &title, if applied { Answered::Applied } else { Answered::RefusedByV2Rule })
+    let title = format!("apply-next-canary-{index}");
+    canary_titled(node, index, &title, if applied { Answered::Applied } else { Answered::RefusedByNextRule })
 }
 
 /// A canary of `title` as a node answered it.
@@ -451,9 +454,14 @@ fn canary_titled(node: u64, index: u64, title: &str, answered: Answered) -> Vers
     VersionedApply { node, index, what: Versioned::Canary(title.into()), answered }
 }
 
-/// The switch from version 1 to 2 as a node applied it.
+/// The switch to the canary rule's version as a node applied it.
 fn switch(node: u64, index: u64) -> VersionedApply {
-    VersionedApply { node, index, what: Versioned::Switch { from: 1, to: 2 }, answered: Answered::Applied }
+    switch_to(node, index, NEXT)
+}
+
+/// The switch to version `to` as a node applied it.
+fn switch_to(node: u64, index: u64, to: u32) -> VersionedApply {
+    VersionedApply { node, index, what: Versioned::Switch { from: to - 1, to }, answered: Answered::Applied }
 }
 
 /// The healed reader's finding: every node of `nodes` on `version`, set at `since`.
@@ -464,12 +472,18 @@ fn ended_on(nodes: &[u64], version: u32, since: u64) -> Healed {
 #[test]
 fn upgrade_accepts_canaries_applied_before_the_switch_and_refused_after() {
     let applies = [canary(1, 10, true), canary(2, 10, true), switch(1, 20), switch(2, 20), canary(2, 30, false)];
-    let (violations, summary) = upgrade::check(&applies, &ended_on(&[1, 2], 2, 20));
+    let (violations, summary) = upgrade::check(&applies, &ended_on(&[1, 2], NEXT, 20));
     assert!(violations.is_empty(), "{violations:?}");
-    assert_eq!(summary, upgrade::Summary { switched: Some((20, 2)), canaries_applied: 1, canaries_refused: 1 });
+    assert_eq!(summary, upgrade::Summary { switched: Some((20, NEXT)), canaries_applied: 1, canaries_refused: 1 });
     // Without a switch, every canary applies.
     let (violations, _) = upgrade::check(&[canary(1, 10, true)], &ended_on(&[1, 2], 1, 0));
     assert!(violations.is_empty(), "{violations:?}");
+    // A fresh cluster of the older build first switches to that build's newest version: canaries
+    // still apply there, until the switch to the newer build's.
+    let applies = [switch_to(1, 5, NEXT - 1), canary(1, 10, true), switch(1, 20), canary(1, 30, false)];
+    let (violations, summary) = upgrade::check(&applies, &ended_on(&[1], NEXT, 20));
+    assert!(violations.is_empty(), "{violations:?}");
+    assert_eq!(summary, upgrade::Summary { switched: Some((20, NEXT)), canaries_applied: 1, canaries_refused: 1 });
 }
 
 #[test]
@@ -478,34 +492,34 @@ fn upgrade_judges_a_canary_at_its_first_execution_only() {
     // answered from the dedup table later still: refused by the rule, as at its first execution.
     let expired = Answered::Refused("session expired".into());
     let applies = [
-        canary_titled(1, 10, "apply-v2-canary-7", expired),
+        canary_titled(1, 10, "apply-next-canary-7", expired),
         switch(1, 20),
-        canary_titled(1, 30, "apply-v2-canary-7", Answered::RefusedByV2Rule),
-        canary_titled(1, 40, "apply-v2-canary-7", Answered::RefusedByV2Rule),
+        canary_titled(1, 30, "apply-next-canary-7", Answered::RefusedByNextRule),
+        canary_titled(1, 40, "apply-next-canary-7", Answered::RefusedByNextRule),
     ];
-    let (violations, summary) = upgrade::check(&applies, &ended_on(&[1], 2, 20));
+    let (violations, summary) = upgrade::check(&applies, &ended_on(&[1], NEXT, 20));
     assert!(violations.is_empty(), "{violations:?}");
     assert_eq!(summary.canaries_refused, 1);
     // Applied before the switch, its retry answered from the dedup table after it: applied.
     let applies = [
-        canary_titled(1, 10, "apply-v2-canary-8", Answered::Applied),
+        canary_titled(1, 10, "apply-next-canary-8", Answered::Applied),
         switch(1, 20),
-        canary_titled(1, 30, "apply-v2-canary-8", Answered::Applied),
+        canary_titled(1, 30, "apply-next-canary-8", Answered::Applied),
     ];
-    let (violations, _) = upgrade::check(&applies, &ended_on(&[1], 2, 20));
+    let (violations, _) = upgrade::check(&applies, &ended_on(&[1], NEXT, 20));
     assert!(violations.is_empty(), "{violations:?}");
 }
 
 #[test]
 fn upgrade_rejects_a_canary_bead_created_after_the_switch() {
     // No node reported the canary (every node received it in a snapshot); its bead did.
-    let bead = Bead { revision: 25, ..created("apply-v2-canary-3") };
-    let healed = Healed { all_beads: Ok(vec![bead]), ..ended_on(&[1], 2, 20) };
+    let bead = Bead { revision: 25, ..created("apply-next-canary-3") };
+    let healed = Healed { all_beads: Ok(vec![bead]), ..ended_on(&[1], NEXT, 20) };
     let (violations, _) = upgrade::check(&[switch(1, 20)], &healed);
     assert_eq!(violations.len(), 1, "{violations:?}");
     assert!(violations[0].detail.contains("created at index 25"), "{violations:?}");
     // The final state's index holds a canary, not a switch.
-    let (violations, _) = upgrade::check(&[canary(1, 20, true)], &ended_on(&[1], 2, 20));
+    let (violations, _) = upgrade::check(&[canary(1, 20, true)], &ended_on(&[1], NEXT, 20));
     assert!(violations.iter().any(|violation| violation.detail.contains("was set at index 20")), "{violations:?}");
 }
 
@@ -513,9 +527,9 @@ fn upgrade_rejects_a_canary_bead_created_after_the_switch() {
 fn upgrade_rejects_a_canary_decided_by_other_rules_than_the_states_version() {
     // Refused before the switch (a node applied the newer rule early), applied after it.
     let applies = [canary(1, 10, false), switch(1, 20), canary(1, 30, true)];
-    let (violations, _) = upgrade::check(&applies, &ended_on(&[1], 2, 20));
+    let (violations, _) = upgrade::check(&applies, &ended_on(&[1], NEXT, 20));
     assert_eq!(violations.len(), 2, "{violations:?}");
-    assert!(violations[0].detail.contains("at index 10 was refused by the version 2 rule"), "{violations:?}");
+    assert!(violations[0].detail.contains("at index 10 was refused by the next version's rule"), "{violations:?}");
     assert!(violations[1].detail.contains("at index 30 was applied"), "{violations:?}");
     // Refused with no switch at all.
     let (violations, _) = upgrade::check(&[canary(1, 10, false)], &ended_on(&[1], 1, 0));
@@ -528,10 +542,13 @@ fn upgrade_rejects_nodes_that_disagree_a_second_switch_and_a_divergence() {
     let (violations, _) = upgrade::check(&applies, &ended_on(&[1, 2], 1, 0));
     assert!(violations.iter().any(|violation| violation.detail.contains("applied differently")), "{violations:?}");
     // The final state names another index than the switch the nodes applied.
-    let (violations, _) = upgrade::check(&[switch(1, 20)], &ended_on(&[1], 2, 25));
+    let (violations, _) = upgrade::check(&[switch(1, 20)], &ended_on(&[1], NEXT, 25));
     assert_eq!(violations.len(), 1, "{violations:?}");
+    // A switch that lowers the version.
+    let (violations, _) = upgrade::check(&[switch(1, 20), switch_to(1, 30, NEXT - 1)], &ended_on(&[1], NEXT - 1, 30));
+    assert!(violations.iter().any(|violation| violation.detail.contains("only raises it")), "{violations:?}");
     // Nodes ending on different versions, and a divergence a leader reported.
-    let mut healed = ended_on(&[1], 2, 20);
+    let mut healed = ended_on(&[1], NEXT, 20);
     healed.apply_versions.push((2, 1, 0));
     healed.divergences.push((1, "node 2 differs at checkpoint 40".into()));
     let (violations, _) = upgrade::check(&[switch(1, 20)], &healed);

@@ -218,11 +218,11 @@ fn fresh_membership_band_3_nodes() {
     membership_band(fresh_start().wrapping_add(5_000_000), SEEDS_MEMBERSHIP_3_NODES, 3);
 }
 
-/// The simulator in the test-only apply-v2 mode (`STRAND_TEST_APPLY_V2=1`, see
+/// The simulator in the test-only apply-next mode (`STRAND_TEST_APPLY_NEXT=1`, see
 /// `api/src/version.rs`): the upgrade fault needs a build that applies two versions.
-fn apply_v2_simulator() -> std::process::Command {
+fn apply_next_simulator() -> std::process::Command {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_simulation"));
-    command.env(api::version::TEST_APPLY_V2_ENV, "1");
+    command.env(api::version::TEST_APPLY_NEXT_ENV, "1");
     command
 }
 
@@ -232,15 +232,15 @@ const SEEDS_UPGRADE_3_NODES: u64 = 10;
 /// links, crashes, clock jumps and membership changes happen (the spare joins on the newer build).
 const UPGRADE_FAULTS: &str = "partition,oneway,lossy,crash,clock,membership,upgrade";
 
-/// Runs `seeds` seeds from `start` of the apply-v2 simulator with `faults` in a process of its
+/// Runs `seeds` seeds from `start` of the apply-next simulator with `faults` in a process of its
 /// own (with `env` set); answers whether it passed, its summary row by column, and its stderr.
-fn sweep_apply_v2(
+fn sweep_apply_next(
     start: u64,
     seeds: u64,
     faults: &str,
     env: &[(&str, &str)],
 ) -> (bool, BTreeMap<String, String>, String) {
-    let output = apply_v2_simulator()
+    let output = apply_next_simulator()
         .args(["--seeds", &seeds.to_string(), "--start-seed", &start.to_string(), "--duration", "6s"])
         .args(["--faults", faults])
         .envs(env.iter().copied())
@@ -262,7 +262,7 @@ fn sweep_apply_v2(
 /// A rolling upgrade under faults: the nodes start on the older build and are upgraded one by one;
 /// the checkers (the upgrade checker among them) find nothing, and most runs switch.
 fn upgrade_band(start: u64) {
-    let (passed, summary, stderr) = sweep_apply_v2(start, SEEDS_UPGRADE_3_NODES, UPGRADE_FAULTS, &[]);
+    let (passed, summary, stderr) = sweep_apply_next(start, SEEDS_UPGRADE_3_NODES, UPGRADE_FAULTS, &[]);
     assert!(passed, "the upgrade band from seed {start} failed:\n{stderr}");
     let upgrades = &summary["upgrades (runs switched)"];
     let switched: u64 = upgrades.split(['(', ')']).nth(1).and_then(|runs| runs.parse().ok()).unwrap();
@@ -281,7 +281,7 @@ fn upgrade_band(start: u64) {
 #[test]
 fn regression_upgrade_seeds_a_member_restarted_since_a_removal_still_tells_the_removed_node() {
     for seed in [234_123_176_953_876, 264_588_062_453_221] {
-        let (passed, _, stderr) = sweep_apply_v2(seed, 1, UPGRADE_FAULTS, &[]);
+        let (passed, _, stderr) = sweep_apply_next(seed, 1, UPGRADE_FAULTS, &[]);
         assert!(passed, "seed {seed} failed:\n{stderr}");
     }
 }
@@ -296,30 +296,31 @@ fn fresh_upgrade_band_3_nodes() {
     upgrade_band(fresh_start().wrapping_add(6_000_000));
 }
 
-/// The test of the upgrade checker: the apply-v2 mode with its canary rule decided by the build
+/// The test of the upgrade checker: the apply-next mode with its canary rule decided by the build
 /// instead of the state's apply version (`STRAND_TEST_UNGATED_CANARY`) refuses canaries before
 /// the switch, and the first seed shows it.
 #[test]
 fn an_apply_rule_decided_by_the_build_is_caught() {
     let env = [(api::version::UNGATED_CANARY_ENV, "1")];
-    let (passed, _, stderr) = sweep_apply_v2(6_000_000, 3, UPGRADE_FAULTS, &env);
+    let (passed, _, stderr) = sweep_apply_next(6_000_000, 3, UPGRADE_FAULTS, &env);
     assert!(!passed, "a canary rule applied before the switch went unnoticed for 3 seeds");
     assert!(stderr.contains("[upgrade] canary"), "caught, but not by the upgrade checker:\n{stderr}");
 }
 
-/// Outside the test-only apply-v2 mode a build applies one version, so it cannot run the upgrade
-/// fault, and says so.
+/// Outside the test-only apply-next mode a build applies no version that another build does not,
+/// so it cannot run the upgrade fault, and says so.
 #[test]
 fn a_default_build_refuses_the_upgrade_fault() {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_simulation"))
-        .env_remove(api::version::TEST_APPLY_V2_ENV)
+        .env_remove(api::version::TEST_APPLY_NEXT_ENV)
         .args(["--seed", "1", "--faults", "crash,upgrade"])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("needs a simulator that applies two versions") && stderr.contains("STRAND_TEST_APPLY_V2=1"),
+        stderr.contains("needs a simulator that applies a version no other build applies")
+            && stderr.contains("STRAND_TEST_APPLY_NEXT=1"),
         "{stderr}"
     );
 }
@@ -379,8 +380,8 @@ fn the_same_seed_gives_the_same_trace() {
 fn an_upgrade_run_gives_the_same_trace() {
     let options = ["--faults", UPGRADE_FAULTS];
     let (first, second) = (
-        trace_of_command(apply_v2_simulator(), 6_000_001, &options),
-        trace_of_command(apply_v2_simulator(), 6_000_001, &options),
+        trace_of_command(apply_next_simulator(), 6_000_001, &options),
+        trace_of_command(apply_next_simulator(), 6_000_001, &options),
     );
     assert!(first == second, "seed 6000001 with upgrades ran twice gave different traces");
     assert!(first.contains("nemesis: upgrade n"), "the run upgraded no node:\n{first}");

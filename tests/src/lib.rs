@@ -43,31 +43,31 @@ pub fn strand_binary() -> PathBuf {
     binary
 }
 
-/// The newer build of the rolling-upgrade tests: `$STRAND_APPLY_V2_BIN`, or a script in the build
-/// directory (`apply-v2/strand`) that runs the default `strand` in the test-only apply-v2 mode
-/// (`STRAND_TEST_APPLY_V2=1`; see `api/src/version.rs`). It `exec`s the binary, so a node it
+/// The newer build of the rolling-upgrade tests: `$STRAND_APPLY_NEXT_BIN`, or a script in the build
+/// directory (`apply-next/strand`) that runs the default `strand` in the test-only apply-next mode
+/// (`STRAND_TEST_APPLY_NEXT=1`; see `api/src/version.rs`). It `exec`s the binary, so a node it
 /// starts keeps the script's process id, and a signal sent to it reaches the node.
-pub fn apply_v2_binary() -> PathBuf {
-    if let Ok(path) = std::env::var("STRAND_APPLY_V2_BIN") {
+pub fn apply_next_binary() -> PathBuf {
+    if let Ok(path) = std::env::var("STRAND_APPLY_NEXT_BIN") {
         return PathBuf::from(path);
     }
     let default = strand_binary();
     let exe = std::env::current_exe().expect("test executable path");
-    let dir = exe.ancestors().nth(3).expect("<target>/<profile>/deps/<test>").join("apply-v2");
-    std::fs::create_dir_all(&dir).expect("create the apply-v2 directory");
+    let dir = exe.ancestors().nth(3).expect("<target>/<profile>/deps/<test>").join("apply-next");
+    std::fs::create_dir_all(&dir).expect("create the apply-next directory");
     let script = dir.join("strand");
     let text = format!(
-        "#!/bin/sh\n# The test-only apply-v2 mode of the default build (tests/src/lib.rs, apply_v2_binary).\n{}=1 exec '{}' \"$@\"\n",
-        api::version::TEST_APPLY_V2_ENV,
+        "#!/bin/sh\n# The test-only apply-next mode of the default build (tests/src/lib.rs, apply_next_binary).\n{}=1 exec '{}' \"$@\"\n",
+        api::version::TEST_APPLY_NEXT_ENV,
         default.display()
     );
     if std::fs::read_to_string(&script).ok().as_deref() != Some(text.as_str()) {
         // Written aside and renamed into place: test processes running at once may each write it.
         let aside = dir.join(format!("strand.{}", std::process::id()));
-        std::fs::write(&aside, &text).expect("write the apply-v2 script");
+        std::fs::write(&aside, &text).expect("write the apply-next script");
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&aside, std::fs::Permissions::from_mode(0o755)).expect("make the script executable");
-        std::fs::rename(&aside, &script).expect("put the apply-v2 script in place");
+        std::fs::rename(&aside, &script).expect("put the apply-next script in place");
     }
     script
 }

@@ -35,8 +35,8 @@ enum Setup {
     MakeRun,
     /// Nothing: the block starts what it needs.
     Nothing,
-    /// Nothing running, and a newer build at `new/strand` (`strand` in the test-only apply-v2
-    /// mode, `tests::apply_v2_binary`, which applies one apply version more).
+    /// Nothing running, and a newer build at `new/strand` (`strand` in the test-only apply-next
+    /// mode, `tests::apply_next_binary`, which applies one apply version more).
     NewBuild,
 }
 
@@ -235,7 +235,7 @@ fn run_block(block: &Block, setup: Setup, files: &[(String, String)]) -> Result<
     }
     if matches!(setup, Setup::NewBuild) {
         std::fs::create_dir(dir.path().join("new")).unwrap();
-        std::os::unix::fs::symlink(tests::apply_v2_binary(), dir.path().join("new/strand")).unwrap();
+        std::os::unix::fs::symlink(tests::apply_next_binary(), dir.path().join("new/strand")).unwrap();
     }
     std::fs::write(dir.path().join("steps.sh"), script_of(&steps)).unwrap();
     let bin = strand_binary().parent().unwrap().to_path_buf();

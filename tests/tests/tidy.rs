@@ -394,8 +394,8 @@ fn the_state_machine_is_pure() {
 /// Apply code decides every outcome by the state's apply version, never by the build (see
 /// `api/src/version.rs`): the state machine, the commands' files and the data they share
 /// (`input.rs`) never read the build's apply versions, its name or version, the environment, a
-/// cargo feature or the build profile, except the test-only canary rule of version 2
-/// (`State::canary_v2`), whose one read of the test mode is counted.
+/// cargo feature or the build profile, except the test-only canary rule of the next version
+/// (`State::canary_next`), whose one read of the test mode is counted.
 #[test]
 fn apply_rules_never_read_the_build() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").join("api/src");
@@ -407,7 +407,7 @@ fn apply_rules_never_read_the_build() {
     assert!(files.len() > 50, "the state's, the commands' and the input's files were read: {}", files.len());
     let forbidden = [
         "build_apply_versions",
-        "test_apply_v2",
+        "test_apply_next",
         "build_name",
         "CARGO_PKG_VERSION",
         "env!(",
@@ -435,7 +435,7 @@ fn apply_rules_never_read_the_build() {
                     line.trim()
                 );
             }
-            if line.contains("canary_v2_applies") {
+            if line.contains("canary_next_applies") {
                 test_mode_reads.push(format!("{module}: {}", line.trim()));
             }
         }
@@ -443,7 +443,7 @@ fn apply_rules_never_read_the_build() {
     assert_eq!(
         test_mode_reads.len(),
         1,
-        "apply code reads the test-only apply-v2 mode only in its canary rule (State::canary_v2): {test_mode_reads:#?}"
+        "apply code reads the test-only apply-next mode only in its canary rule (State::canary_next): {test_mode_reads:#?}"
     );
     assert!(test_mode_reads.iter().all(|read| read.starts_with("state: ")), "{test_mode_reads:#?}");
 }

@@ -1,9 +1,10 @@
-//! Rolling upgrades between two builds of one tree: the default build (apply version 1) and the
-//! same binary in the test-only apply-v2 mode (`tests::apply_v2_binary`), whose version 2 refuses
-//! canary creates (see `api/src/version.rs`).
+//! Rolling upgrades between two builds of one tree: the default build (apply versions up to
+//! `NEWEST_APPLY_VERSION`) and the same binary in the test-only apply-next mode
+//! (`tests::apply_next_binary`), whose one more version, `NEXT_APPLY_VERSION`, refuses canary
+//! creates (see `api/src/version.rs`).
 //! A rule applied early shows in the canaries' answers and in the replicas' digests.
 //!
-//! `STRAND_UPGRADE_TEST_UNGATED=1` runs the node-by-node test with the `apply-v2` nodes deciding
+//! `STRAND_UPGRADE_TEST_UNGATED=1` runs the node-by-node test with the `apply-next` nodes deciding
 //! the canary rule by their own build (`STRAND_TEST_UNGATED_CANARY`): the test must then fail.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
@@ -15,7 +16,7 @@ use api::command::{Command, CreateBead};
 use api::commands::apply_version::ApplyVersionChange;
 use api::outcome::Outcome;
 use api::proto::NodeStatus;
-use api::version::CANARY_V2_PREFIX;
+use api::version::{CANARY_NEXT_PREFIX, NEWEST_APPLY_VERSION as OLD, NEXT_APPLY_VERSION as NEW};
 use tests::{Cluster, Load, wait_for};
 
 /// Small snapshots and purges, so a node that was down catches up from a snapshot; a
@@ -39,7 +40,7 @@ impl Canaries {
             let mut n = 0;
             while !stopping.load(Ordering::Relaxed) {
                 n += 1;
-                let create = CreateBead { title: format!("{CANARY_V2_PREFIX} {n}"), ..Default::default() };
+                let create = CreateBead { title: format!("{CANARY_NEXT_PREFIX} {n}"), ..Default::default() };
                 let answer = match client.execute(Command::Create(create)).await {
                     Ok(Outcome::Bead(bead)) => Ok(bead.revision),
                     Ok(other) => panic!("a create answered {other:?}"),
@@ -146,11 +147,11 @@ async fn apply_version(cluster: &Cluster) -> (u32, bool, u64) {
 }
 
 /// Waits until the leader's last status request reached every other member, each on a build
-/// that applies version 2.
+/// that applies the new version.
 async fn every_member_answered(cluster: &Cluster) {
     wait_for("the leader to hear from every member", || async {
         let leader = leader_status(cluster).await;
-        let answered = leader.members.iter().filter(|member| member.reachable && member.apply_max >= 2).count();
+        let answered = leader.members.iter().filter(|member| member.reachable && member.apply_max >= NEW).count();
         (answered + 1 == leader.membership.len()).then_some(())
     })
     .await;
@@ -162,7 +163,7 @@ fn a_follower(leader: u64, of: &[u64]) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_upgrades_node_by_node_under_load_and_switches_rules_at_one_index() {
-    let (v1, v2) = (tests::strand_binary(), tests::apply_v2_binary());
+    let (v1, v2) = (tests::strand_binary(), tests::apply_next_binary());
     let ungated = std::env::var_os("STRAND_UPGRADE_TEST_UNGATED").is_some();
     let mut cluster = Cluster::start(3, Some(CONFIG));
     cluster.wait_for_leader().await;
@@ -170,7 +171,12 @@ async fn a_cluster_upgrades_node_by_node_under_load_and_switches_rules_at_one_in
     let load = Load::start(&cluster, 2);
     let canaries = Canaries::start(&cluster);
     load.acknowledges(20).await;
-    assert_eq!(apply_version(&cluster).await, (1, false, 0));
+    // A fresh cluster of the old build rises to the old build's newest version.
+    wait_for("the switch to the old build's version", || async {
+        let (version, pinned, since) = apply_version(&cluster).await;
+        (version == OLD && !pinned && since > 0).then_some(())
+    })
+    .await;
 
     // An old leader with a new follower, which catches up from the old leader's snapshot.
     let leader = cluster.wait_for_leader().await;
@@ -184,7 +190,7 @@ async fn a_cluster_upgrades_node_by_node_under_load_and_switches_rules_at_one_in
     assert!(snapshot > its_end, "node {first} installed a snapshot past its log's end ({snapshot} > {its_end})");
     fresh_checkpoint(&cluster, leader_status(&cluster).await.applied_index).await;
     digests_agree(&cluster, "one new follower").await;
-    assert_eq!(apply_version(&cluster).await.0, 1, "an old member remains");
+    assert_eq!(apply_version(&cluster).await.0, OLD, "an old member remains");
 
     // A learner of the new build joins.
     let learner = cluster.add_joining(&[1, 2, 3]);
@@ -202,27 +208,27 @@ async fn a_cluster_upgrades_node_by_node_under_load_and_switches_rules_at_one_in
     assert!(cluster.own_status(old).await.snapshot_index > its_end, "node {old} installed the new leader's snapshot");
     fresh_checkpoint(&cluster, leader_status(&cluster).await.applied_index).await;
     digests_agree(&cluster, "a new leader, old followers").await;
-    assert_eq!(apply_version(&cluster).await.0, 1, "old members remain");
+    assert_eq!(apply_version(&cluster).await.0, OLD, "old members remain");
 
     // The remaining old members, one at a time.
     for id in [1, 2, 3].into_iter().filter(|id| *id != first) {
         stop(&mut cluster, id).await;
-        assert_eq!(apply_version(&cluster).await.0, 1, "node {id} is still of the old build");
+        assert_eq!(apply_version(&cluster).await.0, OLD, "node {id} is still of the old build");
         run_on(&mut cluster, id, &v2, ungated);
         caught_up(&cluster, id).await;
     }
-    let (version, pinned, since) = wait_for("the switch to apply version 2", || async {
+    let (version, pinned, since) = wait_for("the switch to the new apply version", || async {
         let found = apply_version(&cluster).await;
-        (found.0 == 2).then_some(found)
+        (found.0 == NEW).then_some(found)
     })
     .await;
     assert!(!pinned && since > 0);
-    wait_for("canaries refused by version 2", || async { (canaries.refused() >= 5).then_some(()) }).await;
+    wait_for("canaries refused by the new version", || async { (canaries.refused() >= 5).then_some(()) }).await;
     let answers = canaries.stop().await;
     let created = load.created.clone();
     let (acked, failed) = load.stop().await;
     assert_eq!(failed, 0, "a write failed during the upgrade ({acked} acknowledged)");
-    assert_eq!(version, 2);
+    assert_eq!(version, NEW);
 
     // Every canary before the switch was accepted, every one after refused, on every node.
     let accepted: Vec<u64> = answers.iter().filter_map(|answer| answer.as_ref().ok().copied()).collect();
@@ -231,7 +237,7 @@ async fn a_cluster_upgrades_node_by_node_under_load_and_switches_rules_at_one_in
     let after = answers.iter().skip_while(|answer| answer.is_ok());
     for answer in after {
         let refusal = answer.as_ref().expect_err("no canary is accepted after the first refusal");
-        assert!(refusal.contains("from apply version 2 on"), "{refusal}");
+        assert!(refusal.contains(&format!("from apply version {NEW} on")), "{refusal}");
     }
     let (applied, _) = cluster.wait_for_convergence(4).await;
     let created = created.lock().unwrap().clone();
@@ -242,11 +248,11 @@ async fn a_cluster_upgrades_node_by_node_under_load_and_switches_rules_at_one_in
         assert_eq!(beads.len(), chunk.len(), "every acknowledged write survived the upgrade");
     }
     for node in statuses(&cluster).await {
-        assert_eq!((node.apply_version, node.apply_since), (2, since), "node {} at {applied}", node.id);
+        assert_eq!((node.apply_version, node.apply_since), (NEW, since), "node {} at {applied}", node.id);
     }
     digests_agree(&cluster, "all new").await;
 
-    // An old build is refused: on a data directory at version 2, and as a new member.
+    // An old build is refused: on a data directory at the new version, and as a new member.
     let leader = cluster.wait_for_leader().await;
     let refused = a_follower(leader, &[1, 2, 3]);
     stop(&mut cluster, refused).await;
@@ -254,30 +260,34 @@ async fn a_cluster_upgrades_node_by_node_under_load_and_switches_rules_at_one_in
     let exit = cluster.wait_for_exit(refused).await;
     let log = cluster.log(refused);
     assert!(!exit.success(), "{log}");
-    assert!(log.contains("is at apply version 2, and this build") && log.contains("applies versions 1-1"), "{log}");
+    let (at_new, old_range) =
+        (format!("is at apply version {NEW}, and this build"), format!("applies versions 1-{OLD}"));
+    assert!(log.contains(&at_new) && log.contains(&old_range), "{log}");
     run_on(&mut cluster, refused, &v2, false);
     let stranger = cluster.add_joining(&[1, 2, 3]);
     run_on(&mut cluster, stranger, &v1, false);
     let exit = cluster.wait_for_exit(stranger).await;
     let log = cluster.log(stranger);
     assert!(!exit.success(), "{log}");
-    assert!(log.contains("applies versions 1-1, and this cluster's state is at apply version 2"), "{log}");
+    let refused_joiner = format!("applies versions 1-{OLD}, and this cluster's state is at apply version {NEW}");
+    assert!(log.contains(&refused_joiner), "{log}");
 
     // A downgrade: lowered and pinned first, then one node goes back to the old build.
     // `set` needs the leader to have heard every member since `refused` came back on the new build.
     every_member_answered(&cluster).await;
     // The leader refuses this before it reaches the log, so its client starts afresh after it.
-    let refusal = cluster.client().execute(Command::ApplyVersion(ApplyVersionChange::Set { to: 3 })).await.unwrap_err();
-    assert!(refusal.to_string().contains("applies versions 1-2, not 3"), "{refusal}");
+    let beyond = ApplyVersionChange::Set { to: NEW + 1 };
+    let refusal = cluster.client().execute(Command::ApplyVersion(beyond)).await.unwrap_err();
+    assert!(refusal.to_string().contains(&format!("applies versions 1-{NEW}, not {}", NEW + 1)), "{refusal}");
     let client = cluster.client();
     client.execute(Command::ApplyVersion(ApplyVersionChange::Pin)).await.unwrap();
-    client.execute(Command::ApplyVersion(ApplyVersionChange::Set { to: 1 })).await.unwrap();
+    client.execute(Command::ApplyVersion(ApplyVersionChange::Set { to: OLD })).await.unwrap();
     let (version, pinned, lowered_at) = apply_version(&cluster).await;
-    assert_eq!((version, pinned), (1, true));
+    assert_eq!((version, pinned), (OLD, true));
     let load = Load::start(&cluster, 2);
-    let create = CreateBead { title: format!("{CANARY_V2_PREFIX} after the downgrade"), ..Default::default() };
+    let create = CreateBead { title: format!("{CANARY_NEXT_PREFIX} after the downgrade"), ..Default::default() };
     let Outcome::Bead(bead) = client.execute(Command::Create(create)).await.unwrap() else { panic!("create") };
-    assert!(bead.revision > lowered_at, "version 1 accepts the canary again");
+    assert!(bead.revision > lowered_at, "the old version accepts the canary again");
     let downgraded = a_follower(cluster.wait_for_leader().await, &[1, 2, 3]);
     // As the README's recipe waits: the node's own state must hold the lowered version before it
     // stops, or the old build refuses it at start.
@@ -289,7 +299,7 @@ async fn a_cluster_upgrades_node_by_node_under_load_and_switches_rules_at_one_in
     load.acknowledges(20).await;
     let (_, failed) = load.stop().await;
     assert_eq!(failed, 0);
-    assert_eq!(apply_version(&cluster).await, (1, false, lowered_at), "an old member holds the version at 1");
+    assert_eq!(apply_version(&cluster).await, (OLD, false, lowered_at), "an old member holds the version down");
     fresh_checkpoint(&cluster, leader_status(&cluster).await.applied_index).await;
     digests_agree(&cluster, "after the downgrade").await;
 }
@@ -302,12 +312,12 @@ async fn a_member_that_applies_differently_raises_the_divergence_alarm() {
     let leader = cluster.wait_for_leader().await;
     let odd = a_follower(leader, &[1, 2, 3]);
     stop(&mut cluster, odd).await;
-    run_on(&mut cluster, odd, &tests::apply_v2_binary(), true);
+    run_on(&mut cluster, odd, &tests::apply_next_binary(), true);
     caught_up(&cluster, odd).await;
     let checked = tests::strand_as(&cluster, "operator", &["cluster", "check"]);
     let shown = String::from_utf8_lossy(&checked.stdout).to_string();
     assert!(checked.status.success() && shown.contains("every member holds the same state"), "{checked:?}");
-    let create = CreateBead { title: format!("{CANARY_V2_PREFIX} applied differently"), ..Default::default() };
+    let create = CreateBead { title: format!("{CANARY_NEXT_PREFIX} applied differently"), ..Default::default() };
     let Outcome::Bead(bead) = cluster.client().execute(Command::Create(create)).await.unwrap() else { panic!() };
     let divergence = wait_for("the divergence alarm", || async {
         let status = leader_status(&cluster).await;
@@ -318,12 +328,15 @@ async fn a_member_that_applies_differently_raises_the_divergence_alarm() {
     let index: u64 = divergence.split("applied index ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
     assert!(index > bead.revision, "the divergence is found at a checkpoint after the canary ({index})");
     let page = cluster.metrics_page(cluster.wait_for_leader().await).await;
-    assert!(page.contains("strand_divergence 1") && page.contains("strand_apply_version 1"), "{page}");
+    assert!(page.contains("strand_divergence 1") && page.contains(&format!("strand_apply_version {OLD}")), "{page}");
     let versions = tests::json_of(&tests::strand_as(&cluster, "operator", &["cluster", "version", "--json"]));
-    assert_eq!((&versions["apply_version"], &versions["switch_to"]), (&serde_json::json!(1), &serde_json::json!(1)));
+    assert_eq!(
+        (&versions["apply_version"], &versions["switch_to"]),
+        (&serde_json::json!(OLD), &serde_json::json!(OLD))
+    );
     let odd_row = versions["nodes"].as_array().unwrap().iter().find(|node| node["id"] == odd).unwrap().clone();
-    let build = format!("{}+apply-v2", env!("CARGO_PKG_VERSION"));
-    assert_eq!((&odd_row["apply_max"], &odd_row["build"]), (&serde_json::json!(2), &serde_json::json!(build)));
+    let build = format!("{}+apply-next", env!("CARGO_PKG_VERSION"));
+    assert_eq!((&odd_row["apply_max"], &odd_row["build"]), (&serde_json::json!(NEW), &serde_json::json!(build)));
     let shown = tests::strand_as(&cluster, "operator", &["cluster", "status"]);
     assert!(String::from_utf8_lossy(&shown.stdout).contains("DIVERGENCE: divergence: node"), "{shown:?}");
     let checked = tests::strand_as(&cluster, "operator", &["cluster", "check", "--json"]);
@@ -372,7 +385,11 @@ async fn a_directory_of_the_previous_format_upgrades_in_place_even_when_killed_m
     let beads = tests::json_of(&listed);
     let titles: Vec<&str> = beads.as_array().unwrap().iter().map(|bead| bead["title"].as_str().unwrap()).collect();
     assert_eq!(titles, ["written in format 10"; 3], "{listed:?}");
-    assert_eq!(cluster.own_status(1).await.apply_version, 1);
+    // The upgraded state starts at version 1 (format 10 recorded none), and rises like any other.
+    wait_for("the upgraded node to switch to the newest apply version", || async {
+        (cluster.own_status(1).await.apply_version == OLD).then_some(())
+    })
+    .await;
 }
 
 /// A message as a build from before apply versions sends it (the cluster id as

@@ -70,7 +70,7 @@ impl State {
             Command::Create(create) => Some(create.title.as_str()),
             _ => None,
         };
-        self.canary_v2(create_title)?;
+        self.canary_next(create_title)?;
         // Each command's file says how it applies: to its namespace, or to the whole state.
         self.apply_to_namespace(&proposal.namespace, |state| proposal.command.apply(state, proposal, now))
     }

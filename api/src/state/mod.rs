@@ -417,18 +417,18 @@ impl State {
         answer
     }
 
-    /// Apply version 2's rule, in the test-only apply-v2 mode (see [`crate::version`]): a create
-    /// whose title starts with the canary prefix is refused. `create_title` is the title of the
+    /// The rule of the test-only apply-next mode's version ([`crate::version::NEXT_APPLY_VERSION`]):
+    /// a create whose title starts with the canary prefix is refused. `create_title` is the title of the
     /// command being applied when it is a create (`None`: any other command). Gated on the
     /// state's apply version, as every rule that changes an outcome is; with
     /// `STRAND_TEST_UNGATED_CANARY` set, the test mode applies it whatever the version
-    /// (`version::canary_v2_applies`), the mistake the rolling-upgrade test must catch.
-    pub(crate) fn canary_v2(&self, create_title: Option<&str>) -> Result<(), Refusal> {
-        if crate::version::canary_v2_applies(self.apply_version.version)
+    /// (`version::canary_next_applies`), the mistake the rolling-upgrade test must catch.
+    pub(crate) fn canary_next(&self, create_title: Option<&str>) -> Result<(), Refusal> {
+        if crate::version::canary_next_applies(self.apply_version.version)
             && let Some(title) = create_title
-            && title.starts_with(crate::version::CANARY_V2_PREFIX)
+            && title.starts_with(crate::version::CANARY_NEXT_PREFIX)
         {
-            return Err(canary_v2_refusal());
+            return Err(canary_next_refusal());
         }
         Ok(())
     }
@@ -798,12 +798,13 @@ impl State {
     }
 }
 
-/// The refusal of apply version 2's canary rule (the test-only apply-v2 mode; see
-/// [`crate::version::CANARY_V2_PREFIX`]), by which the simulator tells it from other refusals.
-pub fn canary_v2_refusal() -> Refusal {
+/// The refusal of the canary rule of the next apply version (the test-only apply-next mode; see
+/// [`crate::version::CANARY_NEXT_PREFIX`]), by which the simulator tells it from other refusals.
+pub fn canary_next_refusal() -> Refusal {
     Refusal::Invalid(format!(
-        "a title starting with {:?} is refused from apply version 2 on",
-        crate::version::CANARY_V2_PREFIX
+        "a title starting with {:?} is refused from apply version {} on",
+        crate::version::CANARY_NEXT_PREFIX,
+        crate::version::NEXT_APPLY_VERSION
     ))
 }
 

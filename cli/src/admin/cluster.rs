@@ -253,6 +253,9 @@ pub async fn run(cli: &Cli, command: &ClusterCommand) -> CommandResult {
 
 /// How long `cluster check` waits for every member to apply its checkpoint.
 const CHECK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long it goes on waiting while a member still digests one (a digest of the disk, taken
+/// beside apply, grows with the state: seconds per million beads).
+const DIGEST_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
 
 async fn check(cli: &Cli) -> CommandResult {
     let client = cli.client()?;
@@ -260,7 +263,8 @@ async fn check(cli: &Cli) -> CommandResult {
     let mark = before.nodes.iter().map(|node| node.applied_index).max().unwrap_or(0);
     let check = api::commands::consistency_check::ConsistencyCheck {};
     client.execute(api::command::Command::ConsistencyCheck(check)).await?;
-    let deadline = std::time::Instant::now() + CHECK_WAIT;
+    let started = std::time::Instant::now();
+    let mut told = false;
     // The checkpoint is the lowest past the mark that every answering member took.
     let (status, index) = loop {
         let status = client.status(false).await?;
@@ -271,8 +275,19 @@ async fn check(cli: &Cli) -> CommandResult {
         let indexes: Vec<Option<u64>> = answering.iter().map(taken).collect();
         let index = indexes.iter().copied().collect::<Option<Vec<u64>>>().and_then(|all| all.into_iter().max());
         let everyone = answering.len() == status.nodes.len();
-        if (index.is_some() && everyone) || std::time::Instant::now() >= deadline {
+        let digesting: Vec<u64> = answering
+            .iter()
+            .filter(|node| taken(node).is_none() && node.digesting.iter().any(|index| *index > mark))
+            .map(|node| node.id)
+            .collect();
+        let waited = started.elapsed();
+        let out_of_time = waited >= CHECK_WAIT && (digesting.is_empty() || waited >= DIGEST_WAIT);
+        if (index.is_some() && everyone) || out_of_time {
             break (status, index);
+        }
+        if waited >= CHECK_WAIT && !told {
+            eprintln!("waiting for nodes {digesting:?} to finish digesting the checkpoint (up to {DIGEST_WAIT:?})");
+            told = true;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     };

@@ -7,9 +7,11 @@
 //! and are upgraded one by one ([`crate::nemesis::Fault::Upgrade`]):
 //! - every node that applied a versioned entry (a canary create, a switch of the version) gave it
 //!   the same outcome;
-//! - the version switched at most once, at the index the final state names (`since`);
-//! - a canary before that index applied, and one at or after it was refused (the newer build's
-//!   canary rule); with no switch, every canary applied;
+//! - the version only rose, and its last switch is at the index the final state names (`since`);
+//!   a fresh cluster of the older build switches once to that build's newest version, and once
+//!   more to the newer build's when every member runs it;
+//! - a canary at an index whose version is below the newer build's applied, and one at or after
+//!   the switch to it was refused (the newer build's canary rule);
 //! - the leader at convergence raised no divergence alarm (the replicas take a checkpoint every
 //!   second);
 //! - that the cluster switches once every member runs the newer build is asked by the healed
@@ -42,7 +44,8 @@ pub const CHECKER: &str = "upgrade";
 /// What the checker saw, for the band's own assertions.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
-    /// The index at which the apply version last switched, and to which version.
+    /// The index at which the apply version switched to the newer build's version (that of the
+    /// canary rule, [`api::version::NEXT_APPLY_VERSION`]), and that version.
     pub switched: Option<(u64, u32)>,
     /// Canaries applied, one per request.
     pub canaries_applied: usize,
@@ -83,24 +86,34 @@ pub fn check(applies: &[VersionedApply], healed: &Healed) -> (Vec<Violation>, Su
         .collect();
     // (version, since) as the final state says, or, when the nodes never agreed (the convergence
     // checker says so), as the last switch the nodes applied says.
-    let switched = match finals.keys().next() {
-        Some(last) => Some(*last).filter(|(version, since)| *version > 1 && *since > 0),
+    let last = match finals.keys().next() {
+        Some(last) => Some(*last).filter(|(_, since)| *since > 0),
         None => switches.last().map(|(index, to)| (*to, *index)),
     };
-    let described = |switched: Option<(u32, u64)>| {
-        switched.map_or("version 1, never switched".into(), |(version, since)| {
+    let described = |last: Option<(u32, u64)>| {
+        last.map_or("version 1, never switched".into(), |(version, since)| {
             format!("version {version} since index {since}")
         })
     };
-    for (index, to) in &switches {
-        if switched != Some((*to, *index)) {
+    // The version rises at each switch (one to the older build's newest, once its members
+    // answer, then one to the newer build's); the last one the nodes applied is the final state's.
+    for pair in switches.windows(2) {
+        if pair[1].1 <= pair[0].1 {
             violations.push(violation(format!(
-                "the switch to version {to} took effect at index {index}, but the final state says {}",
-                described(switched)
+                "the apply version went from {} (index {}) to {} (index {}): a switch only raises it",
+                pair[0].1, pair[0].0, pair[1].1, pair[1].0
             )));
         }
     }
-    if let Some((version, since)) = switched
+    if let Some((index, to)) = switches.last()
+        && last != Some((*to, *index))
+    {
+        violations.push(violation(format!(
+            "the switch to version {to} took effect at index {index}, but the final state says {}",
+            described(last)
+        )));
+    }
+    if let Some((version, since)) = last
         && let Some(apply) = by_index.get(&since).filter(|apply| !matches!(apply.what, Versioned::Switch { .. }))
     {
         violations.push(violation(format!(
@@ -108,6 +121,12 @@ pub fn check(applies: &[VersionedApply], healed: &Healed) -> (Vec<Violation>, Su
             apply.what
         )));
     }
+    let version_at = |index: u64| {
+        let last_before = switches.iter().take_while(|(since, _)| *since <= index).last();
+        last_before.map_or(api::version::FIRST_APPLY_VERSION, |(_, to)| *to)
+    };
+    // The switch to the version of the canary rule (the newer build's).
+    let canary_rule = switches.iter().find(|(_, to)| *to >= api::version::NEXT_APPLY_VERSION).copied();
     // Each canary at its first execution, in log order.
     let mut first: BTreeMap<&str, (u64, &VersionedApply)> = BTreeMap::new();
     for (index, apply) in &by_index {
@@ -117,7 +136,7 @@ pub fn check(applies: &[VersionedApply], healed: &Healed) -> (Vec<Violation>, Su
             first.entry(title.as_str()).or_insert((*index, apply));
         }
     }
-    let mut summary = Summary { switched: switched.map(|(version, since)| (since, version)), ..Summary::default() };
+    let mut summary = Summary { switched: canary_rule, ..Summary::default() };
     for (title, (index, apply)) in first {
         let applied = apply.answered == Answered::Applied;
         if applied {
@@ -125,21 +144,18 @@ pub fn check(applies: &[VersionedApply], healed: &Healed) -> (Vec<Violation>, Su
         } else {
             summary.canaries_refused += 1;
         }
-        let version = match switched {
-            Some((version, since)) if index >= since => version,
-            _ => 1,
-        };
-        if applied != (version < 2) {
+        let version = version_at(index);
+        if applied != (version < api::version::NEXT_APPLY_VERSION) {
             violations.push(violation(format!(
                 "canary {title:?} at index {index} was {} (node {}), but the state's apply version there was {version} (final state: {})",
-                if applied { "applied" } else { "refused by the version 2 rule" },
+                if applied { "applied" } else { "refused by the next version's rule" },
                 apply.node,
-                described(switched)
+                described(last)
             )));
         }
     }
-    if let (Ok(beads), Some((version, since))) = (&healed.all_beads, switched) {
-        for bead in beads.iter().filter(|bead| bead.title.starts_with(api::version::CANARY_V2_PREFIX)) {
+    if let (Ok(beads), Some((since, version))) = (&healed.all_beads, canary_rule) {
+        for bead in beads.iter().filter(|bead| bead.title.starts_with(api::version::CANARY_NEXT_PREFIX)) {
             if bead.revision >= since {
                 violations.push(violation(format!(
                     "canary {:?} was created at index {}, after version {version} was set at index {since}",
