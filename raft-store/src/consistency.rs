@@ -118,7 +118,12 @@ impl Checkpoints {
                 }
                 Err(error) => {
                     checkpoints.digesting.lock().expect("checkpoints lock").remove(&index);
-                    tracing::error!(index, %error, "the digest of a consistency checkpoint failed: this replica's checkpoint is missing from `cluster check`");
+                    tracing::error!(
+                        index,
+                        %error,
+                        "the digest of a consistency checkpoint failed, so `cluster check` lists none for this \
+                         replica at that index: check this node's disk; the next checkpoint digests it again"
+                    );
                 }
             }
         };
