@@ -282,12 +282,17 @@ impl State {
                 (key, _) => return Err(LoadError { key }),
             }
         }
-        beads.sort_by_key(|(namespace, bead)| (namespace.clone(), bead.seq));
+        beads.sort_by(|(a, a_bead), (b, b_bead)| a.cmp(b).then(a_bead.seq.cmp(&b_bead.seq)));
+        for group in beads.chunk_by(|(a, _), (b, _)| a == b) {
+            if let Some(namespace_state) = state.namespaces.get_mut(&group[0].0) {
+                namespace_state.reserve_beads(group.len());
+            }
+        }
         for (namespace, bead) in beads {
             let Some(namespace_state) = state.namespaces.get_mut(&namespace) else {
                 return Err(LoadError { key: RecordKey::Bead(namespace, bead.id.clone()) });
             };
-            namespace_state.insert_unrefreshed(*bead);
+            namespace_state.load_bead(*bead);
         }
         for (namespace, event) in events {
             let Some(namespace_state) = state.namespaces.get_mut(&namespace) else {

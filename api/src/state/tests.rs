@@ -69,6 +69,8 @@ impl Harness {
             assert_eq!(rebuilt, Some(&namespace_state.indexes().leased), "leased beads match a rebuild");
             let rebuilt = reloaded.namespaces.get(namespace).map(|reloaded| &reloaded.indexes().blocks_dependents);
             assert_eq!(rebuilt, Some(&namespace_state.indexes().blocks_dependents), "dependent counts match a rebuild");
+            let rebuilt = reloaded.namespaces.get(namespace).map(|reloaded| &reloaded.indexes().blocked);
+            assert_eq!(rebuilt, Some(&namespace_state.indexes().blocked), "blocked beads match a rebuild");
         }
         assert_eq!(reloaded.controller_term(), self.state.controller_term(), "the controller's term is kept");
         let ready = |state: &State| {

@@ -364,6 +364,23 @@ impl NamespaceState {
         bead_id
     }
 
+    /// Makes room for `additional` more beads (a load, whose count is known beforehand).
+    pub(super) fn reserve_beads(&mut self, additional: usize) {
+        self.beads.reserve(additional);
+    }
+
+    /// Puts a bead read back from its record into the map and the indexes, unmarked (its record
+    /// is written already, and no command is being applied). [`NamespaceState::refresh_all`]
+    /// computes the blocked states once every bead is in.
+    pub(super) fn load_bead(&mut self, mut bead: Bead) {
+        bead.counts = BeadCounts::default();
+        self.indexes.insert(&bead);
+        let bead_id = bead.id.clone();
+        if let Some(twice) = self.beads.insert(bead_id, bead) {
+            panic!("bead id {} loaded twice", twice.id);
+        }
+    }
+
     /// Puts a bead into the map and the indexes, and marks it to be written: with
     /// [`NamespaceState::lift_bead`] and [`NamespaceState::take_bead`], the only code that changes
     /// the map of beads (`insert`, `modify`, `remove`, an import's undo and a transaction's
@@ -393,11 +410,16 @@ impl NamespaceState {
         bead
     }
 
-    /// Computes the blocked state of every bead (after loading).
+    /// Computes the blocked state of every bead (after loading, none is blocked yet): the beads
+    /// blocked by their own status or dependencies, then whatever inherits from them. Starting
+    /// from none blocked, a bead's state only ever turns blocked, so the order the beads are
+    /// visited in does not change the outcome (the least fixed point), and only the beads that
+    /// can turn blocked are queued.
     pub(super) fn refresh_all(&mut self) {
-        let mut all: Vec<BeadId> = self.beads.keys().cloned().collect();
-        all.sort();
-        self.refresh_blocked(all);
+        debug_assert!(self.indexes.blocked.is_empty(), "refresh_all runs on a state just loaded");
+        let blocked: Vec<BeadId> =
+            self.beads.values().filter(|bead| self.compute_blocked(bead)).map(|bead| bead.id.clone()).collect();
+        self.refresh_blocked(blocked);
     }
 
     /// [`NamespaceState::modify`], answering the bead as the change left it: stamped with its new
