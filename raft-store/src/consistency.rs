@@ -17,11 +17,11 @@
 //! the view is taken before apply writes anything past that index.
 //! Invariant: the list of checkpoints is in index order and holds [`CHECKPOINTS_KEPT`] at most;
 //! a checkpoint still being digested is listed apart ([`Checkpoints::digesting`]), never with a
-//! digest it does not have yet.
+//! digest it does not have yet; at most [`DIGESTS_UNDER_WAY_MAX`] are being digested at once.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::io;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use api::state::State;
 use sha2::Digest as _;
@@ -31,6 +31,11 @@ use crate::disk::{Disk, DiskView, Space, Visit};
 
 /// How many consistency checkpoints a replica keeps.
 pub const CHECKPOINTS_KEPT: usize = 8;
+
+/// How many digests of the disk may be under way at once (one reading, the next waiting with its
+/// view). Apply waits before it starts one more, so checkpoints proposed faster than a replica
+/// digests them slow apply down rather than pile up threads and pinned views of the disk.
+pub const DIGESTS_UNDER_WAY_MAX: usize = 2;
 
 /// Which digest a checkpoint takes: the rule of the state's apply version at its index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,6 +59,8 @@ impl DigestRule {
 pub struct Checkpoints {
     taken: Mutex<VecDeque<(u64, u64)>>,
     digesting: Mutex<BTreeSet<u64>>,
+    /// Signalled whenever a checkpoint leaves `digesting`.
+    digested: Condvar,
     /// Held by a digest of the disk while it reads, so that two run one after the other.
     one_at_a_time: Mutex<()>,
 }
@@ -79,7 +86,13 @@ impl Checkpoints {
             taken.pop_front();
         }
         drop(taken);
+        self.done_digesting(index);
+    }
+
+    /// Takes `index` off the checkpoints being digested, and wakes an apply waiting for room.
+    fn done_digesting(&self, index: u64) {
         self.digesting.lock().expect("checkpoints lock").remove(&index);
+        self.digested.notify_all();
     }
 
     /// Digests the disk for the checkpoint at `index`, whose entry the disk holds and nothing
@@ -92,7 +105,13 @@ impl Checkpoints {
             self.record(index, digest);
             return Ok(());
         }
-        self.digesting.lock().expect("checkpoints lock").insert(index);
+        {
+            let mut digesting = self.digesting.lock().expect("checkpoints lock");
+            while digesting.len() >= DIGESTS_UNDER_WAY_MAX {
+                digesting = self.digested.wait(digesting).expect("checkpoints lock");
+            }
+            digesting.insert(index);
+        }
         let (checkpoints, disk) = (self.clone(), disk.clone());
         let (viewed, view_taken) = std::sync::mpsc::sync_channel::<io::Result<()>>(1);
         let digest = move || {
@@ -117,7 +136,7 @@ impl Checkpoints {
                     );
                 }
                 Err(error) => {
-                    checkpoints.digesting.lock().expect("checkpoints lock").remove(&index);
+                    checkpoints.done_digesting(index);
                     tracing::error!(
                         index,
                         %error,
@@ -134,7 +153,7 @@ impl Checkpoints {
                 .unwrap_or_else(|_| Err(io::Error::other("the digest thread ended before it viewed the disk")))
         });
         if answer.is_err() {
-            self.digesting.lock().expect("checkpoints lock").remove(&index);
+            self.done_digesting(index);
         }
         answer
     }

@@ -292,7 +292,9 @@ impl State {
             let Some(namespace_state) = state.namespaces.get_mut(&namespace) else {
                 return Err(LoadError { key: RecordKey::Bead(namespace, bead.id.clone()) });
             };
-            namespace_state.load_bead(*bead);
+            if let Err(id) = namespace_state.load_bead(*bead) {
+                return Err(LoadError { key: RecordKey::Bead(namespace, id) });
+            }
         }
         for (namespace, event) in events {
             let Some(namespace_state) = state.namespaces.get_mut(&namespace) else {

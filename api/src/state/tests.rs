@@ -1029,6 +1029,20 @@ fn reload_computes_blocked_state_across_load_order() {
     assert_eq!(beads_of(answer).into_iter().map(|bead| bead.id).collect::<Vec<_>>(), vec![later]);
 }
 
+/// Records that hold one bead's id under two keys are corrupt: the load refuses them, naming the
+/// second key, rather than stopping the process.
+#[test]
+fn a_bead_id_stored_twice_is_refused_at_load() {
+    let mut harness = Harness::new();
+    let first = harness.create("stored twice");
+    let mut records = harness.state.records();
+    let copy = records.iter().find(|(key, _)| matches!(key, RecordKey::Bead(_, id) if *id == first)).unwrap().1.clone();
+    let key = RecordKey::Bead(harness.namespace.clone(), BeadId::from("st-zz"));
+    records.push((key, copy));
+    let error = State::from_records(records).expect_err("one id twice");
+    assert_eq!(error.key, RecordKey::Bead(harness.namespace.clone(), first));
+}
+
 /// An id an edge names, to a bead not made yet or from a loose source, is never allocated to a
 /// new bead (which would silently inherit the edge): the allocator skips it, also after a reload.
 #[test]

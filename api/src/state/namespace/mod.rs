@@ -371,14 +371,16 @@ impl NamespaceState {
 
     /// Puts a bead read back from its record into the map and the indexes, unmarked (its record
     /// is written already, and no command is being applied). [`NamespaceState::refresh_all`]
-    /// computes the blocked states once every bead is in.
-    pub(super) fn load_bead(&mut self, mut bead: Bead) {
+    /// computes the blocked states once every bead is in. A bead whose id is loaded already is
+    /// refused (`Err`, its id) and changes nothing: records that hold one id twice are corrupt.
+    pub(super) fn load_bead(&mut self, mut bead: Bead) -> Result<(), BeadId> {
+        if self.beads.contains_key(&bead.id) {
+            return Err(bead.id);
+        }
         bead.counts = BeadCounts::default();
         self.indexes.insert(&bead);
-        let bead_id = bead.id.clone();
-        if let Some(twice) = self.beads.insert(bead_id, bead) {
-            panic!("bead id {} loaded twice", twice.id);
-        }
+        self.beads.insert(bead.id.clone(), bead);
+        Ok(())
     }
 
     /// Puts a bead into the map and the indexes, and marks it to be written: with
