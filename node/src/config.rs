@@ -247,6 +247,21 @@ impl ConnectionLimits {
     }
 }
 
+/// How the state is held (the `[storage]` table).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StorageSettings {
+    /// The most bytes of closed beads read back from disk kept in memory. Closed beads live on
+    /// disk only; this cache keeps the ones read lately (`0`: none, every read goes to RocksDB).
+    pub bead_cache_bytes: u64,
+}
+
+impl Default for StorageSettings {
+    fn default() -> Self {
+        StorageSettings { bead_cache_bytes: raft_store::state_machine::BEAD_CACHE_BYTES_DEFAULT }
+    }
+}
+
 /// The leader's controller (the `[controller]` table).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -406,6 +421,8 @@ pub struct NodeConfig {
     pub raft: RaftSettings,
     /// What the leader's controller does, and how often.
     pub controller: ControllerSettings,
+    /// How the state is held in memory and on disk.
+    pub storage: StorageSettings,
     /// TLS on both listeners and to peers; `None`: plain TCP.
     pub tls: Option<TlsSettings>,
     /// With auth enabled, `/metrics` answers only a request with a token (any role) the node's
@@ -450,6 +467,7 @@ impl Default for NodeConfig {
             event_retention: api::limits::EVENT_RETENTION_DEFAULT,
             connections: ConnectionLimits::default(),
             controller: ControllerSettings::default(),
+            storage: StorageSettings::default(),
             tls: None,
             metrics_auth: false,
             raft: RaftSettings::default(),

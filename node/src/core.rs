@@ -108,6 +108,9 @@ impl<D: Disk> NodeCore<D> {
         });
         view.watch_streams = (WATCH_STREAMS_MAX - self.watch_streams.available_permits()) as u64;
         view.apply_version = u64::from(self.state_machine.read(|state| state.apply_version().version));
+        (view.beads_held, view.bead_cache) = self
+            .state_machine
+            .read(|state| (state.held_bead_count() as u64, state.cold_cache_stats().unwrap_or_default()));
         view.divergence = self.divergence.lock().expect("the divergence lock is never poisoned").is_some();
         view
     }

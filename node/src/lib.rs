@@ -486,7 +486,8 @@ async fn start_raft<D: Disk>(
     }
     let snapshot_dir = config.data_dir.join("snapshots");
     remove_incoming_snapshots(&snapshot_dir);
-    let state_machine = StateMachineStore::open_probed(disk, &snapshot_dir, probes).map_err(corrupt)?;
+    let state_machine =
+        StateMachineStore::open_with(disk, &snapshot_dir, probes, config.storage.bead_cache_bytes).map_err(corrupt)?;
     let (versions, range) = (state_machine.read(|state| state.apply_version()), state_machine.apply_versions());
     if !range.contains(versions.version) {
         return Err(NodeError::ApplyVersion(format!(

@@ -88,6 +88,10 @@ pub struct RaftView {
     pub apply_version: u64,
     /// Whether this node, leading, found a member's state diverged from its own.
     pub divergence: bool,
+    /// Beads held in memory (the others are closed and kept on disk).
+    pub beads_held: u64,
+    /// What the cache of closed beads read back from disk holds and did.
+    pub bead_cache: api::state::CacheStats,
 }
 
 /// Why the connection limiter closed a connection, as the `reason` label says it. A variant's
@@ -287,6 +291,11 @@ pub struct Metrics {
     gauges: [(ReadGauge, Gauge); GAUGES.len()],
     connections: [ConnectionMetrics; 2],
     replication: ReplicationMetrics,
+    /// Reads of closed beads answered by the cache, and those that went to disk.
+    bead_cache_hits: Counter,
+    bead_cache_misses: Counter,
+    /// The cache's hits and misses at the last render: the counters move by the difference.
+    bead_cache_seen: std::sync::Mutex<(u64, u64)>,
 }
 
 /// The controller's counters, beside `leases_expired`.
@@ -301,7 +310,7 @@ struct ControllerMetrics {
 
 /// Scrape-time gauges: name, help (prometheus-client ends it with a period), and how each is
 /// read off a [`RaftView`].
-const GAUGES: [(&str, &str, ReadGauge); 14] = [
+const GAUGES: [(&str, &str, ReadGauge); 18] = [
     ("raft_term", "The node's current Raft term", |view| view.term as i64),
     ("raft_is_leader", "1 when this node is the Raft leader, else 0", |view| i64::from(view.is_leader)),
     ("raft_leader_id", "The id of the leader this node knows of; 0 when none", |view| view.leader as i64),
@@ -314,6 +323,18 @@ const GAUGES: [(&str, &str, ReadGauge); 14] = [
         i64::from(view.fatal)
     }),
     ("beads", "Beads stored on this replica, across namespaces", |view| view.beads as i64),
+    ("beads_held", "Beads held in memory on this replica; the others are closed and read back from disk", |view| {
+        view.beads_held as i64
+    }),
+    ("bead_cache_bytes", "Bytes of closed beads read back from disk held in the cache", |view| {
+        view.bead_cache.bytes as i64
+    }),
+    (
+        "bead_cache_capacity_bytes",
+        "The most bytes the cache of closed beads holds (`[storage] bead_cache_bytes`)",
+        |view| view.bead_cache.capacity_bytes as i64,
+    ),
+    ("bead_cache_entries", "Closed beads held in the cache", |view| view.bead_cache.entries as i64),
     ("watch_streams", "Open watch streams served by this node", |view| view.watch_streams as i64),
     ("leases", "Leased claims held on this replica, across namespaces", |view| view.leases as i64),
     ("orders", "Orders stored on this replica, across namespaces", |view| view.orders as i64),
@@ -397,6 +418,18 @@ impl Metrics {
         });
         let connections = ConnectionMetrics::register(&mut registry);
         let replication = ReplicationMetrics::register(&mut registry);
+        let bead_cache_hits = Counter::default();
+        registry.register(
+            "bead_cache_hits",
+            "Reads of closed beads kept on disk that the cache answered",
+            bead_cache_hits.clone(),
+        );
+        let bead_cache_misses = Counter::default();
+        registry.register(
+            "bead_cache_misses",
+            "Reads of closed beads kept on disk that went to the disk",
+            bead_cache_misses.clone(),
+        );
         Metrics {
             registry,
             requests,
@@ -407,6 +440,9 @@ impl Metrics {
             gauges,
             connections,
             replication,
+            bead_cache_hits,
+            bead_cache_misses,
+            bead_cache_seen: std::sync::Mutex::new((0, 0)),
         }
     }
 
@@ -467,6 +503,14 @@ impl Metrics {
         for (read, gauge) in &self.gauges {
             gauge.set(read(view));
         }
+        {
+            // A snapshot install replaces the cache, whose counts start again from 0.
+            let mut seen = self.bead_cache_seen.lock().expect("metrics lock");
+            let (hits, misses) = (view.bead_cache.hits, view.bead_cache.misses);
+            self.bead_cache_hits.inc_by(hits.checked_sub(seen.0).unwrap_or(hits));
+            self.bead_cache_misses.inc_by(misses.checked_sub(seen.1).unwrap_or(misses));
+            *seen = (hits, misses);
+        }
         let mut page = String::new();
         encode(&mut page, &self.registry).expect("writing to a String cannot fail");
         page
@@ -490,7 +534,17 @@ mod tests {
         metrics.connections(Listener::Client).open.set(5);
         metrics.connections(Listener::Client).observe_close(CloseReason::Handshake);
         metrics.connections(Listener::Peer).open.set(2);
-        let view = RaftView { term: 7, is_leader: true, leader: 2, applied_index: 41, beads: 3, ..RaftView::default() };
+        let bead_cache = api::state::CacheStats { capacity_bytes: 1000, bytes: 600, entries: 2, hits: 5, misses: 2 };
+        let view = RaftView {
+            term: 7,
+            is_leader: true,
+            leader: 2,
+            applied_index: 41,
+            beads: 3,
+            beads_held: 1,
+            bead_cache,
+            ..RaftView::default()
+        };
         let page = metrics.render(&view);
         for line in [
             "strand_requests_total{kind=\"write\",outcome=\"ok\"} 1",
@@ -504,6 +558,12 @@ mod tests {
             "strand_raft_applied_index 41",
             "strand_raft_fatal 0",
             "strand_beads 3",
+            "strand_beads_held 1",
+            "strand_bead_cache_bytes 600",
+            "strand_bead_cache_capacity_bytes 1000",
+            "strand_bead_cache_entries 2",
+            "strand_bead_cache_hits_total 5",
+            "strand_bead_cache_misses_total 2",
             "strand_connections_open{listener=\"client\"} 5",
             "strand_connections_open{listener=\"peer\"} 2",
             "strand_connections_closed_total{listener=\"client\",reason=\"handshake_timeout\"} 1",
@@ -514,8 +574,17 @@ mod tests {
             assert!(page.lines().any(|candidate| candidate == line), "missing {line:?} in\n{page}");
         }
         // Scrape-time gauges follow the view they are rendered with.
-        let page = metrics.render(&RaftView { term: 8, ..RaftView::default() });
+        let page = metrics.render(&RaftView { term: 8, bead_cache, ..RaftView::default() });
         assert!(page.lines().any(|line| line == "strand_raft_term 8"), "{page}");
         assert!(page.lines().any(|line| line == "strand_raft_is_leader 0"), "{page}");
+        // The cache's counts move its counters by their difference; a cache replaced by a
+        // snapshot install counts again from 0, and the counters still only rise.
+        let bead_cache = api::state::CacheStats { hits: 9, misses: 2, ..bead_cache };
+        let page = metrics.render(&RaftView { bead_cache, ..RaftView::default() });
+        assert!(page.lines().any(|line| line == "strand_bead_cache_hits_total 9"), "{page}");
+        let bead_cache = api::state::CacheStats { hits: 1, misses: 0, ..bead_cache };
+        let page = metrics.render(&RaftView { bead_cache, ..RaftView::default() });
+        assert!(page.lines().any(|line| line == "strand_bead_cache_hits_total 10"), "{page}");
+        assert!(page.lines().any(|line| line == "strand_bead_cache_misses_total 2"), "{page}");
     }
 }

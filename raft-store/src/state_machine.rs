@@ -3,7 +3,8 @@
 //! The state lives in memory ([`api::state::State`], indexes included) and on disk (its records
 //! in the state space). Applying a batch of entries changes memory, then writes every changed
 //! record together with `last_applied` (and the membership, when the batch changed it) in **one**
-//! atomic disk batch, and only then answers the clients.
+//! atomic disk batch, and only then answers the clients. Closed beads then leave memory: the
+//! state reads them back from the state space ([`BEAD_CACHE_BYTES_DEFAULT`] of them cached).
 //!
 //! Building a snapshot is taking a checkpoint of the disk (`snapshots/checkpoint-<index>/`: the
 //! disk's checkpoint under `db/`, the snapshot's metadata in `meta`), whose cost does not grow
@@ -11,7 +12,8 @@
 //! is saved ([`SnapshotFile::readable`]). A snapshot received from the leader is kept as the file
 //! `snapshots/current.snapshot` until a newer checkpoint replaces it. Installing a snapshot passes
 //! over the whole state, so on a disk that does real I/O it runs on tokio's blocking pool, as
-//! building does.
+//! building does. The state's cold beads are read from the disk an install overwrites, so an
+//! install holds the state lock until the new state is in.
 //!
 //! Invariant: the state space and `last_applied` on disk always belong together.
 //! Invariant: while a snapshot is being installed the `installing` marker is set, and a node that
@@ -34,8 +36,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use api::command::ControllerAction;
 use api::command::{Command, Proposal};
 use api::model::Namespace;
+use api::model::{Bead, BeadId};
 use api::outcome::{Answer, Outcome};
-use api::state::{ApplyVersionRecord, Record, RecordKey, State};
+use api::state::{ApplyVersionRecord, BeadSource, ColdStore, Record, RecordKey, State, StateLoader};
 use api::version::build_apply_versions;
 use futures::{Stream, TryStreamExt};
 use openraft::storage::{EntryResponder, RaftSnapshotBuilder, RaftStateMachine, Snapshot};
@@ -89,6 +92,8 @@ pub struct ApplyProbes {
 struct Inner<D: Disk> {
     disk: Arc<D>,
     probes: ApplyProbes,
+    /// The bytes of cold beads the state caches.
+    bead_cache_bytes: u64,
     state: RwLock<State>,
     applied: Mutex<Applied>,
     snapshot_dir: PathBuf,
@@ -124,15 +129,41 @@ fn read_applied(get: impl Fn(Space, &[u8]) -> io::Result<Option<Vec<u8>>>) -> io
     Ok(Applied { log_id, membership })
 }
 
-fn load_state<D: Disk>(disk: &D) -> io::Result<State> {
-    let mut records = Vec::new();
+/// The bytes of cold beads a state machine caches when its opener names no other size.
+pub const BEAD_CACHE_BYTES_DEFAULT: u64 = 256 << 20;
+
+/// Reads beads back from the state space, for a state that keeps closed beads on disk.
+struct DiskBeads<D: Disk> {
+    disk: Arc<D>,
+}
+
+impl<D: Disk> BeadSource for DiskBeads<D> {
+    fn read_bead(&self, namespace: &Namespace, id: &BeadId) -> Result<Option<(Bead, u64)>, String> {
+        let key = RecordKey::Bead(namespace.clone(), id.clone());
+        let key_bytes = codec::encode_plain(&key).map_err(|error| error.to_string())?;
+        let Some(bytes) = self.disk.get(Space::State, &key_bytes).map_err(|error| error.to_string())? else {
+            return Ok(None);
+        };
+        match codec::decode(&bytes, &format!("state record {key:?}")).map_err(|error| error.to_string())? {
+            Record::Bead(bead) => Ok(Some((*bead, bytes.len() as u64))),
+            _ => Err(format!("state record {key:?} holds another kind of record")),
+        }
+    }
+}
+
+/// Loads the state from the state space of `disk`, one record at a time: closed beads are kept
+/// on disk, read back through a cache of `cache_bytes`.
+fn load_state<D: Disk>(disk: &Arc<D>, cache_bytes: u64) -> io::Result<State> {
+    let cold = ColdStore::new(Arc::new(DiskBeads { disk: disk.clone() }), cache_bytes);
+    let mut loader = StateLoader::new(Some(cold));
+    let invalid = |error: api::state::LoadError| io::Error::new(io::ErrorKind::InvalidData, error.to_string());
     disk.scan(Space::State, &[], None, &mut |key, value| {
         let key: RecordKey = codec::decode_plain(key, "state record key")?;
         let record: Record = codec::decode(value, &format!("state record {key:?}"))?;
-        records.push((key, record));
+        loader.add(key, record).map_err(invalid)?;
         Ok(true)
     })?;
-    State::from_records(records).map_err(|error| io::Error::new(io::ErrorKind::InvalidData, error.to_string()))
+    loader.finish().map_err(invalid)
 }
 
 impl<D: Disk> StateMachineStore<D> {
@@ -143,6 +174,17 @@ impl<D: Disk> StateMachineStore<D> {
 
     /// [`StateMachineStore::open`], with the simulator's probes attached.
     pub fn open_probed(disk: Arc<D>, snapshot_dir: &Path, probes: ApplyProbes) -> io::Result<StateMachineStore<D>> {
+        StateMachineStore::open_with(disk, snapshot_dir, probes, BEAD_CACHE_BYTES_DEFAULT)
+    }
+
+    /// [`StateMachineStore::open_probed`], caching up to `bead_cache_bytes` of the closed beads
+    /// it keeps on disk.
+    pub fn open_with(
+        disk: Arc<D>,
+        snapshot_dir: &Path,
+        probes: ApplyProbes,
+        bead_cache_bytes: u64,
+    ) -> io::Result<StateMachineStore<D>> {
         std::fs::create_dir_all(snapshot_dir)?;
         if disk.get(Space::Meta, META_INSTALLING)?.is_some() {
             let current = snapshot_dir.join(CURRENT_SNAPSHOT);
@@ -152,11 +194,12 @@ impl<D: Disk> StateMachineStore<D> {
         }
         drop_damaged_snapshot(&snapshot_dir.join(CURRENT_SNAPSHOT))?;
         drop_unfinished_and_damaged_checkpoints::<D>(snapshot_dir)?;
-        let state = load_state(disk.as_ref())?;
+        let state = load_state(&disk, bead_cache_bytes)?;
         let applied = read_applied(|space, key| disk.get(space, key))?;
         let inner = Inner {
             disk,
             probes,
+            bead_cache_bytes,
             state: RwLock::new(state),
             applied: Mutex::new(applied),
             snapshot_dir: snapshot_dir.to_path_buf(),
@@ -294,6 +337,7 @@ impl<D: Disk> StateMachineStore<D> {
             ops.push(Op::Put(Space::Meta, META_MEMBERSHIP.to_vec(), codec::encode(&applied.membership)?));
         }
         self.inner.disk.write(ops, Durability::Buffered)?;
+        self.inner.state.write().expect("state lock").records_written(&keys);
         self.notify(keys.namespaces());
         Ok(())
     }
@@ -412,14 +456,15 @@ impl<D: Disk> StateMachineStore<D> {
         if reader.meta.last_log_id != meta.last_log_id {
             return Err(io::Error::new(io::ErrorKind::InvalidData, "snapshot file does not match its metadata"));
         }
-        // Apply and install run one at a time, so nothing else writes the disk meanwhile; reads go
-        // on from the old state and wait only for the swap.
-        let disk = self.inner.disk.as_ref();
-        write_snapshot_records(disk, reader)?;
-        let installed = load_state(disk)?;
-        self.drop_snapshots_before(&current)?;
-        let replaced = std::mem::replace(&mut *self.inner.state.write().expect("state lock"), installed);
+        // Apply and install run one at a time, so nothing else writes the disk meanwhile. The old
+        // state reads its cold beads from this disk, so reads wait until the new state replaces it.
+        let disk = &self.inner.disk;
+        let mut state = self.inner.state.write().expect("state lock");
+        write_snapshot_records(disk.as_ref(), reader)?;
+        let replaced = std::mem::replace(&mut *state, load_state(disk, self.inner.bead_cache_bytes)?);
+        drop(state);
         drop(replaced); // Freeing a large state takes a while: not under the lock.
+        self.drop_snapshots_before(&current)?;
         *self.inner.applied.lock().expect("applied lock") =
             Applied { log_id: meta.last_log_id, membership: meta.last_membership.clone() };
         self.notify_all();

@@ -4,8 +4,11 @@
 
 use std::sync::Arc;
 
-use api::command::{Command, CreateBead, Proposal};
-use api::model::{Actor, Namespace, Timestamp};
+use api::command::{Command, CreateBead, Proposal, Query};
+use api::commands::close::Close;
+use api::commands::get::Get;
+use api::model::{Actor, BeadId, Namespace, Status, Timestamp};
+use api::outcome::Outcome;
 use openraft::storage::{RaftLogReader, RaftLogStorageExt, RaftStateMachine};
 use openraft::testing::log::{StoreBuilder, Suite};
 use openraft::{ErrorSubject, ErrorVerb, StorageError};
@@ -128,6 +131,52 @@ async fn restart_from_disk_keeps_log_and_applied_state() {
     assert_eq!(applied.map(|log_id| log_id.index), Some(5));
     assert_eq!(state_machine.read(|state| state.digest()), digest);
     assert_eq!(state_machine.read(|state| state.bead_count()), 5);
+}
+
+/// Closed beads leave memory once their records are written, read back from RocksDB as they
+/// were (then from the cache), and load on disk only at a restart.
+#[tokio::test]
+async fn closed_beads_are_kept_on_disk_read_back_and_loaded_cold() {
+    let dir = tempfile::tempdir().unwrap();
+    let closed: Vec<BeadId> = (1..=3).map(|n| BeadId(format!("st-{n}"))).collect();
+    let close = Close { ids: closed.clone(), reason: Some("done".into()) };
+    let mut log = entries(4);
+    log.push(Entry {
+        log_id: openraft::LogId::new(1u64.into(), 5),
+        payload: openraft::EntryPayload::Normal(Arc::new(Proposal {
+            command: Command::Close(close),
+            ..proposal("", 5)
+        })),
+    });
+    let get = |state_machine: &StateMachineStore<RocksDisk>| {
+        let query = Query::from(Get { ids: closed.clone() });
+        state_machine.read(|state| state.query(&Namespace::default_namespace(), &query))
+    };
+    let counts = |state_machine: &StateMachineStore<RocksDisk>| {
+        state_machine.read(|state| (state.bead_count(), state.held_bead_count()))
+    };
+    let cache = |state_machine: &StateMachineStore<RocksDisk>| {
+        state_machine.read(|state| state.cold_cache_stats()).map(|stats| (stats.hits, stats.misses, stats.entries))
+    };
+    let (answer, digest) = {
+        let (mut log_store, mut state_machine) = open(dir.path()).unwrap();
+        append(&mut log_store, log.clone()).await;
+        state_machine.apply(futures::stream::iter(log.into_iter().map(|entry| Ok((entry, None))))).await.unwrap();
+        assert_eq!(counts(&state_machine), (4, 1), "the three closed beads left memory");
+        let answer = get(&state_machine);
+        let Ok(Outcome::Beads(beads)) = &answer else { panic!("{answer:?}") };
+        let read: Vec<_> = beads.iter().map(|bead| (bead.id.clone(), bead.status, bead.close_reason.clone())).collect();
+        let expected: Vec<_> = closed.iter().map(|id| (id.clone(), Status::Closed, Some("done".to_string()))).collect();
+        assert_eq!(read, expected);
+        assert_eq!(cache(&state_machine), Some((0, 3, 3)), "read from the disk, then cached");
+        assert_eq!(get(&state_machine), answer);
+        assert_eq!(cache(&state_machine), Some((3, 3, 3)), "read again from the cache");
+        (answer, state_machine.read(|state| state.digest()))
+    };
+    let (_, state_machine) = open(dir.path()).unwrap();
+    assert_eq!(counts(&state_machine), (4, 1), "a restart loads closed beads on disk only");
+    assert_eq!(get(&state_machine), answer);
+    assert_eq!(state_machine.read(|state| state.digest()), digest);
 }
 
 #[tokio::test]

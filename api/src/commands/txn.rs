@@ -122,7 +122,7 @@ impl NamespaceWrite for Txn {
         for Fence { id, lease_id } in &self.fences {
             let bead = namespace.bead(id)?;
             if bead.lease.as_ref().is_none_or(|lease| lease.id != *lease_id) {
-                return Err(Refusal::lease_lost(bead, *lease_id));
+                return Err(Refusal::lease_lost(&bead, *lease_id));
             }
         }
         namespace.begin_journal();

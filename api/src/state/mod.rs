@@ -5,10 +5,12 @@
 //! `apply.rs`), which judges a command and hands it to its own file; the state offers the
 //! primitives they use (the entry's clock and revision, the dedup table, the token a credential
 //! names, a namespace to write or read, the events to settle), and keeps every field private. Nothing
-//! here does I/O, reads a clock or draws a random number: the leader stamps the time into the
-//! proposal, and the storage layer persists the records that [`State::take_changed_keys`] names,
-//! encoding them in place through [`State::changed_records`]. Replaying the same log on any node
-//! gives the same state and the same answers.
+//! here reads a clock or draws a random number, and the only I/O is reading a closed bead back
+//! through the storage layer's [`BeadSource`] (`cold`), which answers what was written: the leader
+//! stamps the time into the proposal, and the storage layer persists the records that
+//! [`State::take_changed_keys`] names, encoding them in place through [`State::changed_records`],
+//! then tells [`State::records_written`]. Replaying the same log on any node gives the same state
+//! and the same answers.
 //!
 //! Invariant: nothing in this module imports the command dispatch (`crate::command`,
 //! `crate::commands`, `crate::convert`): the state takes a command's plain data from
@@ -18,6 +20,7 @@
 //! Invariant: a refused command changes nothing but the dedup table and the clock.
 
 mod auth;
+mod cold;
 mod index;
 mod namespace;
 mod session;
@@ -33,6 +36,7 @@ use crate::model::{Actor, Bead, BeadId, DepType, Event, Namespace, Timestamp};
 use crate::outcome::{Answer, Outcome, Refusal};
 use crate::validate::{validate_namespace, validate_prefix};
 pub(crate) use auth::audit;
+pub use cold::{BeadSource, CacheStats, ColdStore};
 pub use namespace::NamespaceMeta;
 pub use namespace::NamespaceState;
 pub(crate) use namespace::orders::Firing;
@@ -243,52 +247,73 @@ pub struct State {
     /// The apply version every rule that changes an outcome is gated on.
     apply_version: ApplyVersionRecord,
     apply_version_dirty: bool,
+    /// Where closed beads are read back from, when they are kept on disk.
+    cold: Option<ColdStore>,
 }
 
-impl State {
-    /// An empty state.
-    pub fn new() -> State {
-        State::default()
+/// Rebuilds a state from its records, fed one at a time in any order (a scan of the disk), so
+/// that a load that keeps closed beads on disk never holds them all.
+pub struct StateLoader {
+    state: State,
+    /// Beads met before their namespace's record.
+    waiting_beads: Vec<(Namespace, Box<Bead>)>,
+    events: Vec<(Namespace, Event)>,
+    formulas: Vec<(Namespace, String, String)>,
+    loose: Vec<(Namespace, BeadId, BTreeMap<BeadId, DepType>)>,
+    orders: Vec<(Namespace, String, OrderRecord)>,
+}
+
+impl StateLoader {
+    /// A loader of a state that keeps closed beads on disk, read back through `cold` (the records
+    /// fed are that disk's), or, without one, holds every bead in memory.
+    pub fn new(cold: Option<ColdStore>) -> StateLoader {
+        StateLoader {
+            state: State { cold, ..State::default() },
+            waiting_beads: Vec::new(),
+            events: Vec::new(),
+            formulas: Vec::new(),
+            loose: Vec::new(),
+            orders: Vec::new(),
+        }
     }
 
-    /// Rebuilds a state (indexes included) from its persisted records, in any order.
-    pub fn from_records(records: impl IntoIterator<Item = (RecordKey, Record)>) -> Result<State, LoadError> {
-        let mut state = State::new();
-        let mut beads = Vec::new();
-        let mut events = Vec::new();
-        let mut formulas = Vec::new();
-        let mut loose = Vec::new();
-        let mut orders = Vec::new();
-        for (key, record) in records {
-            match (key, record) {
-                (RecordKey::Event(namespace, _), Record::Event(event)) => events.push((namespace, event)),
-                (RecordKey::Formula(namespace, name), Record::Formula(source)) => {
-                    formulas.push((namespace, name, source))
-                }
-                (RecordKey::LooseEdges(namespace, source), Record::LooseEdges(edges)) => {
-                    loose.push((namespace, source, edges))
-                }
-                (RecordKey::Order(namespace, name), Record::Order(order)) => orders.push((namespace, name, order)),
-                (RecordKey::Clock, Record::Clock(clock)) => state.clock = clock,
-                (RecordKey::ControllerTerm, Record::ControllerTerm(term)) => state.controller_term = term,
-                (RecordKey::Namespace(namespace), Record::Namespace(meta)) => {
-                    state.namespaces.insert(namespace, NamespaceState::new(meta));
-                }
-                (RecordKey::Bead(namespace, _), Record::Bead(bead)) => beads.push((namespace, bead)),
-                (RecordKey::Session(client_id), Record::Session(session)) => state.sessions.load(client_id, session),
-                (RecordKey::AuthEnabled, Record::AuthEnabled(enabled)) => state.auth.enabled = enabled,
-                (RecordKey::Token(name), Record::Token(token)) if token.name == name => state.auth.load(token),
-                (RecordKey::ApplyVersion, Record::ApplyVersion(versions)) => state.apply_version = versions,
-                (key, _) => return Err(LoadError { key }),
+    /// Takes one record.
+    pub fn add(&mut self, key: RecordKey, record: Record) -> Result<(), LoadError> {
+        let state = &mut self.state;
+        match (key, record) {
+            (RecordKey::Event(namespace, _), Record::Event(event)) => self.events.push((namespace, event)),
+            (RecordKey::Formula(namespace, name), Record::Formula(source)) => {
+                self.formulas.push((namespace, name, source))
             }
-        }
-        beads.sort_by(|(a, a_bead), (b, b_bead)| a.cmp(b).then(a_bead.seq.cmp(&b_bead.seq)));
-        for group in beads.chunk_by(|(a, _), (b, _)| a == b) {
-            if let Some(namespace_state) = state.namespaces.get_mut(&group[0].0) {
-                namespace_state.reserve_beads(group.len());
+            (RecordKey::LooseEdges(namespace, source), Record::LooseEdges(edges)) => {
+                self.loose.push((namespace, source, edges))
             }
+            (RecordKey::Order(namespace, name), Record::Order(order)) => self.orders.push((namespace, name, order)),
+            (RecordKey::Clock, Record::Clock(clock)) => state.clock = clock,
+            (RecordKey::ControllerTerm, Record::ControllerTerm(term)) => state.controller_term = term,
+            (RecordKey::Namespace(namespace), Record::Namespace(meta)) => {
+                let namespace_state = state.new_namespace(&namespace, meta);
+                state.namespaces.insert(namespace, namespace_state);
+            }
+            (RecordKey::Bead(namespace, _), Record::Bead(bead)) => match state.namespaces.get_mut(&namespace) {
+                Some(namespace_state) => {
+                    namespace_state.load_bead(*bead).map_err(|id| LoadError { key: RecordKey::Bead(namespace, id) })?
+                }
+                None => self.waiting_beads.push((namespace, bead)),
+            },
+            (RecordKey::Session(client_id), Record::Session(session)) => state.sessions.load(client_id, session),
+            (RecordKey::AuthEnabled, Record::AuthEnabled(enabled)) => state.auth.enabled = enabled,
+            (RecordKey::Token(name), Record::Token(token)) if token.name == name => state.auth.load(token),
+            (RecordKey::ApplyVersion, Record::ApplyVersion(versions)) => state.apply_version = versions,
+            (key, _) => return Err(LoadError { key }),
         }
-        for (namespace, bead) in beads {
+        Ok(())
+    }
+
+    /// The state, once every record was added.
+    pub fn finish(self) -> Result<State, LoadError> {
+        let StateLoader { mut state, waiting_beads, events, formulas, loose, orders } = self;
+        for (namespace, bead) in waiting_beads {
             let Some(namespace_state) = state.namespaces.get_mut(&namespace) else {
                 return Err(LoadError { key: RecordKey::Bead(namespace, bead.id.clone()) });
             };
@@ -325,6 +350,68 @@ impl State {
         }
         state.mark_clean();
         Ok(state)
+    }
+}
+
+impl State {
+    /// An empty state.
+    pub fn new() -> State {
+        State::default()
+    }
+
+    /// Rebuilds a state (indexes included) from its persisted records, in any order, holding
+    /// every bead in memory.
+    pub fn from_records(records: impl IntoIterator<Item = (RecordKey, Record)>) -> Result<State, LoadError> {
+        let mut loader = StateLoader::new(None);
+        for (key, record) in records {
+            loader.add(key, record)?;
+        }
+        loader.finish()
+    }
+
+    /// Keeps closed beads on disk from now on, read back through `cold`: those held now whose
+    /// records are written go cold at once, and every bead written from now on goes cold once it
+    /// is closed (see [`State::records_written`]).
+    pub fn attach_cold_store(&mut self, cold: ColdStore) {
+        for (namespace, namespace_state) in &mut self.namespaces {
+            namespace_state.attach_cold(cold.for_namespace(namespace));
+        }
+        self.cold = Some(cold);
+    }
+
+    /// The storage layer wrote the records under `keys` (from [`State::take_changed_keys`], with
+    /// nothing applied since): the closed beads among them leave memory, when closed beads are
+    /// kept on disk.
+    pub fn records_written(&mut self, keys: &ChangedKeys) {
+        if self.cold.is_none() {
+            return;
+        }
+        for key in &keys.0 {
+            if let RecordKey::Bead(namespace, bead_id) = key
+                && let Some(namespace_state) = self.namespaces.get_mut(namespace)
+            {
+                namespace_state.bead_written(bead_id);
+            }
+        }
+    }
+
+    /// What the cache of cold beads holds and did, when closed beads are kept on disk.
+    pub fn cold_cache_stats(&self) -> Option<CacheStats> {
+        self.cold.as_ref().map(ColdStore::cache_stats)
+    }
+
+    /// How many beads are held in memory (the others are closed and kept on disk).
+    pub fn held_bead_count(&self) -> usize {
+        self.namespaces.values().map(NamespaceState::held_count).sum()
+    }
+
+    /// A new, empty namespace of this state, keeping closed beads on disk if the state does.
+    fn new_namespace(&self, namespace: &Namespace, meta: NamespaceMeta) -> NamespaceState {
+        let mut namespace_state = NamespaceState::new(meta);
+        if let Some(cold) = &self.cold {
+            namespace_state.attach_cold(cold.for_namespace(namespace));
+        }
+        namespace_state
     }
 
     fn mark_clean(&mut self) {
@@ -599,9 +686,9 @@ impl State {
                 return Err(self.namespace_not_found(namespace, credential));
             }
             validate_prefix(default_prefix)?;
-            let meta = NamespaceMeta::new(default_prefix);
+            let namespace_state = self.new_namespace(namespace, NamespaceMeta::new(default_prefix));
             self.removed_namespaces.remove(namespace);
-            self.namespaces.insert(namespace.clone(), NamespaceState::new(meta));
+            self.namespaces.insert(namespace.clone(), namespace_state);
         }
         let namespace_state = self.namespaces.get_mut(namespace).expect("namespace inserted above");
         namespace_state.set_revision(self.revision);
@@ -639,7 +726,7 @@ impl State {
             return Ok(Outcome::Namespaces(vec![existing.info(namespace)]));
         }
         self.removed_namespaces.remove(namespace);
-        let namespace_state = NamespaceState::new(NamespaceMeta::new(prefix));
+        let namespace_state = self.new_namespace(namespace, NamespaceMeta::new(prefix));
         let info = namespace_state.info(namespace);
         self.namespaces.insert(namespace.clone(), namespace_state);
         Ok(Outcome::Namespaces(vec![info]))
@@ -773,7 +860,7 @@ impl State {
 
     /// Hands every record of the state to `visit`, borrowed, in the order [`State::records`]
     /// lists them: what a digest reads without copying the state.
-    pub fn visit_records<'a>(&'a self, visit: &mut dyn FnMut(RecordKey, RecordRef<'a>)) {
+    pub fn visit_records(&self, visit: &mut dyn FnMut(RecordKey, RecordRef<'_>)) {
         visit(RecordKey::Clock, RecordRef::Clock(self.clock));
         visit(RecordKey::ControllerTerm, RecordRef::ControllerTerm(self.controller_term));
         for (namespace, namespace_state) in &self.namespaces {

@@ -2,6 +2,7 @@
 //! invariants of docs/beads.md §2 each under its own name, then table tests per command.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use super::*;
 use crate::command::*;
@@ -15,10 +16,30 @@ use crate::commands::ready::Ready;
 use crate::model::*;
 use crate::outcome::Outcome;
 
+/// The cache of cold beads of the harness: a few beads, so reads go both to it and to the disk.
+const HARNESS_CACHE_BYTES: u64 = 4096;
+
+/// The harness's disk: every record as written, behind a lock the state's cold store reads.
+#[derive(Clone, Default)]
+struct MemoryRecords(Arc<std::sync::Mutex<BTreeMap<RecordKey, Record>>>);
+
+impl BeadSource for MemoryRecords {
+    fn read_bead(&self, namespace: &Namespace, id: &BeadId) -> Result<Option<(Bead, u64)>, String> {
+        let disk = self.0.lock().expect("harness disk lock");
+        match disk.get(&RecordKey::Bead(namespace.clone(), id.clone())) {
+            Some(Record::Bead(bead)) => Ok(Some(((**bead).clone(), 100))),
+            Some(other) => Err(format!("bead {id} holds {other:?}")),
+            None => Ok(None),
+        }
+    }
+}
+
 /// A state machine under test, checking after every apply that a reload gives the same state;
 /// shared with the tests of registered commands (`crate::commands`).
 pub(crate) struct Harness {
     pub(crate) state: State,
+    /// The records as the storage layer holds them, which the state reads closed beads back from.
+    disk: MemoryRecords,
     pub(crate) now: i64,
     pub(crate) namespace: Namespace,
     pub(crate) actor: Actor,
@@ -28,8 +49,12 @@ pub(crate) struct Harness {
 
 impl Harness {
     pub(crate) fn new() -> Harness {
+        let disk = MemoryRecords::default();
+        let mut state = State::new();
+        state.attach_cold_store(ColdStore::new(Arc::new(disk.clone()), HARNESS_CACHE_BYTES));
         Harness {
-            state: State::new(),
+            state,
+            disk,
             now: 1_000,
             namespace: Namespace::default_namespace(),
             actor: Actor("tester".into()),
@@ -55,12 +80,37 @@ impl Harness {
         answer
     }
 
-    /// Every apply is followed by a persist; reloading from the records must give the same state.
+    /// Every apply is followed by a persist, after which closed beads leave memory; the records
+    /// the state reads (cold beads from the disk) must be those on the disk, and reloading them
+    /// with every bead in memory must give the same state.
     fn check_persistence(&mut self) {
-        self.state.take_changes();
-        let reloaded = State::from_records(self.state.records()).expect("records reload");
+        let keys = self.state.take_changed_keys();
+        let changes: Vec<(RecordKey, Option<Record>)> = self
+            .state
+            .changed_records(&keys)
+            .map(|(key, record)| (key.clone(), record.map(RecordRef::to_record)))
+            .collect();
+        {
+            let mut disk = self.disk.0.lock().expect("harness disk lock");
+            for (key, record) in changes {
+                match record {
+                    Some(record) => disk.insert(key, record),
+                    None => disk.remove(&key),
+                };
+            }
+        }
+        self.state.records_written(&keys);
+        let records = self.state.records();
+        let beads = |records: &mut dyn Iterator<Item = (&RecordKey, &Record)>| -> BTreeMap<RecordKey, Record> {
+            records.filter(|(key, _)| matches!(key, RecordKey::Bead(..))).map(|(k, r)| (k.clone(), r.clone())).collect()
+        };
+        let on_disk = beads(&mut self.disk.0.lock().expect("harness disk lock").iter());
+        assert_eq!(beads(&mut records.iter().map(|(k, r)| (k, r))), on_disk, "the state's beads are the disk's");
+        let reloaded = State::from_records(records).expect("records reload");
         assert_eq!(reloaded.digest(), self.state.digest());
         for (namespace, namespace_state) in &self.state.namespaces {
+            let open = namespace_state.len() - namespace_state.count_with_status(Status::Closed);
+            assert_eq!(namespace_state.held_count(), open, "every closed bead written is kept on disk alone");
             let rebuilt = reloaded.namespaces.get(namespace).map(|reloaded| &reloaded.indexes().open_children);
             assert_eq!(rebuilt, Some(&namespace_state.indexes().open_children), "open-children counts match a rebuild");
             let rebuilt = reloaded.namespaces.get(namespace).map(|reloaded| &reloaded.indexes().closed_ephemeral);

@@ -65,7 +65,7 @@ impl NamespaceState {
         now: Timestamp,
     ) -> Result<Outcome, Refusal> {
         let lease_ms = lease_ms.or(self.meta.default_lease_ms);
-        let already_held = Self::check_claim(self.bead(bead_id)?, actor)?;
+        let already_held = Self::check_claim(&*self.bead(bead_id)?, actor)?;
         if already_held && lease_ms.is_none() {
             return Ok(Outcome::Bead(Box::new(self.bead(bead_id)?.clone())));
         }
@@ -93,7 +93,7 @@ impl NamespaceState {
             return Err(Refusal::NotLeaseHolder { id: bead_id.clone(), holder });
         };
         if let Some(lease_id) = lease_id.filter(|lease_id| *lease_id != lease.id) {
-            return Err(Refusal::lease_lost(bead, lease_id));
+            return Err(Refusal::lease_lost(&bead, lease_id));
         }
         Ok(lease.clone())
     }
@@ -143,7 +143,8 @@ impl NamespaceState {
         renewed_at: u64,
         now: Timestamp,
     ) -> Result<Outcome, Refusal> {
-        let current = self.beads.get(bead_id).and_then(|bead| bead.lease.as_ref());
+        // A leased bead is in progress, so held in memory.
+        let current = self.beads.held(bead_id).and_then(|bead| bead.lease.as_ref());
         let Some(holder) = current
             .filter(|lease| lease.id == lease_id && lease.renewed_at == renewed_at)
             .map(|lease| lease.holder.clone())

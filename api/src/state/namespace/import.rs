@@ -93,7 +93,7 @@ impl NamespaceState {
             }));
         }
         self.journal = None;
-        let imported = beads.iter().map(|bead| self.beads[&bead.id].clone()).collect();
+        let imported = beads.iter().map(|bead| self.beads.at(&bead.id).clone()).collect();
         Ok(Outcome::Beads(imported))
     }
 
@@ -106,7 +106,7 @@ impl NamespaceState {
                 bead.depends_on
                     .keys()
                     .chain(bead.parent_id.iter())
-                    .filter(|target| self.beads.contains_key(*target))
+                    .filter(|target| self.beads.contains_key(target))
                     .cloned()
                     .collect()
             })

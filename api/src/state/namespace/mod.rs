@@ -19,6 +19,7 @@
 //! Invariant: when a bead closes, its parent convoy (open, not `owned`) or molecule closes in the
 //! same command once every one of its children is closed (docs/beads.md §7).
 
+mod beads;
 mod commands;
 mod import;
 mod orchestration;
@@ -29,7 +30,7 @@ pub(in crate::state) use persist::sort_by_id;
 mod query;
 mod txn;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
@@ -39,6 +40,8 @@ use crate::model::{
     event_type,
 };
 use crate::outcome::{NamespaceInfo, Outcome, Refusal};
+use beads::BeadMap;
+pub use beads::BeadRef;
 
 /// How far up a parent chain or along dependency edges any walk goes before it stops.
 pub const GRAPH_WALK_MAX: usize = 100_000;
@@ -115,8 +118,11 @@ impl StoredFormula {
 #[derive(Clone, Debug)]
 pub struct NamespaceState {
     meta: NamespaceMeta,
-    beads: HashMap<BeadId, Bead>,
+    beads: BeadMap,
     indexes: Indexes,
+    /// While loading: the beads that can be blocked by their own status or dependencies, which
+    /// [`NamespaceState::refresh_all`] starts from.
+    load_blocked: Vec<BeadId>,
     dirty_beads: BTreeSet<BeadId>,
     meta_dirty: bool,
     /// Retained events by sequence number.
@@ -159,8 +165,9 @@ impl NamespaceState {
     pub fn new(meta: NamespaceMeta) -> NamespaceState {
         NamespaceState {
             meta,
-            beads: HashMap::new(),
+            beads: BeadMap::default(),
             indexes: Indexes::default(),
+            load_blocked: Vec::new(),
             dirty_beads: BTreeSet::new(),
             meta_dirty: true,
             events: BTreeMap::new(),
@@ -210,7 +217,7 @@ impl NamespaceState {
         if let Some(journal) = self.journal.as_mut()
             && !journal.beads.contains_key(bead_id)
         {
-            journal.beads.insert(bead_id.clone(), self.beads.get(bead_id).cloned());
+            journal.beads.insert(bead_id.clone(), self.beads.get(bead_id).map(BeadRef::into_owned));
         }
     }
 
@@ -251,7 +258,7 @@ impl NamespaceState {
     }
 
     /// The bead with this id, or a not-found refusal.
-    pub fn bead(&self, bead_id: &BeadId) -> Result<&Bead, Refusal> {
+    pub fn bead(&self, bead_id: &BeadId) -> Result<BeadRef<'_>, Refusal> {
         self.beads.get(bead_id).ok_or_else(|| Refusal::NotFound(bead_id.clone()))
     }
 
@@ -364,11 +371,6 @@ impl NamespaceState {
         bead_id
     }
 
-    /// Makes room for `additional` more beads (a load, whose count is known beforehand).
-    pub(super) fn reserve_beads(&mut self, additional: usize) {
-        self.beads.reserve(additional);
-    }
-
     /// Puts a bead read back from its record into the map and the indexes, unmarked (its record
     /// is written already, and no command is being applied). [`NamespaceState::refresh_all`]
     /// computes the blocked states once every bead is in. A bead whose id is loaded already is
@@ -379,7 +381,11 @@ impl NamespaceState {
         }
         bead.counts = BeadCounts::default();
         self.indexes.insert(&bead);
-        self.beads.insert(bead.id.clone(), bead);
+        let can_block = bead.status == Status::Blocked || bead.depends_on.values().any(DepType::blocks_until_closed);
+        if can_block {
+            self.load_blocked.push(bead.id.clone());
+        }
+        self.beads.insert_written(bead);
         Ok(())
     }
 
@@ -390,7 +396,7 @@ impl NamespaceState {
     fn put_bead(&mut self, bead: Bead) {
         let bead_id = bead.id.clone();
         self.indexes.insert(&bead);
-        self.beads.insert(bead_id.clone(), bead);
+        self.beads.insert(bead);
         self.dirty_beads.insert(bead_id);
     }
 
@@ -419,8 +425,11 @@ impl NamespaceState {
     /// can turn blocked are queued.
     pub(super) fn refresh_all(&mut self) {
         debug_assert!(self.indexes.blocked.is_empty(), "refresh_all runs on a state just loaded");
-        let blocked: Vec<BeadId> =
-            self.beads.values().filter(|bead| self.compute_blocked(bead)).map(|bead| bead.id.clone()).collect();
+        let candidates = std::mem::take(&mut self.load_blocked);
+        let blocked: Vec<BeadId> = candidates
+            .into_iter()
+            .filter(|bead_id| self.beads.get(bead_id).is_some_and(|bead| self.compute_blocked(&bead)))
+            .collect();
         self.refresh_blocked(blocked);
     }
 
@@ -433,7 +442,7 @@ impl NamespaceState {
         change: impl FnOnce(&mut Bead),
     ) -> Result<Bead, Refusal> {
         self.modify(bead_id, now, change)?;
-        self.bead(bead_id).cloned()
+        self.bead(bead_id).map(BeadRef::into_owned)
     }
 
     /// Changes one bead through `change`, keeping indexes, persistence and blocked states current.
@@ -460,7 +469,7 @@ impl NamespaceState {
         let affected = affected_by_change(&before, &bead);
         self.put_bead(bead);
         let mut refresh = vec![bead_id.clone()];
-        let after = &self.beads[bead_id];
+        let after = self.beads.at(bead_id);
         let closed_now = before.status != Status::Closed && after.status == Status::Closed;
         if (before.status == Status::Closed) != (after.status == Status::Closed) {
             refresh.extend(self.dependents_of(bead_id));
@@ -477,14 +486,14 @@ impl NamespaceState {
 
     /// Queues the event that describes how a bead differs from `before` (none if it does not).
     fn emit_change(&mut self, before: &Bead) {
-        let after = &self.beads[&before.id];
+        let after = self.beads.at(&before.id);
         let (event_type, message) = if before.status != Status::Closed && after.status == Status::Closed {
             (event_type::BEAD_CLOSED, after.close_reason.clone().unwrap_or_else(|| after.title.clone()))
         } else if after.status == Status::InProgress
             && (before.status != Status::InProgress || before.assignee != after.assignee)
         {
             (event_type::BEAD_CLAIMED, after.assignee.clone())
-        } else if after != before {
+        } else if *after != *before {
             (event_type::BEAD_UPDATED, after.title.clone())
         } else {
             return;
@@ -520,7 +529,7 @@ impl NamespaceState {
     pub(super) fn container_done(&self, container_id: &BeadId) -> bool {
         let Some(container) = self.beads.get(container_id) else { return false };
         let has_children = self.indexes.children.get(container_id).is_some_and(|children| !children.is_empty());
-        Self::auto_closes(container) && has_children && !self.indexes.open_children.contains_key(container_id)
+        Self::auto_closes(&container) && has_children && !self.indexes.open_children.contains_key(container_id)
     }
 
     /// Closes one bead with a reason (a closed bead stays as it is) and answers it. Every close
@@ -610,10 +619,10 @@ impl NamespaceState {
         }
         let inherited = |target: &BeadId| self.indexes.blocked.contains(target);
         for (target, dep_type) in &bead.depends_on {
-            let Some(target_bead) = self.beads.get(target) else {
+            let Some(target_status) = self.beads.status(target) else {
                 continue;
             };
-            if dep_type.blocks_until_closed() && target_bead.status != Status::Closed {
+            if dep_type.blocks_until_closed() && target_status != Status::Closed {
                 return true;
             }
             if dep_type.inherits_blocked() && inherited(target) {
@@ -635,11 +644,11 @@ impl NamespaceState {
             let Some(bead) = self.beads.get(&bead_id) else {
                 continue;
             };
-            let blocked = self.compute_blocked(bead);
+            let blocked = self.compute_blocked(&bead);
             if blocked == self.indexes.blocked.contains(&bead_id) {
                 continue;
             }
-            self.indexes.set_blocked(bead, blocked);
+            self.indexes.set_blocked(&bead, blocked);
             let mut next = self.children_of(&bead_id);
             for dependent in self.dependents_of(&bead_id) {
                 let inherits = self.beads.get(&dependent).is_some_and(|dependent_bead| {

@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{NamespaceState, StoredFormula};
+use super::{BeadRef, NamespaceState, StoredFormula};
 use crate::formula::Formula;
 use crate::input::{Cook, CreateBead, FormulaSource, MailSend, ReadyFilter, Sling};
 use crate::limits::{
@@ -167,8 +167,8 @@ impl NamespaceState {
             return Err(invalid(format!("bead {root_id} is a {}, not a {kind}", root.bead_type)));
         }
         // In creation order, as `children_of` answers.
-        let children: Vec<Bead> = self.children_of(root_id).iter().map(|id| self.beads[id].clone()).collect();
-        let is_closed = |bead_id: &BeadId| self.beads.get(bead_id).is_none_or(|bead| bead.status == Status::Closed);
+        let children: Vec<Bead> = self.children_of(root_id).iter().map(|id| self.beads.at(id).clone()).collect();
+        let is_closed = |bead_id: &BeadId| self.beads.status(bead_id).is_none_or(|status| status == Status::Closed);
         let current = children
             .iter()
             .find(|child| child.status != Status::Closed && child.needs().iter().all(is_closed))
@@ -241,7 +241,7 @@ impl NamespaceState {
     /// Routes work (docs/beads.md §7 sling), all in this one command.
     pub(crate) fn sling(&mut self, sling: &Sling, now: Timestamp) -> Result<Outcome, Refusal> {
         let subject = self.sling_subject(&sling.subject)?;
-        if let Some(container_id) = subject.as_ref().filter(|id| is_container_type(&self.beads[*id].bead_type)) {
+        if let Some(container_id) = subject.as_ref().filter(|id| is_container_type(&self.beads.at(id).bead_type)) {
             if sling.formula.is_some() {
                 return Err(invalid(format!("{container_id} is a container; sling its children without --formula")));
             }
@@ -254,7 +254,7 @@ impl NamespaceState {
         let work_id = match &sling.formula {
             Some(formula) => {
                 let title = match &subject {
-                    Some(bead_id) => self.beads[bead_id].title.clone(),
+                    Some(bead_id) => self.beads.at(bead_id).title.clone(),
                     None => sling.subject.clone(),
                 };
                 let mut vars = sling.vars.clone();
@@ -292,7 +292,7 @@ impl NamespaceState {
             let routed = self.modify_and_read(&work_id, now, |bead| {
                 bead.parent_id = Some(convoy.id.clone());
             })?;
-            answer = vec![routed, self.beads[&convoy.id].clone()];
+            answer = vec![routed, self.beads.at(&convoy.id).clone()];
         }
         answer.extend(beads);
         Ok(Outcome::Beads(answer))
@@ -302,8 +302,8 @@ impl NamespaceState {
     /// not open are left where they are), and creates no convoy.
     fn sling_container(&mut self, container_id: &BeadId, sling: &Sling, now: Timestamp) -> Result<Outcome, Refusal> {
         let mut children = self.children_of(container_id);
-        children.retain(|child| self.beads[child].status == Status::Open);
-        children.sort_by_key(|child| self.beads[child].seq);
+        children.retain(|child| self.beads.status(child) == Some(Status::Open));
+        children.sort_by_key(|child| self.beads.at(child).seq);
         if children.len() > ROUTED_BEADS_MAX {
             return Err(invalid(format!("{container_id} has more than {ROUTED_BEADS_MAX} open children; split it")));
         }
@@ -353,7 +353,7 @@ impl NamespaceState {
                         .into_iter()
                         .flatten()
                         .filter(|key| {
-                            let bead = &self.beads[&key.created.id];
+                            let bead = self.beads.at(&key.created.id);
                             bead.assignee.is_empty() && bead.defer_until.is_none_or(|until| until <= now)
                         })
                         .take(limit)
@@ -375,7 +375,7 @@ impl NamespaceState {
         ids.truncate(limit);
         let ready = self.hook_ready(agent, pool, limit - ids.len(), now)?;
         ids.extend(ready);
-        Ok(Outcome::Beads(ids.iter().map(|bead_id| self.beads[bead_id].clone()).collect()))
+        Ok(Outcome::Beads(ids.iter().map(|bead_id| self.beads.at(bead_id).clone()).collect()))
     }
 
     /// The work query with `--claim`: the agent's own in-progress bead, else the first ready bead
@@ -388,7 +388,7 @@ impl NamespaceState {
         now: Timestamp,
     ) -> Result<Outcome, Refusal> {
         if let Some(bead_id) = self.working_ids(&agent.0).first() {
-            return Ok(Outcome::Beads(vec![self.beads[bead_id].clone()]));
+            return Ok(Outcome::Beads(vec![self.beads.at(bead_id).clone()]));
         }
         let Some(bead_id) = self.hook_ready(&agent.0, pool, 1, now)?.into_iter().next() else {
             return Ok(Outcome::Beads(Vec::new()));
@@ -401,7 +401,7 @@ impl NamespaceState {
 
     // ---- mail ----
 
-    fn message(&self, bead_id: &BeadId) -> Result<&Bead, Refusal> {
+    fn message(&self, bead_id: &BeadId) -> Result<BeadRef<'_>, Refusal> {
         let bead = self.bead(bead_id)?;
         if bead.bead_type != MESSAGE_TYPE {
             return Err(invalid(format!("bead {bead_id} is a {}, not a message", bead.bead_type)));
@@ -489,7 +489,7 @@ impl NamespaceState {
             .into_iter()
             .flat_map(|set| set.iter().rev())
             .take(cap(limit))
-            .map(|key| self.beads[&key.id].clone())
+            .map(|key| self.beads.at(&key.id).clone())
             .collect();
         Ok(Outcome::Beads(beads))
     }
@@ -504,14 +504,14 @@ impl NamespaceState {
             .into_iter()
             .flatten()
             .take(LIST_RESULTS_MAX)
-            .map(|key| self.beads[&key.id].clone())
+            .map(|key| self.beads.at(&key.id).clone())
             .collect();
         Ok(Outcome::Beads(beads))
     }
 
     // ---- convoys ----
 
-    fn convoy(&self, bead_id: &BeadId) -> Result<&Bead, Refusal> {
+    fn convoy(&self, bead_id: &BeadId) -> Result<BeadRef<'_>, Refusal> {
         let bead = self.bead(bead_id)?;
         if bead.bead_type != CONVOY_TYPE {
             return Err(invalid(format!("bead {bead_id} is a {}, not a convoy", bead.bead_type)));
@@ -559,7 +559,7 @@ impl NamespaceState {
         let create = CreateBead { title: title.into(), bead_type: CONVOY_TYPE.into(), labels, ..Default::default() };
         let convoy = self.create_bead(&create, now)?;
         self.adopt(&convoy.id, children, now)?;
-        Ok(Outcome::Bead(Box::new(self.beads[&convoy.id].clone())))
+        Ok(Outcome::Bead(Box::new(self.beads.at(&convoy.id).clone())))
     }
 
     /// Adds beads to an open convoy.
@@ -574,7 +574,7 @@ impl NamespaceState {
         }
         self.check_trackable(Some(convoy_id), children)?;
         self.adopt(convoy_id, children, now)?;
-        Ok(Outcome::Bead(Box::new(self.beads[convoy_id].clone())))
+        Ok(Outcome::Bead(Box::new(self.beads.at(convoy_id).clone())))
     }
 
     /// Force-closes a convoy (landing an already closed convoy changes nothing).
@@ -591,7 +591,7 @@ impl NamespaceState {
 
     fn open_convoys(&self) -> Vec<BeadId> {
         let convoys = self.indexes.by_type.get(CONVOY_TYPE).into_iter().flatten();
-        convoys.filter(|key| self.beads[&key.id].status != Status::Closed).map(|key| (*key.id).clone()).collect()
+        convoys.filter(|key| self.beads.at(&key.id).status != Status::Closed).map(|key| (*key.id).clone()).collect()
     }
 
     /// Closes every open, not-owned convoy whose children are all closed; answers those closed.
@@ -599,7 +599,7 @@ impl NamespaceState {
         let mut closed = Vec::new();
         for convoy_id in self.open_convoys() {
             if self.close_container_if_done(&convoy_id, now)? {
-                closed.push(self.beads[&convoy_id].clone());
+                closed.push(self.beads.at(&convoy_id).clone());
             }
         }
         Ok(Outcome::Beads(closed))
@@ -619,10 +619,11 @@ impl NamespaceState {
         };
         let mut stranded = Vec::new();
         for convoy_id in convoys {
-            let mut children: Vec<&Bead> = self.children_of(&convoy_id).iter().map(|id| &self.beads[id]).collect();
-            // In creation order, as `children_of` answers.
-            children.retain(|child| child.status != Status::Closed && child.assignee.is_empty());
-            stranded.extend(children.into_iter().take(LIST_RESULTS_MAX - stranded.len()).cloned());
+            // In creation order, as `children_of` answers; a closed child is never read.
+            let open =
+                self.children_of(&convoy_id).into_iter().filter(|id| self.beads.status(id) != Some(Status::Closed));
+            let children = open.map(|id| self.beads.at(&id).into_owned()).filter(|child| child.assignee.is_empty());
+            stranded.extend(children.take(LIST_RESULTS_MAX - stranded.len()));
         }
         Ok(Outcome::Beads(stranded))
     }

@@ -133,7 +133,8 @@ impl NamespaceState {
         // Counting stops at `at_least`: that is all the condition asks.
         let enough = usize::try_from(when.at_least).unwrap_or(usize::MAX);
         let count = |ids: &mut dyn Iterator<Item = &'a BeadId>| {
-            ids.filter(|bead_id| self.beads.get(*bead_id).is_some_and(&matches)).take(enough).count() as u64
+            ids.filter(|bead_id| self.beads.get(bead_id).is_some_and(|bead| matches(&bead))).take(enough).count()
+                as u64
         };
         match when.status.as_str() {
             "ready" => {
@@ -143,7 +144,7 @@ impl NamespaceState {
                 };
                 let keys = keys_of(&self.indexes.ready).into_iter().chain(keys_of(&self.indexes.ready_ephemeral));
                 let not_deferred =
-                    |bead_id: &&BeadId| self.beads[*bead_id].defer_until.is_none_or(|until| until <= now);
+                    |bead_id: &&BeadId| self.beads.at(bead_id).defer_until.is_none_or(|until| until <= now);
                 count(&mut keys.flatten().map(|key| &*key.created.id).filter(not_deferred))
             }
             "blocked" => count(&mut self.indexes.blocked.iter()),
@@ -284,7 +285,7 @@ impl NamespaceState {
             self.route(&root_id, &sling, now)?;
         }
         for bead in &cooked {
-            wisp.push(self.beads[&bead.id].clone());
+            wisp.push(self.beads.at(&bead.id).clone());
         }
         let tracking = CreateBead {
             title: format!("order:{}", order.name),

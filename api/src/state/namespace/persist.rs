@@ -7,8 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::orders::StoredOrder;
 use super::{NamespaceState, StoredFormula};
 use crate::input::JudgedLease;
-use crate::model::{Bead, BeadId, DepType, Namespace};
+use crate::model::{BeadId, DepType, Namespace};
 use crate::outcome::Outcome;
+use crate::state::cold::NamespaceCold;
 use crate::state::{OrderRecord, RecordKey, RecordRef};
 
 impl NamespaceState {
@@ -26,6 +27,23 @@ impl NamespaceState {
     /// Loads the dependency edges of an id that is no bead.
     pub(in crate::state) fn load_loose_edges(&mut self, source: BeadId, edges: BTreeMap<BeadId, DepType>) {
         self.loose_edges.insert(source, edges);
+    }
+
+    /// Keeps its closed beads on disk from now on, read back through `store`: those held now
+    /// whose records are written go cold at once.
+    pub(in crate::state) fn attach_cold(&mut self, store: NamespaceCold) {
+        self.beads.attach(store, &self.dirty_beads);
+    }
+
+    /// The storage layer wrote bead `bead_id`'s record: a closed bead's body leaves memory.
+    pub(in crate::state) fn bead_written(&mut self, bead_id: &BeadId) {
+        debug_assert!(!self.dirty_beads.contains(bead_id), "bead {bead_id} changed again before it was written");
+        self.beads.evict(bead_id);
+    }
+
+    /// How many of its beads are held in memory (the others are cold).
+    pub fn held_count(&self) -> usize {
+        self.beads.held_len()
     }
 
     /// Forgets what changed: everything is as stored.
@@ -85,7 +103,8 @@ impl NamespaceState {
     /// Every lease held, as the leader's lease sweep reads it: its bead, id, renewal and length.
     pub(in crate::state) fn lease_marks(&self) -> impl Iterator<Item = (JudgedLease, u64)> + '_ {
         self.indexes.leased.iter().filter_map(|bead_id| {
-            let lease = self.beads.get(bead_id)?.lease.as_ref()?;
+            // A leased bead is in progress, so held in memory.
+            let lease = self.beads.held(bead_id)?.lease.as_ref()?;
             Some((JudgedLease { id: bead_id.clone(), lease_id: lease.id, renewed_at: lease.renewed_at }, lease.ttl_ms))
         })
     }
@@ -93,7 +112,7 @@ impl NamespaceState {
     /// The keys of every record it has on disk: those it holds now, and those removed earlier in
     /// this batch whose deletion has not been handed over yet (they are still dirty).
     pub(in crate::state) fn keys_on_disk(&self, namespace: &Namespace) -> Vec<RecordKey> {
-        let bead_ids: BTreeSet<&BeadId> = self.beads.keys().chain(&self.dirty_beads).collect();
+        let bead_ids: BTreeSet<&BeadId> = self.beads.ids().chain(&self.dirty_beads).collect();
         let seqs: BTreeSet<u64> = self.events.keys().chain(&self.dirty_events).copied().collect();
         let names: BTreeSet<&String> = self.formulas.keys().chain(&self.dirty_formulas).collect();
         let sources: BTreeSet<&BeadId> = self.loose_edges.keys().chain(&self.dirty_loose).collect();
@@ -125,11 +144,12 @@ impl NamespaceState {
     }
 
     /// The record of this namespace under `key`, borrowed, if it holds one (`None` for a key of
-    /// another kind).
+    /// another kind). A changed bead is always in memory (it goes cold only once written), so
+    /// this never reads the disk for one.
     pub(in crate::state) fn record(&self, key: &RecordKey) -> Option<RecordRef<'_>> {
         match key {
             RecordKey::Namespace(_) => Some(RecordRef::Namespace(&self.meta)),
-            RecordKey::Bead(_, bead_id) => self.beads.get(bead_id).map(RecordRef::Bead),
+            RecordKey::Bead(_, bead_id) => self.beads.held(bead_id).map(RecordRef::Bead),
             RecordKey::Event(_, seq) => self.events.get(seq).map(RecordRef::Event),
             RecordKey::Formula(_, name) => self.formulas.get(name).map(|stored| RecordRef::Formula(&stored.source)),
             RecordKey::LooseEdges(_, source) => self.loose_edges.get(source).map(RecordRef::LooseEdges),
@@ -139,17 +159,19 @@ impl NamespaceState {
     }
 
     /// Hands every record of this namespace to `visit`, borrowed: its settings, then beads by
-    /// id, events, formulas, loose edges and orders, each kind in key order.
-    pub(in crate::state) fn visit_records<'a>(
-        &'a self,
+    /// id, events, formulas, loose edges and orders, each kind in key order. Cold beads are read
+    /// back from disk one at a time.
+    pub(in crate::state) fn visit_records(
+        &self,
         namespace: &Namespace,
-        visit: &mut dyn FnMut(RecordKey, RecordRef<'a>),
+        visit: &mut dyn FnMut(RecordKey, RecordRef<'_>),
     ) {
         visit(RecordKey::Namespace(namespace.clone()), RecordRef::Namespace(&self.meta));
-        let mut beads: Vec<&Bead> = self.beads.values().collect();
-        sort_by_id(&mut beads, |bead| bead.id.0.as_str());
-        for bead in beads {
-            visit(RecordKey::Bead(namespace.clone(), bead.id.clone()), RecordRef::Bead(bead));
+        let mut bead_ids: Vec<&BeadId> = self.beads.ids().collect();
+        sort_by_id(&mut bead_ids, |bead_id| bead_id.0.as_str());
+        for bead_id in bead_ids {
+            let bead = self.beads.at(bead_id);
+            visit(RecordKey::Bead(namespace.clone(), bead_id.clone()), RecordRef::Bead(&bead));
         }
         for (seq, event) in &self.events {
             visit(RecordKey::Event(namespace.clone(), *seq), RecordRef::Event(event));

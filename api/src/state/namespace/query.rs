@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use super::NamespaceState;
+use super::{BeadRef, NamespaceState};
 use crate::input::{DepDirection, ListCursor, ListFilter, ListSort, ReadyFilter};
 use crate::limits::LIST_RESULTS_MAX;
 use crate::model::{Bead, BeadId, Dependency, Status, Timestamp};
@@ -72,8 +72,8 @@ impl NamespaceState {
         for index in sources {
             let Some(source) = Self::ready_source(index, filter) else { continue };
             let matching = source.iter().filter(|key| {
-                let bead = &self.beads[&key.created.id];
-                self.matches_ready(bead, filter, now) && accept(bead)
+                let bead = self.beads.at(&key.created.id);
+                self.matches_ready(&bead, filter, now) && accept(&bead)
             });
             found.extend(matching.take(limit));
         }
@@ -86,7 +86,7 @@ impl NamespaceState {
     /// `ready` (docs/beads.md §4).
     pub(crate) fn ready(&self, filter: &ReadyFilter, now: Timestamp) -> Result<Outcome, Refusal> {
         let ids = self.ready_ids(filter, now, |_| true)?;
-        Ok(Outcome::Beads(ids.iter().map(|bead_id| self.beads[bead_id].clone()).collect()))
+        Ok(Outcome::Beads(ids.iter().map(|bead_id| self.beads.at(bead_id).clone()).collect()))
     }
 
     fn list_sources(&self, filter: &ListFilter) -> Vec<Option<&BTreeSet<CreatedKey>>> {
@@ -168,8 +168,12 @@ impl NamespaceState {
         limit: u32,
         accept: impl Fn(&Bead) -> bool,
     ) -> Result<Vec<Bead>, Refusal> {
-        let beads: Vec<Bead> =
-            keys.map(|key| &self.beads[&key.id]).filter(|bead| accept(bead)).take(cap(limit)).cloned().collect();
+        let beads: Vec<Bead> = keys
+            .map(|key| self.beads.at(&key.id))
+            .filter(|bead| accept(bead))
+            .take(cap(limit))
+            .map(BeadRef::into_owned)
+            .collect();
         check_cap(limit, beads.len())?;
         Ok(beads)
     }
@@ -212,7 +216,7 @@ impl NamespaceState {
                     .dependents_of(bead_id)
                     .iter()
                     .filter_map(|dependent| self.beads.get(dependent))
-                    .flat_map(Bead::dependencies)
+                    .flat_map(|bead| bead.dependencies())
                     .filter(|row| &row.depends_on_id == bead_id)
                     .collect::<Vec<_>>();
                 let from_loose = self.loose_dependents_of(bead_id).iter().flat_map(loose_rows).collect::<Vec<_>>();
@@ -225,12 +229,12 @@ impl NamespaceState {
 
     /// The beads of these ids that exist, in the order asked.
     pub(crate) fn lookup(&self, ids: &[BeadId]) -> Outcome {
-        Outcome::Beads(ids.iter().filter_map(|bead_id| self.beads.get(bead_id).cloned()).collect())
+        Outcome::Beads(ids.iter().filter_map(|bead_id| self.beads.get(bead_id).map(BeadRef::into_owned)).collect())
     }
 
     /// Beads by id; every id must exist.
     pub(crate) fn get(&self, ids: &[BeadId]) -> Result<Outcome, Refusal> {
-        let beads = ids.iter().map(|bead_id| self.bead(bead_id).cloned()).collect::<Result<_, _>>()?;
+        let beads = ids.iter().map(|bead_id| self.bead(bead_id).map(BeadRef::into_owned)).collect::<Result<_, _>>()?;
         Ok(Outcome::Beads(beads))
     }
 }

@@ -1,0 +1,242 @@
+//! Closed beads kept on disk instead of in memory: the source that reads one back from the
+//! storage layer ([`BeadSource`]), and the byte-bounded cache of beads read lately
+//! ([`BeadCache`]). A state given a [`ColdStore`] (`State::attach_cold_store`) drops the body of
+//! each closed bead once its record is written, keeping only its id and its index entries; a
+//! read of it goes to the cache, then to the disk. A state without one (the state tests, an
+//! offline import) keeps every bead in memory, as before.
+//!
+//! Invariant: what a read answers never depends on where a bead is held: a bead is dropped from
+//! memory only once its record on disk is its current value, and a cold bead is changed only by
+//! being read back into memory first (`NamespaceState`'s `lift_bead`), which takes it out of the
+//! cache.
+//! Invariant: the cache holds at most `capacity` bytes of beads, by each bead's stored size plus
+//! the size of its struct, and evicts the least recently read first.
+//! Invariant: a bead the disk fails to read back stops whatever was reading it (a panic naming the
+//! bead and the error): its store is damaged, and no answer is made up for it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::model::{Bead, BeadId, Namespace};
+
+/// Reads stored beads back for a state that keeps closed beads on disk.
+pub trait BeadSource: Send + Sync {
+    /// The stored bead `id` of `namespace`, with its record's size on disk in bytes (`None`: no
+    /// such record), or what the disk failed with.
+    fn read_bead(&self, namespace: &Namespace, id: &BeadId) -> Result<Option<(Bead, u64)>, String>;
+}
+
+/// What the cache holds and did, for metrics and `cluster status`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// The most bytes it holds.
+    pub capacity_bytes: u64,
+    /// The bytes it holds now.
+    pub bytes: u64,
+    /// The beads it holds now.
+    pub entries: u64,
+    /// Reads of a cold bead answered from the cache.
+    pub hits: u64,
+    /// Reads of a cold bead that went to the disk.
+    pub misses: u64,
+}
+
+/// The byte-bounded cache of cold beads read lately, shared by every namespace of a state. Its
+/// keys name a namespace by an incarnation number, so a namespace deleted and created again never
+/// meets the beads of the one before.
+pub struct BeadCache {
+    capacity: u64,
+    inner: Mutex<CacheInner>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+#[derive(Default)]
+struct CacheInner {
+    entries: HashMap<(u64, BeadId), Entry>,
+    /// Recency: the tick of each entry's last read to its key, oldest first.
+    recency: BTreeMap<u64, (u64, BeadId)>,
+    tick: u64,
+    bytes: u64,
+}
+
+struct Entry {
+    bead: Arc<Bead>,
+    bytes: u64,
+    tick: u64,
+}
+
+impl BeadCache {
+    /// An empty cache that holds up to `capacity` bytes (0: it holds nothing).
+    pub fn new(capacity: u64) -> BeadCache {
+        BeadCache {
+            capacity,
+            inner: Mutex::new(CacheInner::default()),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        }
+    }
+
+    /// What it holds and did.
+    pub fn stats(&self) -> CacheStats {
+        let inner = self.inner.lock().expect("bead cache lock");
+        CacheStats {
+            capacity_bytes: self.capacity,
+            bytes: inner.bytes,
+            entries: inner.entries.len() as u64,
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+        }
+    }
+
+    fn get(&self, key: &(u64, BeadId)) -> Option<Arc<Bead>> {
+        let mut inner = self.inner.lock().expect("bead cache lock");
+        inner.tick += 1;
+        let tick = inner.tick;
+        let Some(entry) = inner.entries.get_mut(key) else {
+            self.misses.fetch_add(1, Ordering::Relaxed);
+            return None;
+        };
+        let (bead, before) = (entry.bead.clone(), std::mem::replace(&mut entry.tick, tick));
+        inner.recency.remove(&before);
+        inner.recency.insert(tick, key.clone());
+        self.hits.fetch_add(1, Ordering::Relaxed);
+        Some(bead)
+    }
+
+    fn put(&self, key: (u64, BeadId), bead: Arc<Bead>, stored_bytes: u64) {
+        let bytes = stored_bytes + std::mem::size_of::<Bead>() as u64;
+        if bytes > self.capacity {
+            return;
+        }
+        let mut inner = self.inner.lock().expect("bead cache lock");
+        inner.remove(&key);
+        while inner.bytes + bytes > self.capacity {
+            let Some((_, oldest)) = inner.recency.pop_first() else { break };
+            inner.remove(&oldest);
+        }
+        inner.tick += 1;
+        let tick = inner.tick;
+        inner.recency.insert(tick, key.clone());
+        inner.bytes += bytes;
+        inner.entries.insert(key, Entry { bead, bytes, tick });
+    }
+
+    fn forget(&self, key: &(u64, BeadId)) {
+        self.inner.lock().expect("bead cache lock").remove(key);
+    }
+}
+
+impl CacheInner {
+    fn remove(&mut self, key: &(u64, BeadId)) {
+        if let Some(entry) = self.entries.remove(key) {
+            self.recency.remove(&entry.tick);
+            self.bytes -= entry.bytes;
+        }
+    }
+}
+
+/// Where a state's cold beads are read from: the storage layer's source and the cache.
+#[derive(Clone)]
+pub struct ColdStore {
+    source: Arc<dyn BeadSource>,
+    cache: Arc<BeadCache>,
+    incarnations: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for ColdStore {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("ColdStore").field("cache", &self.cache.stats()).finish_non_exhaustive()
+    }
+}
+
+impl ColdStore {
+    /// Cold beads read through `source`, with a cache of `cache_bytes`.
+    pub fn new(source: Arc<dyn BeadSource>, cache_bytes: u64) -> ColdStore {
+        ColdStore { source, cache: Arc::new(BeadCache::new(cache_bytes)), incarnations: Arc::new(AtomicU64::new(0)) }
+    }
+
+    /// What its cache holds and did.
+    pub fn cache_stats(&self) -> CacheStats {
+        self.cache.stats()
+    }
+
+    /// A handle for one namespace, under a number no other namespace of this store has had.
+    pub(super) fn for_namespace(&self, namespace: &Namespace) -> NamespaceCold {
+        let incarnation = self.incarnations.fetch_add(1, Ordering::Relaxed);
+        NamespaceCold { store: self.clone(), namespace: namespace.clone(), incarnation }
+    }
+}
+
+/// One namespace's access to its cold beads.
+#[derive(Clone, Debug)]
+pub(super) struct NamespaceCold {
+    store: ColdStore,
+    namespace: Namespace,
+    incarnation: u64,
+}
+
+impl NamespaceCold {
+    /// Reads the cold bead `id`: from the cache, else from the disk (then cached). Panics when the
+    /// disk fails or lacks it: a cold bead's record is on disk by construction.
+    pub(super) fn read(&self, id: &BeadId) -> Arc<Bead> {
+        let key = (self.incarnation, id.clone());
+        if let Some(bead) = self.store.cache.get(&key) {
+            return bead;
+        }
+        match self.store.source.read_bead(&self.namespace, id) {
+            Ok(Some((bead, stored_bytes))) => {
+                let bead = Arc::new(bead);
+                self.store.cache.put(key, bead.clone(), stored_bytes);
+                bead
+            }
+            Ok(None) => panic!(
+                "bead {id} of namespace {} is held on disk, and its record is missing: this node's store is damaged; \
+                 stop it, and bring it back from a member's snapshot (`strand member remove`, then a new member)",
+                self.namespace
+            ),
+            Err(error) => panic!(
+                "reading bead {id} of namespace {} back from disk failed ({error}): this node's store is damaged; \
+                 stop it, and bring it back from a member's snapshot (`strand member remove`, then a new member)",
+                self.namespace
+            ),
+        }
+    }
+
+    /// Takes the bead `id` out of the cache (it is about to change).
+    pub(super) fn forget(&self, id: &BeadId) {
+        self.store.cache.forget(&(self.incarnation, id.clone()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bead(n: u64) -> Arc<Bead> {
+        let create = crate::input::CreateBead { title: "t".into(), ..Default::default() };
+        Arc::new(create.into_bead(BeadId(format!("st-{n}"))))
+    }
+
+    #[test]
+    fn the_cache_keeps_its_byte_bound_and_evicts_the_least_recently_read() {
+        let size = std::mem::size_of::<Bead>() as u64 + 100;
+        let cache = BeadCache::new(3 * size);
+        for n in 1..=3 {
+            cache.put((0, BeadId(format!("st-{n}"))), bead(n), 100);
+        }
+        assert!(cache.get(&(0, BeadId("st-1".into()))).is_some());
+        cache.put((0, BeadId("st-4".into())), bead(4), 100);
+        let stats = cache.stats();
+        assert_eq!((stats.entries, stats.bytes), (3, 3 * size), "{stats:?}");
+        assert!(cache.get(&(0, BeadId("st-2".into()))).is_none(), "st-2 was the least recently read");
+        assert!(cache.get(&(0, BeadId("st-1".into()))).is_some());
+        assert!(cache.get(&(1, BeadId("st-1".into()))).is_none(), "another incarnation's key");
+        cache.forget(&(0, BeadId("st-1".into())));
+        assert!(cache.get(&(0, BeadId("st-1".into()))).is_none());
+        cache.put((0, BeadId("st-9".into())), bead(9), 4 * size);
+        let stats = cache.stats();
+        assert_eq!((stats.entries, stats.bytes, stats.hits, stats.misses), (2, 2 * size, 2, 3), "{stats:?}");
+    }
+}
