@@ -591,7 +591,7 @@ impl NamespaceState {
 
     fn open_convoys(&self) -> Vec<BeadId> {
         let convoys = self.indexes.by_type.get(CONVOY_TYPE).into_iter().flatten();
-        convoys.filter(|key| self.beads.at(&key.id).status != Status::Closed).map(|key| (*key.id).clone()).collect()
+        convoys.filter(|key| self.beads.status(&key.id) != Some(Status::Closed)).map(|key| (*key.id).clone()).collect()
     }
 
     /// Closes every open, not-owned convoy whose children are all closed; answers those closed.

@@ -22,6 +22,7 @@ use crate::limits::ORDERS_PER_NAMESPACE_MAX;
 use crate::model::{Bead, BeadId, Status, Timestamp};
 use crate::order::{Order, OrderRuns, Target, Trigger};
 use crate::outcome::{OrderInfo, Outcome, Refusal};
+use crate::state::index::CreatedKey;
 
 /// Label of every bead a firing of order `<name>` makes: `order-run:<name>`.
 pub const ORDER_RUN_LABEL_PREFIX: &str = "order-run:";
@@ -133,8 +134,7 @@ impl NamespaceState {
         // Counting stops at `at_least`: that is all the condition asks.
         let enough = usize::try_from(when.at_least).unwrap_or(usize::MAX);
         let count = |ids: &mut dyn Iterator<Item = &'a BeadId>| {
-            ids.filter(|bead_id| self.beads.get(bead_id).is_some_and(|bead| matches(&bead))).take(enough).count()
-                as u64
+            ids.filter(|bead_id| self.beads.get(bead_id).is_some_and(|bead| matches(&bead))).take(enough).count() as u64
         };
         match when.status.as_str() {
             "ready" => {
@@ -149,9 +149,27 @@ impl NamespaceState {
             }
             "blocked" => count(&mut self.indexes.blocked.iter()),
             status => {
+                // Judged on the indexes alone, walking the smallest of the sets the condition
+                // names: a status's set can hold millions of closed beads, kept on disk.
                 let status = Status::parse(status).unwrap_or(Status::Open);
-                let keys = self.indexes.by_status.get(&status).into_iter().flatten();
-                count(&mut keys.map(|key| &*key.id))
+                let set_of = |index: &'a std::collections::HashMap<_, BTreeSet<CreatedKey>>, name: &Option<String>| {
+                    name.as_ref().map(|name| index.get(name))
+                };
+                let named =
+                    [set_of(&self.indexes.by_label, &when.label), set_of(&self.indexes.by_type, &when.bead_type)];
+                let mut sets: Vec<&BTreeSet<CreatedKey>> = Vec::new();
+                for set in named.into_iter().flatten() {
+                    match set {
+                        Some(set) => sets.push(set),
+                        None => return 0,
+                    }
+                }
+                let Some(with_status) = self.indexes.by_status.get(&status) else { return 0 };
+                sets.push(with_status);
+                sets.sort_by_key(|set| set.len());
+                let (smallest, others) = sets.split_first().expect("the status's set is in");
+                let matching = smallest.iter().filter(|key| others.iter().all(|set| set.contains(*key)));
+                matching.take(enough).count() as u64
             }
         }
     }

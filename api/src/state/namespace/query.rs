@@ -121,13 +121,30 @@ impl NamespaceState {
             && filter.metadata_equals.iter().all(|(key, value)| bead.metadata.get(key) == Some(value))
     }
 
+    /// Whether the bead under `key` can match the list's filters, judged on the indexes alone
+    /// (all of them but `metadata_equals`), so that a closed bead kept on disk that a filter
+    /// rejects is never read back.
+    fn key_may_match_list(&self, key: &CreatedKey, filter: &ListFilter) -> bool {
+        let in_set = |set: Option<&BTreeSet<CreatedKey>>| set.is_some_and(|set| set.contains(key));
+        let indexes = &self.indexes;
+        let status = self.beads.status(&key.id);
+        let include_closed = filter.all || filter.statuses.contains(&Status::Closed);
+        (include_closed || status != Some(Status::Closed))
+            && (filter.statuses.is_empty() || status.is_some_and(|status| filter.statuses.contains(&status)))
+            && filter.assignee.as_ref().is_none_or(|assignee| in_set(indexes.by_assignee.get(assignee)))
+            && filter.labels_all.iter().all(|label| in_set(indexes.by_label.get(label)))
+            && filter.bead_type.as_ref().is_none_or(|bead_type| in_set(indexes.by_type.get(bead_type)))
+            && filter.parent.as_ref().is_none_or(|parent| in_set(indexes.children.get(parent)))
+    }
+
     /// `list`: filters AND-ed, closed left out unless asked, newest first by default.
     pub(crate) fn list(&self, filter: &ListFilter) -> Result<Outcome, Refusal> {
         if filter.is_unfiltered() && !filter.all {
             return Err(Refusal::UnfilteredList);
         }
         let empty = BTreeSet::new();
-        let accept = |bead: &Bead| Self::matches_list(bead, filter);
+        let accept =
+            (|key: &CreatedKey| self.key_may_match_list(key, filter), |bead: &Bead| Self::matches_list(bead, filter));
         let after = filter.after.as_ref().map(cursor_key);
         let sources = self.list_sources(filter);
         let smallest = sources.into_iter().min_by_key(|source| source.map_or(0, BTreeSet::len));
@@ -156,19 +173,23 @@ impl NamespaceState {
         source: &BTreeSet<CreatedKey>,
         sort: ListSort,
         limit: u32,
-        accept: impl Fn(&Bead) -> bool,
+        accept: (impl Fn(&CreatedKey) -> bool, impl Fn(&Bead) -> bool),
     ) -> Result<Vec<Bead>, Refusal> {
         self.walk_keys(in_order(source, sort, None), limit, accept)
     }
 
-    /// The accepted beads of `keys`, in their order, up to `limit`.
+    /// The accepted beads of `keys`, in their order, up to `limit`: `accept.0` judges a key on
+    /// the indexes first, and only a bead it lets through is read (from disk, if it is cold) for
+    /// `accept.1` to judge.
     fn walk_keys<'a>(
         &self,
         keys: impl Iterator<Item = &'a CreatedKey>,
         limit: u32,
-        accept: impl Fn(&Bead) -> bool,
+        accept: (impl Fn(&CreatedKey) -> bool, impl Fn(&Bead) -> bool),
     ) -> Result<Vec<Bead>, Refusal> {
+        let (key_may_match, accept) = accept;
         let beads: Vec<Bead> = keys
+            .filter(|key| key_may_match(key))
             .map(|key| self.beads.at(&key.id))
             .filter(|bead| accept(bead))
             .take(cap(limit))
@@ -182,8 +203,12 @@ impl NamespaceState {
     pub(crate) fn children(&self, parent: &BeadId, include_closed: bool) -> Result<Outcome, Refusal> {
         let empty = BTreeSet::new();
         let source = self.indexes.children.get(parent).unwrap_or(&empty);
-        let beads =
-            self.walk_created(source, ListSort::CreatedAsc, 0, |bead| include_closed || bead.status != Status::Closed)?;
+        let beads = self.walk_created(
+            source,
+            ListSort::CreatedAsc,
+            0,
+            (|key: &CreatedKey| include_closed || self.beads.status(&key.id) != Some(Status::Closed), |_: &Bead| true),
+        )?;
         Ok(Outcome::Beads(beads))
     }
 
@@ -191,7 +216,12 @@ impl NamespaceState {
     pub(crate) fn list_by_label(&self, label: &str, limit: u32) -> Result<Outcome, Refusal> {
         let empty = BTreeSet::new();
         let source = self.indexes.by_label.get(label).unwrap_or(&empty);
-        Ok(Outcome::Beads(self.walk_created(source, ListSort::CreatedDesc, limit, |_| true)?))
+        Ok(Outcome::Beads(self.walk_created(
+            source,
+            ListSort::CreatedDesc,
+            limit,
+            (|_: &CreatedKey| true, |_: &Bead| true),
+        )?))
     }
 
     /// Edges of a bead; an unknown id has none.
