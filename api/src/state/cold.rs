@@ -191,16 +191,13 @@ impl NamespaceCold {
                 self.store.cache.put(key, bead.clone(), stored_bytes);
                 bead
             }
-            Ok(None) => panic!(
-                "bead {id} of namespace {} is held on disk, and its record is missing: this node's store is damaged; \
-                 stop it, and bring it back from a member's snapshot (`strand member remove`, then a new member)",
+            Ok(None) => damaged(&format!(
+                "bead {id} of namespace {} is kept on disk, and its record is missing",
                 self.namespace
-            ),
-            Err(error) => panic!(
-                "reading bead {id} of namespace {} back from disk failed ({error}): this node's store is damaged; \
-                 stop it, and bring it back from a member's snapshot (`strand member remove`, then a new member)",
-                self.namespace
-            ),
+            )),
+            Err(error) => {
+                damaged(&format!("reading bead {id} of namespace {} back from disk failed ({error})", self.namespace))
+            }
         }
     }
 
@@ -210,6 +207,14 @@ impl NamespaceCold {
     }
 }
 
+/// Stops the reader of a cold bead the disk cannot give back.
+fn damaged(what: &str) -> ! {
+    panic!(
+        "{what}: this node's store is damaged; stop the node, move its data directory away and start it again \
+         empty with --rejoin while the other members serve (README, \"A lost disk\")"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,6 +222,22 @@ mod tests {
     fn bead(n: u64) -> Arc<Bead> {
         let create = crate::input::CreateBead { title: "t".into(), ..Default::default() };
         Arc::new(create.into_bead(BeadId(format!("st-{n}"))))
+    }
+
+    struct FailingDisk;
+
+    impl BeadSource for FailingDisk {
+        fn read_bead(&self, _namespace: &Namespace, _id: &BeadId) -> Result<Option<(Bead, u64)>, String> {
+            Err("checksum mismatch".into())
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "reading bead st-1 of namespace default back from disk failed (checksum mismatch): \
+                               this node's store is damaged; stop the node, move its data directory away")]
+    fn a_cold_bead_the_disk_cannot_give_back_stops_its_reader() {
+        let store = ColdStore::new(Arc::new(FailingDisk), 4096);
+        store.for_namespace(&Namespace::default_namespace()).read(&BeadId("st-1".into()));
     }
 
     #[test]
