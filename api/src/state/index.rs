@@ -164,9 +164,10 @@ impl Indexes {
         bead.status == Status::Open && !self.blocked.contains(&bead.id) && !is_infrastructure_type(&bead.bead_type)
     }
 
-    /// Adds a bead under its current fields.
-    pub fn insert(&mut self, bead: &Bead) {
+    /// Adds a bead under its current fields, answering the id its keys share.
+    pub fn insert(&mut self, bead: &Bead) -> Arc<BeadId> {
         let key = CreatedKey::of(bead);
+        let shared_id = key.id.clone();
         self.by_status.entry(bead.status).or_default().insert(key.clone());
         self.by_type.entry(bead.bead_type.clone()).or_default().insert(key.clone());
         self.by_assignee.entry(bead.assignee.clone()).or_default().insert(key.clone());
@@ -188,6 +189,13 @@ impl Indexes {
         self.insert_work(bead, &key);
         self.all.insert(key);
         self.insert_ready(bead);
+        shared_id
+    }
+
+    /// The id the index keys of `bead` (indexed under its current fields) share.
+    pub fn shared_id(&self, bead: &Bead) -> Arc<BeadId> {
+        let key = CreatedKey::of(bead);
+        self.all.get(&key).map_or(key.id, |indexed| indexed.id.clone())
     }
 
     fn insert_work(&mut self, bead: &Bead, key: &CreatedKey) {

@@ -5,6 +5,8 @@
 //! Invariant: an id is held in memory or cold, never both; a cold bead is closed, and its record
 //! on disk is its current value (it was written before it was dropped: [`BeadMap::evict`]).
 //! Invariant: without a cold store, no bead is ever cold.
+//! Invariant: a cold id is the very `Arc` the bead's index keys hold, so a cold bead's id is in
+//! memory once.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ops::Deref;
@@ -47,14 +49,20 @@ impl BeadRef<'_> {
 #[derive(Clone, Debug, Default)]
 pub(super) struct BeadMap {
     held: HashMap<BeadId, Bead>,
-    cold: HashSet<BeadId>,
+    cold: HashSet<Arc<BeadId>>,
     store: Option<NamespaceCold>,
 }
 
 impl BeadMap {
     /// Keeps closed beads on disk from now on, read back through `store`; the closed beads held
-    /// now go cold, but for those in `unwritten` (their records are not written yet).
-    pub(super) fn attach(&mut self, store: NamespaceCold, unwritten: &BTreeSet<BeadId>) {
+    /// now go cold, but for those in `unwritten` (their records are not written yet). `shared_id`
+    /// answers the id a bead's index keys share.
+    pub(super) fn attach(
+        &mut self,
+        store: NamespaceCold,
+        unwritten: &BTreeSet<BeadId>,
+        shared_id: impl Fn(&Bead) -> Arc<BeadId>,
+    ) {
         self.store = Some(store);
         let closed: Vec<BeadId> = self
             .held
@@ -63,7 +71,7 @@ impl BeadMap {
             .map(|bead| bead.id.clone())
             .collect();
         for id in &closed {
-            self.evict(id);
+            self.evict(id, &shared_id);
         }
     }
 
@@ -115,7 +123,7 @@ impl BeadMap {
 
     /// Every id, held or cold, in no order.
     pub(super) fn ids(&self) -> impl Iterator<Item = &BeadId> {
-        self.held.keys().chain(&self.cold)
+        self.held.keys().chain(self.cold.iter().map(|id| &**id))
     }
 
     /// Puts a bead into memory (replacing nothing: its id must be free).
@@ -124,11 +132,11 @@ impl BeadMap {
         self.held.insert(bead.id.clone(), bead);
     }
 
-    /// Puts a bead whose record is written already: a closed one goes cold at once when closed
-    /// beads are kept on disk.
-    pub(super) fn insert_written(&mut self, bead: Bead) {
+    /// Puts a bead whose record is written already, whose index keys share `shared_id`: a closed
+    /// one goes cold at once when closed beads are kept on disk.
+    pub(super) fn insert_written(&mut self, bead: Bead, shared_id: Arc<BeadId>) {
         if self.store.is_some() && bead.status == Status::Closed {
-            self.cold.insert(bead.id);
+            self.cold.insert(shared_id);
         } else {
             self.insert(bead);
         }
@@ -151,11 +159,16 @@ impl BeadMap {
     }
 
     /// Drops the body of bead `id` from memory if it is closed, keeping closed beads on disk, and
-    /// its record on disk is current (the caller just wrote it).
-    pub(super) fn evict(&mut self, id: &BeadId) {
-        if self.store.is_some() && self.held.get(id).is_some_and(|bead| bead.status == Status::Closed) {
+    /// its record on disk is current (the caller just wrote it); `shared_id` answers the id its
+    /// index keys share.
+    pub(super) fn evict(&mut self, id: &BeadId, shared_id: impl Fn(&Bead) -> Arc<BeadId>) {
+        if self.store.is_none() {
+            return;
+        }
+        if let Some(bead) = self.held.get(id).filter(|bead| bead.status == Status::Closed) {
+            let shared = shared_id(bead);
             self.held.remove(id);
-            self.cold.insert(id.clone());
+            self.cold.insert(shared);
         }
     }
 

@@ -380,12 +380,12 @@ impl NamespaceState {
             return Err(bead.id);
         }
         bead.counts = BeadCounts::default();
-        self.indexes.insert(&bead);
+        let shared_id = self.indexes.insert(&bead);
         let can_block = bead.status == Status::Blocked || bead.depends_on.values().any(DepType::blocks_until_closed);
         if can_block {
             self.load_blocked.push(bead.id.clone());
         }
-        self.beads.insert_written(bead);
+        self.beads.insert_written(bead, shared_id);
         Ok(())
     }
 

@@ -32,13 +32,15 @@ impl NamespaceState {
     /// Keeps its closed beads on disk from now on, read back through `store`: those held now
     /// whose records are written go cold at once.
     pub(in crate::state) fn attach_cold(&mut self, store: NamespaceCold) {
-        self.beads.attach(store, &self.dirty_beads);
+        let indexes = &self.indexes;
+        self.beads.attach(store, &self.dirty_beads, |bead| indexes.shared_id(bead));
     }
 
     /// The storage layer wrote bead `bead_id`'s record: a closed bead's body leaves memory.
     pub(in crate::state) fn bead_written(&mut self, bead_id: &BeadId) {
         debug_assert!(!self.dirty_beads.contains(bead_id), "bead {bead_id} changed again before it was written");
-        self.beads.evict(bead_id);
+        let indexes = &self.indexes;
+        self.beads.evict(bead_id, |bead| indexes.shared_id(bead));
     }
 
     /// How many of its beads are held in memory (the others are cold).
