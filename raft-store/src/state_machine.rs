@@ -13,7 +13,8 @@
 //! `snapshots/current.snapshot` until a newer checkpoint replaces it. Installing a snapshot passes
 //! over the whole state, so on a disk that does real I/O it runs on tokio's blocking pool, as
 //! building does. The state's cold beads are read from the disk an install overwrites, so an
-//! install holds the state lock until the new state is in.
+//! install holds the state lock until the new state is in, and an install that fails once it
+//! began to overwrite the disk poisons the lock: the old state can no longer answer.
 //!
 //! Invariant: the state space and `last_applied` on disk always belong together.
 //! Invariant: while a snapshot is being installed the `installing` marker is set, and a node that
@@ -460,8 +461,20 @@ impl<D: Disk> StateMachineStore<D> {
         // state reads its cold beads from this disk, so reads wait until the new state replaces it.
         let disk = &self.inner.disk;
         let mut state = self.inner.state.write().expect("state lock");
-        write_snapshot_records(disk.as_ref(), reader)?;
-        let replaced = std::mem::replace(&mut *state, load_state(disk, self.inner.bead_cache_bytes)?);
+        let installed = write_snapshot_records(disk.as_ref(), reader)
+            .and_then(|()| load_state(disk, self.inner.bead_cache_bytes))
+            .unwrap_or_else(|error| {
+                // The old state's cold beads are gone from the disk, so it can no longer answer:
+                // this panics under the lock, poisoning it, and every later use of the state
+                // stops rather than read a bead of the half-written snapshot.
+                panic!(
+                    "installing the snapshot through log entry {} failed after it began to replace the state on disk \
+                     ({error}): this node stops serving its state; restart it, and it finishes the install from \
+                     the snapshot file at start or refuses to start naming the damage",
+                    meta.last_log_id.map_or(0, |log_id| log_id.index)
+                )
+            });
+        let replaced = std::mem::replace(&mut *state, installed);
         drop(state);
         drop(replaced); // Freeing a large state takes a while: not under the lock.
         self.drop_snapshots_before(&current)?;
