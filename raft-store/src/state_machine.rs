@@ -95,6 +95,9 @@ struct Inner<D: Disk> {
     probes: ApplyProbes,
     /// The bytes of cold beads the state caches.
     bead_cache_bytes: u64,
+    /// The state's apply version, kept beside the state so that it is read without the state lock
+    /// (which a snapshot install holds throughout).
+    apply_version: std::sync::atomic::AtomicU32,
     state: RwLock<State>,
     applied: Mutex<Applied>,
     snapshot_dir: PathBuf,
@@ -201,6 +204,7 @@ impl<D: Disk> StateMachineStore<D> {
             disk,
             probes,
             bead_cache_bytes,
+            apply_version: std::sync::atomic::AtomicU32::new(state.apply_version().version),
             state: RwLock::new(state),
             applied: Mutex::new(applied),
             snapshot_dir: snapshot_dir.to_path_buf(),
@@ -235,6 +239,12 @@ impl<D: Disk> StateMachineStore<D> {
     fn notify_all(&self) {
         let notices = self.inner.namespace_notices.lock().expect("notices lock");
         notices.values().for_each(|sender| sender.send_replace(()));
+    }
+
+    /// The apply version of the state now, read without waiting for the state lock (a snapshot
+    /// install holds it throughout).
+    pub fn apply_version_now(&self) -> u32 {
+        self.inner.apply_version.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// The apply versions this node applies: its build's, or narrower (see [`ApplyProbes`]).
@@ -278,6 +288,7 @@ impl<D: Disk> StateMachineStore<D> {
             }
             _ => state.apply(index, proposal),
         };
+        self.inner.apply_version.store(state.apply_version().version, std::sync::atomic::Ordering::Release);
         let checkpoint = matches!(
             &proposal.command,
             Command::Controller(api::command::Controller { action: ControllerAction::Checkpoint, .. })
@@ -475,6 +486,7 @@ impl<D: Disk> StateMachineStore<D> {
                 )
             });
         let replaced = std::mem::replace(&mut *state, installed);
+        self.inner.apply_version.store(state.apply_version().version, std::sync::atomic::Ordering::Release);
         drop(state);
         drop(replaced); // Freeing a large state takes a while: not under the lock.
         self.drop_snapshots_before(&current)?;
