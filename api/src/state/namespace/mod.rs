@@ -120,9 +120,10 @@ pub struct NamespaceState {
     meta: NamespaceMeta,
     beads: BeadMap,
     indexes: Indexes,
-    /// While loading: the beads that can be blocked by their own status or dependencies, which
-    /// [`NamespaceState::refresh_all`] starts from.
-    load_blocked: Vec<BeadId>,
+    /// While loading: the beads that can be blocked by their own status or dependencies, with
+    /// whether their status is `blocked` and the targets of their edges that block until closed,
+    /// which [`NamespaceState::refresh_all`] judges without reading a cold bead back.
+    load_blocked: Vec<(BeadId, bool, Vec<BeadId>)>,
     dirty_beads: BTreeSet<BeadId>,
     meta_dirty: bool,
     /// Retained events by sequence number.
@@ -381,9 +382,14 @@ impl NamespaceState {
         }
         bead.counts = BeadCounts::default();
         let shared_id = self.indexes.insert(&bead);
-        let can_block = bead.status == Status::Blocked || bead.depends_on.values().any(DepType::blocks_until_closed);
-        if can_block {
-            self.load_blocked.push(bead.id.clone());
+        let blocking: Vec<BeadId> = bead
+            .depends_on
+            .iter()
+            .filter(|(_, dep_type)| dep_type.blocks_until_closed())
+            .map(|(target, _)| target.clone())
+            .collect();
+        if bead.status == Status::Blocked || !blocking.is_empty() {
+            self.load_blocked.push((bead.id.clone(), bead.status == Status::Blocked, blocking));
         }
         self.beads.insert_written(bead, shared_id);
         Ok(())
@@ -425,10 +431,19 @@ impl NamespaceState {
     /// can turn blocked are queued.
     pub(super) fn refresh_all(&mut self) {
         debug_assert!(self.indexes.blocked.is_empty(), "refresh_all runs on a state just loaded");
+        // With none blocked yet, `compute_blocked` is true exactly when the status is `blocked` or
+        // a target of an edge that blocks until closed exists and is not closed: judged on the
+        // statuses alone, so no cold bead is read back here.
         let candidates = std::mem::take(&mut self.load_blocked);
         let blocked: Vec<BeadId> = candidates
             .into_iter()
-            .filter(|bead_id| self.beads.get(bead_id).is_some_and(|bead| self.compute_blocked(&bead)))
+            .filter(|(_, own_status, targets)| {
+                *own_status
+                    || targets
+                        .iter()
+                        .any(|target| self.beads.status(target).is_some_and(|status| status != Status::Closed))
+            })
+            .map(|(bead_id, _, _)| bead_id)
             .collect();
         self.refresh_blocked(blocked);
     }
