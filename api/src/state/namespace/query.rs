@@ -110,20 +110,9 @@ impl NamespaceState {
         sources
     }
 
-    fn matches_list(bead: &Bead, filter: &ListFilter) -> bool {
-        let include_closed = filter.all || filter.statuses.contains(&Status::Closed);
-        (include_closed || bead.status != Status::Closed)
-            && (filter.statuses.is_empty() || filter.statuses.contains(&bead.status))
-            && filter.assignee.as_ref().is_none_or(|assignee| &bead.assignee == assignee)
-            && filter.labels_all.iter().all(|label| bead.labels.contains(label))
-            && filter.bead_type.as_ref().is_none_or(|bead_type| &bead.bead_type == bead_type)
-            && filter.parent.as_ref().is_none_or(|parent| bead.parent_id.as_ref() == Some(parent))
-            && filter.metadata_equals.iter().all(|(key, value)| bead.metadata.get(key) == Some(value))
-    }
-
-    /// Whether the bead under `key` can match the list's filters, judged on the indexes alone
-    /// (all of them but `metadata_equals`), so that a closed bead kept on disk that a filter
-    /// rejects is never read back.
+    /// Whether the bead under `key` matches the list's filters but `metadata_equals`, judged on
+    /// the indexes alone (each is keyed by the field the filter names), so that a closed bead kept
+    /// on disk that a filter rejects is never read back; only `metadata_equals` reads the bead.
     fn key_may_match_list(&self, key: &CreatedKey, filter: &ListFilter) -> bool {
         let in_set = |set: Option<&BTreeSet<CreatedKey>>| set.is_some_and(|set| set.contains(key));
         let indexes = &self.indexes;
@@ -143,8 +132,10 @@ impl NamespaceState {
             return Err(Refusal::UnfilteredList);
         }
         let empty = BTreeSet::new();
-        let accept =
-            (|key: &CreatedKey| self.key_may_match_list(key, filter), |bead: &Bead| Self::matches_list(bead, filter));
+        let accept = (
+            |key: &CreatedKey| self.key_may_match_list(key, filter),
+            |bead: &Bead| filter.metadata_equals.iter().all(|(key, value)| bead.metadata.get(key) == Some(value)),
+        );
         let after = filter.after.as_ref().map(cursor_key);
         let sources = self.list_sources(filter);
         let smallest = sources.into_iter().min_by_key(|source| source.map_or(0, BTreeSet::len));
