@@ -27,7 +27,7 @@ use api::state::State;
 use sha2::Digest as _;
 
 use crate::codec;
-use crate::disk::{Disk, DiskView, Space, Visit};
+use crate::disk::{Disk, DiskView, Space, Visit, on_a_view};
 
 /// How many consistency checkpoints a replica keeps.
 pub const CHECKPOINTS_KEPT: usize = 8;
@@ -112,20 +112,11 @@ impl Checkpoints {
             }
             digesting.insert(index);
         }
-        let (checkpoints, disk) = (self.clone(), disk.clone());
-        let (viewed, view_taken) = std::sync::mpsc::sync_channel::<io::Result<()>>(1);
-        let digest = move || {
-            let view = match disk.view() {
-                Ok(view) => view,
-                Err(error) => {
-                    let _ = viewed.send(Err(error));
-                    return;
-                }
-            };
-            let _ = viewed.send(Ok(()));
+        let checkpoints = self.clone();
+        let digest = move |view: &dyn DiskView| {
             let _one_at_a_time = checkpoints.one_at_a_time.lock().expect("digest lock");
             let started = std::time::Instant::now();
-            match disk_digest(view.as_ref()) {
+            match disk_digest(view) {
                 Ok(digest) => {
                     checkpoints.record(index, digest);
                     tracing::info!(
@@ -146,12 +137,7 @@ impl Checkpoints {
                 }
             }
         };
-        let spawned = std::thread::Builder::new().name("strand-digest".into()).spawn(digest);
-        let answer = spawned.map_err(io::Error::other).and_then(|_| {
-            view_taken
-                .recv()
-                .unwrap_or_else(|_| Err(io::Error::other("the digest thread ended before it viewed the disk")))
-        });
+        let answer = on_a_view(disk.clone(), "strand-digest", digest);
         if answer.is_err() {
             self.done_digesting(index);
         }

@@ -11,9 +11,13 @@
 //! Invariant: a checkpoint ([`Disk::checkpoint`]) holds the contents of one instant, whole and
 //! durable, and outlives later writes to the disk; what it costs does not grow with the contents
 //! on RocksDB (hard links to the table files).
+//! Invariant: a [`PinnedView`] answers the contents of the instant it was pinned, whatever is
+//! written afterwards, until it is dropped.
 
 use std::io;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::mpsc;
 
 /// A key space of the disk (a RocksDB column family).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -102,4 +106,62 @@ pub trait Disk: Send + Sync + 'static {
     fn read_mark(&self) -> io::Result<Option<u64>>;
     /// Replaces the log mark durably before returning.
     fn write_mark(&self, mark: Option<u64>) -> io::Result<()>;
+}
+
+/// A read of one key sent to a [`PinnedView`]'s thread, with where to answer it.
+type PinnedRead = (Space, Vec<u8>, mpsc::SyncSender<io::Result<Option<Vec<u8>>>>);
+
+/// A view of a disk ([`Disk::view`]) taken at one instant and held by a thread of its own, which
+/// answers reads of single keys, so that the view outlives its taker's borrow of the disk (a
+/// RocksDB snapshot borrows its database). The thread ends once the view is dropped.
+pub struct PinnedView {
+    reads: mpsc::Sender<PinnedRead>,
+}
+
+impl PinnedView {
+    /// Views `disk` now: when this returns, the view holds the disk's contents of this instant,
+    /// whatever is written afterwards.
+    pub fn pin<D: Disk>(disk: Arc<D>) -> io::Result<PinnedView> {
+        let (reads, incoming) = mpsc::channel::<PinnedRead>();
+        on_a_view(disk, "strand-pinned-view", move |view| {
+            for (space, key, answer) in incoming {
+                let _ = answer.send(view.get(space, &key));
+            }
+        })?;
+        Ok(PinnedView { reads })
+    }
+
+    /// Reads one key as the disk held it when the view was pinned.
+    pub fn get(&self, space: Space, key: &[u8]) -> io::Result<Option<Vec<u8>>> {
+        let gone = || io::Error::other("the pinned view's thread is gone");
+        let (answer, answered) = mpsc::sync_channel(1);
+        self.reads.send((space, key.to_vec(), answer)).map_err(|_| gone())?;
+        answered.recv().map_err(|_| gone())?
+    }
+}
+
+/// Runs `job` on a view of `disk` taken now, on a thread of its own named `name`: when this
+/// returns, the view is taken (or this answers why it could not be), and `job` goes on beside the
+/// caller, holding it.
+pub fn on_a_view<D: Disk>(
+    disk: Arc<D>,
+    name: &str,
+    job: impl FnOnce(&dyn DiskView) + Send + 'static,
+) -> io::Result<()> {
+    let (viewed, view_taken) = mpsc::sync_channel::<io::Result<()>>(1);
+    let run = move || {
+        let view = match disk.view() {
+            Ok(view) => view,
+            Err(error) => {
+                let _ = viewed.send(Err(error));
+                return;
+            }
+        };
+        let _ = viewed.send(Ok(()));
+        job(view.as_ref());
+    };
+    std::thread::Builder::new().name(name.into()).spawn(run)?;
+    view_taken
+        .recv()
+        .unwrap_or_else(|_| Err(io::Error::other(format!("the thread {name} ended before it viewed the disk"))))
 }

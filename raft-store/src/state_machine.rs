@@ -12,9 +12,9 @@
 //! is saved ([`SnapshotFile::readable`]). A snapshot received from the leader is kept as the file
 //! `snapshots/current.snapshot` until a newer checkpoint replaces it. Installing a snapshot passes
 //! over the whole state, so on a disk that does real I/O it runs on tokio's blocking pool, as
-//! building does. The state's cold beads are read from the disk an install overwrites, so an
-//! install holds the state lock until the new state is in, and an install that fails once it
-//! began to overwrite the disk poisons the lock: the old state can no longer answer.
+//! building does. The state it replaces answers reads meanwhile, reading its cold beads from a
+//! view of the disk pinned before the overwrite, and an install that fails once it began to
+//! overwrite the disk poisons the state lock: the old state no longer belongs to the disk.
 //!
 //! Invariant: the state space and `last_applied` on disk always belong together.
 //! Invariant: while a snapshot is being installed the `installing` marker is set, and a node that
@@ -48,7 +48,7 @@ use openraft::{EntryPayload, OptionalSend};
 
 use crate::codec::{self, META_APPLIED, META_INSTALLING, META_MEMBERSHIP};
 use crate::consistency::{Checkpoints, DigestRule, stable_digest};
-use crate::disk::{Disk, Durability, Op, Space};
+use crate::disk::{Disk, Durability, Op, PinnedView, Space};
 use crate::snapshot::{CHECKPOINT_DISK, SENDING_PREFIX, SnapshotFile, SnapshotReader};
 use crate::types::{LogId, SnapshotMeta, StoredMembership, TypeConfig};
 
@@ -96,7 +96,7 @@ struct Inner<D: Disk> {
     /// The bytes of cold beads the state caches.
     bead_cache_bytes: u64,
     /// The state's apply version, kept beside the state so that it is read without the state lock
-    /// (which a snapshot install holds throughout).
+    /// (which apply holds while it changes the state).
     apply_version: std::sync::atomic::AtomicU32,
     state: RwLock<State>,
     applied: Mutex<Applied>,
@@ -143,15 +143,35 @@ struct DiskBeads<D: Disk> {
 
 impl<D: Disk> BeadSource for DiskBeads<D> {
     fn read_bead(&self, namespace: &Namespace, id: &BeadId) -> Result<Option<(Bead, u64)>, String> {
-        let key = RecordKey::Bead(namespace.clone(), id.clone());
-        let key_bytes = codec::encode_plain(&key).map_err(|error| error.to_string())?;
-        let Some(bytes) = self.disk.get(Space::State, &key_bytes).map_err(|error| error.to_string())? else {
-            return Ok(None);
-        };
-        match codec::decode(&bytes, &format!("state record {key:?}")).map_err(|error| error.to_string())? {
-            Record::Bead(bead) => Ok(Some((*bead, bytes.len() as u64))),
-            _ => Err(format!("state record {key:?} holds another kind of record")),
-        }
+        read_stored_bead(|key| self.disk.get(Space::State, key), namespace, id)
+    }
+}
+
+/// Reads beads back from a view of the state space pinned before a snapshot install overwrites
+/// it, for the state the install replaces, which answers reads until the new one is in.
+struct PinnedBeads(PinnedView);
+
+impl BeadSource for PinnedBeads {
+    fn read_bead(&self, namespace: &Namespace, id: &BeadId) -> Result<Option<(Bead, u64)>, String> {
+        read_stored_bead(|key| self.0.get(Space::State, key), namespace, id)
+    }
+}
+
+/// The stored bead `id` of `namespace`, read through `get` (a key of the state space), with its
+/// record's size.
+fn read_stored_bead(
+    get: impl FnOnce(&[u8]) -> io::Result<Option<Vec<u8>>>,
+    namespace: &Namespace,
+    id: &BeadId,
+) -> Result<Option<(Bead, u64)>, String> {
+    let key = RecordKey::Bead(namespace.clone(), id.clone());
+    let key_bytes = codec::encode_plain(&key).map_err(|error| error.to_string())?;
+    let Some(bytes) = get(&key_bytes).map_err(|error| error.to_string())? else {
+        return Ok(None);
+    };
+    match codec::decode(&bytes, &format!("state record {key:?}")).map_err(|error| error.to_string())? {
+        Record::Bead(bead) => Ok(Some((*bead, bytes.len() as u64))),
+        _ => Err(format!("state record {key:?} holds another kind of record")),
     }
 }
 
@@ -469,22 +489,30 @@ impl<D: Disk> StateMachineStore<D> {
             return Err(io::Error::new(io::ErrorKind::InvalidData, "snapshot file does not match its metadata"));
         }
         // Apply and install run one at a time, so nothing else writes the disk meanwhile. The old
-        // state reads its cold beads from this disk, so reads wait until the new state replaces it.
+        // state answers reads until the new one replaces it: on a disk where other threads read
+        // beside the install, its cold beads are read from a view of the disk pinned before the
+        // overwrite (elsewhere nothing runs beside the install).
         let disk = &self.inner.disk;
+        if D::BLOCKS {
+            let old_cold = self.inner.state.read().expect("state lock").cold_store().cloned();
+            if let Some(old_cold) = old_cold {
+                old_cold.read_from(Arc::new(PinnedBeads(PinnedView::pin(disk.clone())?)));
+            }
+        }
+        let installed =
+            write_snapshot_records(disk.as_ref(), reader).and_then(|()| load_state(disk, self.inner.bead_cache_bytes));
         let mut state = self.inner.state.write().expect("state lock");
-        let installed = write_snapshot_records(disk.as_ref(), reader)
-            .and_then(|()| load_state(disk, self.inner.bead_cache_bytes))
-            .unwrap_or_else(|error| {
-                // The old state's cold beads are gone from the disk, so it can no longer answer:
-                // this panics under the lock, poisoning it, and every later use of the state
-                // stops rather than read a bead of the half-written snapshot.
-                panic!(
-                    "installing the snapshot through log entry {} failed after it began to replace the state on disk \
-                     ({error}): this node stops serving its state; restart it, and it finishes the install from \
-                     the snapshot file at start or refuses to start naming the damage",
-                    meta.last_log_id.map_or(0, |log_id| log_id.index)
-                )
-            });
+        let installed = installed.unwrap_or_else(|error| {
+            // The disk holds part of the snapshot, so the old state no longer belongs to it: this
+            // panics under the lock, poisoning it, and every later use of the state stops rather
+            // than answer from a state this node's disk no longer holds.
+            panic!(
+                "installing the snapshot through log entry {} failed after it began to replace the state on disk \
+                 ({error}): this node stops serving its state; restart it, and it finishes the install from \
+                 the snapshot file at start or refuses to start naming the damage",
+                meta.last_log_id.map_or(0, |log_id| log_id.index)
+            )
+        });
         let replaced = std::mem::replace(&mut *state, installed);
         self.inner.apply_version.store(state.apply_version().version, std::sync::atomic::Ordering::Release);
         drop(state);

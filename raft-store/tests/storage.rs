@@ -14,7 +14,7 @@ use openraft::testing::log::{StoreBuilder, Suite};
 use openraft::{ErrorSubject, ErrorVerb, StorageError};
 use raft_store::disk::{Disk, Durability, Op, Space};
 use raft_store::types::{Entry, TypeConfig};
-use raft_store::{FlushMode, LogStore, MemoryDisk, RocksDisk, StateMachineStore};
+use raft_store::{ApplyProbes, FlushMode, LogStore, MemoryDisk, RocksDisk, StateMachineStore};
 
 struct RocksBuilder;
 
@@ -133,11 +133,8 @@ async fn restart_from_disk_keeps_log_and_applied_state() {
     assert_eq!(state_machine.read(|state| state.bead_count()), 5);
 }
 
-/// Closed beads leave memory once their records are written, read back from RocksDB as they
-/// were (then from the cache), and load on disk only at a restart.
-#[tokio::test]
-async fn closed_beads_are_kept_on_disk_read_back_and_loaded_cold() {
-    let dir = tempfile::tempdir().unwrap();
+/// Four entries that create st-1 to st-4, then one that closes st-1 to st-3 ("done").
+fn four_beads_three_closed() -> (Vec<Entry>, Vec<BeadId>) {
     let closed: Vec<BeadId> = (1..=3).map(|n| BeadId(format!("st-{n}"))).collect();
     let close = Close { ids: closed.clone(), reason: Some("done".into()) };
     let mut log = entries(4);
@@ -148,10 +145,21 @@ async fn closed_beads_are_kept_on_disk_read_back_and_loaded_cold() {
             ..proposal("", 5)
         })),
     });
-    let get = |state_machine: &StateMachineStore<RocksDisk>| {
-        let query = Query::from(Get { ids: closed.clone() });
-        state_machine.read(|state| state.query(&Namespace::default_namespace(), &query))
-    };
+    (log, closed)
+}
+
+fn read_beads<D: Disk>(state_machine: &StateMachineStore<D>, ids: &[BeadId]) -> Result<Outcome, api::outcome::Refusal> {
+    let query = Query::from(Get { ids: ids.to_vec() });
+    state_machine.read(|state| state.query(&Namespace::default_namespace(), &query))
+}
+
+/// Closed beads leave memory once their records are written, read back from RocksDB as they
+/// were (then from the cache), and load on disk only at a restart.
+#[tokio::test]
+async fn closed_beads_are_kept_on_disk_read_back_and_loaded_cold() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, closed) = four_beads_three_closed();
+    let get = |state_machine: &StateMachineStore<RocksDisk>| read_beads(state_machine, &closed);
     let counts = |state_machine: &StateMachineStore<RocksDisk>| {
         state_machine.read(|state| (state.bead_count(), state.held_bead_count()))
     };
@@ -177,6 +185,103 @@ async fn closed_beads_are_kept_on_disk_read_back_and_loaded_cold() {
     assert_eq!(counts(&state_machine), (4, 1), "a restart loads closed beads on disk only");
     assert_eq!(get(&state_machine), answer);
     assert_eq!(state_machine.read(|state| state.digest()), digest);
+}
+
+/// RocksDB, with the install's overwrite of the state space held open until the test lets it go.
+struct PausedInstallDisk {
+    rocks: RocksDisk,
+    /// Told once the overwrite is written; then the write waits for the go.
+    overwritten: std::sync::Mutex<Option<(std::sync::mpsc::Sender<()>, std::sync::mpsc::Receiver<()>)>>,
+}
+
+impl Disk for PausedInstallDisk {
+    const BLOCKS: bool = true;
+    fn write(&self, ops: Vec<Op>, durability: Durability) -> std::io::Result<()> {
+        let overwrite = ops.iter().any(|op| matches!(op, Op::DeleteRange(Space::State, ..)));
+        self.rocks.write(ops, durability)?;
+        if overwrite && let Some((overwritten, go)) = self.overwritten.lock().unwrap().take() {
+            overwritten.send(()).unwrap();
+            go.recv().unwrap();
+        }
+        Ok(())
+    }
+    fn sync(&self) -> std::io::Result<()> {
+        self.rocks.sync()
+    }
+    fn get(&self, space: Space, key: &[u8]) -> std::io::Result<Option<Vec<u8>>> {
+        self.rocks.get(space, key)
+    }
+    fn scan(
+        &self,
+        space: Space,
+        from: &[u8],
+        to: Option<&[u8]>,
+        visit: raft_store::disk::Visit<'_>,
+    ) -> std::io::Result<()> {
+        self.rocks.scan(space, from, to, visit)
+    }
+    fn view(&self) -> std::io::Result<Box<dyn raft_store::disk::DiskView + '_>> {
+        self.rocks.view()
+    }
+    fn checkpoint(&self, dir: &std::path::Path) -> std::io::Result<Box<dyn raft_store::disk::DiskView>> {
+        self.rocks.checkpoint(dir)
+    }
+    fn open_checkpoint(dir: &std::path::Path) -> std::io::Result<Box<dyn raft_store::disk::DiskView>> {
+        RocksDisk::open_checkpoint(dir)
+    }
+    fn read_mark(&self) -> std::io::Result<Option<u64>> {
+        self.rocks.read_mark()
+    }
+    fn write_mark(&self, mark: Option<u64>) -> std::io::Result<()> {
+        self.rocks.write_mark(mark)
+    }
+}
+
+/// A state being replaced by a snapshot install answers reads until the new one is in, its
+/// closed beads included, though the install has already removed their records from the disk:
+/// they are read from a view of the disk pinned before the overwrite.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_state_being_replaced_by_an_install_answers_reads_of_its_closed_beads() {
+    use openraft::storage::RaftSnapshotBuilder;
+    let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (log, closed) = four_beads_three_closed();
+    let (overwritten, overwrite_seen) = std::sync::mpsc::channel();
+    let (go, gone) = std::sync::mpsc::channel();
+    let rocks = RocksDisk::open(&dirs.0.path().join("db")).unwrap();
+    let disk = Arc::new(PausedInstallDisk { rocks, overwritten: std::sync::Mutex::new(Some((overwritten, gone))) });
+    let snapshots = dirs.0.path().join("snapshots");
+    // No cache, so every read of a closed bead goes to the disk (or the view pinned of it).
+    let mut replaced = StateMachineStore::open_with(disk, &snapshots, ApplyProbes::default(), 0).unwrap();
+    replaced.apply(futures::stream::iter(log.into_iter().map(|entry| Ok((entry, None))))).await.unwrap();
+    let before = read_beads(&replaced, &closed);
+    assert!(matches!(&before, Ok(Outcome::Beads(beads)) if beads.len() == 3), "{before:?}");
+    let cache = |state_machine: &StateMachineStore<PausedInstallDisk>| {
+        state_machine.read(|state| state.cold_cache_stats()).map(|stats| stats.misses)
+    };
+    let misses_before = cache(&replaced);
+
+    let (_, mut leader) = open(dirs.1.path()).unwrap();
+    leader.apply(futures::stream::iter(entries(6).into_iter().map(|entry| Ok((entry, None))))).await.unwrap();
+    let snapshot = leader.get_snapshot_builder().await.build_snapshot().await.unwrap();
+    let leader_digest = leader.read(|state| state.digest());
+
+    let mut installer = replaced.clone();
+    let install =
+        tokio::spawn(async move { installer.install_snapshot(&snapshot.meta, snapshot.snapshot).await.unwrap() });
+    let wait = std::time::Duration::from_secs(60);
+    tokio::task::block_in_place(|| overwrite_seen.recv_timeout(wait)).expect("the install overwrites the state space");
+    let reader = replaced.clone();
+    let ids = closed.clone();
+    let (answered, answer) = std::sync::mpsc::channel();
+    std::thread::spawn(move || answered.send((read_beads(&reader, &ids), reader.read(|state| state.bead_count()))));
+    let during = tokio::task::block_in_place(|| answer.recv_timeout(wait))
+        .expect("a read of the old state waited for the install to finish");
+    assert_eq!(during, (before, 4), "the old state answers as before the install");
+    assert_eq!(cache(&replaced), misses_before.map(|misses| misses + 3), "read from the pinned view, not a cache");
+
+    go.send(()).unwrap();
+    install.await.unwrap();
+    assert_eq!(replaced.read(|state| (state.digest(), state.bead_count())), (leader_digest, 6));
 }
 
 #[tokio::test]

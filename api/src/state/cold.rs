@@ -13,10 +13,12 @@
 //! the size of its struct, and evicts the least recently read first.
 //! Invariant: a bead the disk fails to read back stops whatever was reading it (a panic naming the
 //! bead and the error): its store is damaged, and no answer is made up for it.
+//! Invariant: a store's source is replaced ([`ColdStore::read_from`]) only by one that answers the
+//! same records: a view of the disk pinned before the disk is overwritten (a snapshot install).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use crate::model::{Bead, BeadId, Namespace};
 
@@ -140,7 +142,8 @@ impl CacheInner {
 /// Where a state's cold beads are read from: the storage layer's source and the cache.
 #[derive(Clone)]
 pub struct ColdStore {
-    source: Arc<dyn BeadSource>,
+    /// Shared by every clone, so that [`ColdStore::read_from`] redirects every namespace at once.
+    source: Arc<RwLock<Arc<dyn BeadSource>>>,
     cache: Arc<BeadCache>,
     incarnations: Arc<AtomicU64>,
 }
@@ -154,7 +157,18 @@ impl std::fmt::Debug for ColdStore {
 impl ColdStore {
     /// Cold beads read through `source`, with a cache of `cache_bytes`.
     pub fn new(source: Arc<dyn BeadSource>, cache_bytes: u64) -> ColdStore {
-        ColdStore { source, cache: Arc::new(BeadCache::new(cache_bytes)), incarnations: Arc::new(AtomicU64::new(0)) }
+        ColdStore {
+            source: Arc::new(RwLock::new(source)),
+            cache: Arc::new(BeadCache::new(cache_bytes)),
+            incarnations: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Reads cold beads through `source` from now on, in every namespace. `source` must answer
+    /// the records the one it replaces answers: the storage layer pins a view of the disk before
+    /// it overwrites the disk under a state that still answers reads.
+    pub fn read_from(&self, source: Arc<dyn BeadSource>) {
+        *self.source.write().expect("cold source lock") = source;
     }
 
     /// What its cache holds and did.
@@ -185,7 +199,8 @@ impl NamespaceCold {
         if let Some(bead) = self.store.cache.get(&key) {
             return bead;
         }
-        match self.store.source.read_bead(&self.namespace, id) {
+        let source = self.store.source.read().expect("cold source lock").clone();
+        match source.read_bead(&self.namespace, id) {
             Ok(Some((bead, stored_bytes))) => {
                 let bead = Arc::new(bead);
                 self.store.cache.put(key, bead.clone(), stored_bytes);

@@ -395,6 +395,11 @@ impl State {
         }
     }
 
+    /// Where this state reads its closed beads from, when it keeps them on disk.
+    pub fn cold_store(&self) -> Option<&ColdStore> {
+        self.cold.as_ref()
+    }
+
     /// What the cache of cold beads holds and did, when closed beads are kept on disk.
     pub fn cold_cache_stats(&self) -> Option<CacheStats> {
         self.cold.as_ref().map(ColdStore::cache_stats)
