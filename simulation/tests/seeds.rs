@@ -286,6 +286,17 @@ fn regression_upgrade_seeds_a_member_restarted_since_a_removal_still_tells_the_r
     }
 }
 
+/// Seed 251 754 725 580 112 (3 nodes, 6 s, every fault; a fresh corruption band found it): node 1
+/// was wiped while its removal was under way, and the removal's joint configuration was left for
+/// the next leader's member watch to complete. Completing it told no one, and node 1, rejoining,
+/// votes and campaigns for nothing, so it sent no Raft message a member could refuse with the
+/// removal: it served on as a member. Completing a joint configuration now tells each node it
+/// leaves out.
+#[test]
+fn regression_a_removal_completed_by_the_next_leader_tells_the_removed_node() {
+    run_clean(&RunConfig { faults: Fault::ALL.to_vec(), ..config(251_754_725_580_112, 3) });
+}
+
 #[test]
 fn upgrade_band_3_nodes() {
     upgrade_band(6_000_000);

@@ -174,7 +174,7 @@ async fn watch<D: Disk>(core: &NodeCore<D>, peers: &Peers) {
             members.iter().zip(&answers).filter_map(|((id, _), answer)| Some((*id, answer.as_ref().ok()?))).collect();
         super::versions::compare(core, &answered);
         super::versions::switch(core, &progress, metrics.current_term).await;
-        super::membership::complete_joint(core).await;
+        super::membership::complete_joint(core, peers).await;
         let membership = metrics.membership_config.membership();
         let learners: Vec<(NodeId, bool)> =
             membership.learner_ids().map(|id| (id, membership.get_node(&id).is_some_and(|m| m.auto_promote))).collect();

@@ -23,7 +23,7 @@
 //! A leader that lost its office between the two steps of a voter change leaves the cluster in a
 //! joint configuration, which openraft does not complete by itself, and in which every later
 //! change would be refused as in progress: the member watch of the next leader completes it
-//! ([`complete_joint`]).
+//! ([`complete_joint`]), and tells a node it leaves out that it was removed.
 //!
 //! Invariant: a change is proposed only on the leader, only after every check passed, and only
 //! while the membership is the one the checks read.
@@ -223,8 +223,10 @@ pub async fn change_here<D: Disk>(
 
 /// Completes a joint configuration left by a leader that lost its office between the two steps
 /// of a change (openraft leaves the cluster in it): once it is applied, this leader, which must
-/// lead, proposes the joint configuration's newer voter set alone. Answers whether it did.
-pub async fn complete_joint<D: Disk>(core: &NodeCore<D>) -> bool {
+/// lead, proposes the joint configuration's newer voter set alone, then tells each node that the
+/// completed membership no longer holds that it was removed, as the leader that began the change
+/// would have. Answers whether it did.
+pub async fn complete_joint<D: Disk>(core: &NodeCore<D>, peers: &Peers) -> bool {
     let metrics = core.raft.metrics().borrow_watched().clone();
     let stored = metrics.membership_config.clone();
     let configs = stored.membership().get_joint_config();
@@ -242,7 +244,16 @@ pub async fn complete_joint<D: Disk>(core: &NodeCore<D>) -> bool {
     );
     let precondition = Precondition::LastMembershipLogId { last_membership_log_id: *stored.log_id() };
     match core.raft.change_membership_if(ChangeMembers::ReplaceAllVoters(newest), false, [precondition]).await {
-        Ok(_) => true,
+        Ok(response) => {
+            let after = response.membership.unwrap_or_else(|| stored.membership().clone());
+            for (id, member) in stored.membership().nodes() {
+                if after.get_node(id).is_none() {
+                    peers.forget(*id);
+                    notify_removed(core, peers, *id, member.addr.clone(), response.log_id.index);
+                }
+            }
+            true
+        }
         Err(error) => {
             tracing::warn!(node = core.id, %error, "could not complete the joint configuration; trying again");
             false
