@@ -9,6 +9,12 @@ mod snapshot;
 
 use cli::{Cli, MemberCommand, MemberFuture};
 
+/// A node allocates and frees on every message and every applied entry, and glibc's allocator
+/// took a fifth to a quarter of a node's CPU in a claim benchmark (docs/benchmarks.md, "Where the
+/// CPU goes").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Runs a member command in this process.
 fn member_commands<'a>(cli: &'a Cli, command: MemberCommand<'a>) -> MemberFuture<'a> {
     Box::pin(async move {
