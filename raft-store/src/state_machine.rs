@@ -261,8 +261,8 @@ impl<D: Disk> StateMachineStore<D> {
         notices.values().for_each(|sender| sender.send_replace(()));
     }
 
-    /// The apply version of the state now, read without waiting for the state lock (a snapshot
-    /// install holds it throughout).
+    /// The apply version of the state now, read without waiting for the state lock (which apply
+    /// and the swap of an installed state hold), as every peer message reads it.
     pub fn apply_version_now(&self) -> u32 {
         self.inner.apply_version.load(std::sync::atomic::Ordering::Acquire)
     }

@@ -201,7 +201,7 @@ impl<D: Disk, L: LeaderPlane> RaftPeerService<D, L> {
         let Some(range) = api::version::ApplyRange::parse(range) else {
             return Err(format!("a message from node {sender} with a malformed {APPLY_VERSIONS_HEADER}: {range:?}"));
         };
-        // Read without the state lock, which a snapshot install holds throughout.
+        // Read without the state lock, so that a message never waits for apply.
         let version = self.core.state_machine.apply_version_now();
         if strict && !range.contains(version) {
             let build = text(BUILD_HEADER).unwrap_or("?");
