@@ -29,6 +29,10 @@ impl BeadSource for NoDisk {
     fn read_bead(&self, _namespace: &Namespace, id: &BeadId) -> Result<Option<(Bead, u64)>, String> {
         Err(format!("state_memory keeps no records, and bead {id} was read back"))
     }
+
+    fn index_keys(&self, _: &[u8], _: &[u8], _: bool, _: usize) -> Result<Vec<Vec<u8>>, String> {
+        Err("state_memory keeps no records, and index entries were read back".into())
+    }
 }
 
 /// The resident set of this process, in bytes (Linux: `/proc/self/statm`).

@@ -29,11 +29,17 @@ pub const META_MEMBERSHIP: &[u8] = b"membership";
 pub const META_INSTALLING: &[u8] = b"installing";
 /// Meta key of the node identity (cluster name and node id) that owns the data directory.
 pub const META_IDENTITY: &[u8] = b"identity";
+/// Meta key set once the `closed_index` space holds the entries of every closed bead of the state
+/// space; absent, the next start builds the space from the state space.
+pub const META_CLOSED_INDEX: &[u8] = b"closed_index";
 /// Key of the storage format version a data directory was written with.
 pub const META_FORMAT: &[u8] = b"format";
 /// The storage format this build writes and reads; `tests/golden/storage-format.txt` pins the bytes
 /// of every type stored or sent between nodes under it, and `tests/tests/storage_format.rs`
-/// fails until a changed layout bumps it. 11: the state records its apply version
+/// fails until a changed layout bumps it. 12: a fourth space, `closed_index`, holds the index
+/// entries of closed beads (`api::state::closed_index`), built from the state space at the first
+/// start that finds it missing (`META_CLOSED_INDEX`); a format-11 directory upgrades in place.
+/// 11: the state records its apply version
 /// (`RecordKey::ApplyVersion`), controller actions include the apply version's switch and
 /// consistency checkpoints, and commands include `cluster version pin|unpin|set`; a format-10
 /// directory upgrades in place (`crate::upgrade`). 10: the membership records each member's
@@ -48,7 +54,7 @@ pub const META_FORMAT: &[u8] = b"format";
 /// their revision, and commands include transactions. 3: every stored value carries a CRC-32.
 /// 2: standard Raft leader ids (one leader per term) in votes and log ids. Directories without
 /// the key were written in format 1.
-pub const STORAGE_FORMAT: u32 = 11;
+pub const STORAGE_FORMAT: u32 = 12;
 /// Bytes of the checksum that ends every stored value.
 pub const CHECKSUM_BYTES: usize = 4;
 

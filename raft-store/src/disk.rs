@@ -28,11 +28,14 @@ pub enum Space {
     Meta,
     /// The state machine's records (beads, namespaces, sessions).
     State,
+    /// The index entries of closed beads ([`api::state::closed_index`]): derived from the state
+    /// space, written in the same batches, never sent to another node.
+    ClosedIndex,
 }
 
 impl Space {
     /// Every space.
-    pub const ALL: [Space; 3] = [Space::Log, Space::Meta, Space::State];
+    pub const ALL: [Space; 4] = [Space::Log, Space::Meta, Space::State, Space::ClosedIndex];
 
     /// The column family name.
     pub fn name(self) -> &'static str {
@@ -40,6 +43,7 @@ impl Space {
             Space::Log => "log",
             Space::Meta => "meta",
             Space::State => "state",
+            Space::ClosedIndex => "closed_index",
         }
     }
 }
@@ -73,6 +77,9 @@ pub trait DiskView: Send {
     fn scan(&self, space: Space, from: &[u8], to: Option<&[u8]>, visit: Visit<'_>) -> io::Result<()>;
     /// Reads one key.
     fn get(&self, space: Space, key: &[u8]) -> io::Result<Option<Vec<u8>>>;
+    /// Up to `limit` keys of `space` in `[from, to)`: the first ones in key order, or, when
+    /// `reverse`, the last ones, last first.
+    fn keys(&self, space: Space, from: &[u8], to: &[u8], reverse: bool, limit: usize) -> io::Result<Vec<Vec<u8>>>;
 }
 
 /// The storage trait.
@@ -90,6 +97,9 @@ pub trait Disk: Send + Sync + 'static {
     fn get(&self, space: Space, key: &[u8]) -> io::Result<Option<Vec<u8>>>;
     /// Visits a key range of the latest written values, in key order.
     fn scan(&self, space: Space, from: &[u8], to: Option<&[u8]>, visit: Visit<'_>) -> io::Result<()>;
+    /// Up to `limit` keys of `space` in `[from, to)`, of the latest written values: the first
+    /// ones in key order, or, when `reverse`, the last ones, last first.
+    fn keys(&self, space: Space, from: &[u8], to: &[u8], reverse: bool, limit: usize) -> io::Result<Vec<Vec<u8>>>;
     /// A consistent point-in-time view (for building snapshots while writes go on).
     fn view(&self) -> io::Result<Box<dyn DiskView + '_>>;
     /// Writes a checkpoint of the current contents (synced or not, as [`Disk::view`] sees them)
@@ -108,12 +118,18 @@ pub trait Disk: Send + Sync + 'static {
     fn write_mark(&self, mark: Option<u64>) -> io::Result<()>;
 }
 
-/// A read of one key sent to a [`PinnedView`]'s thread, with where to answer it.
-type PinnedRead = (Space, Vec<u8>, mpsc::SyncSender<io::Result<Option<Vec<u8>>>>);
+/// A read sent to a [`PinnedView`]'s thread, with where to answer it.
+enum PinnedRead {
+    /// One key: [`DiskView::get`].
+    Get(Space, Vec<u8>, mpsc::SyncSender<io::Result<Option<Vec<u8>>>>),
+    /// Keys of a range: [`DiskView::keys`] (`from`, `to`, `reverse`, `limit`).
+    Keys(Space, Vec<u8>, Vec<u8>, bool, usize, mpsc::SyncSender<io::Result<Vec<Vec<u8>>>>),
+}
 
 /// A view of a disk ([`Disk::view`]) taken at one instant and held by a thread of its own, which
-/// answers reads of single keys, so that the view outlives its taker's borrow of the disk (a
-/// RocksDB snapshot borrows its database). The thread ends once the view is dropped.
+/// answers reads of single keys and of a range's keys, so that the view outlives its taker's
+/// borrow of the disk (a RocksDB snapshot borrows its database). The thread ends once the view is
+/// dropped.
 pub struct PinnedView {
     reads: mpsc::Sender<PinnedRead>,
 }
@@ -124,19 +140,36 @@ impl PinnedView {
     pub fn pin<D: Disk>(disk: Arc<D>) -> io::Result<PinnedView> {
         let (reads, incoming) = mpsc::channel::<PinnedRead>();
         on_a_view(disk, "strand-pinned-view", move |view| {
-            for (space, key, answer) in incoming {
-                let _ = answer.send(view.get(space, &key));
+            for read in incoming {
+                match read {
+                    PinnedRead::Get(space, key, answer) => {
+                        let _ = answer.send(view.get(space, &key));
+                    }
+                    PinnedRead::Keys(space, from, to, reverse, limit, answer) => {
+                        let _ = answer.send(view.keys(space, &from, &to, reverse, limit));
+                    }
+                }
             }
         })?;
         Ok(PinnedView { reads })
     }
 
-    /// Reads one key as the disk held it when the view was pinned.
-    pub fn get(&self, space: Space, key: &[u8]) -> io::Result<Option<Vec<u8>>> {
+    /// Sends a read to the view's thread and waits for its answer.
+    fn ask<T>(&self, read: impl FnOnce(mpsc::SyncSender<io::Result<T>>) -> PinnedRead) -> io::Result<T> {
         let gone = || io::Error::other("the pinned view's thread is gone");
         let (answer, answered) = mpsc::sync_channel(1);
-        self.reads.send((space, key.to_vec(), answer)).map_err(|_| gone())?;
+        self.reads.send(read(answer)).map_err(|_| gone())?;
         answered.recv().map_err(|_| gone())?
+    }
+
+    /// Reads one key as the disk held it when the view was pinned.
+    pub fn get(&self, space: Space, key: &[u8]) -> io::Result<Option<Vec<u8>>> {
+        self.ask(|answer| PinnedRead::Get(space, key.to_vec(), answer))
+    }
+
+    /// [`DiskView::keys`], as the disk held them when the view was pinned.
+    pub fn keys(&self, space: Space, from: &[u8], to: &[u8], reverse: bool, limit: usize) -> io::Result<Vec<Vec<u8>>> {
+        self.ask(|answer| PinnedRead::Keys(space, from.to_vec(), to.to_vec(), reverse, limit, answer))
     }
 }
 

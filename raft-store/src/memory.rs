@@ -87,6 +87,13 @@ fn scan_contents(
     Ok(())
 }
 
+/// [`Disk::keys`] over `contents`.
+fn range_keys(contents: &Contents, space: Space, from: &[u8], to: &[u8], reverse: bool, limit: usize) -> Vec<Vec<u8>> {
+    let Some(map) = contents.get(&space).filter(|_| from < to) else { return Vec::new() };
+    let range = map.range(from.to_vec()..to.to_vec()).map(|(key, _)| key.clone());
+    if reverse { range.rev().take(limit).collect() } else { range.take(limit).collect() }
+}
+
 impl MemoryDisk {
     /// An empty disk.
     pub fn new() -> MemoryDisk {
@@ -183,6 +190,11 @@ impl Disk for MemoryDisk {
         scan_contents(&BTreeMap::from([(space, copy)]), space, from, to, visit)
     }
 
+    fn keys(&self, space: Space, from: &[u8], to: &[u8], reverse: bool, limit: usize) -> io::Result<Vec<Vec<u8>>> {
+        let inner = self.inner.lock().expect("memory disk lock");
+        Ok(range_keys(&inner.current, space, from, to, reverse, limit))
+    }
+
     fn view(&self) -> io::Result<Box<dyn DiskView + '_>> {
         let contents = self.inner.lock().expect("memory disk lock").current.clone();
         Ok(Box::new(MemoryView { contents }))
@@ -267,6 +279,7 @@ fn space_tag(space: Space) -> u8 {
         Space::Log => 0,
         Space::Meta => 1,
         Space::State => 2,
+        Space::ClosedIndex => 3,
     }
 }
 
@@ -285,6 +298,10 @@ impl DiskView for MemoryView {
 
     fn get(&self, space: Space, key: &[u8]) -> io::Result<Option<Vec<u8>>> {
         Ok(self.contents.get(&space).and_then(|map| map.get(key)).cloned())
+    }
+
+    fn keys(&self, space: Space, from: &[u8], to: &[u8], reverse: bool, limit: usize) -> io::Result<Vec<Vec<u8>>> {
+        Ok(range_keys(&self.contents, space, from, to, reverse, limit))
     }
 }
 

@@ -123,6 +123,43 @@ fn scan_iterator<'a>(
     Ok(())
 }
 
+/// [`Disk::keys`] on `family` of `db`, through `snapshot` when given: a raw iterator between the
+/// bounds, so that no value is read.
+fn range_keys(
+    db: &DB,
+    family: &rocksdb::ColumnFamily,
+    snapshot: Option<&rocksdb::Snapshot<'_>>,
+    range: (&[u8], &[u8]),
+    reverse: bool,
+    limit: usize,
+) -> io::Result<Vec<Vec<u8>>> {
+    let mut read_options = ReadOptions::default();
+    read_options.set_iterate_lower_bound(range.0.to_vec());
+    read_options.set_iterate_upper_bound(range.1.to_vec());
+    if let Some(snapshot) = snapshot {
+        read_options.set_snapshot(snapshot);
+    }
+    let mut iterator = db.raw_iterator_cf_opt(family, read_options);
+    if reverse {
+        iterator.seek_to_last();
+    } else {
+        iterator.seek_to_first();
+    }
+    let mut keys = Vec::new();
+    while keys.len() < limit
+        && let Some(key) = iterator.key()
+    {
+        keys.push(key.to_vec());
+        if reverse {
+            iterator.prev();
+        } else {
+            iterator.next();
+        }
+    }
+    iterator.status().map_err(to_io)?;
+    Ok(keys)
+}
+
 impl Disk for RocksDisk {
     const BLOCKS: bool = true;
 
@@ -153,6 +190,10 @@ impl Disk for RocksDisk {
         scan_iterator(iterator, to, visit)
     }
 
+    fn keys(&self, space: Space, from: &[u8], to: &[u8], reverse: bool, limit: usize) -> io::Result<Vec<Vec<u8>>> {
+        range_keys(&self.db, self.family(space)?, None, (from, to), reverse, limit)
+    }
+
     fn view(&self) -> io::Result<Box<dyn DiskView + '_>> {
         Ok(Box::new(RocksView { disk: self, snapshot: self.db.snapshot() }))
     }
@@ -173,7 +214,12 @@ impl Disk for RocksDisk {
         // tests/tests/integrity.rs.)
         options.set_wal_recovery_mode(DBRecoveryMode::TolerateCorruptedTailRecords);
         options.set_track_and_verify_wals_in_manifest(true);
-        let db = DB::open_cf_descriptors_read_only(&options, dir, families(), false)
+        // A checkpoint taken before an upgrade may lack a space added since (`closed_index`,
+        // format 12): only the spaces it has are opened, and a read of another fails.
+        let found = DB::list_cf(&options, dir)
+            .map_err(to_io_on(format_args!("cannot open the checkpoint {}", dir.display())))?;
+        let present = families().filter(|family| found.iter().any(|name| name == family.name()));
+        let db = DB::open_cf_descriptors_read_only(&options, dir, present, false)
             .map_err(to_io_on(format_args!("cannot open the checkpoint {}", dir.display())))?;
         Ok(Box::new(CheckpointView { db }))
     }
@@ -214,6 +260,10 @@ impl DiskView for RocksView<'_> {
     fn get(&self, space: Space, key: &[u8]) -> io::Result<Option<Vec<u8>>> {
         self.snapshot.get_cf(self.disk.family(space)?, key).map_err(to_io)
     }
+
+    fn keys(&self, space: Space, from: &[u8], to: &[u8], reverse: bool, limit: usize) -> io::Result<Vec<Vec<u8>>> {
+        range_keys(&self.disk.db, self.disk.family(space)?, Some(&self.snapshot), (from, to), reverse, limit)
+    }
 }
 
 /// A checkpoint, open read-only.
@@ -229,5 +279,9 @@ impl DiskView for CheckpointView {
 
     fn get(&self, space: Space, key: &[u8]) -> io::Result<Option<Vec<u8>>> {
         self.db.get_cf(family(&self.db, space)?, key).map_err(to_io)
+    }
+
+    fn keys(&self, space: Space, from: &[u8], to: &[u8], reverse: bool, limit: usize) -> io::Result<Vec<Vec<u8>>> {
+        range_keys(&self.db, family(&self.db, space)?, None, (from, to), reverse, limit)
     }
 }

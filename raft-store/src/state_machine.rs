@@ -39,6 +39,7 @@ use api::command::{Command, Proposal};
 use api::model::Namespace;
 use api::model::{Bead, BeadId};
 use api::outcome::{Answer, Outcome};
+use api::state::closed_index::{self, IndexWrite};
 use api::state::{ApplyVersionRecord, BeadSource, ColdStore, Record, RecordKey, State, StateLoader};
 use api::version::build_apply_versions;
 use futures::{Stream, TryStreamExt};
@@ -46,7 +47,7 @@ use openraft::storage::{EntryResponder, RaftSnapshotBuilder, RaftStateMachine, S
 use openraft::type_config::alias::SnapshotOf;
 use openraft::{EntryPayload, OptionalSend};
 
-use crate::codec::{self, META_APPLIED, META_INSTALLING, META_MEMBERSHIP};
+use crate::codec::{self, META_APPLIED, META_CLOSED_INDEX, META_INSTALLING, META_MEMBERSHIP};
 use crate::consistency::{Checkpoints, DigestRule, stable_digest};
 use crate::disk::{Disk, Durability, Op, PinnedView, Space};
 use crate::snapshot::{CHECKPOINT_DISK, SENDING_PREFIX, SnapshotFile, SnapshotReader};
@@ -145,6 +146,10 @@ impl<D: Disk> BeadSource for DiskBeads<D> {
     fn read_bead(&self, namespace: &Namespace, id: &BeadId) -> Result<Option<(Bead, u64)>, String> {
         read_stored_bead(|key| self.disk.get(Space::State, key), namespace, id)
     }
+
+    fn index_keys(&self, from: &[u8], to: &[u8], reverse: bool, limit: usize) -> Result<Vec<Vec<u8>>, String> {
+        self.disk.keys(Space::ClosedIndex, from, to, reverse, limit).map_err(|error| error.to_string())
+    }
 }
 
 /// Reads beads back from a view of the state space pinned before a snapshot install overwrites
@@ -154,6 +159,10 @@ struct PinnedBeads(PinnedView);
 impl BeadSource for PinnedBeads {
     fn read_bead(&self, namespace: &Namespace, id: &BeadId) -> Result<Option<(Bead, u64)>, String> {
         read_stored_bead(|key| self.0.get(Space::State, key), namespace, id)
+    }
+
+    fn index_keys(&self, from: &[u8], to: &[u8], reverse: bool, limit: usize) -> Result<Vec<Vec<u8>>, String> {
+        self.0.keys(Space::ClosedIndex, from, to, reverse, limit).map_err(|error| error.to_string())
     }
 }
 
@@ -176,17 +185,39 @@ fn read_stored_bead(
 }
 
 /// Loads the state from the state space of `disk`, one record at a time: closed beads are kept
-/// on disk, read back through a cache of `cache_bytes`.
+/// on disk, read back through a cache of `cache_bytes`. When the closed beads' index space is not
+/// marked built (a directory of an earlier format, a snapshot just installed), it is built on the
+/// way, from the records read, and marked built before the state serves.
 fn load_state<D: Disk>(disk: &Arc<D>, cache_bytes: u64) -> io::Result<State> {
     let cold = ColdStore::new(Arc::new(DiskBeads { disk: disk.clone() }), cache_bytes);
     let mut loader = StateLoader::new(Some(cold));
     let invalid = |error: api::state::LoadError| io::Error::new(io::ErrorKind::InvalidData, error.to_string());
+    let build_index = disk.get(Space::Meta, META_CLOSED_INDEX)?.is_none();
+    let mut index_batch = Vec::new();
+    if build_index {
+        tracing::info!("building the index of closed beads from the state space");
+        disk.write(vec![Op::DeleteRange(Space::ClosedIndex, Vec::new(), vec![0xff; 64])], Durability::Buffered)?;
+    }
     disk.scan(Space::State, &[], None, &mut |key, value| {
         let key: RecordKey = codec::decode_plain(key, "state record key")?;
         let record: Record = codec::decode(value, &format!("state record {key:?}"))?;
+        if build_index
+            && let (RecordKey::Bead(namespace, _), Record::Bead(bead)) = (&key, &record)
+            && bead.status == api::model::Status::Closed
+        {
+            let entries = closed_index::entries(namespace, bead);
+            index_batch.extend(entries.into_iter().map(|entry| Op::Put(Space::ClosedIndex, entry, Vec::new())));
+            if index_batch.len() >= INSTALL_BATCH_RECORDS {
+                disk.write(std::mem::take(&mut index_batch), Durability::Buffered)?;
+            }
+        }
         loader.add(key, record).map_err(invalid)?;
         Ok(true)
     })?;
+    if build_index {
+        index_batch.push(Op::Put(Space::Meta, META_CLOSED_INDEX.to_vec(), vec![1]));
+        disk.write(index_batch, Durability::Sync)?;
+    }
     loader.finish().map_err(invalid)
 }
 
@@ -363,6 +394,11 @@ impl<D: Disk> StateMachineStore<D> {
                     None => ops.push(Op::Delete(Space::State, key_bytes)),
                 }
             }
+            ops.extend(state.closed_index_writes(&keys).map(|write| match write {
+                IndexWrite::Put(key) => Op::Put(Space::ClosedIndex, key, Vec::new()),
+                IndexWrite::Delete(key) => Op::Delete(Space::ClosedIndex, key),
+                IndexWrite::DeleteRange(from, to) => Op::DeleteRange(Space::ClosedIndex, from, to),
+            }));
         }
         ops.push(Op::Put(Space::Meta, META_APPLIED.to_vec(), codec::encode(&applied.log_id)?));
         if membership_changed {
@@ -669,7 +705,11 @@ fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
 fn write_snapshot_records<D: Disk + ?Sized>(disk: &D, mut reader: SnapshotReader) -> io::Result<()> {
     let marker = Op::Put(Space::Meta, META_INSTALLING.to_vec(), vec![1]);
     let clear = Op::DeleteRange(Space::State, Vec::new(), vec![0xff; 64]);
-    disk.write(vec![marker, clear], Durability::Sync)?;
+    // The closed beads' index goes with the state it was built from; the load after the install
+    // builds it again from the new records.
+    let unbuilt = Op::Delete(Space::Meta, META_CLOSED_INDEX.to_vec());
+    let clear_index = Op::DeleteRange(Space::ClosedIndex, Vec::new(), vec![0xff; 64]);
+    disk.write(vec![marker, clear, unbuilt, clear_index], Durability::Sync)?;
     let mut batch = Vec::with_capacity(INSTALL_BATCH_RECORDS);
     while let Some((key, value)) = reader.next_record()? {
         batch.push(Op::Put(Space::State, key, value));

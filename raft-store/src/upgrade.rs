@@ -6,7 +6,9 @@
 //! wholly in one format or the next, and the next start resumes from there. A step never deletes
 //! what an earlier format needs before the marker says the new format holds.
 //!
-//! Steps: 10 → 11, apply versions. Format 11 only adds (the `ApplyVersion` state record, controller
+//! Steps: 11 → 12, the `closed_index` space: the step writes only the new marker, and the next
+//! load builds the space from the state space, as it does for any directory whose
+//! `META_CLOSED_INDEX` key is absent (`crate::state_machine`). 10 → 11, apply versions. Format 11 only adds (the `ApplyVersion` state record, controller
 //! actions and a command at the ends of their enums), and a state without the record applies
 //! version 1, so a format-10 directory reads as it is: the step writes only the new marker.
 //!
@@ -29,6 +31,8 @@ fn step<D: Disk + ?Sized>(_disk: &D, from: u32) -> io::Result<Vec<Op>> {
     match from {
         // 10 → 11: nothing stored changes meaning (see the module's header).
         10 => Ok(Vec::new()),
+        // 11 → 12: the closed-index space is built at load (see the module's header).
+        11 => Ok(Vec::new()),
         _ => Err(io::Error::other(format!("no upgrade step from storage format {from}"))),
     }
 }

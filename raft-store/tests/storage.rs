@@ -153,8 +153,22 @@ fn read_beads<D: Disk>(state_machine: &StateMachineStore<D>, ids: &[BeadId]) -> 
     state_machine.read(|state| state.query(&Namespace::default_namespace(), &query))
 }
 
+/// `list --status closed`, newest first: a walk of the closed beads' index on disk.
+fn list_closed<D: Disk>(state_machine: &StateMachineStore<D>) -> Result<Outcome, api::outcome::Refusal> {
+    let filter = api::input::ListFilter { statuses: vec![Status::Closed], ..Default::default() };
+    let query = Query::from(api::commands::list::List(filter));
+    state_machine.read(|state| state.query(&Namespace::default_namespace(), &query))
+}
+
+/// The ids a listing answered.
+fn ids_of(answer: &Result<Outcome, api::outcome::Refusal>) -> Vec<BeadId> {
+    let Ok(Outcome::Beads(beads)) = answer else { panic!("{answer:?}") };
+    beads.iter().map(|bead| bead.id.clone()).collect()
+}
+
 /// Closed beads leave memory once their records are written, read back from RocksDB as they
-/// were (then from the cache), and load on disk only at a restart.
+/// were (then from the cache), listed from their index entries on disk, and load on disk only at
+/// a restart; a directory whose closed-bead index is unbuilt (format 11) has it built at open.
 #[tokio::test]
 async fn closed_beads_are_kept_on_disk_read_back_and_loaded_cold() {
     let dir = tempfile::tempdir().unwrap();
@@ -181,10 +195,34 @@ async fn closed_beads_are_kept_on_disk_read_back_and_loaded_cold() {
         assert_eq!(cache(&state_machine), Some((3, 3, 3)), "read again from the cache");
         (answer, state_machine.read(|state| state.digest()))
     };
+    let newest_first: Vec<BeadId> = closed.iter().rev().cloned().collect();
+    {
+        let (_, state_machine) = open(dir.path()).unwrap();
+        assert_eq!(counts(&state_machine), (4, 1), "a restart loads closed beads on disk only");
+        assert_eq!(get(&state_machine), answer);
+        assert_eq!(state_machine.read(|state| state.digest()), digest);
+        assert_eq!(ids_of(&list_closed(&state_machine)), newest_first, "listed from their entries on disk");
+    }
+    // As a format-11 directory: no closed-bead index, and no marker that it was built.
+    let rocks = RocksDisk::open(&dir.path().join("db")).unwrap();
+    let entries = rocks.keys(Space::ClosedIndex, &[], &[0xff; 8], false, 100).unwrap();
+    assert_eq!(entries.len(), 3 * 3, "each closed bead is listed among every bead, by its type and by its assignee");
+    rocks
+        .write(
+            vec![
+                Op::Delete(Space::Meta, raft_store::codec::META_CLOSED_INDEX.to_vec()),
+                Op::DeleteRange(Space::ClosedIndex, Vec::new(), vec![0xff; 8]),
+            ],
+            Durability::Sync,
+        )
+        .unwrap();
+    drop(rocks);
     let (_, state_machine) = open(dir.path()).unwrap();
-    assert_eq!(counts(&state_machine), (4, 1), "a restart loads closed beads on disk only");
-    assert_eq!(get(&state_machine), answer);
-    assert_eq!(state_machine.read(|state| state.digest()), digest);
+    assert_eq!(ids_of(&list_closed(&state_machine)), newest_first, "the index is built again at open");
+    drop(state_machine);
+    let rocks = RocksDisk::open(&dir.path().join("db")).unwrap();
+    assert_eq!(rocks.keys(Space::ClosedIndex, &[], &[0xff; 8], false, 100).unwrap(), entries);
+    assert!(rocks.get(Space::Meta, raft_store::codec::META_CLOSED_INDEX).unwrap().is_some(), "marked built");
 }
 
 /// RocksDB, with the install's overwrite of the state space held open until the test lets it go.
@@ -220,6 +258,10 @@ impl Disk for PausedInstallDisk {
     ) -> std::io::Result<()> {
         self.rocks.scan(space, from, to, visit)
     }
+    fn keys(&self, space: Space, from: &[u8], to: &[u8], reverse: bool, limit: usize) -> std::io::Result<Vec<Vec<u8>>> {
+        self.rocks.keys(space, from, to, reverse, limit)
+    }
+
     fn view(&self) -> std::io::Result<Box<dyn raft_store::disk::DiskView + '_>> {
         self.rocks.view()
     }
@@ -255,6 +297,8 @@ async fn a_state_being_replaced_by_an_install_answers_reads_of_its_closed_beads(
     replaced.apply(futures::stream::iter(log.into_iter().map(|entry| Ok((entry, None))))).await.unwrap();
     let before = read_beads(&replaced, &closed);
     assert!(matches!(&before, Ok(Outcome::Beads(beads)) if beads.len() == 3), "{before:?}");
+    let listed_before = list_closed(&replaced);
+    assert_eq!(ids_of(&listed_before).len(), 3);
     let cache = |state_machine: &StateMachineStore<PausedInstallDisk>| {
         state_machine.read(|state| state.cold_cache_stats()).map(|stats| stats.misses)
     };
@@ -273,11 +317,13 @@ async fn a_state_being_replaced_by_an_install_answers_reads_of_its_closed_beads(
     let reader = replaced.clone();
     let ids = closed.clone();
     let (answered, answer) = std::sync::mpsc::channel();
-    std::thread::spawn(move || answered.send((read_beads(&reader, &ids), reader.read(|state| state.bead_count()))));
+    std::thread::spawn(move || {
+        answered.send((read_beads(&reader, &ids), list_closed(&reader), reader.read(|state| state.bead_count())))
+    });
     let during = tokio::task::block_in_place(|| answer.recv_timeout(wait))
         .expect("a read of the old state waited for the install to finish");
-    assert_eq!(during, (before, 4), "the old state answers as before the install");
-    assert_eq!(cache(&replaced), misses_before.map(|misses| misses + 3), "read from the pinned view, not a cache");
+    assert_eq!(during, (before, listed_before, 4), "the old state answers and lists as before the install");
+    assert_eq!(cache(&replaced), misses_before.map(|misses| misses + 6), "read from the pinned view, not a cache");
 
     go.send(()).unwrap();
     install.await.unwrap();

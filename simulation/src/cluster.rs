@@ -244,6 +244,10 @@ impl<D: Disk> Disk for SimDisk<D> {
         self.inner.scan(space, from, to, visit)
     }
 
+    fn keys(&self, space: Space, from: &[u8], to: &[u8], reverse: bool, limit: usize) -> std::io::Result<Vec<Vec<u8>>> {
+        self.inner.keys(space, from, to, reverse, limit)
+    }
+
     fn view(&self) -> std::io::Result<Box<dyn DiskView + '_>> {
         self.inner.view()
     }

@@ -95,6 +95,7 @@ fn describe_key(space: Space, key: &[u8]) -> String {
             Ok(record) => format!("state record {record:?}"),
             Err(_) => format!("state key {key:?}"),
         },
+        Space::ClosedIndex => format!("closed-index key {key:?}"),
     }
 }
 

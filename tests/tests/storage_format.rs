@@ -660,7 +660,7 @@ fn samples() -> Vec<(String, Vec<u8>)> {
     samples.add("token", plain!(token()));
 
     // The meta space: its keys and values.
-    let meta_keys: [(&str, &[u8]); 12] = [
+    let meta_keys: [(&str, &[u8]); 13] = [
         ("vote", codec::META_VOTE),
         ("committed", codec::META_COMMITTED),
         ("purged", codec::META_PURGED),
@@ -673,9 +673,25 @@ fn samples() -> Vec<(String, Vec<u8>)> {
         ("removed", node::standing::META_REMOVED),
         ("rejoining", node::rejoin::META_REJOINING),
         ("seen", node::standing::META_SEEN),
+        ("closed_index", codec::META_CLOSED_INDEX),
     ];
     for (name, key) in meta_keys {
         samples.add(format!("meta/key/{name}"), key.to_vec());
+    }
+    // The closed_index space: each listing's entry key of one closed bead (its values are empty).
+    let mut closed = api::input::CreateBead {
+        title: "t".into(),
+        bead_type: "task".into(),
+        assignee: "ann".into(),
+        parent_id: Some(api::model::BeadId("st-1".into())),
+        labels: ["l".to_string()].into(),
+        ..Default::default()
+    }
+    .into_bead(api::model::BeadId("st-2".into()));
+    (closed.created_at, closed.seq) = (api::model::Timestamp(1_700_000_000_000), 2);
+    let entries = api::state::closed_index::entries(&Namespace("default".into()), &closed);
+    for (name, entry) in ["all", "type", "assignee", "label", "parent"].into_iter().zip(entries) {
+        samples.add(format!("closed_index/key/{name}"), entry);
     }
     samples.add("meta/vote", sealed!(vote()));
     samples.add("meta/vote_committed", sealed!(committed_vote()));

@@ -346,18 +346,49 @@ async fn a_member_that_applies_differently_raises_the_divergence_alarm() {
     assert_eq!(verdict, "DIFFERS from the leader's", "{report}");
 }
 
-/// A data directory written by the previous storage format (10: `tests/fixtures/format-10.tar.gz`,
-/// made by a format-10 build with three beads) is upgraded in place at start, and a kill before
-/// or after the step's write leaves it readable and the upgrade resumable.
+/// Data directories of earlier storage formats (`tests/fixtures/format-N.tar.gz`, each made by a
+/// build of that format with [`writes_a_fixture_data_directory`]) are upgraded in place at start,
+/// one format at a time, and a kill before or after any step's write leaves each readable and the
+/// upgrade resumable. Format 10 holds three open beads; format 11 three beads labelled `fixture`,
+/// two of them closed, whose index entries the first start of format 12 builds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_directory_of_the_previous_format_upgrades_in_place_even_when_killed_mid_upgrade() {
-    use raft_store::upgrade::FAILPOINT_ENV;
-    let mut cluster = Cluster::start(1, None);
-    cluster.wait_for_leader().await;
+async fn directories_of_earlier_formats_upgrade_in_place_even_when_killed_mid_upgrade() {
+    let to = raft_store::codec::STORAGE_FORMAT;
+    for from in [10, 11] {
+        let mut cluster = Cluster::start(1, None);
+        cluster.wait_for_leader().await;
+        unpack_fixture(&mut cluster, from);
+        kill_at_every_upgrade_step(&mut cluster, from).await;
+        cluster.restart(1);
+        cluster.wait_for_leader().await;
+        assert!(!cluster.log(1).contains("upgrading the data directory"), "the kill after the write left format {to}");
+        let titles = |args: &[&str]| -> Vec<String> {
+            let listed = tests::strand_as(&cluster, "reader", args);
+            let beads = tests::json_of(&listed);
+            beads.as_array().unwrap().iter().map(|bead| bead["title"].as_str().unwrap().to_string()).collect()
+        };
+        let written = format!("written in format {from}");
+        if from == 10 {
+            assert_eq!(titles(&["list", "--json"]), [written.as_str(); 3]);
+        } else {
+            assert_eq!(titles(&["list", "--json"]), [written.as_str()], "one open bead");
+            assert_eq!(titles(&["list", "--status", "closed", "--json"]), [written.as_str(); 2]);
+            assert_eq!(titles(&["list", "--all", "--label", "fixture", "--json"]), [written.as_str(); 3]);
+        }
+        // The upgraded state starts at version 1 (format 10 recorded none), and rises like any other.
+        wait_for("the upgraded node to switch to the newest apply version", || async {
+            (cluster.own_status(1).await.apply_version == OLD).then_some(())
+        })
+        .await;
+    }
+}
+
+/// Replaces node 1's data directory (the node killed) with the fixture of format `from`.
+fn unpack_fixture(cluster: &mut Cluster, from: u32) {
     cluster.kill(1);
     let data = cluster.nodes[0].data_dir.clone();
     std::fs::remove_dir_all(&data).unwrap();
-    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/format-10.tar.gz");
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("fixtures/format-{from}.tar.gz"));
     let unpacked = std::process::Command::new("tar")
         .arg("xzf")
         .arg(&fixture)
@@ -366,30 +397,58 @@ async fn a_directory_of_the_previous_format_upgrades_in_place_even_when_killed_m
         .status()
         .unwrap();
     assert!(unpacked.success() && data.exists(), "the fixture unpacks to {}", data.display());
-    let to = raft_store::codec::STORAGE_FORMAT;
-    for (failpoint, found) in [(format!("before:{to}"), 10), (format!("after:{to}"), 10)] {
-        cluster.nodes[0].env = vec![(FAILPOINT_ENV.into(), failpoint.clone())];
-        cluster.restart(1);
-        let exit = cluster.wait_for_exit(1).await;
-        let log = cluster.log(1);
-        assert!(!exit.success(), "{log}");
-        assert!(log.contains(&format!("{FAILPOINT_ENV}={failpoint}: aborting")), "{log}");
-        // A kill before the write leaves format 10, which the next start upgrades from again.
-        assert!(log.contains(&format!("found={found}")), "{log}");
+}
+
+/// Starts node 1 aborting just before, then just after, each upgrade step's write from format
+/// `from`: a kill before the write leaves the format found, which the next start upgrades from again.
+async fn kill_at_every_upgrade_step(cluster: &mut Cluster, from: u32) {
+    use raft_store::upgrade::FAILPOINT_ENV;
+    for to in from + 1..=raft_store::codec::STORAGE_FORMAT {
+        for failpoint in [format!("before:{to}"), format!("after:{to}")] {
+            cluster.nodes[0].env = vec![(FAILPOINT_ENV.into(), failpoint.clone())];
+            cluster.restart(1);
+            let exit = cluster.wait_for_exit(1).await;
+            let log = cluster.log(1);
+            assert!(!exit.success(), "{log}");
+            assert!(log.contains(&format!("{FAILPOINT_ENV}={failpoint}: aborting")), "{log}");
+            assert!(log.contains(&format!("found={}", to - 1)), "{log}");
+        }
     }
     cluster.nodes[0].env = Vec::new();
-    cluster.restart(1);
+}
+
+/// Writes a fixture: a one-node cluster's data directory with three beads titled "written in
+/// format N" (`$STRAND_FIXTURE_FORMAT`, this build's by default) and labelled `fixture`, two of
+/// them closed, as `$STRAND_FIXTURE_OUT` (a `.tar.gz`). Run it with the build of that format:
+/// `STRAND_BIN=<its strand> STRAND_FIXTURE_FORMAT=N STRAND_FIXTURE_OUT=$PWD/tests/fixtures/format-N.tar.gz
+/// cargo nextest run -p tests --run-ignored only -E 'test(writes_a_fixture_data_directory)'`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "on demand: makes tests/fixtures/format-N.tar.gz"]
+async fn writes_a_fixture_data_directory() {
+    let out = std::path::PathBuf::from(std::env::var("STRAND_FIXTURE_OUT").expect("STRAND_FIXTURE_OUT names the file"));
+    let format =
+        std::env::var("STRAND_FIXTURE_FORMAT").unwrap_or_else(|_| raft_store::codec::STORAGE_FORMAT.to_string());
+    let mut cluster = Cluster::start(1, None);
     cluster.wait_for_leader().await;
-    assert!(!cluster.log(1).contains("upgrading the data directory"), "the kill after the write left format {to}");
-    let listed = tests::strand_as(&cluster, "reader", &["list", "--json"]);
-    let beads = tests::json_of(&listed);
-    let titles: Vec<&str> = beads.as_array().unwrap().iter().map(|bead| bead["title"].as_str().unwrap()).collect();
-    assert_eq!(titles, ["written in format 10"; 3], "{listed:?}");
-    // The upgraded state starts at version 1 (format 10 recorded none), and rises like any other.
-    wait_for("the upgraded node to switch to the newest apply version", || async {
-        (cluster.own_status(1).await.apply_version == OLD).then_some(())
-    })
-    .await;
+    let title = format!("written in format {format}");
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let created = tests::strand_as(&cluster, "writer", &["create", &title, "--labels", "fixture", "--json"]);
+        ids.push(tests::json_of(&created)["id"].as_str().unwrap().to_string());
+    }
+    let closed = tests::strand_as(&cluster, "writer", &["close", &ids[0], &ids[1]]);
+    assert!(closed.status.success(), "{closed:?}");
+    cluster.kill(1);
+    let data = cluster.nodes[0].data_dir.clone();
+    let packed = std::process::Command::new("tar")
+        .arg("czf")
+        .arg(std::path::absolute(&out).unwrap())
+        .arg("-C")
+        .arg(data.parent().unwrap())
+        .arg(data.file_name().unwrap())
+        .status()
+        .unwrap();
+    assert!(packed.success(), "tar wrote {}", out.display());
 }
 
 /// A message as a build from before apply versions sends it (the cluster id as

@@ -1,8 +1,10 @@
 //! Closed beads kept on disk instead of in memory: the source that reads one back from the
 //! storage layer ([`BeadSource`]), and the byte-bounded cache of beads read lately
-//! ([`BeadCache`]). A state given a [`ColdStore`] (`State::attach_cold_store`) drops the body of
-//! each closed bead once its record is written, keeping only its id and its index entries; a
-//! read of it goes to the cache, then to the disk. A state without one (the state tests, an
+//! ([`BeadCache`]), and the walk of a listing's entries on disk ([`DiskListing`], chunk by chunk).
+//! A state given a [`ColdStore`] (`State::attach_cold_store`) drops the body and the listing
+//! entries of each closed bead once its record is written, keeping its id and the entries of the
+//! indexes that are not listings; a read of it goes to the cache, then to the disk, and a listing
+//! reads its entries from the disk's closed-bead index ([`super::closed_index`]). A state without one (the state tests, an
 //! offline import) keeps every bead in memory, as before.
 //!
 //! Invariant: what a read answers never depends on where a bead is held: a bead is dropped from
@@ -20,6 +22,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
+use super::closed_index::{self, Listing};
+use super::index::CreatedKey;
 use crate::model::{Bead, BeadId, Namespace};
 
 /// Reads stored beads back for a state that keeps closed beads on disk.
@@ -27,6 +31,10 @@ pub trait BeadSource: Send + Sync {
     /// The stored bead `id` of `namespace`, with its record's size on disk in bytes (`None`: no
     /// such record), or what the disk failed with.
     fn read_bead(&self, namespace: &Namespace, id: &BeadId) -> Result<Option<(Bead, u64)>, String>;
+
+    /// Up to `limit` keys of the closed beads' index entries ([`super::closed_index`]) in
+    /// `[from, to)`: the first ones in key order, or the last ones, last first, when `reverse`.
+    fn index_keys(&self, from: &[u8], to: &[u8], reverse: bool, limit: usize) -> Result<Vec<Vec<u8>>, String>;
 }
 
 /// What the cache holds and did, for metrics and `cluster status`.
@@ -220,6 +228,88 @@ impl NamespaceCold {
     pub(super) fn forget(&self, id: &BeadId) {
         self.store.cache.forget(&(self.incarnation, id.clone()));
     }
+
+    /// The entries of `listing` on disk, in creation order (newest first when `descending`),
+    /// strictly after `after` in that order when given. Panics when the disk fails, as a read
+    /// does.
+    pub(super) fn listing(&self, listing: Listing<'_>, descending: bool, after: Option<&CreatedKey>) -> DiskListing {
+        let prefix = closed_index::listing_prefix(&self.namespace, listing);
+        let end = closed_index::prefix_end(&prefix).expect("a listing prefix starts with a length, never all 0xff");
+        let after = after.map(|key| closed_index::entry_key(&prefix, key));
+        let (from, to) = match (descending, after) {
+            (false, Some(after)) => (closed_index::key_after(&after), end),
+            (true, Some(after)) => (prefix.clone(), after),
+            (_, None) => (prefix.clone(), end),
+        };
+        DiskListing {
+            cold: self.clone(),
+            prefix_len: prefix.len(),
+            from,
+            to,
+            descending,
+            chunk: LISTING_FIRST_CHUNK,
+            read: Vec::new().into_iter(),
+            exhausted: false,
+        }
+    }
+}
+
+/// Keys a listing reads from disk at first; each further read takes four times as many, up to
+/// [`LISTING_CHUNK_MAX`], so that `--limit 1` reads a few and a long walk few times.
+const LISTING_FIRST_CHUNK: usize = 16;
+/// The most keys a listing reads from disk at once.
+const LISTING_CHUNK_MAX: usize = 4096;
+
+/// The entries of one listing on disk, read in chunks ([`NamespaceCold::listing`]).
+pub(super) struct DiskListing {
+    cold: NamespaceCold,
+    prefix_len: usize,
+    /// What is left to read: `[from, to)`.
+    from: Vec<u8>,
+    to: Vec<u8>,
+    descending: bool,
+    chunk: usize,
+    read: std::vec::IntoIter<Vec<u8>>,
+    exhausted: bool,
+}
+
+impl Iterator for DiskListing {
+    type Item = CreatedKey;
+
+    fn next(&mut self) -> Option<CreatedKey> {
+        loop {
+            if let Some(bytes) = self.read.next() {
+                let key = closed_index::decode_entry(self.prefix_len, &bytes);
+                return Some(key.unwrap_or_else(|| {
+                    damaged(&format!(
+                        "an index entry of namespace {} on disk does not decode ({} bytes)",
+                        self.cold.namespace,
+                        bytes.len()
+                    ))
+                }));
+            }
+            if self.exhausted {
+                return None;
+            }
+            let source = self.cold.store.source.read().expect("cold source lock").clone();
+            let keys = source.index_keys(&self.from, &self.to, self.descending, self.chunk).unwrap_or_else(|error| {
+                damaged(&format!(
+                    "reading index entries of namespace {} from disk failed ({error})",
+                    self.cold.namespace
+                ))
+            });
+            self.exhausted = keys.len() < self.chunk;
+            if let Some(last) = keys.last() {
+                if self.descending {
+                    self.to = last.clone();
+                } else {
+                    self.from = closed_index::key_after(last);
+                }
+            }
+            self.chunk = (self.chunk * 4).min(LISTING_CHUNK_MAX);
+            self.read = keys.into_iter();
+        }
+    }
 }
 
 /// Stops the reader of a cold bead the disk cannot give back.
@@ -243,6 +333,10 @@ mod tests {
 
     impl BeadSource for FailingDisk {
         fn read_bead(&self, _namespace: &Namespace, _id: &BeadId) -> Result<Option<(Bead, u64)>, String> {
+            Err("checksum mismatch".into())
+        }
+
+        fn index_keys(&self, _: &[u8], _: &[u8], _: bool, _: usize) -> Result<Vec<Vec<u8>>, String> {
             Err("checksum mismatch".into())
         }
     }

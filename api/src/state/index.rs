@@ -3,8 +3,8 @@
 //!
 //! Invariant: a bead is in a ready index exactly when it is `open`, not blocked, and not of an
 //! infrastructure type; wisps go to `ready_ephemeral`, every other such bead to `ready`.
-//! Invariant: every bead is in `all`, `by_status`, `by_type`, `by_assignee`, and in `by_label` for
-//! each of its labels, under the key built from its current fields.
+//! Invariant: every bead held in memory is in `all`, `by_status`, `by_type`, `by_assignee`, and in
+//! `by_label` for each of its labels, under the key built from its current fields.
 //! Invariant: an open message (`type = message`) is in `mail` under its recipient, and in `unread`
 //! too while it lacks the `read` label; an `in_progress` bead is in `working` under its assignee;
 //! a closed wisp is in `closed_ephemeral`, ordered by `closed_at`; `open_children` counts, per
@@ -13,6 +13,9 @@
 //! Invariant: `blocks_dependents` counts, per target id, the `blocks` edges of beads that point
 //! at it; ids with none are absent. A read's counts ([`Indexes::counts`]) are thus one look-up
 //! and the comment lines of the bead's own notes, which the read copies anyway.
+//! Invariant: a closed bead kept on disk (cold) is in none of the listings (`all`, `by_status`,
+//! `by_type`, `by_assignee`, `by_label`, `children`): its entries there are on disk
+//! ([`super::closed_index`]); it is in every other index a closed bead is in.
 //! The indexes are derived state: they are rebuilt from the beads at load, never persisted.
 
 use std::collections::{BTreeSet, HashMap};
@@ -167,7 +170,21 @@ impl Indexes {
     /// Adds a bead under its current fields, answering the id its keys share.
     pub fn insert(&mut self, bead: &Bead) -> Arc<BeadId> {
         let key = CreatedKey::of(bead);
-        let shared_id = key.id.clone();
+        self.insert_listings(bead, &key);
+        self.insert_unlisted_with(bead, &key);
+        key.id
+    }
+
+    /// Adds a bead to every index but the listings (`all`, `by_status`, `by_type`,
+    /// `by_assignee`, `by_label`, `children`), answering the id its keys share: a closed bead
+    /// kept on disk, whose listing entries are on disk ([`super::closed_index`]).
+    pub fn insert_unlisted(&mut self, bead: &Bead) -> Arc<BeadId> {
+        let key = CreatedKey::of(bead);
+        self.insert_unlisted_with(bead, &key);
+        key.id
+    }
+
+    fn insert_listings(&mut self, bead: &Bead, key: &CreatedKey) {
         self.by_status.entry(bead.status).or_default().insert(key.clone());
         self.by_type.entry(bead.bead_type.clone()).or_default().insert(key.clone());
         self.by_assignee.entry(bead.assignee.clone()).or_default().insert(key.clone());
@@ -176,9 +193,15 @@ impl Indexes {
         }
         if let Some(parent_id) = &bead.parent_id {
             self.children.entry(parent_id.clone()).or_default().insert(key.clone());
-            if bead.status != Status::Closed {
-                *self.open_children.entry(parent_id.clone()).or_default() += 1;
-            }
+        }
+        self.all.insert(key.clone());
+    }
+
+    fn insert_unlisted_with(&mut self, bead: &Bead, key: &CreatedKey) {
+        if let Some(parent_id) = &bead.parent_id
+            && bead.status != Status::Closed
+        {
+            *self.open_children.entry(parent_id.clone()).or_default() += 1;
         }
         for (target, dep_type) in &bead.depends_on {
             self.dependents.entry(target.clone()).or_default().insert(bead.id.clone());
@@ -186,10 +209,8 @@ impl Indexes {
                 *self.blocks_dependents.entry(target.clone()).or_default() += 1;
             }
         }
-        self.insert_work(bead, &key);
-        self.all.insert(key);
+        self.insert_work(bead, key);
         self.insert_ready(bead);
-        shared_id
     }
 
     /// The id the index keys of `bead` (indexed under its current fields) share.
@@ -231,28 +252,14 @@ impl Indexes {
         let key = CreatedKey::of(bead);
         self.remove_ready(bead);
         self.remove_work(bead, &key);
-        if let Some(set) = self.by_status.get_mut(&bead.status) {
-            set.remove(&key);
-        }
-        remove_from(&mut self.by_type, &bead.bead_type, &key);
-        remove_from(&mut self.by_assignee, &bead.assignee, &key);
-        for label in &bead.labels {
-            remove_from(&mut self.by_label, label, &key);
-        }
-        if let Some(parent_id) = &bead.parent_id {
-            if let Some(set) = self.children.get_mut(parent_id) {
-                set.remove(&key);
-                if set.is_empty() {
-                    self.children.remove(parent_id);
-                }
-            }
-            if bead.status != Status::Closed
-                && let Some(open) = self.open_children.get_mut(parent_id)
-            {
-                *open -= 1;
-                if *open == 0 {
-                    self.open_children.remove(parent_id);
-                }
+        self.remove_listings(bead);
+        if let Some(parent_id) = &bead.parent_id
+            && bead.status != Status::Closed
+            && let Some(open) = self.open_children.get_mut(parent_id)
+        {
+            *open -= 1;
+            if *open == 0 {
+                self.open_children.remove(parent_id);
             }
         }
         for (target, dep_type) in &bead.depends_on {
@@ -269,6 +276,28 @@ impl Indexes {
                 if *count == 0 {
                     self.blocks_dependents.remove(target);
                 }
+            }
+        }
+    }
+
+    /// Removes a bead from the listings alone (`all`, `by_status`, `by_type`, `by_assignee`,
+    /// `by_label`, `children`): a closed bead going cold, whose entries are on disk.
+    pub fn remove_listings(&mut self, bead: &Bead) {
+        let key = CreatedKey::of(bead);
+        if let Some(set) = self.by_status.get_mut(&bead.status) {
+            set.remove(&key);
+        }
+        remove_from(&mut self.by_type, &bead.bead_type, &key);
+        remove_from(&mut self.by_assignee, &bead.assignee, &key);
+        for label in &bead.labels {
+            remove_from(&mut self.by_label, label, &key);
+        }
+        if let Some(parent_id) = &bead.parent_id
+            && let Some(set) = self.children.get_mut(parent_id)
+        {
+            set.remove(&key);
+            if set.is_empty() {
+                self.children.remove(parent_id);
             }
         }
         self.all.remove(&key);

@@ -20,6 +20,7 @@
 //! Invariant: a refused command changes nothing but the dedup table and the clock.
 
 mod auth;
+pub mod closed_index;
 mod cold;
 mod index;
 mod namespace;
@@ -36,6 +37,7 @@ use crate::model::{Actor, Bead, BeadId, DepType, Event, Namespace, Timestamp};
 use crate::outcome::{Answer, Outcome, Refusal};
 use crate::validate::{validate_namespace, validate_prefix};
 pub(crate) use auth::audit;
+use closed_index::IndexWrite;
 pub use cold::{BeadSource, CacheStats, ColdStore};
 pub use namespace::NamespaceMeta;
 pub use namespace::NamespaceState;
@@ -172,9 +174,10 @@ impl Default for ApplyVersionRecord {
     }
 }
 
-/// The keys of the records changed in one batch, from [`State::take_changed_keys`].
+/// The keys of the records changed in one batch, from [`State::take_changed_keys`], and the
+/// deletions of closed beads' index entries they bring ([`State::closed_index_writes`]).
 #[derive(Debug, Default)]
-pub struct ChangedKeys(Vec<RecordKey>);
+pub struct ChangedKeys(Vec<RecordKey>, Vec<IndexWrite>);
 
 impl ChangedKeys {
     /// How many keys changed.
@@ -240,6 +243,8 @@ pub struct State {
     removed_namespaces: BTreeSet<Namespace>,
     /// Records of deleted namespaces still to be removed from disk.
     removed_records: Vec<RecordKey>,
+    /// Deleted namespaces whose closed beads' index entries are still to be removed from disk.
+    removed_indexes: Vec<Namespace>,
     /// The log index of the proposal being applied.
     revision: u64,
     /// Whether auth is on, and the tokens.
@@ -431,6 +436,7 @@ impl State {
         self.auth.dirty_tokens.clear();
         self.removed_namespaces.clear();
         self.removed_records.clear();
+        self.removed_indexes.clear();
     }
 
     /// The state's clock: the latest time any applied proposal carried.
@@ -758,6 +764,7 @@ impl State {
         let info = namespace_state.info(namespace);
         self.removed_records.extend(namespace_state.keys_on_disk(namespace));
         self.removed_namespaces.insert(namespace.clone());
+        self.removed_indexes.push(namespace.clone());
         Ok(Outcome::Namespaces(vec![info]))
     }
 
@@ -800,6 +807,13 @@ impl State {
     /// applied log index.
     pub fn take_changed_keys(&mut self) -> ChangedKeys {
         let mut keys = Vec::new();
+        let mut index_writes: Vec<IndexWrite> = std::mem::take(&mut self.removed_indexes)
+            .iter()
+            .map(|namespace| {
+                let (from, to) = closed_index::namespace_range(namespace);
+                IndexWrite::DeleteRange(from, to)
+            })
+            .collect();
         if self.clock_dirty {
             keys.push(RecordKey::Clock);
         }
@@ -816,11 +830,11 @@ impl State {
         keys.extend(std::mem::take(&mut self.removed_namespaces).into_iter().map(RecordKey::Namespace));
         keys.append(&mut self.removed_records);
         for (namespace, namespace_state) in &mut self.namespaces {
-            namespace_state.take_changed_keys(namespace, &mut keys);
+            namespace_state.take_changed_keys(namespace, &mut keys, &mut index_writes);
         }
         keys.extend(std::mem::take(&mut self.sessions.dirty).into_iter().map(RecordKey::Session));
         self.mark_clean();
-        ChangedKeys(keys)
+        ChangedKeys(keys, index_writes)
     }
 
     /// The current record under each changed key, borrowed: `None` means it was removed. A key
@@ -830,6 +844,21 @@ impl State {
         keys: &'a ChangedKeys,
     ) -> impl Iterator<Item = (&'a RecordKey, Option<RecordRef<'a>>)> + 'a {
         keys.0.iter().map(|key| (key, self.record(key)))
+    }
+
+    /// The changes to the index entries of closed beads on disk ([`closed_index`]) that the
+    /// records under `keys` bring, in the order to apply them in the same batch: the entries of
+    /// deleted namespaces, then those of closed beads as they were written before they changed,
+    /// then those of the changed beads that are closed now.
+    pub fn closed_index_writes<'a>(&'a self, keys: &'a ChangedKeys) -> impl Iterator<Item = IndexWrite> + 'a {
+        let puts = keys.0.iter().filter_map(|key| match key {
+            RecordKey::Bead(namespace, bead_id) => {
+                let bead = self.namespaces.get(namespace)?.held(bead_id)?;
+                (bead.status == crate::model::Status::Closed).then(|| closed_index::entries(namespace, bead))
+            }
+            _ => None,
+        });
+        keys.1.iter().cloned().chain(puts.flatten().map(IndexWrite::Put))
     }
 
     /// Hands over every record changed since the last call, owned (`None`: removed).

@@ -5,15 +5,17 @@
 //! Invariant: an id is held in memory or cold, never both; a cold bead is closed, and its record
 //! on disk is its current value (it was written before it was dropped: [`BeadMap::evict`]).
 //! Invariant: without a cold store, no bead is ever cold.
-//! Invariant: a cold id is the very `Arc` the bead's index keys hold, so a cold bead's id is in
-//! memory once.
+//! Invariant: a cold id is the very `Arc` the bead's remaining index keys hold (a closed wisp's
+//! entry), so a cold bead's id is in memory once.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::ops::Deref;
 use std::sync::Arc;
 
 use crate::model::{Bead, BeadId, Status};
-use crate::state::cold::NamespaceCold;
+use crate::state::closed_index::Listing;
+use crate::state::cold::{DiskListing, NamespaceCold};
+use crate::state::index::CreatedKey;
 
 /// A bead as the map answers it: borrowed from memory, or read back from disk (shared with the
 /// cache). Reads as a `&Bead`.
@@ -54,25 +56,36 @@ pub(super) struct BeadMap {
 }
 
 impl BeadMap {
-    /// Keeps closed beads on disk from now on, read back through `store`; the closed beads held
-    /// now go cold, but for those in `unwritten` (their records are not written yet). `shared_id`
-    /// answers the id a bead's index keys share.
-    pub(super) fn attach(
-        &mut self,
-        store: NamespaceCold,
-        unwritten: &BTreeSet<BeadId>,
-        shared_id: impl Fn(&Bead) -> Arc<BeadId>,
-    ) {
+    /// Keeps closed beads on disk from now on, read back through `store` (the caller sends the
+    /// closed beads held now cold, [`BeadMap::evict`]).
+    pub(super) fn attach(&mut self, store: NamespaceCold) {
         self.store = Some(store);
-        let closed: Vec<BeadId> = self
-            .held
-            .values()
-            .filter(|bead| bead.status == Status::Closed && !unwritten.contains(&bead.id))
-            .map(|bead| bead.id.clone())
-            .collect();
-        for id in &closed {
-            self.evict(id, &shared_id);
-        }
+    }
+
+    /// Whether closed beads are kept on disk.
+    pub(super) fn keeps_cold(&self) -> bool {
+        self.store.is_some()
+    }
+
+    /// The closed beads held in memory.
+    pub(super) fn held_closed(&self) -> Vec<BeadId> {
+        self.held.values().filter(|bead| bead.status == Status::Closed).map(|bead| bead.id.clone()).collect()
+    }
+
+    /// Whether the bead `id` is cold.
+    pub(super) fn is_cold(&self, id: &BeadId) -> bool {
+        self.cold.contains(id)
+    }
+
+    /// The cold beads' entries of `listing` on disk (none without a cold store): see
+    /// [`NamespaceCold::listing`]. Entries of beads that are not cold are left to the caller.
+    pub(super) fn cold_listing(
+        &self,
+        listing: Listing<'_>,
+        descending: bool,
+        after: Option<&CreatedKey>,
+    ) -> Option<DiskListing> {
+        self.store.as_ref().map(|store| store.listing(listing, descending, after))
     }
 
     /// The bead `id`, if there is one.
@@ -132,14 +145,10 @@ impl BeadMap {
         self.held.insert(bead.id.clone(), bead);
     }
 
-    /// Puts a bead whose record is written already, whose index keys share `shared_id`: a closed
-    /// one goes cold at once when closed beads are kept on disk.
-    pub(super) fn insert_written(&mut self, bead: Bead, shared_id: Arc<BeadId>) {
-        if self.store.is_some() && bead.status == Status::Closed {
-            self.cold.insert(shared_id);
-        } else {
-            self.insert(bead);
-        }
+    /// Adds a cold bead, kept on disk alone: `shared_id` is the id its index keys share.
+    pub(super) fn insert_cold(&mut self, shared_id: Arc<BeadId>) {
+        debug_assert!(self.store.is_some(), "a bead goes cold only with a cold store");
+        self.cold.insert(shared_id);
     }
 
     /// Takes a bead out (reading a cold one back), to change or delete it.
@@ -158,17 +167,12 @@ impl BeadMap {
         Some(bead)
     }
 
-    /// Drops the body of bead `id` from memory if it is closed, keeping closed beads on disk, and
-    /// its record on disk is current (the caller just wrote it); `shared_id` answers the id its
-    /// index keys share.
-    pub(super) fn evict(&mut self, id: &BeadId, shared_id: impl Fn(&Bead) -> Arc<BeadId>) {
-        if self.store.is_none() {
-            return;
-        }
-        if let Some(bead) = self.held.get(id).filter(|bead| bead.status == Status::Closed) {
-            let shared = shared_id(bead);
-            self.held.remove(id);
-            self.cold.insert(shared);
+    /// Drops the body of the closed bead `id` from memory, keeping only `shared_id` (the id its
+    /// index keys share): its record on disk is current (the caller just wrote it, or read it).
+    pub(super) fn evict(&mut self, id: &BeadId, shared_id: Arc<BeadId>) {
+        debug_assert!(self.store.is_some(), "a bead goes cold only with a cold store");
+        if self.held.remove(id).is_some() {
+            self.cold.insert(shared_id);
         }
     }
 

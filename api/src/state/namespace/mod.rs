@@ -34,6 +34,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
+use super::closed_index::{ColdCounts, Listing};
 use super::index::Indexes;
 use crate::model::{
     Bead, BeadCounts, BeadId, CONVOY_TYPE, DepType, Event, LABEL_OWNED, MOLECULE_TYPE, Namespace, Status, Timestamp,
@@ -149,6 +150,11 @@ pub struct NamespaceState {
     revision: u64,
     /// While a transaction applies: how to undo it.
     journal: Option<Journal>,
+    /// How many cold beads each listing holds on disk ([`crate::state::closed_index`]).
+    cold_counts: ColdCounts,
+    /// Closed beads as they were written, before their first change since the last persist: their
+    /// index entries on disk are to be deleted.
+    stale_closed: Vec<Bead>,
 }
 
 /// What a transaction changed, to undo it when a later write is refused: the namespace's
@@ -182,6 +188,8 @@ impl NamespaceState {
             dirty_loose: BTreeSet::new(),
             revision: 0,
             journal: None,
+            cold_counts: ColdCounts::default(),
+            stale_closed: Vec::new(),
         }
     }
 
@@ -277,7 +285,9 @@ impl NamespaceState {
 
     /// How many of its beads have `status`.
     pub fn count_with_status(&self, status: Status) -> usize {
-        self.indexes.by_status.get(&status).map_or(0, BTreeSet::len)
+        let held = self.indexes.by_status.get(&status).map_or(0, BTreeSet::len);
+        let cold = if status == Status::Closed { self.cold_counts.get(Listing::All) as usize } else { 0 };
+        held + cold
     }
 
     /// How many of its beads `ready` lists at `now`: open, unblocked, not deferred past `now`, not
@@ -381,7 +391,6 @@ impl NamespaceState {
             return Err(bead.id);
         }
         bead.counts = BeadCounts::default();
-        let shared_id = self.indexes.insert(&bead);
         let blocking: Vec<BeadId> = bead
             .depends_on
             .iter()
@@ -391,7 +400,14 @@ impl NamespaceState {
         if bead.status == Status::Blocked || !blocking.is_empty() {
             self.load_blocked.push((bead.id.clone(), bead.status == Status::Blocked, blocking));
         }
-        self.beads.insert_written(bead, shared_id);
+        if self.beads.keeps_cold() && bead.status == Status::Closed {
+            let shared_id = self.indexes.insert_unlisted(&bead);
+            self.cold_counts.add(&bead);
+            self.beads.insert_cold(shared_id);
+        } else {
+            self.indexes.insert(&bead);
+            self.beads.insert(bead);
+        }
         Ok(())
     }
 
@@ -409,7 +425,15 @@ impl NamespaceState {
     /// Lifts a bead out of the map and the indexes to change it, keeping its blocked state: it is
     /// put back with [`NamespaceState::put_bead`].
     fn lift_bead(&mut self, bead_id: &BeadId) -> Option<Bead> {
+        let cold = self.beads.is_cold(bead_id);
         let bead = self.beads.remove(bead_id)?;
+        if cold {
+            self.cold_counts.remove(&bead);
+        }
+        if bead.status == Status::Closed && !self.dirty_beads.contains(bead_id) {
+            // As written: its index entries on disk go when it is written again.
+            self.stale_closed.push(bead.clone());
+        }
         self.indexes.remove(&bead);
         Some(bead)
     }
@@ -543,7 +567,8 @@ impl NamespaceState {
     /// whatever the number of children: this runs on every close of a child.
     pub(super) fn container_done(&self, container_id: &BeadId) -> bool {
         let Some(container) = self.beads.get(container_id) else { return false };
-        let has_children = self.indexes.children.get(container_id).is_some_and(|children| !children.is_empty());
+        let has_children = self.indexes.children.get(container_id).is_some_and(|children| !children.is_empty())
+            || self.cold_counts.get(Listing::Parent(container_id)) > 0;
         Self::auto_closes(&container) && has_children && !self.indexes.open_children.contains_key(container_id)
     }
 
@@ -620,11 +645,9 @@ impl NamespaceState {
 
     /// Direct children of this bead, in creation order (the index's order).
     pub(super) fn children_of(&self, bead_id: &BeadId) -> Vec<BeadId> {
-        self.indexes
-            .children
-            .get(bead_id)
-            .map(|set| set.iter().map(|key| (*key.id).clone()).collect())
-            .unwrap_or_default()
+        // Cold children are listed on disk (`closed_index`), merged in creation order.
+        let source = query::Source { held: self.indexes.children.get(bead_id), cold: Some(Listing::Parent(bead_id)) };
+        self.source_keys(source, crate::input::ListSort::CreatedAsc, None).map(|key| (*key.id).clone()).collect()
     }
 
     /// Whether a bead is blocked now, from its status, dependencies and parent.

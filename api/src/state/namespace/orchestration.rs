@@ -497,14 +497,14 @@ impl NamespaceState {
     /// Every message of a thread, oldest first.
     pub fn thread(&self, thread: &str) -> Result<Outcome, Refusal> {
         let label = format!("{THREAD_LABEL_PREFIX}{thread}");
+        let source = super::query::Source {
+            held: self.indexes.by_label.get(&label),
+            cold: Some(crate::state::closed_index::Listing::Label(&label)),
+        };
         let beads = self
-            .indexes
-            .by_label
-            .get(&label)
-            .into_iter()
-            .flatten()
+            .source_keys(source, crate::input::ListSort::CreatedAsc, None)
             .take(LIST_RESULTS_MAX)
-            .map(|key| self.beads.at(&key.id).clone())
+            .map(|key| self.beads.at(&key.id).into_owned())
             .collect();
         Ok(Outcome::Beads(beads))
     }

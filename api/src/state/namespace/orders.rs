@@ -17,11 +17,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::NamespaceState;
-use crate::input::{Cook, CreateBead, FormulaSource, Sling};
+use super::query::Source;
+use crate::input::{Cook, CreateBead, FormulaSource, ListSort, Sling};
 use crate::limits::ORDERS_PER_NAMESPACE_MAX;
 use crate::model::{Bead, BeadId, Status, Timestamp};
 use crate::order::{Order, OrderRuns, Target, Trigger};
 use crate::outcome::{OrderInfo, Outcome, Refusal};
+use crate::state::closed_index::Listing;
 use crate::state::index::CreatedKey;
 
 /// Label of every bead a firing of order `<name>` makes: `order-run:<name>`.
@@ -149,29 +151,53 @@ impl NamespaceState {
             }
             "blocked" => count(&mut self.indexes.blocked.iter()),
             status => {
-                // Judged on the indexes alone, walking the smallest of the sets the condition
-                // names: a status's set can hold millions of closed beads, kept on disk.
+                // Held beads are judged on the indexes alone, walking the smallest of the sets the
+                // condition names; cold (closed) beads by walking the smallest of its listings on
+                // disk, reading each back, until `at_least` is reached.
                 let status = Status::parse(status).unwrap_or(Status::Open);
-                let set_of = |index: &'a std::collections::HashMap<_, BTreeSet<CreatedKey>>, name: &Option<String>| {
-                    name.as_ref().map(|name| index.get(name))
-                };
-                let named =
-                    [set_of(&self.indexes.by_label, &when.label), set_of(&self.indexes.by_type, &when.bead_type)];
-                let mut sets: Vec<&BTreeSet<CreatedKey>> = Vec::new();
-                for set in named.into_iter().flatten() {
-                    match set {
-                        Some(set) => sets.push(set),
-                        None => return 0,
-                    }
+                let held = self.held_with_status_count(when, status, enough);
+                if status != Status::Closed || held >= enough {
+                    return held as u64;
                 }
-                let Some(with_status) = self.indexes.by_status.get(&status) else { return 0 };
-                sets.push(with_status);
-                sets.sort_by_key(|set| set.len());
-                let (smallest, others) = sets.split_first().expect("the status's set is in");
-                let matching = smallest.iter().filter(|key| others.iter().all(|set| set.contains(*key)));
-                matching.take(enough).count() as u64
+                let named = [when.label.as_deref().map(Listing::Label), when.bead_type.as_deref().map(Listing::Type)];
+                let listing = named
+                    .into_iter()
+                    .flatten()
+                    .min_by_key(|listing| self.cold_counts.get(*listing))
+                    .unwrap_or(Listing::All);
+                let source = Source { held: None, cold: Some(listing) };
+                let cold = self
+                    .source_keys(source, ListSort::CreatedAsc, None)
+                    .filter(|key| matches(&self.beads.at(&key.id)))
+                    .take(enough - held)
+                    .count();
+                (held + cold) as u64
             }
         }
+    }
+
+    /// How many held beads with `status` the condition's label and type name, up to `enough`,
+    /// judged on the memory indexes alone.
+    fn held_with_status_count(&self, when: &crate::order::Condition, status: Status, enough: usize) -> usize {
+        fn set_of<'s>(
+            index: &'s std::collections::HashMap<String, BTreeSet<CreatedKey>>,
+            name: &Option<String>,
+        ) -> Option<Option<&'s BTreeSet<CreatedKey>>> {
+            name.as_ref().map(|name| index.get(name))
+        }
+        let named = [set_of(&self.indexes.by_label, &when.label), set_of(&self.indexes.by_type, &when.bead_type)];
+        let mut sets: Vec<&BTreeSet<CreatedKey>> = Vec::new();
+        for set in named.into_iter().flatten() {
+            match set {
+                Some(set) => sets.push(set),
+                None => return 0,
+            }
+        }
+        let Some(with_status) = self.indexes.by_status.get(&status) else { return 0 };
+        sets.push(with_status);
+        sets.sort_by_key(|set| set.len());
+        let (smallest, others) = sets.split_first().expect("the status's set is in");
+        smallest.iter().filter(|key| others.iter().all(|set| set.contains(*key))).take(enough).count()
     }
 
     /// The highest sequence number of an event of type `on` after `after` (events of earlier

@@ -7,8 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::orders::StoredOrder;
 use super::{NamespaceState, StoredFormula};
 use crate::input::JudgedLease;
-use crate::model::{BeadId, DepType, Namespace};
+use crate::model::{BeadId, DepType, Namespace, Status};
 use crate::outcome::Outcome;
+use crate::state::closed_index::{self, IndexWrite};
 use crate::state::cold::NamespaceCold;
 use crate::state::{OrderRecord, RecordKey, RecordRef};
 
@@ -32,15 +33,36 @@ impl NamespaceState {
     /// Keeps its closed beads on disk from now on, read back through `store`: those held now
     /// whose records are written go cold at once.
     pub(in crate::state) fn attach_cold(&mut self, store: NamespaceCold) {
-        let indexes = &self.indexes;
-        self.beads.attach(store, &self.dirty_beads, |bead| indexes.shared_id(bead));
+        self.beads.attach(store);
+        for bead_id in self.beads.held_closed() {
+            if !self.dirty_beads.contains(&bead_id) {
+                self.evict(&bead_id);
+            }
+        }
     }
 
     /// The storage layer wrote bead `bead_id`'s record: a closed bead's body leaves memory.
     pub(in crate::state) fn bead_written(&mut self, bead_id: &BeadId) {
         debug_assert!(!self.dirty_beads.contains(bead_id), "bead {bead_id} changed again before it was written");
-        let indexes = &self.indexes;
-        self.beads.evict(bead_id, |bead| indexes.shared_id(bead));
+        self.evict(bead_id);
+    }
+
+    /// Sends the bead `bead_id` cold if it is held, closed, and closed beads are kept on disk:
+    /// its body and its listing entries leave memory (its record and entries on disk are current).
+    fn evict(&mut self, bead_id: &BeadId) {
+        if !self.beads.keeps_cold() {
+            return;
+        }
+        let Some(bead) = self.beads.held(bead_id).filter(|bead| bead.status == Status::Closed) else { return };
+        let shared_id = self.indexes.shared_id(bead);
+        self.indexes.remove_listings(bead);
+        self.cold_counts.add(bead);
+        self.beads.evict(bead_id, shared_id);
+    }
+
+    /// The bead `bead_id` if it is held in memory (every changed bead is, until it is written).
+    pub(in crate::state) fn held(&self, bead_id: &BeadId) -> Option<&crate::model::Bead> {
+        self.beads.held(bead_id)
     }
 
     /// How many of its beads are held in memory (the others are cold).
@@ -51,6 +73,7 @@ impl NamespaceState {
     /// Forgets what changed: everything is as stored.
     pub(in crate::state) fn mark_clean(&mut self) {
         self.dirty_beads.clear();
+        self.stale_closed.clear();
         self.dirty_events.clear();
         self.dirty_formulas.clear();
         self.dirty_orders.clear();
@@ -128,8 +151,18 @@ impl NamespaceState {
         keys
     }
 
-    /// Moves the keys of every record changed since the last call into `keys`, and forgets them.
-    pub(in crate::state) fn take_changed_keys(&mut self, namespace: &Namespace, keys: &mut Vec<RecordKey>) {
+    /// Moves the keys of every record changed since the last call into `keys`, and the deletions
+    /// of the index entries on disk of closed beads changed since into `index_writes`, and forgets
+    /// them.
+    pub(in crate::state) fn take_changed_keys(
+        &mut self,
+        namespace: &Namespace,
+        keys: &mut Vec<RecordKey>,
+        index_writes: &mut Vec<IndexWrite>,
+    ) {
+        for bead in std::mem::take(&mut self.stale_closed) {
+            index_writes.extend(closed_index::entries(namespace, &bead).into_iter().map(IndexWrite::Delete));
+        }
         if self.meta_dirty {
             keys.push(RecordKey::Namespace(namespace.clone()));
         }
