@@ -318,11 +318,12 @@ async fn a_state_being_replaced_by_an_install_answers_reads_of_its_closed_beads(
     let ids = closed.clone();
     let (answered, answer) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        answered.send((read_beads(&reader, &ids), list_closed(&reader), reader.read(|state| state.bead_count())))
+        let read = (read_beads(&reader, &ids), list_closed(&reader), reader.read(|state| state.bead_count()));
+        answered.send(Box::new(read)).is_ok()
     });
     let during = tokio::task::block_in_place(|| answer.recv_timeout(wait))
         .expect("a read of the old state waited for the install to finish");
-    assert_eq!(during, (before, listed_before, 4), "the old state answers and lists as before the install");
+    assert_eq!(*during, (before, listed_before, 4), "the old state answers and lists as before the install");
     assert_eq!(cache(&replaced), misses_before.map(|misses| misses + 6), "read from the pinned view, not a cache");
 
     go.send(()).unwrap();
