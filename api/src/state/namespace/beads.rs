@@ -151,10 +151,11 @@ impl BeadMap {
         self.cold.insert(shared_id);
     }
 
-    /// Takes a bead out (reading a cold one back), to change or delete it.
-    pub(super) fn remove(&mut self, id: &BeadId) -> Option<Bead> {
+    /// Takes a bead out (reading a cold one back), to change or delete it, with whether it was
+    /// cold.
+    pub(super) fn remove(&mut self, id: &BeadId) -> Option<(Bead, bool)> {
         if let Some(bead) = self.held.remove(id) {
-            return Some(bead);
+            return Some((bead, false));
         }
         if !self.cold.contains(id) {
             return None;
@@ -164,7 +165,7 @@ impl BeadMap {
         if let Some(store) = &self.store {
             store.forget(id);
         }
-        Some(bead)
+        Some((bead, true))
     }
 
     /// Drops the body of the closed bead `id` from memory, keeping only `shared_id` (the id its

@@ -425,8 +425,7 @@ impl NamespaceState {
     /// Lifts a bead out of the map and the indexes to change it, keeping its blocked state: it is
     /// put back with [`NamespaceState::put_bead`].
     fn lift_bead(&mut self, bead_id: &BeadId) -> Option<Bead> {
-        let cold = self.beads.is_cold(bead_id);
-        let bead = self.beads.remove(bead_id)?;
+        let (bead, cold) = self.beads.remove(bead_id)?;
         if cold {
             self.cold_counts.remove(&bead);
         }
