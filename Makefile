@@ -19,6 +19,7 @@ deps:
 	command -v jq >/dev/null 2>&1 || missing="$$missing jq"; \
 	command -v unshare >/dev/null 2>&1 || missing="$$missing util-linux"; \
 	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
+	command -v xmllint >/dev/null 2>&1 || missing="$$missing libxml2-utils"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
@@ -57,6 +58,8 @@ test: deps
 	@if grep -q 'Compiling librocksdb-sys' $(CARGO_TARGET_DIR)/single-package.log; then \
 		echo "cargo build -p simulation recompiled RocksDB: workspace-hack/ is stale; run cargo hakari generate && cargo hakari manage-deps" >&2; exit 1; fi
 	cargo nextest run --workspace --no-fail-fast
+	@# The simulator commands of the CI recipes in docs/ci/, with a short time budget.
+	scripts/ci-recipes-check
 
 bench: build
 	$(CARGO_TARGET_DIR)/debug/strand bench claim --agents 128 --beads 20000

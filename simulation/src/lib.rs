@@ -13,7 +13,11 @@
 //!   (the membership fault).
 //! - [`healed`]: after the faults, checks liveness, reads everything back, waits for convergence.
 //! - [`checkers`]: one module per property.
-//! - [`run`]: one seed, end to end.
+//! - [`run`]: one seed, end to end; [`swarm`]: what a run injects and drives, drawn from its
+//!   seed under `--swarm`.
+//! - [`sweep`]: many seeds in worker processes; [`report`]: the summary, JSON and JUnit reports
+//!   and a failing seed's artifacts, with its [`timeline`] and its nodes' [`logs`]; [`shrink`]:
+//!   the smallest run of a failing seed that still fails.
 //!
 //! Invariant: nothing of the node is re-implemented here; the simulator only supplies what
 //! `node::run` takes as parameters.
@@ -23,8 +27,14 @@ pub mod cluster;
 pub mod damage;
 pub mod healed;
 pub mod history;
+pub mod logs;
 pub mod nemesis;
 pub mod net;
 pub mod operator;
+pub mod report;
 pub mod run;
+pub mod shrink;
+pub mod swarm;
+pub mod sweep;
+pub mod timeline;
 pub mod workload;

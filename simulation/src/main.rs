@@ -1,28 +1,38 @@
-//! `cargo run --bin simulation -- --seeds N ...`: runs many seeds, shows a progress bar with an
-//! ETA on a terminal (indicatif; none when stderr is not a terminal, so CI logs stay clean),
-//! prints a summary, and stops at the first violation with the seed and the command that replays
-//! it.
+//! `cargo run --bin simulation -- --seeds N ...`: runs many seeds in worker processes (`--jobs`,
+//! see `simulation::sweep`), shows a progress bar with an ETA on a terminal (indicatif; none when
+//! stderr is not a terminal, so CI logs stay clean), prints a summary, writes the reports asked
+//! for (`--json`, `--junit`, `--artifacts`, see `simulation::report`), and names every failing
+//! seed with the command that replays it. `--verbose` runs its seeds in this process and prints
+//! their traces: that is the replay.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
 use simulation::cluster::{DiskKind, Mutation};
 use simulation::nemesis::Fault;
-use simulation::run::{RunConfig, RunReport, run};
+use simulation::report::{self, Totals};
+use simulation::run::{self, RunConfig, run};
+use simulation::sweep::{self, Outcome, SeedRecord, Sweep};
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
 
 /// Strand's deterministic simulator: runs seeds of a simulated cluster under faults and checks
 /// every run for linearizability, durability, exactly-once, metadata, convergence, storage
 /// integrity, membership, liveness, Raft safety, leases, orchestration, controller terms and
 /// orders firing at most once per window.
 ///
-/// Exit codes: 0 every seed passed, 1 a violation (its replay command is printed), 2 usage error.
+/// Exit codes: 0 every seed passed, 1 a seed failed (each is named with its replay command),
+/// 2 usage error or a sweep that could not start.
 #[derive(Parser, Debug)]
 #[command(name = "simulation")]
 struct Args {
-    /// Number of seeds to run, from --start-seed on.
-    #[arg(long, default_value_t = 100)]
-    seeds: u64,
+    /// Number of seeds to run, from --start-seed on [default: 100, or as many as the time
+    /// budget allows].
+    #[arg(long)]
+    seeds: Option<u64>,
     /// The first seed.
     #[arg(long, default_value_t = 0)]
     start_seed: u64,
@@ -37,10 +47,11 @@ struct Args {
     duration: Duration,
     /// Faults to inject: default (partition, oneway, lossy, crash, clock), all (those and corrupt,
     /// wipe, membership), none, or a comma-separated list of those kinds and upgrade (a rolling
-    /// upgrade; only a debug build run with STRAND_TEST_APPLY_NEXT=1 runs it).
+    /// upgrade; only a debug build run with STRAND_TEST_APPLY_NEXT=1 runs it). With --swarm,
+    /// the kinds each seed draws from.
     #[arg(long, default_value = "default", value_parser = parse_faults)]
     faults: FaultList,
-    /// Concurrent simulated agents.
+    /// Concurrent simulated agents (with --swarm, each seed draws its own).
     #[arg(long, default_value_t = 5)]
     agents: usize,
     /// The storage of the nodes.
@@ -53,9 +64,50 @@ struct Args {
     /// seed), to exercise byte-bounded replication, catch-up and snapshots.
     #[arg(long)]
     large_values: bool,
-    /// Print the whole trace of every run (for replaying one seed).
+    /// Swarm testing: each seed draws from itself a subset of the --faults kinds, the nemesis'
+    /// pace, the number of agents and their mix of operations (recorded in the trace and the
+    /// reports; `--swarm --seed N` replays it).
+    #[arg(long)]
+    swarm: bool,
+    /// Worker processes running seeds at once [default: the number of cores].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    jobs: Option<u64>,
+    /// Run seeds from --start-seed until this much wall-clock time is spent (e.g. 10m, 90s);
+    /// seeds under way then finish.
+    #[arg(long, value_parser = parse_budget, allow_hyphen_values = true)]
+    time_budget: Option<Duration>,
+    /// Run every seed and report every failure, instead of stopping at the first (the exit code
+    /// is still 1 when any seed failed).
+    #[arg(long)]
+    keep_going: bool,
+    /// Write a JUnit XML report here: one test case per seed.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Write a JSON report here: the summary and one record per seed.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Write each failing seed's artifacts under this directory (seed-N/: trace, nemesis
+    /// schedule, each node's log, violations, replay script, HTML timeline).
+    #[arg(long, value_name = "DIR")]
+    artifacts: Option<PathBuf>,
+    /// The nemesis injects at most this many faults (what --shrink bounds).
+    #[arg(long)]
+    max_faults: Option<usize>,
+    /// At most this many agents, whatever --agents or the swarm draw (what --shrink bounds).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    max_agents: Option<u64>,
+    /// Shrink the failing seed given by --seed: search for the smallest run of it (fewer faults,
+    /// a shorter fault phase, fewer agents) that still fails the same checker, and print its
+    /// size before and after and the command that replays it.
+    #[arg(long, requires = "seed", conflicts_with_all = ["verbose", "junit", "json", "keep_going", "time_budget"])]
+    shrink: bool,
+    /// Print the whole trace of every run, running the seeds in this process (for replaying one
+    /// seed).
     #[arg(long)]
     verbose: bool,
+    /// Run as a sweep's worker: the one seed of --seed, its record on standard output.
+    #[arg(long, hide = true)]
+    worker: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -84,120 +136,234 @@ fn parse_faults(text: &str) -> Result<FaultList, String> {
     }
 }
 
-/// Violations printed for a failing seed; the rest are counted.
+/// A time budget: a positive duration.
+fn parse_budget(text: &str) -> Result<Duration, String> {
+    if text.trim_start().starts_with('-') {
+        return Err("a time budget cannot be negative; give a duration such as 10m or 90s".into());
+    }
+    let budget =
+        humantime::parse_duration(text).map_err(|error| format!("{error}; give a duration such as 10m or 90s"))?;
+    if budget.is_zero() {
+        return Err("a time budget of zero runs nothing; give a duration such as 10m or 90s".into());
+    }
+    Ok(budget)
+}
+
+/// Violations printed for a failing seed; the rest are counted (the reports hold them all).
 const VIOLATIONS_SHOWN: usize = 3;
 
-/// The sweep's progress bar: drawn on stderr while it is a terminal, hidden otherwise.
-fn progress_bar(seeds: u64) -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::with_draw_target(Some(seeds), indicatif::ProgressDrawTarget::stderr());
-    let style = indicatif::ProgressStyle::with_template("[{bar:30}] {pos}/{len} seeds, {eta} left; {msg}")
-        .expect("a valid progress template")
-        .progress_chars("#>.");
+/// The sweep's progress bar, drawn on stderr while it is a terminal, hidden otherwise: seeds out
+/// of the count, or seconds out of the time budget.
+fn progress_bar(args: &Args, count: Option<u64>) -> indicatif::ProgressBar {
+    let (length, template) = match (count, args.time_budget) {
+        (Some(count), _) => (count, "[{bar:30}] {pos}/{len} seeds, {eta} left; {msg}"),
+        (None, Some(budget)) => (budget.as_secs().max(1), "[{bar:30}] {pos}/{len} s of the budget; {msg}"),
+        (None, None) => (0, "{msg}"),
+    };
+    let bar = indicatif::ProgressBar::with_draw_target(Some(length), indicatif::ProgressDrawTarget::stderr());
+    let style =
+        indicatif::ProgressStyle::with_template(template).expect("a valid progress template").progress_chars("#>.");
     bar.set_style(style);
     bar
 }
 
 /// What the bar says of the last seed run.
-fn last_run(report: &RunReport) -> String {
+fn last_run(record: &SeedRecord, run: usize, failed: usize) -> String {
     format!(
-        "seed {} ({} ops, {} faults, {:.1}s simulated in {:.2}s)",
-        report.config.seed,
-        report.ops,
-        report.faults,
-        report.simulated.as_secs_f64(),
-        report.wall.as_secs_f64()
+        "{run} run, {failed} failed; seed {} ({} ops, {} faults, {:.1}s simulated in {:.2}s)",
+        record.seed,
+        record.counts.ops,
+        record.counts.faults,
+        record.simulated_ms as f64 / 1000.0,
+        record.wall_ms as f64 / 1000.0
     )
+}
+
+fn usage_error(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("simulation: {message}");
+    ExitCode::from(2)
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_filter(tracing_subscriber::EnvFilter::from_default_env()),
+        )
+        .with(simulation::logs::layer())
         .init();
-    let seeds: Vec<u64> = match args.seed {
-        Some(seed) => vec![seed],
-        None => (args.start_seed..args.start_seed.saturating_add(args.seeds)).collect(),
+    let template = RunConfig {
+        seed: 0,
+        nodes: args.nodes,
+        duration: args.duration,
+        faults: args.faults.0.clone(),
+        disk: args.disk,
+        mutation: args.mutation,
+        agents: args.agents,
+        large_values: args.large_values,
+        swarm: args.swarm,
+        max_faults: args.max_faults,
+        max_agents: args.max_agents.map(|max| max as usize),
+        keep_trace: args.verbose,
+        node_logs: false,
     };
-    let started = Instant::now();
-    let (mut ops, mut faults, mut unknown, mut simulated) = (0usize, 0usize, 0usize, Duration::ZERO);
-    let (mut order_firings, mut controller_actions, mut controller_terms) = (0usize, 0usize, 0usize);
-    let (mut damaged, mut failed_starts, mut wipes) = (0usize, 0usize, 0usize);
-    let (mut upgrades, mut switched, mut canaries) = (0usize, 0usize, (0usize, 0usize));
-    let bar = progress_bar(seeds.len() as u64);
-    for seed in &seeds {
-        let config = RunConfig {
-            seed: *seed,
-            nodes: args.nodes,
-            duration: args.duration,
-            faults: args.faults.0.clone(),
-            disk: args.disk,
-            mutation: args.mutation,
-            agents: args.agents,
-            large_values: args.large_values,
-            keep_trace: args.verbose,
+    if args.worker {
+        let Some(seed) = args.seed else { return usage_error("a worker runs the one seed --seed names") };
+        return match sweep::serve(&RunConfig { seed, ..template }, args.artifacts.as_deref()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => usage_error(error),
         };
-        let report = match run(&config) {
-            Ok(report) => report,
-            Err(error) => {
-                bar.abandon();
-                eprintln!("seed {seed}: the simulator could not run: {error}");
-                return ExitCode::from(2);
-            }
-        };
-        if args.verbose {
-            bar.suspend(|| {
-                for line in &report.trace {
-                    println!("{line}");
-                }
-                println!("trace hash {:016x}", report.trace_hash);
-            });
-        }
-        ops += report.ops;
-        faults += report.faults;
-        unknown += report.unknown_ops;
-        order_firings += report.order_firings;
-        controller_actions += report.controller.applied;
-        controller_terms += report.controller.terms;
-        damaged += report.damaged_nodes;
-        failed_starts += report.failed_starts;
-        wipes += report.wipes;
-        upgrades += report.upgrades;
-        switched += usize::from(report.upgrade.switched.is_some());
-        canaries.0 += report.upgrade.canaries_applied;
-        canaries.1 += report.upgrade.canaries_refused;
-        simulated += report.simulated;
-        bar.set_message(last_run(&report));
-        bar.inc(1);
-        if !report.violations.is_empty() {
-            bar.abandon();
-            eprintln!("\nseed {seed} FAILED: {} violation(s)", report.violations.len());
-            for violation in report.violations.iter().take(VIOLATIONS_SHOWN) {
-                eprintln!("- {violation}");
-            }
-            if report.violations.len() > VIOLATIONS_SHOWN {
-                eprintln!("- ... and {} more", report.violations.len() - VIOLATIONS_SHOWN);
-            }
-            eprintln!("\nreplay it with:\n  {}", config.replay_command());
-            return ExitCode::from(1);
+    }
+    // Everything that could stop the sweep is checked before any seed runs.
+    if let Err(error) = run::check(&template) {
+        return usage_error(error);
+    }
+    for path in [&args.junit, &args.json].into_iter().flatten() {
+        if let Err(error) = report::check_report_path(path) {
+            return usage_error(error);
         }
     }
-    let wall = started.elapsed();
-    bar.finish();
-    println!(
-        "| seeds | nodes | ops | unknown outcome | order firings | controller actions (terms) | faults | damaged nodes | wipes | failed starts | upgrades (runs switched) | canaries applied/refused | simulated | wall | simulated/wall | seeds/min |"
-    );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    println!(
-        "| {} | {} | {ops} | {unknown} | {order_firings} | {controller_actions} ({controller_terms}) | {faults} | {damaged} | {wipes} | {failed_starts} | {upgrades} ({switched}) | {}/{} | {:.0} s | {:.1} s | {:.1} | {:.1} |",
-        seeds.len(),
-        args.nodes,
-        canaries.0,
-        canaries.1,
-        simulated.as_secs_f64(),
-        wall.as_secs_f64(),
-        simulated.as_secs_f64() / wall.as_secs_f64().max(f64::EPSILON),
-        seeds.len() as f64 * 60.0 / wall.as_secs_f64().max(f64::EPSILON)
-    );
-    ExitCode::SUCCESS
+    if let Some(Err(error)) = args.artifacts.as_deref().map(report::check_artifacts_dir) {
+        return usage_error(error);
+    }
+    let (start, count) = match (args.seed, args.seeds, args.time_budget) {
+        (Some(seed), _, _) => (seed, Some(1)),
+        (None, Some(seeds), _) => (args.start_seed, Some(seeds)),
+        (None, None, Some(_)) => (args.start_seed, None),
+        (None, None, None) => (args.start_seed, Some(100)),
+    };
+    let program = match std::env::current_exe() {
+        Ok(program) => program,
+        Err(error) => return usage_error(format!("cannot find this program to start its workers: {error}")),
+    };
+    if args.shrink {
+        return shrink(RunConfig { seed: start, ..template }, &program, args.artifacts.as_deref());
+    }
+    let jobs =
+        args.jobs.map_or_else(|| std::thread::available_parallelism().map_or(1, usize::from), |jobs| jobs as usize);
+    let sweep = Sweep {
+        template: RunConfig { keep_trace: false, ..template.clone() },
+        start,
+        count,
+        budget: args.time_budget,
+        jobs,
+        keep_going: args.keep_going,
+        program,
+        env: Vec::new(),
+        artifacts: args.artifacts.clone(),
+    };
+    let bar = progress_bar(&args, count);
+    let mut failed = 0;
+    let mut on_record = |record: &SeedRecord, run: usize| {
+        failed += usize::from(!record.passed);
+        bar.set_message(last_run(record, run, failed));
+        match count {
+            Some(_) => bar.inc(1),
+            None => bar.set_position(bar.elapsed().as_secs()),
+        }
+    };
+    let outcome = if args.verbose {
+        replay(&template, start, count.unwrap_or(1), args.keep_going, &bar, &mut on_record)
+    } else {
+        sweep::sweep(&sweep, on_record)
+    };
+    bar.finish_and_clear();
+    let totals = Totals::of(&outcome);
+    println!("{}", totals.table(args.nodes));
+    if outcome.budget_spent {
+        println!(
+            "the time budget of {} was spent after {} seeds",
+            humantime::format_duration(sweep.budget.unwrap_or_default()),
+            totals.seeds
+        );
+    }
+    let mut written = Vec::new();
+    if let Some(path) = &args.json {
+        written.push((path, report::json(&sweep, &outcome)));
+    }
+    if let Some(path) = &args.junit {
+        written.push((path, report::junit(&sweep, &outcome)));
+    }
+    for (path, contents) in written {
+        if let Err(error) = report::write_atomically(path, &contents) {
+            eprintln!("simulation: {error}");
+            return ExitCode::from(2);
+        }
+    }
+    if totals.failed == 0 {
+        return ExitCode::SUCCESS;
+    }
+    eprint!("{}", report::failures(&outcome.records, VIOLATIONS_SHOWN));
+    if outcome.stopped_at_failure {
+        eprintln!("\nstopped at the first failure; --keep-going runs every seed");
+    }
+    ExitCode::from(1)
+}
+
+/// `--shrink`: the smallest failing run of one seed.
+fn shrink(config: RunConfig, program: &std::path::Path, artifacts: Option<&std::path::Path>) -> ExitCode {
+    let seed = config.seed;
+    match simulation::shrink::shrink(&config, program, &[], artifacts, |step| eprintln!("shrink: {step}")) {
+        Err(error) => usage_error(format!("cannot shrink seed {seed}: {error}")),
+        Ok(None) => {
+            println!("seed {seed} passes with these options: there is nothing to shrink");
+            ExitCode::SUCCESS
+        }
+        Ok(Some(shrunk)) => {
+            println!(
+                "seed {seed} shrunk in {} runs, failing the {} checker throughout",
+                shrunk.attempts, shrunk.checker
+            );
+            println!("before: {}", shrunk.before);
+            println!("after:  {}", shrunk.after);
+            println!("first violation: {}", shrunk.record.violations.first().map_or("", String::as_str));
+            println!("replay the smallest failing run with:\n  {}", shrunk.record.replay);
+            if let Some(dir) = &shrunk.record.artifacts {
+                println!("artifacts: {dir}");
+            }
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `--verbose`: runs the seeds in this process, one after another, printing each trace.
+fn replay(
+    template: &RunConfig,
+    start: u64,
+    count: u64,
+    keep_going: bool,
+    bar: &indicatif::ProgressBar,
+    on_record: &mut impl FnMut(&SeedRecord, usize),
+) -> Outcome {
+    let started = Instant::now();
+    let mut records = Vec::new();
+    let mut stopped_at_failure = false;
+    for seed in start..start.saturating_add(count) {
+        let config = RunConfig { seed, ..template.clone() };
+        let record = match run(&config) {
+            Ok(report) => {
+                bar.suspend(|| {
+                    for line in &report.trace {
+                        println!("{line}");
+                    }
+                    println!("trace hash {:016x}", report.trace_hash);
+                });
+                SeedRecord::of(&report)
+            }
+            Err(error) => {
+                SeedRecord::incomplete(&config, format!("the simulator could not run it: {error}"), started.elapsed())
+            }
+        };
+        records.push(record);
+        on_record(records.last().expect("just pushed"), records.len());
+        if !records.last().expect("just pushed").passed && !keep_going {
+            stopped_at_failure = seed + 1 < start.saturating_add(count);
+            break;
+        }
+    }
+    #[allow(clippy::disallowed_methods)] // The replay's own time, outside the simulated run.
+    let started_at = std::time::SystemTime::now() - started.elapsed();
+    Outcome { records, wall: started.elapsed(), started_at, stopped_at_failure, budget_spent: false }
 }

@@ -116,6 +116,11 @@ pub struct Nemesis {
     upgrades_due: Vec<(Duration, u64)>,
     /// Nodes upgraded so far.
     pub upgrades: usize,
+    /// The pause between two actions is drawn from this range, in simulated milliseconds
+    /// ([`ACTION_GAP_MS_MIN`] to [`ACTION_GAP_MS_MAX`] unless a swarm run drew its own).
+    pub action_gap_ms: (u64, u64),
+    /// Once this many faults are injected, the nemesis injects no more (a shrunk run).
+    pub max_faults: Option<usize>,
 }
 
 impl Nemesis {
@@ -164,6 +169,8 @@ impl Nemesis {
             wipes: 0,
             upgrades_due,
             upgrades: 0,
+            action_gap_ms: (ACTION_GAP_MS_MIN, ACTION_GAP_MS_MAX),
+            max_faults: None,
         }
     }
 
@@ -179,10 +186,11 @@ impl Nemesis {
         let mut events = self.failures_to_tell();
         events.extend(self.restart_due(sim, now));
         events.extend(self.upgrade_due(sim, nodes, now));
-        if now < self.next_at || self.faults.is_empty() {
+        if now < self.next_at || self.faults.is_empty() || self.max_faults.is_some_and(|max| self.injected >= max) {
             return events;
         }
-        self.next_at = now + Duration::from_millis(self.rng.random_range(ACTION_GAP_MS_MIN..=ACTION_GAP_MS_MAX));
+        let (gap_min, gap_max) = self.action_gap_ms;
+        self.next_at = now + Duration::from_millis(self.rng.random_range(gap_min..=gap_max));
         if self.rng.random_bool(0.4) {
             events.extend(self.repair_network(sim));
         }

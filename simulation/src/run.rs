@@ -22,6 +22,8 @@ use crate::healed::{self, Healed, Schedule};
 use crate::history::{Op, OpResult};
 use crate::nemesis::{Fault, Nemesis};
 use crate::operator::{self, Operator};
+use crate::swarm::Plan;
+use crate::timeline::Timeline;
 use crate::workload::{self, Agents};
 
 /// How long agents keep working after the faults are removed (simulated time).
@@ -48,8 +50,17 @@ pub struct RunConfig {
     pub agents: usize,
     /// Some creates carry metadata near the request size limit (see [`workload::LARGE_BEADS_MAX`]).
     pub large_values: bool,
-    /// Keep the whole trace in the report.
+    /// Draw the faults, the nemesis' pace and the workload from the seed ([`Plan`]).
+    pub swarm: bool,
+    /// The nemesis injects at most this many faults (a shrunk run; restarts and repairs of what
+    /// it did are not counted).
+    pub max_faults: Option<usize>,
+    /// At most this many agents, whatever the configuration or the swarm draw (a shrunk run).
+    pub max_agents: Option<usize>,
+    /// Keep the whole trace in the report, with the run's [`Timeline`].
     pub keep_trace: bool,
+    /// Keep what each node logged (at info and above) in the report ([`crate::logs`]).
+    pub node_logs: bool,
 }
 
 impl RunConfig {
@@ -65,40 +76,72 @@ impl RunConfig {
             mutation: None,
             agents: 5,
             large_values: false,
+            swarm: false,
+            max_faults: None,
+            max_agents: None,
             keep_trace: false,
+            node_logs: false,
         }
+    }
+
+    /// The simulator's options that make this run, but its seed.
+    pub fn cli_args(&self) -> Vec<String> {
+        let faults: Vec<String> = self.faults.iter().map(|fault| format!("{fault:?}").to_lowercase()).collect();
+        let mut args: Vec<String> = vec![
+            "--nodes".into(),
+            self.nodes.to_string(),
+            "--duration".into(),
+            if self.duration.subsec_millis() == 0 {
+                format!("{}s", self.duration.as_secs())
+            } else {
+                format!("{}ms", self.duration.as_millis())
+            },
+            "--agents".into(),
+            self.agents.to_string(),
+            "--disk".into(),
+            format!("{:?}", self.disk).to_lowercase(),
+            "--faults".into(),
+            if faults.is_empty() { "none".into() } else { faults.join(",") },
+        ];
+        if self.large_values {
+            args.push("--large-values".into());
+        }
+        if self.swarm {
+            args.push("--swarm".into());
+        }
+        if let Some(possible) = self.mutation.and_then(|mutation| clap::ValueEnum::to_possible_value(&mutation)) {
+            args.extend(["--mutation".into(), possible.get_name().to_string()]);
+        }
+        if let Some(max) = self.max_faults {
+            args.extend(["--max-faults".into(), max.to_string()]);
+        }
+        if let Some(max) = self.max_agents {
+            args.extend(["--max-agents".into(), max.to_string()]);
+        }
+        args
+    }
+
+    /// The environment the simulator needs for this run, as a shell prefix: the upgrade fault
+    /// runs only in the build that applies two versions.
+    pub fn env_prefix(&self) -> &'static str {
+        if self.faults.contains(&Fault::Upgrade) { "STRAND_TEST_APPLY_NEXT=1 " } else { "" }
     }
 
     /// The command line that replays this run.
     pub fn replay_command(&self) -> String {
-        let faults: Vec<String> = self.faults.iter().map(|fault| format!("{fault:?}").to_lowercase()).collect();
-        // The upgrade fault runs only in the build that applies two versions.
-        let mode = if self.faults.contains(&Fault::Upgrade) { "STRAND_TEST_APPLY_NEXT=1 " } else { "" };
-        let mut command = format!(
-            "{mode}cargo run --bin simulation -- --seed {} --nodes {} --duration {}s --agents {} --disk {} --faults {}",
+        format!(
+            "{}cargo run --bin simulation -- --seed {} {} --verbose",
+            self.env_prefix(),
             self.seed,
-            self.nodes,
-            self.duration.as_secs(),
-            self.agents,
-            format!("{:?}", self.disk).to_lowercase(),
-            if faults.is_empty() { "none".into() } else { faults.join(",") },
-        );
-        if self.large_values {
-            command.push_str(" --large-values");
-        }
-        if let Some(possible) = self.mutation.and_then(|mutation| clap::ValueEnum::to_possible_value(&mutation)) {
-            command.push_str(&format!(" --mutation {}", possible.get_name()));
-        }
-        command.push_str(" --verbose");
-        command
+            self.cli_args().join(" ")
+        )
     }
 }
 
-/// What a run did and found.
-#[derive(Debug)]
-pub struct RunReport {
-    /// The configuration.
-    pub config: RunConfig,
+/// What a run counted: its operations, and what the nemesis, the operator and the controllers
+/// did. The same in a run's report and in its record of a sweep.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Counts {
     /// Operations the agents and the reader completed or gave up on.
     pub ops: usize,
     /// Operations whose outcome stayed unknown.
@@ -113,8 +156,10 @@ pub struct RunReport {
     pub lease_grants: usize,
     /// Closes fenced by a lease that was no longer the bead's, refused as they must be.
     pub stale_fences_refused: usize,
-    /// The controller actions the nodes applied, as the controller-term checker counted them.
-    pub controller: checkers::controller_terms::Summary,
+    /// Controller actions the nodes applied, as the controller-term checker counted them.
+    pub controller_actions: usize,
+    /// Terms in which controllers acted.
+    pub controller_terms: usize,
     /// Faults injected.
     pub faults: usize,
     /// Nodes whose storage the nemesis damaged or wiped.
@@ -126,10 +171,23 @@ pub struct RunReport {
     pub membership_changes: usize,
     /// Nodes the nemesis upgraded to the newer build.
     pub upgrades: usize,
-    /// What the upgrade checker saw: the switch, the canaries applied and refused.
-    pub upgrade: checkers::upgrade::Summary,
+    /// Whether the run switched its apply version (the upgrade checker saw it).
+    pub switched: bool,
+    /// Canaries applied.
+    pub canaries_applied: usize,
+    /// Canaries refused.
+    pub canaries_refused: usize,
     /// Nodes whose start failed (they stayed down).
     pub failed_starts: usize,
+}
+
+/// What a run did and found.
+#[derive(Debug)]
+pub struct RunReport {
+    /// The configuration.
+    pub config: RunConfig,
+    /// What it counted.
+    pub counts: Counts,
     /// Simulated time the run covered.
     pub simulated: Duration,
     /// Wall-clock time it took.
@@ -140,6 +198,12 @@ pub struct RunReport {
     pub trace: Vec<String>,
     /// What the checkers found.
     pub violations: Vec<Violation>,
+    /// What the run injected and drove (drawn from the seed in a swarm run).
+    pub plan: Plan,
+    /// Operations, faults and leaders over simulated time, when the trace was kept.
+    pub timeline: Option<Timeline>,
+    /// What each node logged, by node, when asked for.
+    pub node_logs: BTreeMap<u64, Vec<String>>,
 }
 
 struct Trace {
@@ -212,9 +276,15 @@ pub fn run(config: &RunConfig) -> Result<RunReport, String> {
     report
 }
 
+/// Whether this simulator can run `config` at all (the upgrade fault needs the apply-next mode);
+/// a sweep asks before it runs any seed.
+pub fn check(config: &RunConfig) -> Result<(), String> {
+    older_build(&Plan::of(config)).map(|_| ())
+}
+
 /// Under [`Fault::Upgrade`], the apply versions of the older build: one fewer than this build's.
-fn older_build(config: &RunConfig) -> Result<Option<api::version::ApplyRange>, String> {
-    if !config.faults.contains(&Fault::Upgrade) {
+fn older_build(plan: &Plan) -> Result<Option<api::version::ApplyRange>, String> {
+    if !plan.faults.contains(&Fault::Upgrade) {
         return Ok(None);
     }
     let build = api::version::build_apply_versions();
@@ -231,10 +301,15 @@ fn older_build(config: &RunConfig) -> Result<Option<api::version::ApplyRange>, S
 
 fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
     let started = Instant::now();
-    let older_build = older_build(config)?;
+    let plan = Plan::of(config);
+    let older_build = older_build(&plan)?;
+    // Before the hosts are registered: turmoil starts each host's software as it registers it.
+    if config.node_logs {
+        crate::logs::start();
+    }
     let ids: Vec<u64> = (1..=config.nodes).collect();
     // Under the membership fault, one spare node, which the operator adds.
-    let spares: Vec<u64> = if config.faults.contains(&Fault::Membership) { vec![config.nodes + 1] } else { Vec::new() };
+    let spares: Vec<u64> = if plan.faults.contains(&Fault::Membership) { vec![config.nodes + 1] } else { Vec::new() };
     let nodes = cluster::make_nodes(config.nodes, spares.len() as u64)
         .map_err(|error| format!("cannot make node directories: {error}"))?;
     let heal_at = config.duration;
@@ -268,12 +343,13 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
     let known = Arc::new(Mutex::new(Vec::new()));
     let large_left = Arc::new(AtomicUsize::new(if config.large_values { workload::LARGE_BEADS_MAX } else { 0 }));
     let agents = Agents {
-        count: config.agents,
+        count: plan.agents,
         node_ids: ids.clone(),
         seed: config.seed,
         stop_at: agents_stop,
         large_left,
         canaries: older_build.is_some(),
+        mix: plan.mix,
     };
     workload::register(&mut sim, &agents, &history, &known);
     let schedule = Schedule {
@@ -282,7 +358,7 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
         heal_at,
         agents_done_at,
         seed: config.seed,
-        agent: config.agents,
+        agent: plan.agents,
         failed_starts: failed_starts.clone(),
         switch_to: older_build.map(|_| api::version::build_apply_versions().max),
     };
@@ -299,10 +375,16 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
     });
 
     let sealing = Mutation::sealing(config.mutation);
-    let mut nemesis = Nemesis::new(config.seed, &config.faults, &ids, &failed_starts, sealing, heal_at);
+    let mut nemesis = Nemesis::new(config.seed, &plan.faults, &ids, &failed_starts, sealing, heal_at);
+    nemesis.action_gap_ms = plan.action_gap_ms;
+    nemesis.max_faults = config.max_faults;
     let mut trace = Trace { lines: Vec::new(), keep: config.keep_trace, hasher: Default::default() };
+    if plan.drawn {
+        trace.push(format!("swarm: {}", plan.describe()));
+    }
     let mut healed = false;
     let mut stopped = None;
+    let mut fault_events: Vec<(Duration, String)> = Vec::new();
     loop {
         match sim.step() {
             Ok(true) => break,
@@ -323,13 +405,16 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
         };
         for event in events {
             trace.push(format!("[{:>8.3}s] nemesis: {event}", now.as_secs_f64()));
+            fault_events.push((now, event));
         }
     }
     let simulated = sim.elapsed();
     for event in nemesis.failures_to_tell() {
         trace.push(format!("[{:>8.3}s] nemesis: {event}", simulated.as_secs_f64()));
+        fault_events.push((simulated, event));
     }
     drop(sim);
+    let node_logs = if config.node_logs { crate::logs::finish() } else { BTreeMap::new() };
 
     history.lock().expect("history lock").close_pending();
     let history = std::mem::take(&mut *history.lock().expect("history lock"));
@@ -357,6 +442,7 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
     });
     for (at, asked, answer) in operator_log.iter().flat_map(|(log, _)| log.steps.iter()) {
         trace.push(format!("[{:>8.3}s] operator: {asked} -> {answer}", at.as_secs_f64()));
+        fault_events.push((*at, format!("operator: {asked} -> {answer}")));
     }
     for entry in &history.entries {
         trace.push(format!(
@@ -371,6 +457,17 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
         ));
     }
 
+    let timeline = config.keep_trace.then(|| {
+        fault_events.sort_by_key(|(at, _)| *at);
+        Timeline::build(
+            workload::client_names(plan.agents, older_build.is_some()),
+            &history.entries,
+            &observations,
+            fault_events,
+            heal_at,
+            simulated,
+        )
+    });
     let mut violations = Vec::new();
     if let Some(error) = stopped {
         violations.push(Violation { checker: "node", detail: format!("the simulation stopped: {error}") });
@@ -422,8 +519,7 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
         .count();
     let controller = checkers::controller_terms::check(&controller_applies).1;
     let upgrade = checkers::upgrade::check(&versioned_applies, &healed_found).1;
-    Ok(RunReport {
-        config: config.clone(),
+    let counts = Counts {
         ops: history.entries.len(),
         unknown_ops,
         large_creates,
@@ -431,18 +527,28 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
         orchestration_acks,
         lease_grants,
         stale_fences_refused,
-        controller,
+        controller_actions: controller.applied,
+        controller_terms: controller.terms,
         faults: nemesis.injected,
         damaged_nodes: nemesis.damaged.len(),
         wipes: nemesis.wipes,
         membership_changes,
         upgrades: nemesis.upgrades,
-        upgrade,
+        switched: upgrade.switched.is_some(),
+        canaries_applied: upgrade.canaries_applied,
+        canaries_refused: upgrade.canaries_refused,
         failed_starts: failed_starts.len(),
+    };
+    Ok(RunReport {
+        config: config.clone(),
+        counts,
         simulated,
         wall: started.elapsed(),
         trace_hash: trace.hasher.finish(),
         trace: trace.lines,
         violations,
+        plan,
+        timeline,
+        node_logs,
     })
 }

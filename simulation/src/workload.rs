@@ -140,21 +140,60 @@ fn create(rng: &mut StdRng, title: String, large_left: &AtomicUsize) -> Op {
     Op::Create { title }
 }
 
-/// Chooses the next operation of agent `agent`.
-fn choose(rng: &mut StdRng, agent: usize, count: usize, known: &KnownBeads, large_left: &AtomicUsize) -> Op {
+/// The share of each kind of operation an agent draws: a weight per kind, in the order of
+/// [`Mix::KINDS`]. An agent that knows no bead yet creates one, whatever the mix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mix(pub [u32; 9]);
+
+impl Mix {
+    /// The kinds, in the order of the weights.
+    pub const KINDS: [&'static str; 9] =
+        ["create", "claim", "claim_next", "update", "set_metadata", "close", "get", "ready", "list"];
+    /// The mix of every run but a swarm one's (percentages).
+    pub const DEFAULT: Mix = Mix([15, 15, 10, 10, 20, 5, 12, 8, 5]);
+
+    /// The kind a roll in `0..total` falls on.
+    fn kind(&self, roll: u32) -> usize {
+        let mut end = 0;
+        for (kind, weight) in self.0.iter().enumerate() {
+            end += weight;
+            if roll < end {
+                return kind;
+            }
+        }
+        0
+    }
+
+    /// The sum of the weights (at least 1: creates always have weight).
+    fn total(&self) -> u32 {
+        self.0.iter().sum::<u32>().max(1)
+    }
+}
+
+impl std::fmt::Display for Mix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> =
+            Mix::KINDS.iter().zip(self.0).map(|(kind, weight)| format!("{kind} {weight}")).collect();
+        f.write_str(&parts.join(", "))
+    }
+}
+
+/// Chooses the next operation of agent `agent`, with `mix`'s shares.
+fn choose(rng: &mut StdRng, agent: usize, count: usize, known: &KnownBeads, shared: &Agents) -> Op {
     let actor = Actor(format!("agent-{agent}"));
-    let roll = rng.random_range(0..100);
+    let roll = rng.random_range(0..shared.mix.total());
     let target = pick_bead(rng, known);
-    match (roll, target) {
-        (_, None) | (0..15, _) => create(rng, format!("a{agent}-{count}"), large_left),
-        (15..30, Some(id)) => Op::Claim { id, actor },
-        (30..40, _) => Op::ClaimNext { actor },
-        (40..50, Some(id)) => Op::Update { id, priority: rng.random_range(0..5) },
-        (50..70, Some(id)) => Op::SetMetadata { id, key: format!("k{agent}-{count}"), value: format!("v{count}") },
-        (70..75, Some(id)) => Op::Close { id },
-        (75..87, Some(id)) => Op::Get { id },
-        (87..95, _) => Op::Ready,
-        _ => Op::List { limit: 10 },
+    let Some(id) = target else { return create(rng, format!("a{agent}-{count}"), &shared.large_left) };
+    match shared.mix.kind(roll) {
+        1 => Op::Claim { id, actor },
+        2 => Op::ClaimNext { actor },
+        3 => Op::Update { id, priority: rng.random_range(0..5) },
+        4 => Op::SetMetadata { id, key: format!("k{agent}-{count}"), value: format!("v{count}") },
+        5 => Op::Close { id },
+        6 => Op::Get { id },
+        7 => Op::Ready,
+        8 => Op::List { limit: 10 },
+        _ => create(rng, format!("a{agent}-{count}"), &shared.large_left),
     }
 }
 
@@ -300,6 +339,8 @@ pub struct Agents {
     pub large_left: Arc<AtomicUsize>,
     /// Whether a canary agent runs too (under [`crate::nemesis::Fault::Upgrade`]).
     pub canaries: bool,
+    /// The share of each kind of operation the agents draw.
+    pub mix: Mix,
 }
 
 async fn agent(settings: Agents, index: usize, history: SharedHistory, known: KnownBeads) -> turmoil::Result {
@@ -307,7 +348,7 @@ async fn agent(settings: Agents, index: usize, history: SharedHistory, known: Kn
     let client = client(&settings.node_ids, &mut rng)?;
     let mut count = 0usize;
     while turmoil::sim_elapsed().unwrap_or_default() < settings.stop_at {
-        let op = choose(&mut rng, index, count, &known, &settings.large_left);
+        let op = choose(&mut rng, index, count, &known, &settings);
         let is_create = op.created_title().is_some();
         let result = perform(&client, &history, index, op, false).await;
         if let (true, OpResult::Ok(Outcome::Bead(bead))) = (is_create, &result) {
@@ -420,6 +461,20 @@ pub fn register(sim: &mut turmoil::Sim<'_>, settings: &Agents, history: &SharedH
     if settings.canaries {
         sim.client("canary-agent", canary_agent(settings.clone(), index + 1, history.clone()));
     }
+}
+
+/// The names of the history's clients, by index: the agents, the healed reader, the lease
+/// agents, the orchestration agent and, with canaries, the canary agent (as [`register`] and
+/// the healed reader number them).
+pub fn client_names(agents: usize, canaries: bool) -> Vec<String> {
+    let mut names: Vec<String> = (0..agents).map(|index| format!("agent-{index}")).collect();
+    names.push("healed reader".into());
+    names.extend((0..LEASE_AGENTS).map(|index| format!("lease-agent-{index}")));
+    names.push("orchestration-agent".into());
+    if canaries {
+        names.push("canary-agent".into());
+    }
+    names
 }
 
 /// A fresh history.

@@ -17,7 +17,9 @@ use std::time::Duration;
 
 use simulation::cluster::{DiskKind, Mutation};
 use simulation::nemesis::Fault;
-use simulation::run::{RunConfig, RunReport, run};
+use simulation::report;
+use simulation::run::{RunConfig, run};
+use simulation::sweep::{SeedRecord, Sweep, sweep};
 
 /// Seeds per fresh band of 3-node clusters.
 const SEEDS_3_NODES: u64 = 100;
@@ -49,6 +51,9 @@ const SEEDS_WIPE_3_NODES: u64 = 20;
 /// links, so that it rejoins while the cluster keeps writing and failing over.
 const WIPE_FAULTS: [Fault; 4] = [Fault::Partition, Fault::Crash, Fault::Lossy, Fault::Wipe];
 
+/// Seeds of the swarm band.
+const SEEDS_SWARM_3_NODES: u64 = 30;
+
 /// Seeds within which the forced-membership mutation must be caught.
 const FORCED_MEMBERSHIP_SEEDS_MAX: u64 = 10;
 /// Seeds per band of 3-node clusters whose membership changes under faults.
@@ -62,44 +67,49 @@ fn config(seed: u64, nodes: u64) -> RunConfig {
     RunConfig { nodes, duration: Duration::from_secs(6), ..RunConfig::new(seed) }
 }
 
-fn run_clean(config: &RunConfig) -> RunReport {
-    let report = run(config).unwrap();
-    assert!(
-        report.violations.is_empty(),
-        "seed {} broke {} propert(ies):\n{}\nreplay: {}",
-        config.seed,
-        report.violations.len(),
-        report.violations.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"),
-        config.replay_command()
-    );
-    report
+/// Runs `count` seeds from `start` of `template` as `simulation --jobs 1` does (the sweep, with
+/// one worker process), and answers their records; every seed must pass.
+fn sweep_clean(template: &RunConfig, start: u64, count: u64) -> Vec<SeedRecord> {
+    let outcome = sweep(&Sweep::new(template.clone(), start, count, env!("CARGO_BIN_EXE_simulation")), |_, _| {});
+    let failures = report::failures(&outcome.records, 10);
+    assert!(failures.is_empty(), "{failures}");
+    assert_eq!(outcome.records.len() as u64, count, "the sweep ran fewer seeds than asked");
+    outcome.records
+}
+
+/// Runs one seed through the sweep; it must pass.
+fn run_clean(config: &RunConfig) -> SeedRecord {
+    sweep_clean(config, config.seed, 1).remove(0)
+}
+
+/// The first of `count` seeds from 0 of `template` that fails, through the sweep (which stops
+/// there).
+fn first_failure(template: &RunConfig, count: u64) -> Option<SeedRecord> {
+    let outcome = sweep(&Sweep::new(template.clone(), 0, count, env!("CARGO_BIN_EXE_simulation")), |_, _| {});
+    outcome.records.into_iter().find(|record| !record.passed)
 }
 
 fn band(start: u64, count: u64, nodes: u64) {
-    let (mut ops, mut order_firings, mut lease_grants, mut stale_fences, mut orchestration) = (0, 0, 0, 0, 0);
-    let mut controller_terms = 0;
-    for seed in start..start + count {
-        let report = run_clean(&config(seed, nodes));
-        ops += report.ops;
-        order_firings += report.order_firings;
-        lease_grants += report.lease_grants;
-        stale_fences += report.stale_fences_refused;
-        orchestration += report.orchestration_acks;
-        controller_terms += report.controller.terms;
-    }
+    let records = sweep_clean(&config(start, nodes), start, count);
+    let sum = |field: fn(&SeedRecord) -> usize| records.iter().map(field).sum::<usize>() as u64;
+    let controller_terms = sum(|record| record.counts.controller_terms);
     assert!(
-        controller_terms as u64 > count,
+        controller_terms > count,
         "controllers acted in only {controller_terms} terms over {count} runs: the term fence went unexercised"
     );
+    let orchestration = sum(|record| record.counts.orchestration_acks);
+    assert!(orchestration >= count * 10, "the orchestration agent had only {orchestration} operations acknowledged");
+    let lease_grants = sum(|record| record.counts.lease_grants);
+    assert!(lease_grants >= count * 3, "the lease agents were granted only {lease_grants} leases");
     assert!(
-        orchestration as u64 >= count * 10,
-        "the orchestration agent had only {orchestration} operations acknowledged"
+        sum(|record| record.counts.stale_fences_refused) > 0,
+        "no stalled agent's stale fenced close was ever refused: fencing went unexercised"
     );
-    assert!(lease_grants as u64 >= count * 3, "the lease agents were granted only {lease_grants} leases");
-    assert!(stale_fences > 0, "no stalled agent's stale fenced close was ever refused: fencing went unexercised");
-    assert!(ops as u64 > count * 50, "the workload ran too few operations ({ops}) to mean anything");
+    let ops = sum(|record| record.counts.ops);
+    assert!(ops > count * 50, "the workload ran too few operations ({ops}) to mean anything");
+    let order_firings = sum(|record| record.counts.order_firings);
     assert!(
-        order_firings as u64 >= count * 2,
+        order_firings >= count * 2,
         "the controllers fired only {order_firings} orders in {count} runs: the orders checker saw too little"
     );
 }
@@ -107,35 +117,37 @@ fn band(start: u64, count: u64, nodes: u64) {
 /// A band under every fault, storage damage included: it must damage storage and see starts
 /// refused, and stay clean.
 fn corruption_band(start: u64, count: u64, nodes: u64) {
-    let (mut damaged, mut failed_starts) = (0, 0);
-    for seed in start..start + count {
-        let report = run_clean(&RunConfig { faults: Fault::ALL.to_vec(), ..config(seed, nodes) });
-        damaged += report.damaged_nodes;
-        failed_starts += report.failed_starts;
-    }
+    let records = sweep_clean(&RunConfig { faults: Fault::ALL.to_vec(), ..config(start, nodes) }, start, count);
+    let damaged: usize = records.iter().map(|record| record.counts.damaged_nodes).sum();
     assert!(damaged as u64 >= count / 3, "the band damaged only {damaged} nodes' storage");
-    assert!(failed_starts > 0, "no damaged node ever refused to start");
+    assert!(records.iter().any(|record| record.counts.failed_starts > 0), "no damaged node ever refused to start");
 }
 
 /// A band in which nodes lose their whole storage and rejoin empty: it must wipe, and every
 /// wiped node must catch up (the convergence checker), and stay clean.
 fn wipe_band(start: u64, count: u64, nodes: u64) {
-    let mut wipes = 0;
-    for seed in start..start + count {
-        let report = run_clean(&RunConfig { faults: WIPE_FAULTS.to_vec(), ..config(seed, nodes) });
-        wipes += report.wipes;
-    }
+    let records = sweep_clean(&RunConfig { faults: WIPE_FAULTS.to_vec(), ..config(start, nodes) }, start, count);
+    let wipes: usize = records.iter().map(|record| record.counts.wipes).sum();
     assert!(wipes as u64 >= count / 2, "the band wiped only {wipes} nodes' storage in {count} runs");
 }
 
 fn membership_band(start: u64, count: u64, nodes: u64) {
-    let mut changes = 0;
-    for seed in start..start + count {
-        let report = run_clean(&RunConfig { faults: MEMBERSHIP_FAULTS.to_vec(), ..config(seed, nodes) });
-        changes += report.membership_changes;
-    }
+    let records = sweep_clean(&RunConfig { faults: MEMBERSHIP_FAULTS.to_vec(), ..config(start, nodes) }, start, count);
+    let changes: usize = records.iter().map(|record| record.counts.membership_changes).sum();
     // Three changes a run when every step gets through before the faults end.
     assert!(changes as u64 >= count * 3 / 2, "the band made only {changes} membership changes in {count} runs");
+}
+
+/// A swarm band: each seed draws its own faults (of every kind), pace, agents and mix; they
+/// must differ from seed to seed, and every seed stay clean.
+fn swarm_band(start: u64, count: u64, nodes: u64) {
+    let template = RunConfig { faults: Fault::ALL.to_vec(), swarm: true, ..config(start, nodes) };
+    let records = sweep_clean(&template, start, count);
+    let plans: std::collections::BTreeSet<&str> = records.iter().map(|record| record.plan.as_str()).collect();
+    assert!(records.iter().all(|record| record.swarm), "a seed of the swarm band drew no plan");
+    assert_eq!(plans.len() as u64, count, "seeds of the swarm band drew the same plan");
+    let ops: usize = records.iter().map(|record| record.counts.ops).sum();
+    assert!(ops as u64 > count * 30, "the swarm band ran too few operations ({ops})");
 }
 
 /// The first seed of the fresh bands: from the commit hash when the Makefile passes it, else
@@ -175,11 +187,8 @@ fn fresh_band_5_nodes() {
 /// of entries and records of ~0.9 MiB.
 #[test]
 fn large_values_band_3_nodes() {
-    let mut large = 0;
-    for seed in 2_000_000..2_000_000 + SEEDS_LARGE_VALUES {
-        let report = run_clean(&RunConfig { large_values: true, ..config(seed, 3) });
-        large += report.large_creates;
-    }
+    let records = sweep_clean(&RunConfig { large_values: true, ..config(0, 3) }, 2_000_000, SEEDS_LARGE_VALUES);
+    let large: usize = records.iter().map(|record| record.counts.large_creates).sum();
     assert!(large as u64 >= SEEDS_LARGE_VALUES * 4, "the band made only {large} large creates");
 }
 
@@ -206,6 +215,13 @@ fn wipe_band_3_nodes() {
 #[test]
 fn fresh_wipe_band_3_nodes() {
     wipe_band(fresh_start().wrapping_add(4_000_000), SEEDS_WIPE_3_NODES, 3);
+}
+
+/// Swarm testing in CI: fresh seeds, each drawing its own faults of every kind, pace, agents and
+/// mix.
+#[test]
+fn fresh_swarm_band_3_nodes() {
+    swarm_band(fresh_start().wrapping_add(7_000_000), SEEDS_SWARM_3_NODES, 3);
 }
 
 #[test]
@@ -338,11 +354,8 @@ fn a_default_build_refuses_the_upgrade_fault() {
 
 #[test]
 fn rocksdb_backend_under_crashes_and_partitions() {
-    for seed in 0..4 {
-        let config =
-            RunConfig { disk: DiskKind::Rocks, faults: vec![Fault::Crash, Fault::Partition], ..config(seed, 3) };
-        run_clean(&config);
-    }
+    let template = RunConfig { disk: DiskKind::Rocks, faults: vec![Fault::Crash, Fault::Partition], ..config(0, 3) };
+    sweep_clean(&template, 0, 4);
 }
 
 /// Runs one seed in a fresh simulator process, as a replay does, and returns its trace.
@@ -402,26 +415,20 @@ fn an_upgrade_run_gives_the_same_trace() {
 /// that differs (convergence), a log entry that differs (log matching), or a wrong answer.
 #[test]
 fn no_checksum_mutation_is_caught() {
-    for seed in 0..NO_CHECKSUM_SEEDS_MAX {
-        let config = RunConfig { mutation: Some(Mutation::NoChecksum), faults: Fault::ALL.to_vec(), ..config(seed, 3) };
-        let report = run(&config).unwrap();
-        if !report.violations.is_empty() {
-            eprintln!("caught at seed {seed}: {}", report.violations[0]);
-            return;
-        }
+    let template = RunConfig { mutation: Some(Mutation::NoChecksum), faults: Fault::ALL.to_vec(), ..config(0, 3) };
+    if let Some(caught) = first_failure(&template, NO_CHECKSUM_SEEDS_MAX) {
+        eprintln!("caught at seed {}: {}", caught.seed, caught.violations[0]);
+        return;
     }
     panic!("storage damage under recomputed checksums went unnoticed for {NO_CHECKSUM_SEEDS_MAX} seeds");
 }
 
 #[test]
 fn no_fsync_mutation_is_caught() {
-    for seed in 0..MUTATION_SEEDS_MAX {
-        let config = RunConfig { mutation: Some(Mutation::NoFsync), faults: vec![Fault::Crash], ..config(seed, 3) };
-        let report = run(&config).unwrap();
-        if !report.violations.is_empty() {
-            eprintln!("caught at seed {seed}: {}", report.violations[0]);
-            return;
-        }
+    let template = RunConfig { mutation: Some(Mutation::NoFsync), faults: vec![Fault::Crash], ..config(0, 3) };
+    if let Some(caught) = first_failure(&template, MUTATION_SEEDS_MAX) {
+        eprintln!("caught at seed {}: {}", caught.seed, caught.violations[0]);
+        return;
     }
     panic!("acknowledging unsynced log entries went unnoticed for {MUTATION_SEEDS_MAX} seeds");
 }
@@ -432,17 +439,14 @@ fn no_fsync_mutation_is_caught() {
 /// unexplained writes.
 #[test]
 fn forced_membership_mutation_is_caught() {
-    for seed in 0..FORCED_MEMBERSHIP_SEEDS_MAX {
-        let config = RunConfig {
-            mutation: Some(Mutation::ForcedMembership),
-            faults: vec![Fault::Crash, Fault::Partition],
-            ..config(seed, 3)
-        };
-        let report = run(&config).unwrap();
-        if !report.violations.is_empty() {
-            eprintln!("caught at seed {seed}: {}", report.violations[0]);
-            return;
-        }
+    let template = RunConfig {
+        mutation: Some(Mutation::ForcedMembership),
+        faults: vec![Fault::Crash, Fault::Partition],
+        ..config(0, 3)
+    };
+    if let Some(caught) = first_failure(&template, FORCED_MEMBERSHIP_SEEDS_MAX) {
+        eprintln!("caught at seed {}: {}", caught.seed, caught.violations[0]);
+        return;
     }
     panic!("a membership that bypassed joint consensus went unnoticed for {FORCED_MEMBERSHIP_SEEDS_MAX} seeds");
 }
@@ -478,7 +482,7 @@ fn stale_controller_mutation_is_caught() {
 #[test]
 fn regression_seed_4000000_a_wiped_node_catches_up() {
     let report = run_clean(&RunConfig { faults: WIPE_FAULTS.to_vec(), ..config(4_000_000, 3) });
-    assert!(report.wipes > 0, "the seed wiped no node");
+    assert!(report.counts.wipes > 0, "the seed wiped no node");
 }
 
 /// Seed 249 628 576 259 355 (3 nodes, 6 s, the wipe band's faults) found a wiped node that helped
@@ -492,7 +496,7 @@ fn regression_seed_4000000_a_wiped_node_catches_up() {
 #[test]
 fn regression_seed_249628576259355_a_wiped_node_refuses_a_deposed_leader() {
     let report = run_clean(&RunConfig { faults: WIPE_FAULTS.to_vec(), ..config(249_628_576_259_355, 3) });
-    assert!(report.wipes > 0, "the seed wiped no node");
+    assert!(report.counts.wipes > 0, "the seed wiped no node");
 }
 
 /// Seed 17 (3 nodes, 6 s) once reported a leader-completeness violation: a restarted node
@@ -539,7 +543,7 @@ fn regression_seed_193043188885123_one_leader_per_term() {
 #[test]
 fn regression_seed_227324777722169_a_joint_configuration_is_completed() {
     let report = run_clean(&RunConfig { faults: Fault::ALL.to_vec(), ..config(227_324_777_722_169, 3) });
-    assert!(report.membership_changes > 0, "the seed changed no membership");
+    assert!(report.counts.membership_changes > 0, "the seed changed no membership");
 }
 
 /// Seed 3 100 011 (5 nodes, 6 s, every fault): the operator's request to add the spare got no
@@ -560,7 +564,7 @@ fn regression_seed_3100011_a_spare_whose_addition_was_unanswered_still_starts() 
 #[test]
 fn regression_seed_39652363255988_a_removed_node_that_was_never_told() {
     let report = run_clean(&RunConfig { faults: MEMBERSHIP_FAULTS.to_vec(), ..config(39_652_363_255_988, 3) });
-    assert!(report.membership_changes > 0, "the seed changed no membership");
+    assert!(report.counts.membership_changes > 0, "the seed changed no membership");
 }
 
 /// Seed 256 637 050 588 295 (3 nodes, 6 s, every fault): node 1, a voter that was down while the
@@ -571,7 +575,7 @@ fn regression_seed_39652363255988_a_removed_node_that_was_never_told() {
 #[test]
 fn regression_seed_256637050588295_a_truncated_membership_entry_is_no_removal() {
     let report = run_clean(&RunConfig { faults: Fault::ALL.to_vec(), ..config(256_637_050_588_295, 3) });
-    assert!(report.membership_changes > 0, "the seed changed no membership");
+    assert!(report.counts.membership_changes > 0, "the seed changed no membership");
 }
 
 /// Seed 77 482 600 343 231 (3 nodes, 6 s, every fault; a fresh corruption band found it): node 2
@@ -583,5 +587,5 @@ fn regression_seed_256637050588295_a_truncated_membership_entry_is_no_removal() 
 #[test]
 fn regression_seed_77482600343231_a_lagging_voter_votes_for_a_member_added_since() {
     let report = run_clean(&RunConfig { faults: Fault::ALL.to_vec(), ..config(77_482_600_343_231, 3) });
-    assert!(report.membership_changes > 0, "the seed changed no membership");
+    assert!(report.counts.membership_changes > 0, "the seed changed no membership");
 }
