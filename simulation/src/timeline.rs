@@ -55,6 +55,8 @@ pub struct Timeline {
     pub end: Duration,
 }
 
+/// Violations the page lists; `violations.txt` holds them all.
+const VIOLATIONS_SHOWN: usize = 20;
 /// Longest label kept for an operation.
 const LABEL_CHARS_MAX: usize = 160;
 
@@ -194,8 +196,15 @@ impl Timeline {
         }
         svg.push_str("</svg>");
         let mut found = String::new();
-        for violation in violations {
+        for violation in violations.iter().take(VIOLATIONS_SHOWN) {
             let _ = write!(found, "<li>{}</li>", escape(violation));
+        }
+        if violations.len() > VIOLATIONS_SHOWN {
+            let _ = write!(
+                found,
+                "<li>… and {} more (violations.txt holds them all)</li>",
+                violations.len() - VIOLATIONS_SHOWN
+            );
         }
         let counts = |wanted: Outcome| self.ops.iter().filter(|op| op.outcome == wanted).count();
         format!(
@@ -205,10 +214,10 @@ impl Timeline {
 </head><body>
 <h1>{title}</h1>
 <p>Replay: <code>{replay}</code></p>
-<h2>Violations</h2><ul>{found}</ul>
 <h2>Timeline</h2>
 <p class="key">{ops} operations:<span style="background:#2a2"></span>ok {ok}<span style="background:#e90"></span>refused {refused}<span style="background:#d22"></span>unknown {unknown}<span style="background:#c33"></span>fault<span style="background:#36c"></span>operator<span style="background:#fff4e5"></span>fault phase. Hover a mark for its detail.</p>
 {svg}
+<h2>Violations</h2><ul>{found}</ul>
 </body></html>
 "##,
             title = escape(title),

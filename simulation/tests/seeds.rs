@@ -22,12 +22,12 @@ use simulation::run::{RunConfig, run};
 use simulation::sweep::{SeedRecord, Sweep, sweep};
 
 /// Seeds per fresh band of 3-node clusters.
-const SEEDS_3_NODES: u64 = 100;
+const SEEDS_3_NODES: u64 = 70;
 /// Seeds per fresh band of 5-node clusters.
 const SEEDS_5_NODES: u64 = 50;
 /// Seeds of the fixed bands, smaller than the fresh ones: every commit has run the fixed seeds
 /// before, so past the regression net they keep, their time buys more as fresh seeds.
-const FIXED_SEEDS_3_NODES: u64 = 40;
+const FIXED_SEEDS_3_NODES: u64 = 30;
 /// Seeds of the fixed band of 5-node clusters.
 const FIXED_SEEDS_5_NODES: u64 = 20;
 /// Seeds of the fixed corruption band of 3-node clusters (the fresh one runs
@@ -38,7 +38,7 @@ const MUTATION_SEEDS_MAX: u64 = 20;
 /// Seeds of the large-values band (each moves ~10 MiB through every node, so fewer).
 const SEEDS_LARGE_VALUES: u64 = 8;
 /// Seeds per band of 3-node clusters under every fault, storage damage included.
-const SEEDS_CORRUPTION_3_NODES: u64 = 50;
+const SEEDS_CORRUPTION_3_NODES: u64 = 40;
 /// Seeds per band of 5-node clusters under every fault, storage damage included.
 const SEEDS_CORRUPTION_5_NODES: u64 = 20;
 /// Seeds within which the no-checksum mutation must be caught.
@@ -51,7 +51,7 @@ const SEEDS_WIPE_3_NODES: u64 = 20;
 /// links, so that it rejoins while the cluster keeps writing and failing over.
 const WIPE_FAULTS: [Fault; 4] = [Fault::Partition, Fault::Crash, Fault::Lossy, Fault::Wipe];
 
-/// Seeds of the swarm band.
+/// Seeds of the swarm band (its seeds were the fresh 3-node band's: a swarm seed explores more).
 const SEEDS_SWARM_3_NODES: u64 = 30;
 
 /// Seeds within which the forced-membership mutation must be caught.
