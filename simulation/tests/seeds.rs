@@ -257,7 +257,7 @@ fn sweep_apply_next(
     env: &[(&str, &str)],
 ) -> (bool, BTreeMap<String, String>, String) {
     let output = apply_next_simulator()
-        .args(["--seeds", &seeds.to_string(), "--start-seed", &start.to_string(), "--duration", "6s"])
+        .args(["--seeds", &seeds.to_string(), "--start-seed", &start.to_string(), "--duration", "6s", "--jobs", "1"])
         .args(["--faults", faults])
         .envs(env.iter().copied())
         .output()
