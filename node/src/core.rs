@@ -65,6 +65,8 @@ pub struct NodeCore<D: Disk> {
     /// While this node leads: the divergence its consistency checks found, if any (see
     /// `leader::members`).
     pub divergence: std::sync::Mutex<Option<String>>,
+    /// The bug planted in this node, if any (simulator only; see [`crate::PlantedBug`]).
+    pub planted: Option<crate::PlantedBug>,
 }
 
 impl<D: Disk> NodeCore<D> {
@@ -95,6 +97,7 @@ impl<D: Disk> NodeCore<D> {
             transfer: std::sync::Mutex::new(None),
             halted: std::sync::Mutex::new(None),
             divergence: std::sync::Mutex::new(None),
+            planted: None,
         }
     }
 

@@ -204,6 +204,10 @@ pub enum PlantedBug {
     /// began in, also after another leader's controller acted. And the state machine's term
     /// fence is off, so such a late action is applied.
     StaleController,
+    /// A write whose answer a fault point lost (`raft_store::faults::FaultPoint::ResponseDrop`)
+    /// is answered as refused, though it took effect, instead of failing so that the client
+    /// retries it: a client is told a write had no effect when it had.
+    LostAnswerRefused,
 }
 
 /// A client-facing gRPC server with the request and response size limits.
@@ -302,7 +306,8 @@ where
     };
     let storage = Storage { disk, flush_mode, probes: apply_probes };
     let start = start_raft(config, cluster_id, connector, storage, clock, (rejoin, standing));
-    let (core, peers) = Runtime::scope(seed, start).await?;
+    let (mut core, peers) = Runtime::scope(seed, start).await?;
+    core.planted = probes.planted;
     let core = Arc::new(core);
     // A removal notice in a member's answer (see `peer::network::Heeded`); weak, since the
     // channels that call it belong to the core's own Raft.

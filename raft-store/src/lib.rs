@@ -12,6 +12,7 @@ pub mod backup;
 pub mod codec;
 pub mod consistency;
 pub mod disk;
+pub mod faults;
 pub mod log_store;
 pub mod memory;
 pub mod rocks;

@@ -467,6 +467,7 @@ impl<D: Disk> RaftLogStorage<TypeConfig> for LogStore<D> {
         I::IntoIter: OptionalSend,
     {
         let entries: Vec<Entry> = entries.into_iter().collect();
+        crate::faults::delay(crate::faults::FaultPoint::LogFlushDelay).await;
         let mut ops = Vec::with_capacity(entries.len());
         let mut sizes = Vec::with_capacity(entries.len());
         for entry in &entries {

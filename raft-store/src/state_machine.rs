@@ -742,6 +742,7 @@ impl<D: Disk> RaftSnapshotBuilder<TypeConfig> for StateMachineStore<D> {
     type SnapshotData = SnapshotFile;
 
     async fn build_snapshot(&mut self) -> Result<SnapshotOf<TypeConfig, SnapshotFile>, io::Error> {
+        crate::faults::delay(crate::faults::FaultPoint::SnapshotBuildDelay).await;
         let store = self.clone();
         off_worker::<D, _>(move || store.build()).await
     }
@@ -760,6 +761,7 @@ impl<D: Disk> RaftStateMachine<TypeConfig> for StateMachineStore<D> {
     where
         Strm: Stream<Item = Result<EntryResponder<TypeConfig>, io::Error>> + Unpin + OptionalSend,
     {
+        crate::faults::delay(crate::faults::FaultPoint::ApplyDelay).await;
         let mut applied = self.applied();
         let mut responders = Vec::new();
         let mut membership_changed = false;

@@ -64,6 +64,9 @@ pub enum Mutation {
     /// itself the only voter of the membership (`--force-new-cluster`) while the other members
     /// are alive, so a configuration whose majority is node 1 alone commits beside the old one.
     ForcedMembership,
+    /// A write whose answer the response-drop fault point lost is answered as refused, though it
+    /// took effect ([`node::PlantedBug::LostAnswerRefused`]); runs under the `code` fault.
+    LostAnswerRefused,
 }
 
 impl Mutation {
@@ -71,9 +74,13 @@ impl Mutation {
     pub fn sealing(mutation: Option<Mutation>) -> crate::damage::Sealing {
         match mutation {
             Some(Mutation::NoChecksum) => crate::damage::Sealing::Resealed,
-            Some(Mutation::NoFsync | Mutation::StaleController | Mutation::ForcedMembership) | None => {
-                crate::damage::Sealing::Visible
-            }
+            Some(
+                Mutation::NoFsync
+                | Mutation::StaleController
+                | Mutation::ForcedMembership
+                | Mutation::LostAnswerRefused,
+            )
+            | None => crate::damage::Sealing::Visible,
         }
     }
 }
@@ -496,7 +503,11 @@ async fn serve<D: Disk>(
         probes: Probes {
             metrics: Some(observer(node_id, observations)),
             applies: Some(apply_probe(node_id, controller_applies, versioned_applies)),
-            planted: (mutation == Some(Mutation::StaleController)).then_some(PlantedBug::StaleController),
+            planted: match mutation {
+                Some(Mutation::StaleController) => Some(PlantedBug::StaleController),
+                Some(Mutation::LostAnswerRefused) => Some(PlantedBug::LostAnswerRefused),
+                _ => None,
+            },
             apply_versions,
         },
         tls: None,

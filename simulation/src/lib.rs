@@ -8,7 +8,7 @@
 //! - [`workload`]: agents using `api::client::Client` over the simulated network, recording
 //!   every operation in the [`history`].
 //! - [`nemesis`]: seeded faults between simulation steps; [`damage`]: what its corruption fault
-//!   does to a stopped node's storage.
+//!   does to a stopped node's storage; [`code_faults`]: fault points inside the node's code.
 //! - [`operator`]: membership changes through the cluster's own API while the nemesis acts
 //!   (the membership fault).
 //! - [`healed`]: after the faults, checks liveness, reads everything back, waits for convergence.
@@ -24,6 +24,7 @@
 
 pub mod checkers;
 pub mod cluster;
+pub mod code_faults;
 pub mod damage;
 pub mod healed;
 pub mod history;

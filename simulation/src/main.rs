@@ -46,9 +46,10 @@ struct Args {
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     duration: Duration,
     /// Faults to inject: default (partition, oneway, lossy, crash, clock), all (those and corrupt,
-    /// wipe, membership), none, or a comma-separated list of those kinds and upgrade (a rolling
-    /// upgrade; only a debug build run with STRAND_TEST_APPLY_NEXT=1 runs it). With --swarm,
-    /// the kinds each seed draws from.
+    /// wipe, membership), none, or a comma-separated list of those kinds (default and all
+    /// included), upgrade (a rolling upgrade; only a debug build run with STRAND_TEST_APPLY_NEXT=1
+    /// runs it) and code (fault points inside the node's code). With --swarm, the kinds each seed
+    /// draws from.
     #[arg(long, default_value = "default", value_parser = parse_faults)]
     faults: FaultList,
     /// Concurrent simulated agents (with --swarm, each seed draws its own).
@@ -114,26 +115,34 @@ struct Args {
 struct FaultList(Vec<Fault>);
 
 fn parse_faults(text: &str) -> Result<FaultList, String> {
-    match text {
-        "default" => Ok(FaultList(Fault::DEFAULT.to_vec())),
-        "all" => Ok(FaultList(Fault::ALL.to_vec())),
-        "none" => Ok(FaultList(Vec::new())),
-        list => list
-            .split(',')
-            .map(|name| {
-                <Fault as clap::ValueEnum>::from_str(name.trim(), true).map_err(|_| {
-                    let names: Vec<String> = <Fault as clap::ValueEnum>::value_variants()
-                        .iter()
-                        .filter_map(|fault| {
-                            clap::ValueEnum::to_possible_value(fault).map(|value| value.get_name().to_string())
-                        })
-                        .collect();
-                    format!("unknown fault {name:?}; use default, all, none, or a list of {}", names.join(","))
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(FaultList),
+    if text == "none" {
+        return Ok(FaultList(Vec::new()));
     }
+    let mut faults = Vec::new();
+    for name in text.split(',').map(str::trim) {
+        let named: Vec<Fault> = match name {
+            "default" => Fault::DEFAULT.to_vec(),
+            "all" => Fault::ALL.to_vec(),
+            name => vec![<Fault as clap::ValueEnum>::from_str(name, true).map_err(|_| {
+                let names: Vec<String> = <Fault as clap::ValueEnum>::value_variants()
+                    .iter()
+                    .filter_map(|fault| {
+                        clap::ValueEnum::to_possible_value(fault).map(|value| value.get_name().to_string())
+                    })
+                    .collect();
+                format!(
+                    "unknown fault {name:?}; use default, all, none, or a list of {} (default and all may be in it)",
+                    names.join(",")
+                )
+            })?],
+        };
+        for fault in named {
+            if !faults.contains(&fault) {
+                faults.push(fault);
+            }
+        }
+    }
+    Ok(FaultList(faults))
 }
 
 /// A time budget: a positive duration.

@@ -75,6 +75,11 @@ pub enum Fault {
     /// (`STRAND_TEST_APPLY_NEXT=1`); not in [`Fault::ALL`], since a build applies one version only
     /// outside that mode.
     Upgrade,
+    /// Faults inside the node's own code: the fault points of `raft_store::faults` (a delayed
+    /// apply, a delayed log append, a slow snapshot build, a response lost after its write) fire
+    /// with chances drawn from the seed ([`crate::code_faults`]). Not an action of the nemesis;
+    /// not in [`Fault::ALL`], whose seeds stay as they were.
+    Code,
 }
 
 impl Fault {
@@ -149,12 +154,12 @@ impl Nemesis {
         };
         Nemesis {
             rng: StdRng::seed_from_u64(seed ^ 0x6e65_6d65_7369_7300),
-            // The operator makes the membership changes and the upgrades follow their own plan:
-            // neither is a random action.
+            // The operator makes the membership changes, the upgrades follow their own plan and
+            // the fault points fire in the node's code: none is a random action.
             faults: faults
                 .iter()
                 .copied()
-                .filter(|fault| !matches!(fault, Fault::Membership | Fault::Upgrade))
+                .filter(|fault| !matches!(fault, Fault::Membership | Fault::Upgrade | Fault::Code))
                 .collect(),
             ids: ids.to_vec(),
             next_at: Duration::from_millis(1_000),
@@ -203,7 +208,7 @@ impl Nemesis {
             Fault::Clock => self.jump_clock(nodes),
             Fault::Corrupt => self.corrupt(sim, nodes, now),
             Fault::Wipe => self.wipe(sim, nodes, now),
-            Fault::Membership | Fault::Upgrade => None,
+            Fault::Membership | Fault::Upgrade | Fault::Code => None,
         };
         if let Some(event) = event {
             self.injected += 1;

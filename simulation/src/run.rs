@@ -179,6 +179,8 @@ pub struct Counts {
     pub canaries_refused: usize,
     /// Nodes whose start failed (they stayed down).
     pub failed_starts: usize,
+    /// Fault points that fired inside the nodes' code ([`Fault::Code`]).
+    pub fault_points: usize,
 }
 
 /// What a run did and found.
@@ -385,6 +387,11 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
     let mut healed = false;
     let mut stopped = None;
     let mut fault_events: Vec<(Duration, String)> = Vec::new();
+    let code_faults = plan.faults.contains(&Fault::Code).then(|| {
+        let (chances, fired) = crate::code_faults::arm(config.seed);
+        trace.push(format!("fault points: {}", chances.describe()));
+        fired
+    });
     loop {
         match sim.step() {
             Ok(true) => break,
@@ -414,6 +421,10 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
         fault_events.push((simulated, event));
     }
     drop(sim);
+    let fault_points = code_faults.as_ref().map_or(0, |fired| fired.borrow().values().sum());
+    if let Some(fired) = &code_faults {
+        trace.push(crate::code_faults::disarm(fired));
+    }
     let node_logs = if config.node_logs { crate::logs::finish() } else { BTreeMap::new() };
 
     history.lock().expect("history lock").close_pending();
@@ -538,6 +549,7 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
         canaries_applied: upgrade.canaries_applied,
         canaries_refused: upgrade.canaries_refused,
         failed_starts: failed_starts.len(),
+        fault_points,
     };
     Ok(RunReport {
         config: config.clone(),

@@ -22,7 +22,7 @@ use simulation::run::{RunConfig, run};
 use simulation::sweep::{SeedRecord, Sweep, sweep};
 
 /// Seeds per fresh band of 3-node clusters.
-const SEEDS_3_NODES: u64 = 70;
+const SEEDS_3_NODES: u64 = 60;
 /// Seeds per fresh band of 5-node clusters.
 const SEEDS_5_NODES: u64 = 50;
 /// Seeds of the fixed bands, smaller than the fresh ones: every commit has run the fixed seeds
@@ -53,6 +53,11 @@ const WIPE_FAULTS: [Fault; 4] = [Fault::Partition, Fault::Crash, Fault::Lossy, F
 
 /// Seeds of the swarm band (its seeds were the fresh 3-node band's: a swarm seed explores more).
 const SEEDS_SWARM_3_NODES: u64 = 30;
+/// Seeds of the band with fault points firing inside the nodes' code (taken from the fresh
+/// 3-node band too).
+const SEEDS_CODE_3_NODES: u64 = 10;
+/// Seeds within which the lost-answer-refused mutation must be caught.
+const LOST_ANSWER_SEEDS_MAX: u64 = 5;
 
 /// Seeds within which the forced-membership mutation must be caught.
 const FORCED_MEMBERSHIP_SEEDS_MAX: u64 = 10;
@@ -141,7 +146,9 @@ fn membership_band(start: u64, count: u64, nodes: u64) {
 /// A swarm band: each seed draws its own faults (of every kind), pace, agents and mix; they
 /// must differ from seed to seed, and every seed stay clean.
 fn swarm_band(start: u64, count: u64, nodes: u64) {
-    let template = RunConfig { faults: Fault::ALL.to_vec(), swarm: true, ..config(start, nodes) };
+    let mut faults = Fault::ALL.to_vec();
+    faults.push(Fault::Code);
+    let template = RunConfig { faults, swarm: true, ..config(start, nodes) };
     let records = sweep_clean(&template, start, count);
     let plans: std::collections::BTreeSet<&str> = records.iter().map(|record| record.plan.as_str()).collect();
     assert!(records.iter().all(|record| record.swarm), "a seed of the swarm band drew no plan");
@@ -217,8 +224,36 @@ fn fresh_wipe_band_3_nodes() {
     wipe_band(fresh_start().wrapping_add(4_000_000), SEEDS_WIPE_3_NODES, 3);
 }
 
-/// Swarm testing in CI: fresh seeds, each drawing its own faults of every kind, pace, agents and
-/// mix.
+/// The default faults and the fault points inside the nodes' code (delayed applies, log appends
+/// and snapshot builds, answers lost after their write): every seed clean, and the points fired.
+#[test]
+fn fresh_code_band_3_nodes() {
+    let start = fresh_start().wrapping_add(8_000_000);
+    let mut faults = Fault::DEFAULT.to_vec();
+    faults.push(Fault::Code);
+    let records = sweep_clean(&RunConfig { faults, ..config(start, 3) }, start, SEEDS_CODE_3_NODES);
+    let fired: usize = records.iter().map(|record| record.counts.fault_points).sum();
+    assert!(fired as u64 >= SEEDS_CODE_3_NODES * 10, "the fault points fired only {fired} times");
+}
+
+/// A node that answers a write whose answer was lost as refused, though it took effect, must show
+/// to the checkers (exactly-once, linearizability): the response-drop point reaches them.
+#[test]
+fn lost_answer_refused_mutation_is_caught() {
+    let template = RunConfig {
+        mutation: Some(Mutation::LostAnswerRefused),
+        faults: vec![Fault::Crash, Fault::Partition, Fault::Code],
+        ..config(0, 3)
+    };
+    if let Some(caught) = first_failure(&template, LOST_ANSWER_SEEDS_MAX) {
+        eprintln!("caught at seed {}: {}", caught.seed, caught.violations[0]);
+        return;
+    }
+    panic!("answers of writes that took effect, given as refusals, went unnoticed for {LOST_ANSWER_SEEDS_MAX} seeds");
+}
+
+/// Swarm testing in CI: fresh seeds, each drawing its own faults of every kind (the fault points
+/// included), pace, agents and mix.
 #[test]
 fn fresh_swarm_band_3_nodes() {
     swarm_band(fresh_start().wrapping_add(7_000_000), SEEDS_SWARM_3_NODES, 3);

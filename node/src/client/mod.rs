@@ -62,7 +62,16 @@ pub async fn serve<D: Disk, Req: IntoCall, Resp: FromAnswer>(
     let answer = match request.into_inner().into_call(now).map_err(refusal_to_status)? {
         Call::Write(mut write) => {
             write.credential = credential;
-            leader.write(write).await
+            let answer = leader.write(write).await;
+            // A fault point of the simulator (nothing fires in any other build): the write took
+            // effect and its answer is lost, as when a connection breaks after the commit.
+            if answer.is_ok() && raft_store::faults::fire(raft_store::faults::FaultPoint::ResponseDrop).is_some() {
+                if leader.core().planted == Some(crate::PlantedBug::LostAnswerRefused) {
+                    return Err(refusal_to_status(api::outcome::Refusal::Invalid("the answer was lost".into())));
+                }
+                return Err(Status::unavailable("the answer was lost (a simulated fault point); retry the request"));
+            }
+            answer
         }
         Call::Read(mut read) => {
             read.credential = credential;
