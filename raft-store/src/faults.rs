@@ -1,7 +1,7 @@
 //! Fault points: named places in the store's and the node's own code where, under the
 //! simulator only, something goes wrong that the environment alone never makes happen often: an
 //! apply that stalls, a log append slow to reach the disk, a slow snapshot build, a response lost
-//! after its write took effect. The simulator arms them ([`arm`], with the `fault-points` feature)
+//! after its write took effect, a log write that fails. The simulator arms them ([`arm`], with the `fault-points` feature)
 //! and decides, from its seed, which fire and for how long; the code at each point asks
 //! [`fire`].
 //!
@@ -23,12 +23,24 @@ pub enum FaultPoint {
     /// A client's write took effect, and its answer is lost: the client sees the connection
     /// fail and must retry with the same request id.
     ResponseDrop,
+    /// A log append's write to the disk fails: the append answers an error with
+    /// [`INJECTED_FAILURE`] in it, which stops the node's Raft core (a fatal storage error); the
+    /// node must be restarted, and comes back from what its disk kept.
+    DiskWriteFail,
 }
+
+/// What an injected failure says, so that the simulator tells it from a real one.
+pub const INJECTED_FAILURE: &str = "a disk write failed (simulated fault point)";
 
 impl FaultPoint {
     /// Every fault point.
-    pub const ALL: [FaultPoint; 4] =
-        [FaultPoint::ApplyDelay, FaultPoint::LogFlushDelay, FaultPoint::SnapshotBuildDelay, FaultPoint::ResponseDrop];
+    pub const ALL: [FaultPoint; 5] = [
+        FaultPoint::ApplyDelay,
+        FaultPoint::LogFlushDelay,
+        FaultPoint::SnapshotBuildDelay,
+        FaultPoint::ResponseDrop,
+        FaultPoint::DiskWriteFail,
+    ];
 
     /// Its name, in traces and reports.
     pub fn name(self) -> &'static str {
@@ -37,6 +49,7 @@ impl FaultPoint {
             FaultPoint::LogFlushDelay => "log-flush-delay",
             FaultPoint::SnapshotBuildDelay => "snapshot-build-delay",
             FaultPoint::ResponseDrop => "response-drop",
+            FaultPoint::DiskWriteFail => "disk-write-fail",
         }
     }
 }

@@ -476,6 +476,9 @@ impl<D: Disk> RaftLogStorage<TypeConfig> for LogStore<D> {
             ops.push(Op::Put(Space::Log, codec::log_key(entry.log_id.index), bytes));
         }
         if let Some(last) = entries.last().map(|entry| entry.log_id) {
+            if crate::faults::fire(crate::faults::FaultPoint::DiskWriteFail).is_some() {
+                return Err(io::Error::other(crate::faults::INJECTED_FAILURE));
+            }
             let mut cache = self.cache();
             self.disk().write(ops, Durability::Buffered)?;
             // The entries move into the cache: this runs on every append of every node.

@@ -306,6 +306,41 @@ impl Nemesis {
         format!("crash n{} (kept {keep} of {unsynced} unsynced batches), down {down:?}", node.id)
     }
 
+    /// Restarts each node whose Raft core an injected disk write failure stopped
+    /// (`raft_store::faults::FaultPoint::DiskWriteFail`), as an operator or a supervisor would:
+    /// it crashes the node (losing what it had not synced) and brings it back after a while.
+    /// Looks at the observations from `observed` on.
+    pub fn restart_failed_writes(
+        &mut self,
+        sim: &mut Sim<'_>,
+        nodes: &[SimNode],
+        now: Duration,
+        observations: &cluster::Observations,
+        observed: &mut usize,
+    ) -> Vec<String> {
+        let stopped: BTreeSet<u64> = {
+            let observations = observations.lock().expect("observations lock");
+            let new = observations.get(*observed..).unwrap_or_default();
+            *observed = observations.len();
+            new.iter()
+                .filter(|seen| {
+                    seen.fatal.as_deref().is_some_and(|fatal| fatal.contains(raft_store::faults::INJECTED_FAILURE))
+                })
+                .map(|seen| seen.node)
+                .collect()
+        };
+        let mut events = Vec::new();
+        for id in stopped {
+            if self.down_until.contains_key(&id) {
+                continue;
+            }
+            let Some(node) = nodes.iter().find(|node| node.id == id) else { continue };
+            let crashed = self.crash_node(sim, node, now);
+            events.push(format!("n{id}'s disk write failed and its Raft core stopped; restart it: {crashed}"));
+        }
+        events
+    }
+
     /// Upgrades the first members whose turn came: a node that is up crashes and restarts on the
     /// newer build after a short while; one that is down restarts on it when it comes back; one
     /// whose start failed stays down on the older build.

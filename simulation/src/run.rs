@@ -181,6 +181,8 @@ pub struct Counts {
     pub failed_starts: usize,
     /// Fault points that fired inside the nodes' code ([`Fault::Code`]).
     pub fault_points: usize,
+    /// Of them, log writes failed on purpose (each stopped a node, which the nemesis restarted).
+    pub failed_writes: usize,
 }
 
 /// What a run did and found.
@@ -387,8 +389,10 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
     let mut healed = false;
     let mut stopped = None;
     let mut fault_events: Vec<(Duration, String)> = Vec::new();
+    // Observations already looked at for a node stopped by an injected write failure.
+    let mut observed = 0usize;
     let code_faults = plan.faults.contains(&Fault::Code).then(|| {
-        let (chances, fired) = crate::code_faults::arm(config.seed);
+        let (chances, fired) = crate::code_faults::arm(config.seed, heal_at);
         trace.push(format!("fault points: {}", chances.describe()));
         fired
     });
@@ -402,6 +406,12 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
             }
         }
         let now = sim.elapsed();
+        if code_faults.is_some() {
+            for event in nemesis.restart_failed_writes(&mut sim, &nodes, now, &observations, &mut observed) {
+                trace.push(format!("[{:>8.3}s] nemesis: {event}", now.as_secs_f64()));
+                fault_events.push((now, event));
+            }
+        }
         let events = if now >= heal_at && !healed {
             healed = true;
             let mut events = nemesis.heal(&mut sim);
@@ -422,6 +432,9 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
     }
     drop(sim);
     let fault_points = code_faults.as_ref().map_or(0, |fired| fired.borrow().values().sum());
+    let failed_writes = code_faults
+        .as_ref()
+        .map_or(0, |fired| fired.borrow().get(&raft_store::faults::FaultPoint::DiskWriteFail).copied().unwrap_or(0));
     if let Some(fired) = &code_faults {
         trace.push(crate::code_faults::disarm(fired));
     }
@@ -550,6 +563,7 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
         canaries_refused: upgrade.canaries_refused,
         failed_starts: failed_starts.len(),
         fault_points,
+        failed_writes,
     };
     Ok(RunReport {
         config: config.clone(),

@@ -225,7 +225,8 @@ fn fresh_wipe_band_3_nodes() {
 }
 
 /// The default faults and the fault points inside the nodes' code (delayed applies, log appends
-/// and snapshot builds, answers lost after their write): every seed clean, and the points fired.
+/// and snapshot builds, answers lost after their write, failed log writes that stop a node until
+/// it is restarted): every seed clean, and the points fired.
 #[test]
 fn fresh_code_band_3_nodes() {
     let start = fresh_start().wrapping_add(8_000_000);
@@ -234,6 +235,8 @@ fn fresh_code_band_3_nodes() {
     let records = sweep_clean(&RunConfig { faults, ..config(start, 3) }, start, SEEDS_CODE_3_NODES);
     let fired: usize = records.iter().map(|record| record.counts.fault_points).sum();
     assert!(fired as u64 >= SEEDS_CODE_3_NODES * 10, "the fault points fired only {fired} times");
+    let failed: usize = records.iter().map(|record| record.counts.failed_writes).sum();
+    assert!(failed > 0, "no log write failed on purpose: no node was stopped and restarted");
 }
 
 /// A node that answers a write whose answer was lost as refused, though it took effect, must show

@@ -28,7 +28,8 @@ use super::Violation;
 use crate::cluster::{Observation, SimNode};
 
 /// Checks election safety, state machine safety and leader completeness; a node of `removed`
-/// may stop its Raft core.
+/// may stop its Raft core, and so may a node whose disk write the simulator failed on purpose
+/// (`raft_store::faults::INJECTED_FAILURE`: the nemesis restarts it).
 pub fn check(observations: &[Observation], removed: &[u64]) -> Vec<Violation> {
     let mut violations = Vec::new();
     let mut leaders: BTreeMap<u64, u64> = BTreeMap::new();
@@ -39,6 +40,7 @@ pub fn check(observations: &[Observation], removed: &[u64]) -> Vec<Violation> {
     for observation in observations {
         if let Some(fatal) = &observation.fatal
             && !removed.contains(&observation.node)
+            && !fatal.contains(raft_store::faults::INJECTED_FAILURE)
             && fatal_told.insert(observation.node)
         {
             violations.push(Violation {
