@@ -368,7 +368,7 @@ fn replay(
         records.push(record);
         on_record(records.last().expect("just pushed"), records.len());
         if !records.last().expect("just pushed").passed && !keep_going {
-            stopped_at_failure = seed + 1 < start.saturating_add(count);
+            stopped_at_failure = seed.saturating_add(1) < start.saturating_add(count);
             break;
         }
     }

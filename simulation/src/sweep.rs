@@ -59,13 +59,28 @@ pub struct SeedRecord {
     pub artifacts: Option<String>,
 }
 
+/// Violations a record keeps; a failing seed's artifacts (`violations.txt`) hold them all, so
+/// that a sweep of many failing seeds keeps its reports, and its memory, bounded per seed.
+pub const VIOLATIONS_KEPT: usize = 100;
+
+fn kept_violations(violations: &[crate::checkers::Violation]) -> Vec<String> {
+    let mut kept: Vec<String> = violations.iter().take(VIOLATIONS_KEPT).map(ToString::to_string).collect();
+    if violations.len() > VIOLATIONS_KEPT {
+        kept.push(format!(
+            "... and {} more (a failing seed's artifacts, violations.txt, hold them all)",
+            violations.len() - VIOLATIONS_KEPT
+        ));
+    }
+    kept
+}
+
 impl SeedRecord {
     /// The record of a completed run.
     pub fn of(report: &RunReport) -> SeedRecord {
         SeedRecord {
             seed: report.config.seed,
             passed: report.violations.is_empty(),
-            violations: report.violations.iter().map(ToString::to_string).collect(),
+            violations: kept_violations(&report.violations),
             replay: report.config.replay_command(),
             plan: report.plan.describe(),
             swarm: report.plan.drawn,

@@ -87,11 +87,14 @@ fn run_clean(config: &RunConfig) -> SeedRecord {
     sweep_clean(config, config.seed, 1).remove(0)
 }
 
-/// The first of `count` seeds from 0 of `template` that fails, through the sweep (which stops
-/// there).
-fn first_failure(template: &RunConfig, count: u64) -> Option<SeedRecord> {
+/// A planted bug must show: one of `count` seeds from 0 of `template` fails (the sweep stops
+/// there, and the seed that caught it is printed), or `what` went unnoticed.
+fn assert_caught(template: &RunConfig, count: u64, what: &str) {
     let outcome = sweep(&Sweep::new(template.clone(), 0, count, env!("CARGO_BIN_EXE_simulation")), |_, _| {});
-    outcome.records.into_iter().find(|record| !record.passed)
+    match outcome.records.into_iter().find(|record| !record.passed) {
+        Some(caught) => eprintln!("caught at seed {}: {}", caught.seed, caught.violations[0]),
+        None => panic!("{what} went unnoticed for {count} seeds"),
+    }
 }
 
 fn band(start: u64, count: u64, nodes: u64) {
@@ -248,11 +251,7 @@ fn lost_answer_refused_mutation_is_caught() {
         faults: vec![Fault::Crash, Fault::Partition, Fault::Code],
         ..config(0, 3)
     };
-    if let Some(caught) = first_failure(&template, LOST_ANSWER_SEEDS_MAX) {
-        eprintln!("caught at seed {}: {}", caught.seed, caught.violations[0]);
-        return;
-    }
-    panic!("answers of writes that took effect, given as refusals, went unnoticed for {LOST_ANSWER_SEEDS_MAX} seeds");
+    assert_caught(&template, LOST_ANSWER_SEEDS_MAX, "answers of writes that took effect, given as refusals");
 }
 
 /// Swarm testing in CI: fresh seeds, each drawing its own faults of every kind (the fault points
@@ -454,21 +453,13 @@ fn an_upgrade_run_gives_the_same_trace() {
 #[test]
 fn no_checksum_mutation_is_caught() {
     let template = RunConfig { mutation: Some(Mutation::NoChecksum), faults: Fault::ALL.to_vec(), ..config(0, 3) };
-    if let Some(caught) = first_failure(&template, NO_CHECKSUM_SEEDS_MAX) {
-        eprintln!("caught at seed {}: {}", caught.seed, caught.violations[0]);
-        return;
-    }
-    panic!("storage damage under recomputed checksums went unnoticed for {NO_CHECKSUM_SEEDS_MAX} seeds");
+    assert_caught(&template, NO_CHECKSUM_SEEDS_MAX, "storage damage under recomputed checksums");
 }
 
 #[test]
 fn no_fsync_mutation_is_caught() {
     let template = RunConfig { mutation: Some(Mutation::NoFsync), faults: vec![Fault::Crash], ..config(0, 3) };
-    if let Some(caught) = first_failure(&template, MUTATION_SEEDS_MAX) {
-        eprintln!("caught at seed {}: {}", caught.seed, caught.violations[0]);
-        return;
-    }
-    panic!("acknowledging unsynced log entries went unnoticed for {MUTATION_SEEDS_MAX} seeds");
+    assert_caught(&template, MUTATION_SEEDS_MAX, "acknowledging unsynced log entries");
 }
 
 /// A membership change that bypasses joint consensus (node 1 makes itself the only voter each
@@ -482,11 +473,7 @@ fn forced_membership_mutation_is_caught() {
         faults: vec![Fault::Crash, Fault::Partition],
         ..config(0, 3)
     };
-    if let Some(caught) = first_failure(&template, FORCED_MEMBERSHIP_SEEDS_MAX) {
-        eprintln!("caught at seed {}: {}", caught.seed, caught.violations[0]);
-        return;
-    }
-    panic!("a membership that bypassed joint consensus went unnoticed for {FORCED_MEMBERSHIP_SEEDS_MAX} seeds");
+    assert_caught(&template, FORCED_MEMBERSHIP_SEEDS_MAX, "a membership that bypassed joint consensus");
 }
 
 /// A controller that never notices its deposition, with the state machine's term fence off,
