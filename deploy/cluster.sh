@@ -13,6 +13,10 @@
 #   deploy/cluster.sh recover node 1 alone survives a lost quorum: nodes 2 and 3 and their volumes
 #                             are deleted, node 1 starts once with --force-new-cluster
 #                             (compose.recover.yaml), then again with its usual command
+#   deploy/cluster.sh upgrade ID IMAGE
+#                             a rolling upgrade's step: node ID's container is stopped (SIGTERM:
+#                             it drains) and made again from IMAGE on the same volume, then it
+#                             must answer and catch up; upgrade one node at a time
 #   deploy/cluster.sh down    stop the cluster and delete its containers and data volumes
 #
 # Environment:
@@ -22,6 +26,7 @@
 #                       (default: deploy/cluster; kept across runs)
 #   STRAND_PROJECT      the compose project name (default: strand)
 #   STRAND_PORT_1..4    host ports of the nodes' client listeners, on 127.0.0.1 (7400-7403)
+#   STRAND_IMAGE_1..4   the image of each node (default strand:dev, which up builds)
 # After `up`:  export STRAND_CONFIG=$STRAND_CLUSTER_DIR/client.toml; strand cluster status
 set -eu
 
@@ -74,6 +79,11 @@ node_1_leads_alone() {
 
 node_4_caught_up() {
     "$strand" member list --json 2>/dev/null | tr -d ' \n' | grep -q '"id":4,[^}]*"lag":0,[^}]*"reachable":true'
+}
+
+# Whether node "$1" answers in the leader's member list, reachable and caught up.
+node_caught_up() {
+    "$strand" member list --json 2>/dev/null | tr -d ' \n' | grep -q "\"id\":$1,[^}]*\"lag\":0,[^}]*\"reachable\":true"
 }
 
 node_4_votes() {
@@ -228,12 +238,27 @@ case "${1:-}" in
         wait_until "node 1 does not lead after its restart; see: $compose -p $project logs node1" node_1_leads_alone
         echo "node 1 leads a one-voter cluster with every entry of its log; add members with cluster.sh join"
         ;;
+    upgrade)
+        id=${2:-}
+        image=${3:-}
+        case "$id" in 1|2|3|4) ;; *) echo "cluster.sh: usage: cluster.sh upgrade ID IMAGE (ID: 1 to 4)" >&2; exit 2 ;; esac
+        [ -n "$image" ] || { echo "cluster.sh: usage: cluster.sh upgrade ID IMAGE (the image to run node $id from)" >&2; exit 2; }
+        docker image inspect "$image" >/dev/null 2>&1 || { echo "cluster.sh: no image $image here; build or load it first" >&2; exit 2; }
+        [ -f "$dir/admin.token" ] || { echo "cluster.sh: no admin token in $dir; run cluster.sh up first" >&2; exit 1; }
+        export STRAND_CONFIG="$dir/client.toml"
+        # Recreated on the same volume: compose stops the old container with SIGTERM (the node
+        # drains, handing its leadership over) and starts one from the new image.
+        export "STRAND_IMAGE_$id=$image"
+        quietly run_compose_grown up -d --no-deps "node$id"
+        wait_until "node $id did not catch up within 60 s of its upgrade; see: $compose -p $project logs node$id" node_caught_up "$id"
+        echo "node $id runs $image and is caught up"
+        ;;
     down)
         quietly run_compose_grown down -v
         echo "cluster down: containers and data volumes removed (certificates and token stay in $dir)"
         ;;
     *)
-        echo "usage: deploy/cluster.sh up|join|restore FILE|recover|down" >&2
+        echo "usage: deploy/cluster.sh up|join|upgrade ID IMAGE|restore FILE|recover|down" >&2
         exit 2
         ;;
 esac

@@ -27,13 +27,12 @@ use api::commands::order_list::OrderList;
 use api::outcome::Outcome;
 use api::state::{ORDER_KEY, ORDER_TRACKING_LABEL};
 
-use api::proto::StatusRequest;
-use api::proto::cluster_client::ClusterClient;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 
 use crate::cluster;
 use crate::history::{Op, OpResult, SharedHistory};
+use crate::target::Target;
 use crate::workload::{self, FINAL_LIST_MAX};
 
 /// Longest simulated time from healing to the first served write.
@@ -158,14 +157,12 @@ pub struct Schedule {
     /// Under [`crate::nemesis::Fault::Upgrade`]: the apply version the cluster must reach once
     /// every member runs the newer build (unless a member failed to start and never reports).
     pub switch_to: Option<u32>,
+    /// Where its calls go, and its clock.
+    pub target: Target,
 }
 
-fn now() -> Duration {
-    turmoil::sim_elapsed().unwrap_or_default()
-}
-
-async fn sleep_until(at: Duration) {
-    let current = now();
+async fn sleep_until(target: &Target, at: Duration) {
+    let current = target.now();
     if at > current {
         tokio::time::sleep(at - current).await;
     }
@@ -182,9 +179,9 @@ async fn first_write(
         let op = Op::Create { title: format!("probe-{attempt}") };
         let result = workload::perform(client, history, schedule.agent, op, false).await;
         if let OpResult::Ok(_) = result {
-            return Ok(now() - schedule.heal_at);
+            return Ok(schedule.target.now() - schedule.heal_at);
         }
-        if now() >= bound {
+        if schedule.target.now() >= bound {
             return Err(format!(
                 "no write was served within {WRITE_AFTER_HEAL_MS_MAX} ms of healing (last answer: {result:?})"
             ));
@@ -207,18 +204,11 @@ struct NodeEnd {
     divergence: String,
 }
 
-async fn statuses(node_ids: &[u64], timeout: Duration) -> Vec<Result<NodeEnd, String>> {
+async fn statuses(target: &Target, node_ids: &[u64], timeout: Duration) -> Vec<Result<NodeEnd, String>> {
     let mut found = Vec::new();
     for id in node_ids {
         let status = async {
-            let channel = crate::net::channel(&cluster::address(*id))?;
-            let mut client = ClusterClient::new(channel);
-            let request = tonic::Request::new(StatusRequest { include_digest: true });
-            let answer = tokio::time::timeout(timeout, client.status(request))
-                .await
-                .map_err(|_| format!("node {id} did not answer its status in time"))?
-                .map_err(|status| format!("node {id}: {}", status.message()))?
-                .into_inner();
+            let answer = target.status(*id, true, timeout).await?;
             let own = answer.nodes.iter().find(|node| node.id == *id).ok_or(format!("node {id} left itself out"))?;
             Ok(NodeEnd {
                 id: *id,
@@ -258,14 +248,11 @@ fn disagreement(all: &[NodeEnd]) -> String {
 /// The cluster's membership, as the node with the greatest last log id among those of
 /// `node_ids` that know a leader answers it (a member removed while it was cut off still holds
 /// the membership of before, and may still think it leads).
-async fn membership(node_ids: &[u64], timeout: Duration) -> Option<Vec<u64>> {
+async fn membership(target: &Target, node_ids: &[u64], timeout: Duration) -> Option<Vec<u64>> {
     let mut freshest: Option<((u64, u64), Vec<u64>)> = None;
     for id in node_ids {
         let asked = async {
-            let channel = crate::net::channel(&cluster::address(*id)).ok()?;
-            let request = tonic::Request::new(StatusRequest { include_digest: false });
-            let answer = tokio::time::timeout(timeout, ClusterClient::new(channel).status(request)).await.ok()?.ok()?;
-            let answer = answer.into_inner();
+            let answer = target.status(*id, false, timeout).await.ok()?;
             let own = answer.nodes.iter().find(|node| node.id == *id)?;
             let last_log = (own.last_log_term, own.last_log_index);
             (answer.leader_id != 0).then(|| (last_log, answer.nodes.iter().map(|node| node.id).collect()))
@@ -283,20 +270,22 @@ async fn membership(node_ids: &[u64], timeout: Duration) -> Option<Vec<u64>> {
 /// `switch_to` is set and every member is live, that apply version; answers their ends and the
 /// membership.
 async fn converge(
+    target: &Target,
     node_ids: &[u64],
     failed_starts: &cluster::FailedStarts,
     switch_to: Option<u32>,
 ) -> Result<(Vec<NodeEnd>, Vec<u64>), String> {
-    let bound = now() + Duration::from_millis(CONVERGENCE_MS_MAX);
+    let bound = target.now() + Duration::from_millis(CONVERGENCE_MS_MAX);
     loop {
-        let members = membership(node_ids, status_timeout(node_ids.len())).await.unwrap_or_else(|| node_ids.to_vec());
+        let members =
+            membership(target, node_ids, status_timeout(node_ids.len())).await.unwrap_or_else(|| node_ids.to_vec());
         let live: Vec<u64> = {
             let failed = failed_starts.lock().expect("failed starts lock");
             members.iter().copied().filter(|id| !failed.contains_key(id)).collect()
         };
         // A member that never started never reports its versions, so the leader cannot switch.
         let switch_to = switch_to.filter(|_| live.len() == members.len());
-        let found = statuses(&live, status_timeout(node_ids.len())).await;
+        let found = statuses(target, &live, status_timeout(node_ids.len())).await;
         let agreed: Result<Vec<NodeEnd>, String> = found.iter().cloned().collect();
         let last = match agreed {
             Ok(all)
@@ -321,7 +310,7 @@ async fn converge(
             },
             Err(error) => error,
         };
-        if now() >= bound {
+        if target.now() >= bound {
             return Err(format!("nodes did not converge within {CONVERGENCE_MS_MAX} ms of the final read: {last}"));
         }
         tokio::time::sleep(Duration::from_millis(POLL_MS)).await;
@@ -341,14 +330,14 @@ async fn final_read(client: &api::client::Client, history: &SharedHistory, agent
 /// Stores the formula and the orders, each retried until the cluster takes it.
 async fn orderer(schedule: Schedule) -> turmoil::Result {
     let mut rng = StdRng::seed_from_u64(schedule.seed ^ 0x6f72_6465_7273);
-    let client = workload::client(&schedule.node_ids, &mut rng)?;
+    let client = workload::client(&schedule.target, &schedule.node_ids, &mut rng)?;
     let mut writes = vec![Command::FormulaPut(api::command::FormulaPut { source: SIM_FORMULA.into() })];
     writes.extend(SIM_ORDERS.iter().map(|(name, source, _)| {
         Command::OrderPut(api::command::OrderPut { name: (*name).into(), source: (*source).into() })
     }));
     for command in writes {
         while client.execute(command.clone()).await.is_err() {
-            if now() >= schedule.agents_done_at {
+            if schedule.target.now() >= schedule.agents_done_at {
                 return Ok(());
             }
             tokio::time::sleep(Duration::from_millis(POLL_MS)).await;
@@ -408,11 +397,11 @@ async fn list_retrying(client: &api::client::Client, filter: ListFilter) -> Resu
 
 async fn reader(schedule: Schedule, history: SharedHistory, report: Arc<Mutex<Healed>>) -> turmoil::Result {
     let mut rng = StdRng::seed_from_u64(schedule.seed ^ 0x6865_616c_6564);
-    let client = workload::client(&schedule.node_ids, &mut rng)?;
-    sleep_until(schedule.heal_at).await;
+    let client = workload::client(&schedule.target, &schedule.node_ids, &mut rng)?;
+    sleep_until(&schedule.target, schedule.heal_at).await;
     let write_after_heal = first_write(&client, &history, &schedule).await;
     report.lock().expect("healed report lock").write_after_heal = write_after_heal;
-    sleep_until(schedule.agents_done_at).await;
+    sleep_until(&schedule.target, schedule.agents_done_at).await;
     if !final_read(&client, &history, schedule.agent).await {
         report.lock().expect("healed report lock").convergence = Err("the final read never succeeded".into());
         return Ok(());
@@ -437,7 +426,7 @@ async fn reader(schedule: Schedule, history: SharedHistory, report: Arc<Mutex<He
         }
     }
     report.lock().expect("healed report lock").orders = orders;
-    sleep_until(schedule.agents_done_at + lease_bound()).await;
+    sleep_until(&schedule.target, schedule.agents_done_at + lease_bound()).await;
     let leasable = ListFilter {
         labels_all: vec![workload::LEASE_LABEL.into()],
         all: true,
@@ -447,7 +436,7 @@ async fn reader(schedule: Schedule, history: SharedHistory, report: Arc<Mutex<He
     report.lock().expect("healed report lock").leases_after_bound = list_retrying(&client, leasable).await;
     let every = ListFilter { all: true, limit: FINAL_LIST_MAX, ..Default::default() };
     report.lock().expect("healed report lock").all_beads = list_retrying(&client, every).await;
-    let convergence = converge(&schedule.all_ids, &schedule.failed_starts, schedule.switch_to).await;
+    let convergence = converge(&schedule.target, &schedule.all_ids, &schedule.failed_starts, schedule.switch_to).await;
     let members = match convergence {
         Ok((ends, members)) => {
             let mut report = report.lock().expect("healed report lock");
@@ -469,7 +458,7 @@ async fn reader(schedule: Schedule, history: SharedHistory, report: Arc<Mutex<He
         }
     };
     let removed: Vec<u64> = schedule.node_ids.iter().copied().filter(|id| !members.contains(id)).collect();
-    report.lock().expect("healed report lock").removed_serving = removed_serving(&removed).await;
+    report.lock().expect("healed report lock").removed_serving = removed_serving(&schedule.target, &removed).await;
     Ok(())
 }
 
@@ -477,25 +466,18 @@ async fn reader(schedule: Schedule, history: SharedHistory, report: Arc<Mutex<He
 /// [`REMOVED_TOLD_MS_MAX`], with their answer. A node that refuses (a removed node answers every
 /// request with the reason), or does not answer at all (it stopped, or refused to start on its
 /// marked directory), is told.
-async fn removed_serving(removed: &[u64]) -> Vec<(u64, String)> {
-    let bound = now() + Duration::from_millis(REMOVED_TOLD_MS_MAX);
+async fn removed_serving(target: &Target, removed: &[u64]) -> Vec<(u64, String)> {
+    let bound = target.now() + Duration::from_millis(REMOVED_TOLD_MS_MAX);
     loop {
         let mut serving = Vec::new();
         for id in removed {
-            let answer = async {
-                let channel = crate::net::channel(&cluster::address(*id)).ok()?;
-                let request = tonic::Request::new(StatusRequest { include_digest: false });
-                let mut client = ClusterClient::new(channel);
-                tokio::time::timeout(Duration::from_millis(POLL_MS * 5), client.status(request)).await.ok()
-            };
             // Refused (a removed node answers every request with the reason), or no answer (it
             // stopped, or refused to start on its marked directory): told.
-            if let Some(Ok(status)) = answer.await {
-                let status = status.into_inner();
+            if let Ok(status) = target.status(*id, false, Duration::from_millis(POLL_MS * 5)).await {
                 serving.push((*id, format!("it answered its status, leader {}", status.leader_id)));
             }
         }
-        if serving.is_empty() || now() >= bound {
+        if serving.is_empty() || target.now() >= bound {
             return serving;
         }
         tokio::time::sleep(Duration::from_millis(POLL_MS)).await;
@@ -508,4 +490,20 @@ pub fn register(sim: &mut turmoil::Sim<'_>, schedule: &Schedule, history: &Share
     sim.client("reader", reader(schedule.clone(), history.clone(), report.clone()));
     sim.client("orderer", orderer(schedule.clone()));
     report
+}
+
+/// A task of a real run, and how it ended.
+pub type Task = tokio::task::JoinHandle<Result<(), String>>;
+
+/// Starts the reader and the orderer as tasks against a real cluster; the reader's findings land
+/// in the returned report once its task (the first handle) ends.
+pub fn spawn(schedule: &Schedule, history: &SharedHistory) -> (Arc<Mutex<Healed>>, [Task; 2]) {
+    let report = Arc::new(Mutex::new(Healed::default()));
+    let reader = reader(schedule.clone(), history.clone(), report.clone());
+    let orderer = orderer(schedule.clone());
+    let tasks = [
+        tokio::spawn(async move { reader.await.map_err(|error| error.to_string()) }),
+        tokio::spawn(async move { orderer.await.map_err(|error| error.to_string()) }),
+    ];
+    (report, tasks)
 }

@@ -263,18 +263,49 @@ pub struct Entry {
     pub final_read: bool,
 }
 
+impl Entry {
+    /// The entry as a trace line: its call time, logical times, agent, operation and result.
+    pub fn trace_line(&self) -> String {
+        format!(
+            "[{:>8.3}s] op {}..{:?} agent-{}{} {:?} -> {:?}",
+            self.invoked_at.as_secs_f64(),
+            self.invoked,
+            self.completed,
+            self.agent,
+            if self.final_read { " (final)" } else { "" },
+            self.op,
+            self.result
+        )
+    }
+}
+
 /// The whole history.
 #[derive(Debug, Default)]
 pub struct History {
     /// Entries in invoke order.
     pub entries: Vec<Entry>,
     clock: u64,
+    /// When a run against a real cluster began; `None`: the times are simulated time.
+    started: Option<std::time::Instant>,
 }
 
 /// A history shared by the agents of one run.
 pub type SharedHistory = Arc<Mutex<History>>;
 
 impl History {
+    /// An empty history whose times are simulated time, or, with `started`, the wall clock
+    /// since then.
+    pub fn new(started: Option<std::time::Instant>) -> History {
+        History { entries: Vec::new(), clock: 0, started }
+    }
+
+    fn now(&self) -> std::time::Duration {
+        match self.started {
+            Some(started) => started.elapsed(),
+            None => turmoil::sim_elapsed().unwrap_or_default(),
+        }
+    }
+
     /// Records a call; returns the entry's index for [`History::complete`].
     pub fn invoke(&mut self, agent: usize, op: Op, final_read: bool) -> usize {
         self.clock += 1;
@@ -282,7 +313,7 @@ impl History {
             agent,
             op,
             invoked: self.clock,
-            invoked_at: turmoil::sim_elapsed().unwrap_or_default(),
+            invoked_at: self.now(),
             completed: None,
             completed_at: None,
             result: OpResult::Pending,
@@ -294,11 +325,12 @@ impl History {
     /// Records an answer. An unknown outcome keeps no completion time.
     pub fn complete(&mut self, index: usize, result: OpResult) {
         self.clock += 1;
+        let now = self.now();
         let entry = &mut self.entries[index];
         assert_eq!(entry.result, OpResult::Pending, "an operation completes once");
         if !matches!(result, OpResult::Unknown(_)) {
             entry.completed = Some(self.clock);
-            entry.completed_at = Some(turmoil::sim_elapsed().unwrap_or_default());
+            entry.completed_at = Some(now);
         }
         entry.result = result;
     }

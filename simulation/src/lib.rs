@@ -13,6 +13,9 @@
 //!   (the membership fault).
 //! - [`healed`]: after the faults, checks liveness, reads everything back, waits for convergence.
 //! - [`checkers`]: one module per property.
+//! - [`target`]: where the agents' and the reader's calls go, and their clock: the simulated
+//!   cluster, or a real one; [`containers`]: the Jepsen-style run of the real build in the
+//!   `deploy/` compose cluster, under real partitions and kills, judged by the same checkers.
 //! - [`run`]: one seed, end to end; [`swarm`]: what a run injects and drives, drawn from its
 //!   seed under `--swarm`.
 //! - [`sweep`]: many seeds in worker processes; [`report`]: the summary, JSON and JUnit reports
@@ -20,11 +23,13 @@
 //!   the smallest run of a failing seed that still fails.
 //!
 //! Invariant: nothing of the node is re-implemented here; the simulator only supplies what
-//! `node::run` takes as parameters.
+//! `node::run` takes as parameters. The container run drives the real binaries and shares the
+//! workload, the healed-phase reader and the checkers with the simulator unchanged.
 
 pub mod checkers;
 pub mod cluster;
 pub mod code_faults;
+pub mod containers;
 pub mod damage;
 pub mod healed;
 pub mod history;
@@ -37,5 +42,6 @@ pub mod run;
 pub mod shrink;
 pub mod swarm;
 pub mod sweep;
+pub mod target;
 pub mod timeline;
 pub mod workload;

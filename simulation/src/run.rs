@@ -23,6 +23,7 @@ use crate::history::{Op, OpResult};
 use crate::nemesis::{Fault, Nemesis};
 use crate::operator::{self, Operator};
 use crate::swarm::Plan;
+use crate::target::Target;
 use crate::timeline::Timeline;
 use crate::workload::{self, Agents};
 
@@ -343,7 +344,7 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
     for node in &nodes {
         cluster::register(&mut sim, &setup, node, &reports);
     }
-    let history = workload::new_history();
+    let history = workload::new_history(&Target::Simulated);
     let known = Arc::new(Mutex::new(Vec::new()));
     let large_left = Arc::new(AtomicUsize::new(if config.large_values { workload::LARGE_BEADS_MAX } else { 0 }));
     let agents = Agents {
@@ -354,6 +355,7 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
         large_left,
         canaries: older_build.is_some(),
         mix: plan.mix,
+        target: Target::Simulated,
     };
     workload::register(&mut sim, &agents, &history, &known);
     let schedule = Schedule {
@@ -365,6 +367,7 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
         agent: plan.agents,
         failed_starts: failed_starts.clone(),
         switch_to: older_build.map(|_| api::version::build_apply_versions().max),
+        target: Target::Simulated,
     };
     let healed_report = healed::register(&mut sim, &schedule, &history);
     let operator = spares.first().map(|spare| {
@@ -469,16 +472,7 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
         fault_events.push((*at, format!("operator: {asked} -> {answer}")));
     }
     for entry in &history.entries {
-        trace.push(format!(
-            "[{:>8.3}s] op {}..{:?} agent-{}{} {:?} -> {:?}",
-            entry.invoked_at.as_secs_f64(),
-            entry.invoked,
-            entry.completed,
-            entry.agent,
-            if entry.final_read { " (final)" } else { "" },
-            entry.op,
-            entry.result
-        ));
+        trace.push(entry.trace_line());
     }
 
     let timeline = config.keep_trace.then(|| {
@@ -502,8 +496,8 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
             controller_applies: &controller_applies,
             versioned_applies: &versioned_applies,
             healed: &healed_found,
-            nodes: &nodes,
-            memory_disks: config.disk == DiskKind::Memory,
+            node_ids: &nodes.iter().map(|node| node.id).collect::<Vec<_>>(),
+            disks: (config.disk == DiskKind::Memory).then_some(nodes.as_slice()),
             failed_starts: &failed_starts,
             damaged: &nemesis.damaged,
             operator: operator_log.as_ref().map(|(log, spare)| (log, ids.as_slice(), *spare)),

@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use api::client::{Client, ClientConfig, ClientError};
+use api::client::{Client, ClientError};
 use api::command::{
     Command, Cook, CreateBead, Fence, FormulaSource, ListFilter, MailSend, Query, ReadyFilter, Sling, Txn, UpdateBead,
 };
@@ -40,11 +40,10 @@ use api::commands::ready::Ready;
 use api::model::{Actor, BeadId, Timestamp};
 use api::outcome::{Outcome, Refusal};
 use rand::rngs::StdRng;
-use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
-use crate::cluster;
 use crate::history::{self, History, Op, OpResult, SharedHistory};
+use crate::target::Target;
 
 /// The label every simulated bead carries.
 pub const LABEL: &str = "sim";
@@ -63,10 +62,7 @@ pub const LEASE_MS: u64 = 2_000;
 pub const STALL_MS: u64 = LEASE_MS + 1_500;
 /// Beads an agent picks its targets from: the most recently created ones.
 pub const HOT_BEADS: usize = 6;
-/// How long one client call may take, retries included (simulated time).
-pub const CALL_DEADLINE_MS: u64 = 3_000;
-/// How long one attempt of a call may take (simulated time).
-pub const ATTEMPT_TIMEOUT_MS: u64 = 800;
+pub use crate::target::{ATTEMPT_TIMEOUT_MS, CALL_DEADLINE_MS};
 /// Longest pause between two operations of an agent (simulated time).
 pub const THINK_MS_MAX: u64 = 40;
 /// Most beads the final read lists.
@@ -91,22 +87,14 @@ const _: () =
 /// Beads whose creation was acknowledged, in creation order.
 pub type KnownBeads = Arc<Mutex<Vec<BeadId>>>;
 
-/// A client of the simulated cluster, over the simulated network.
-pub fn client(node_ids: &[u64], rng: &mut StdRng) -> Result<Client, String> {
-    client_as(node_ids, rng, "")
+/// A client of the run's cluster.
+pub fn client(target: &Target, node_ids: &[u64], rng: &mut StdRng) -> Result<Client, String> {
+    target.client_as(node_ids, rng, "")
 }
 
 /// A client whose proposals carry `actor` (a lease's renewals must come from its holder).
-pub fn client_as(node_ids: &[u64], rng: &mut StdRng, actor: &str) -> Result<Client, String> {
-    let mut endpoints: Vec<String> = node_ids.iter().map(|id| cluster::address(*id)).collect();
-    endpoints.shuffle(rng);
-    let channels = endpoints.iter().map(|address| crate::net::channel(address)).collect::<Result<Vec<_>, _>>()?;
-    let mut config = ClientConfig::new(endpoints);
-    config.client_id = Some(rng.random::<u64>() | 1);
-    config.deadline = Duration::from_millis(CALL_DEADLINE_MS);
-    config.attempt_timeout = Duration::from_millis(ATTEMPT_TIMEOUT_MS);
-    config.actor = actor.to_string();
-    Client::with_channels(config, channels).map_err(|error| error.to_string())
+pub fn client_as(target: &Target, node_ids: &[u64], rng: &mut StdRng, actor: &str) -> Result<Client, String> {
+    target.client_as(node_ids, rng, actor)
 }
 
 fn pick_bead(rng: &mut StdRng, known: &KnownBeads) -> Option<BeadId> {
@@ -341,13 +329,15 @@ pub struct Agents {
     pub canaries: bool,
     /// The share of each kind of operation the agents draw.
     pub mix: Mix,
+    /// Where their calls go, and their clock.
+    pub target: Target,
 }
 
 async fn agent(settings: Agents, index: usize, history: SharedHistory, known: KnownBeads) -> turmoil::Result {
     let mut rng = StdRng::seed_from_u64(settings.seed ^ (index as u64 + 1).wrapping_mul(0xd134_2543_de82_ef95));
-    let client = client(&settings.node_ids, &mut rng)?;
+    let client = client(&settings.target, &settings.node_ids, &mut rng)?;
     let mut count = 0usize;
-    while turmoil::sim_elapsed().unwrap_or_default() < settings.stop_at {
+    while settings.target.now() < settings.stop_at {
         let op = choose(&mut rng, index, count, &known, &settings);
         let is_create = op.created_title().is_some();
         let result = perform(&client, &history, index, op, false).await;
@@ -364,9 +354,9 @@ async fn agent(settings: Agents, index: usize, history: SharedHistory, known: Kn
 async fn lease_agent(settings: Agents, index: usize, history: SharedHistory) -> turmoil::Result {
     let mut rng = StdRng::seed_from_u64(settings.seed ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let actor = Actor(format!("lease-agent-{index}"));
-    let client = client_as(&settings.node_ids, &mut rng, &actor.0)?;
+    let client = client_as(&settings.target, &settings.node_ids, &mut rng, &actor.0)?;
     let mut count = 0usize;
-    while turmoil::sim_elapsed().unwrap_or_default() < settings.stop_at {
+    while settings.target.now() < settings.stop_at {
         let title = format!("l{index}-{count}");
         count += 1;
         perform(&client, &history, index, Op::CreateLeasable { title }, false).await;
@@ -407,9 +397,9 @@ async fn orchestration_agent(settings: Agents, index: usize, history: SharedHist
     let mut rng = StdRng::seed_from_u64(settings.seed ^ 0x6f72_6368_6573_7472);
     let agent = Actor("sim-polecat".into());
     // Mail needs a sender: the client writes as the agent.
-    let client = client_as(&settings.node_ids, &mut rng, &agent.0)?;
+    let client = client_as(&settings.target, &settings.node_ids, &mut rng, &agent.0)?;
     let mut count = 0usize;
-    while turmoil::sim_elapsed().unwrap_or_default() < settings.stop_at {
+    while settings.target.now() < settings.stop_at {
         count += 1;
         let op = match rng.random_range(0..10) {
             // Titles with a space: a sling subject like `slung-3` would be taken for an id.
@@ -434,9 +424,9 @@ async fn orchestration_agent(settings: Agents, index: usize, history: SharedHist
 /// `index`.
 async fn canary_agent(settings: Agents, index: usize, history: SharedHistory) -> turmoil::Result {
     let mut rng = StdRng::seed_from_u64(settings.seed ^ 0x6361_6e61_7279);
-    let client = client(&settings.node_ids, &mut rng)?;
+    let client = client(&settings.target, &settings.node_ids, &mut rng)?;
     let mut count = 0usize;
-    while turmoil::sim_elapsed().unwrap_or_default() < settings.stop_at {
+    while settings.target.now() < settings.stop_at {
         let title = format!("{}-{count}", api::version::CANARY_NEXT_PREFIX);
         count += 1;
         perform(&client, &history, index, Op::Canary { title }, false).await;
@@ -445,22 +435,49 @@ async fn canary_agent(settings: Agents, index: usize, history: SharedHistory) ->
     Ok(())
 }
 
-/// Registers the agents as turmoil clients, then the lease agents, the orchestration agent and,
-/// when asked, the canary agent (their history indexes follow the healed reader's, `count`).
-pub fn register(sim: &mut turmoil::Sim<'_>, settings: &Agents, history: &SharedHistory, known: &KnownBeads) {
+/// A client of the workload: its name and its run.
+pub type NamedClient = (String, std::pin::Pin<Box<dyn std::future::Future<Output = turmoil::Result> + Send>>);
+
+/// The agents, then the lease agents, the orchestration agent and, when asked, the canary agent
+/// (their history indexes follow the healed reader's, `count`).
+fn clients(settings: &Agents, history: &SharedHistory, known: &KnownBeads) -> Vec<NamedClient> {
+    let mut clients: Vec<NamedClient> = Vec::new();
     for index in 0..settings.count {
         let run = agent(settings.clone(), index, history.clone(), known.clone());
-        sim.client(format!("agent-{index}"), run);
+        clients.push((format!("agent-{index}"), Box::pin(run)));
     }
     for lease_index in 0..LEASE_AGENTS {
         let index = settings.count + 1 + lease_index;
-        sim.client(format!("lease-agent-{lease_index}"), lease_agent(settings.clone(), index, history.clone()));
+        let run = lease_agent(settings.clone(), index, history.clone());
+        clients.push((format!("lease-agent-{lease_index}"), Box::pin(run)));
     }
     let index = settings.count + 1 + LEASE_AGENTS;
-    sim.client("orchestration-agent", orchestration_agent(settings.clone(), index, history.clone()));
+    clients
+        .push(("orchestration-agent".into(), Box::pin(orchestration_agent(settings.clone(), index, history.clone()))));
     if settings.canaries {
-        sim.client("canary-agent", canary_agent(settings.clone(), index + 1, history.clone()));
+        clients.push(("canary-agent".into(), Box::pin(canary_agent(settings.clone(), index + 1, history.clone()))));
     }
+    clients
+}
+
+/// Registers the workload's clients as turmoil clients.
+pub fn register(sim: &mut turmoil::Sim<'_>, settings: &Agents, history: &SharedHistory, known: &KnownBeads) {
+    for (name, run) in clients(settings, history, known) {
+        sim.client(name, run);
+    }
+}
+
+/// Starts the workload's clients as tasks against a real cluster; each task answers its
+/// client's name and how it ended.
+pub fn spawn(
+    settings: &Agents,
+    history: &SharedHistory,
+    known: &KnownBeads,
+) -> Vec<tokio::task::JoinHandle<(String, Result<(), String>)>> {
+    clients(settings, history, known)
+        .into_iter()
+        .map(|(name, run)| tokio::spawn(async move { (name, run.await.map_err(|error| error.to_string())) }))
+        .collect()
 }
 
 /// The names of the history's clients, by index: the agents, the healed reader, the lease
@@ -477,7 +494,7 @@ pub fn client_names(agents: usize, canaries: bool) -> Vec<String> {
     names
 }
 
-/// A fresh history.
-pub fn new_history() -> SharedHistory {
-    Arc::new(Mutex::new(History::default()))
+/// A fresh history of a run against `target`.
+pub fn new_history(target: &Target) -> SharedHistory {
+    Arc::new(Mutex::new(History::new(target.started())))
 }

@@ -1,5 +1,11 @@
 //! The checkers: each module checks one property of a finished run and cites it.
 //!
+//! Two runs feed them: the simulator's ([`crate::run`]) and the container run's
+//! ([`crate::containers`]), whose history is recorded by the same agents against a real cluster.
+//! Both call [`check_all`]; evidence a run cannot gather is empty (a real cluster reports no
+//! controller or versioned applies and offers no disks to read back), and the checkers that read
+//! it find nothing there to judge.
+//!
 //! They read the observed [`History`], the nodes' Raft [`Observation`]s, applied controller
 //! actions ([`ControllerApply`]) and versioned entries ([`VersionedApply`]), what the healed-phase
 //! reader found ([`Healed`]), the nodes whose start failed and the damage the nemesis did, and,
@@ -61,10 +67,11 @@ pub struct Evidence<'a> {
     pub versioned_applies: &'a [VersionedApply],
     /// What the healed-phase reader found.
     pub healed: &'a Healed,
-    /// The nodes, with their disks (log matching reads memory disks).
-    pub nodes: &'a [SimNode],
-    /// Whether the disks are memory disks.
-    pub memory_disks: bool,
+    /// Every node of the run (the spare included), by id.
+    pub node_ids: &'a [u64],
+    /// The simulated nodes' memory disks, for log matching; `None` when the run's disks cannot
+    /// be read back (RocksDB disks, a real cluster's containers).
+    pub disks: Option<&'a [SimNode]>,
     /// The nodes whose start failed; they stayed down.
     pub failed_starts: &'a BTreeMap<u64, FailedStart>,
     /// What the nemesis damaged on each node's storage, by node.
@@ -78,7 +85,7 @@ impl Evidence<'_> {
     /// fault, only the members the healed-phase reader found.
     pub fn live_nodes(&self) -> Vec<u64> {
         let member = |id: &u64| self.operator.is_none() || self.healed.members.contains(id);
-        self.nodes.iter().map(|node| node.id).filter(|id| !self.failed_starts.contains_key(id) && member(id)).collect()
+        self.node_ids.iter().copied().filter(|id| !self.failed_starts.contains_key(id) && member(id)).collect()
     }
 }
 
@@ -117,9 +124,7 @@ pub fn check_all(evidence: &Evidence<'_>) -> Vec<Violation> {
     violations.extend(liveness::check(evidence.healed));
     violations.extend(convergence::check(evidence.healed, &evidence.live_nodes()));
     let removed: Vec<u64> = match evidence.operator {
-        Some(_) => {
-            evidence.nodes.iter().map(|node| node.id).filter(|id| !evidence.healed.members.contains(id)).collect()
-        }
+        Some(_) => evidence.node_ids.iter().copied().filter(|id| !evidence.healed.members.contains(id)).collect(),
         None => Vec::new(),
     };
     violations.extend(integrity::check(evidence.failed_starts, evidence.damaged, &removed));
@@ -136,10 +141,9 @@ pub fn check_all(evidence: &Evidence<'_>) -> Vec<Violation> {
     }
     violations.extend(controller_terms::check(evidence.controller_applies).0);
     violations.extend(upgrade::check(evidence.versioned_applies, evidence.healed).0);
-    if evidence.memory_disks {
+    if let Some(disks) = evidence.disks {
         // A node whose start failed holds damaged storage by design; the others' logs must match.
-        let live: Vec<&SimNode> =
-            evidence.nodes.iter().filter(|node| !evidence.failed_starts.contains_key(&node.id)).collect();
+        let live: Vec<&SimNode> = disks.iter().filter(|node| !evidence.failed_starts.contains_key(&node.id)).collect();
         violations.extend(raft_safety::check_log_matching(&live));
     }
     match final_beads(evidence.history) {
