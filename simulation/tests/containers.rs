@@ -159,3 +159,36 @@ fn a_build_that_decides_a_rule_by_itself_is_caught_in_containers() {
         "{violations:?}"
     );
 }
+
+#[test]
+fn an_interrupted_run_removes_its_containers() {
+    if !docker_here() {
+        return;
+    }
+    let mut child = containers()
+        .args(["--seed", "4", "--duration", "60s", "--agents", "1", "--no-membership", "--no-upgrade"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let project = format!("label=com.docker.compose.project=strandjepsen{}x4", child.id());
+    let containers_of_run = || {
+        let listed = Command::new("docker").args(["ps", "-aq", "--filter", &project]).output().unwrap();
+        String::from_utf8_lossy(&listed.stdout).lines().count()
+    };
+    let started = std::time::Instant::now();
+    while containers_of_run() < 3 {
+        assert!(started.elapsed() < std::time::Duration::from_secs(300), "the run's containers never appeared");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before its containers appeared");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let killed = Command::new("kill").args(["-s", "TERM", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert_eq!(containers_of_run(), 0, "containers of the interrupted run are left");
+    let networks = Command::new("docker")
+        .args(["network", "ls", "-q", "--filter", &format!("name=strandjepsen{}x4", child.id())])
+        .output()
+        .unwrap();
+    assert!(networks.stdout.is_empty(), "its network is left");
+}

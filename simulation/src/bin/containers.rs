@@ -5,7 +5,8 @@
 //!
 //! Exit codes: 0 no violation, 1 violations (each printed, with the seed, the nemesis schedule and
 //! the artifacts kept), 2 usage error or a run that could not be made, 77 Docker or what the
-//! nemesis needs is missing here (one line says what).
+//! nemesis needs is missing here (one line says what), 130 interrupted (Ctrl-C or SIGTERM; the
+//! containers are removed first).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -132,7 +133,31 @@ fn main() -> ExitCode {
         .init();
     eprintln!("containers: seed {seed}, {:?} of faults", config.duration);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a Tokio runtime starts");
-    let report = match runtime.block_on(containers::run(&config)) {
+    // Interrupted (Ctrl-C, or SIGTERM from a test runner's timeout), the run is dropped, and with
+    // it the deployment, whose drop removes the containers, network and volumes.
+    let interrupted = async {
+        let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("a SIGTERM handler installs");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => "an interrupt",
+            _ = terminate.recv() => "SIGTERM",
+        }
+    };
+    let finished = runtime.block_on(async {
+        tokio::select! {
+            report = containers::run(&config) => Some(report),
+            by = interrupted => {
+                eprintln!("containers: seed {seed}: stopped by {by}; removing the containers");
+                None
+            }
+        }
+    });
+    let Some(finished) = finished else {
+        // Dropping the runtime waits for the Docker calls under way; then nothing is left.
+        drop(runtime);
+        return ExitCode::from(130);
+    };
+    let report = match finished {
         Ok(report) => report,
         Err(error) => {
             eprintln!("containers: seed {seed}: the run could not be made: {error}");

@@ -70,8 +70,10 @@ pub struct Deployment {
     pub deploy_dir: PathBuf,
     /// The strand binary the image is built from (strand-node beside it).
     pub strand: PathBuf,
-    /// Certificates, node configs, the admin token and client.toml.
-    pub cluster_dir: PathBuf,
+    /// Certificates, node configs, the admin token and client.toml: a temporary directory that
+    /// lives as long as the deployment, so a `cluster.sh` call under way when the run is dropped
+    /// still finds it (`None`: only removing).
+    pub cluster_dir: Option<tempfile::TempDir>,
     /// The compose project.
     pub project: String,
     /// Host ports of nodes 1 to 4's client listeners.
@@ -86,7 +88,7 @@ impl Deployment {
         command
             .args(args)
             .env("STRAND_BIN", &self.strand)
-            .env("STRAND_CLUSTER_DIR", &self.cluster_dir)
+            .env("STRAND_CLUSTER_DIR", self.dir())
             .env("STRAND_PROJECT", &self.project);
         for (index, port) in self.ports.iter().enumerate() {
             command.env(format!("STRAND_PORT_{}", index + 1), port.to_string());
@@ -146,9 +148,9 @@ impl Deployment {
         if self.ungated_canary { UNGATED_IMAGE } else { NEXT_IMAGE }
     }
 
-    /// The client configuration `up` wrote.
-    pub fn client_config(&self) -> PathBuf {
-        self.cluster_dir.join("client.toml")
+    /// The directory of certificates, node configs, the admin token and client.toml.
+    pub fn dir(&self) -> &Path {
+        self.cluster_dir.as_ref().map_or(Path::new(""), tempfile::TempDir::path)
     }
 
     /// The id of node `id`'s container, if it exists.
@@ -333,7 +335,7 @@ pub fn remove_abandoned(deploy_dir: &Path, strand: &Path) {
         Deployment {
             deploy_dir: deploy_dir.to_path_buf(),
             strand: strand.to_path_buf(),
-            cluster_dir: PathBuf::new(),
+            cluster_dir: None,
             project: project.to_string(),
             ports: [0; 4],
             ungated_canary: false,

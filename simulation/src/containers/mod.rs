@@ -196,7 +196,7 @@ pub async fn run(config: &Config) -> Result<Report, String> {
     let deployment = Arc::new(Deployment {
         deploy_dir: config.deploy_dir.clone(),
         strand: config.strand.clone(),
-        cluster_dir: cluster_dir.path().to_path_buf(),
+        cluster_dir: Some(cluster_dir),
         project: format!("{}{}x{}", docker::PROJECT_PREFIX, std::process::id(), config.seed),
         ports,
         ungated_canary: config.ungated_canary,
@@ -211,9 +211,9 @@ pub async fn run(config: &Config) -> Result<Report, String> {
             .build_next_image(config.ungated_canary)
             .map_err(|error| format!("the newer build's image was not built: {error}"))?;
     }
-    let token = std::fs::read_to_string(cluster_dir.path().join("admin.token"))
+    let token = std::fs::read_to_string(deployment.dir().join("admin.token"))
         .map_err(|error| format!("deploy/cluster.sh up wrote no admin token: {error}"))?;
-    let certs = cluster_dir.path().join("certs");
+    let certs = deployment.dir().join("certs");
     let tls = api::tls::ClientTls {
         ca: certs.join("ca.pem"),
         identity: Some((certs.join("client.pem"), certs.join("client.key"))),
