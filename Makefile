@@ -8,7 +8,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/strand-target
 export STRAND_SIM_FRESH_SEED ?= $(shell git rev-parse HEAD 2>/dev/null)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test deps build release bench fmt
+.PHONY: run test deps test-deps build release bench fmt
 
 deps:
 	@missing=""; \
@@ -20,6 +20,9 @@ deps:
 	command -v unshare >/dev/null 2>&1 || missing="$$missing util-linux"; \
 	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
 	command -v xmllint >/dev/null 2>&1 || missing="$$missing libxml2-utils"; \
+	command -v curl >/dev/null 2>&1 || missing="$$missing curl"; \
+	command -v nsenter >/dev/null 2>&1 || missing="$$missing util-linux"; \
+	command -v iptables >/dev/null 2>&1 || missing="$$missing iptables"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
@@ -47,7 +50,13 @@ fmt:
 	cargo fmt --all
 	rustfmt --edition 2024 $(COMMAND_FILES)
 
-test: deps
+# What only the tests need: Prometheus, for the test that scrapes the compose cluster with
+# deploy/prometheus.yml and answers every query of deploy/grafana/strand.json.
+test-deps: deps
+	@command -v prometheus >/dev/null 2>&1 || { echo "installing: prometheus"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+
+test: test-deps
 	cargo fmt --all -- --check
 	rustfmt --edition 2024 --check $(COMMAND_FILES)
 	cargo clippy --workspace --all-targets -- -D warnings

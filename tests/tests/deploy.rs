@@ -4,7 +4,8 @@
 //! `cluster move-leader`, `snapshot save` and `status`, a fourth node joining with `cluster.sh
 //! join`, `member remove`, a restore into a new cluster with `cluster.sh restore`, a lost quorum
 //! recovered with `cluster.sh recover` and joined again) run against it over mutual TLS with the
-//! admin token.
+//! admin token. A real Prometheus scrapes it with `deploy/prometheus.yml` and answers every
+//! query of `deploy/grafana/strand.json` with data.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::path::{Path, PathBuf};
@@ -76,6 +77,8 @@ async fn the_compose_cluster_runs_with_mutual_tls_and_auth() {
     let whoami = deployment.strand(&config, &["auth", "whoami", "--json"]);
     let whoami: serde_json::Value = serde_json::from_slice(&whoami.stdout).unwrap();
     assert_eq!((whoami["enabled"].as_bool(), whoami["token"]["role"].as_str()), (Some(true), Some("admin")));
+
+    prometheus_scrapes_the_cluster_and_answers_every_dashboard_query(&deployment).await;
 
     // The operator commands over mutual TLS with the admin token: move the leadership to another
     // member once the leader has looked at every member, and see it in `member list`.
@@ -168,4 +171,75 @@ async fn the_compose_cluster_runs_with_mutual_tls_and_auth() {
         .unwrap();
     let refused = deployment.strand(&plain, &["list"]);
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--cacert"), "{refused:?}");
+}
+
+/// A Prometheus process, killed on drop.
+struct Prometheus(std::process::Child);
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `curl -s URL` (with `query` URL-encoded, when given), as JSON.
+fn prometheus_api(port: u16, path: &str, query: Option<&str>) -> Option<serde_json::Value> {
+    let mut command = Command::new("curl");
+    command.args(["-s", "--fail", "--get", &format!("http://127.0.0.1:{port}{path}")]);
+    if let Some(query) = query {
+        command.arg("--data-urlencode").arg(format!("query={query}"));
+    }
+    let output = command.output().expect("curl runs");
+    serde_json::from_slice(&output.stdout).ok()
+}
+
+/// `deploy/prometheus.yml`, pointed at this test's ports and directory and scraping every
+/// second, scrapes every node over TLS with the admin token; then every query of
+/// `deploy/grafana/strand.json` answers data.
+async fn prometheus_scrapes_the_cluster_and_answers_every_dashboard_query(deployment: &Deployment) {
+    let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy");
+    let mut config = std::fs::read_to_string(deploy.join("prometheus.yml"))
+        .unwrap()
+        .replace("scrape_interval: 10s", "scrape_interval: 1s");
+    for (index, port) in deployment.ports.iter().take(3).enumerate() {
+        config = config.replace(&format!("127.0.0.1:{}", 7400 + index), &format!("127.0.0.1:{port}"));
+    }
+    let home = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(deployment.dir.path(), home.path().join("cluster")).unwrap();
+    std::fs::write(home.path().join("prometheus.yml"), config).unwrap();
+    let port = free_port();
+    let _prometheus = Prometheus(
+        Command::new("prometheus")
+            .current_dir(home.path())
+            .args(["--config.file=prometheus.yml", "--storage.tsdb.path=data"])
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("prometheus runs (make deps installs it)"),
+    );
+    wait_for("Prometheus to scrape every node", || async {
+        let targets = prometheus_api(port, "/api/v1/targets", None)?;
+        let active = targets["data"]["activeTargets"].as_array()?.clone();
+        (active.len() == 3 && active.iter().all(|target| target["health"] == "up")).then_some(())
+    })
+    .await;
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(deploy.join("grafana/strand.json")).unwrap()).unwrap();
+    let queries: Vec<String> = dashboard["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|panel| panel["targets"].as_array().cloned().unwrap_or_default())
+        .map(|target| target["expr"].as_str().unwrap().to_string())
+        .collect();
+    assert!(queries.len() >= 20, "{queries:?}");
+    for query in &queries {
+        wait_for(&format!("Prometheus to answer {query} with data"), || async {
+            let answer = prometheus_api(port, "/api/v1/query", Some(query))?;
+            (!answer["data"]["result"].as_array()?.is_empty()).then_some(())
+        })
+        .await;
+    }
 }
