@@ -21,6 +21,7 @@ deps:
 	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
 	command -v xmllint >/dev/null 2>&1 || missing="$$missing libxml2-utils"; \
 	command -v curl >/dev/null 2>&1 || missing="$$missing curl"; \
+	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
 	command -v nsenter >/dev/null 2>&1 || missing="$$missing util-linux"; \
 	command -v iptables >/dev/null 2>&1 || missing="$$missing iptables"; \
 	if [ -n "$$missing" ]; then \

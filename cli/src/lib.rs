@@ -180,6 +180,10 @@ enum Command {
     /// create|list|revoke` manage tokens (roles admin, agent, reader).
     #[command(subcommand)]
     Auth(admin::auth::AuthCommand),
+    /// A live view of the cluster and its work: what needs attention, the members, the
+    /// controller's duties, each namespace's beads by status; refreshes until `q` (one snapshot
+    /// when stdout is not a terminal, or with --json).
+    Top(admin::top::TopArgs),
     /// Run one cluster member.
     Node(Box<admin::member_args::NodeArgs>),
     /// Start a local cluster of child processes for trying things out; Ctrl-C stops it.
@@ -462,6 +466,7 @@ impl Cli {
             Command::Certs(_)
                 | Command::Version
                 | Command::Cluster(_)
+                | Command::Top(_)
                 | Command::Member(_)
                 | Command::Auth(_)
                 | Command::Bench(_)
@@ -682,6 +687,7 @@ async fn dispatch(cli: &Cli, members: Option<MemberCommands>) -> CommandResult {
         Command::Gate(command) => beads::gate::run(cli, command).await,
         Command::Lease(command) => work::lease::run(cli, command).await,
         Command::Cluster(command) => admin::cluster::run(cli, command).await,
+        Command::Top(args) => admin::top::run(cli, args).await,
         Command::Member(command) => admin::cluster::run_member(cli, command).await,
         Command::Certs(command) => admin::certs::run(cli, command),
         Command::Auth(command) => admin::auth::run(cli, command).await,

@@ -235,7 +235,7 @@ async fn member_list(cli: &Cli) -> CommandResult {
 }
 
 /// The node whose controller runs: the leader, once its replica applied the `Begin` of its term.
-fn controller(status: &api::proto::StatusResponse) -> Option<u64> {
+pub(crate) fn controller(status: &api::proto::StatusResponse) -> Option<u64> {
     let leader = status.nodes.iter().find(|node| node.id == status.leader_id && node.state == "leader")?;
     (leader.controller_term == leader.term && leader.term > 0).then_some(leader.id)
 }
@@ -339,7 +339,7 @@ async fn check(cli: &Cli) -> CommandResult {
 
 /// What `cluster version` shows: the state's apply version as the leader (or else any node that
 /// answered) holds it, and the version the leader would switch to.
-fn apply_version(status: &api::proto::StatusResponse) -> Option<(u32, bool)> {
+pub(crate) fn apply_version(status: &api::proto::StatusResponse) -> Option<(u32, bool)> {
     let leader = status.nodes.iter().find(|node| node.id == status.leader_id && node.apply_version > 0);
     let node = leader.or_else(|| status.nodes.iter().find(|node| node.apply_version > 0))?;
     Some((node.apply_version, node.apply_pinned))

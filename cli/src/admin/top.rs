@@ -1,0 +1,286 @@
+//! `strand top`: a live terminal view of the cluster and its work (as `nats top` is of NATS):
+//! what needs attention first, then the members (role, addresses, term, indexes, lag,
+//! reachability), the apply version, the controller and when each duty last ran, and each
+//! namespace's beads by status, ready and leased. It refreshes every `--interval` and quits on `q`
+//! (or Esc, or Ctrl-C); when stdout is not a terminal it prints one plain snapshot, and with
+//! `--json` one JSON snapshot.
+//!
+//! Invariant: a view holds only what the last refresh read; a failed read shows as unavailable,
+//! never as the figures of an earlier one.
+
+use std::io::IsTerminal as _;
+use std::time::Duration;
+
+use api::command::Query;
+use api::commands::RegisteredAnswer;
+use api::commands::namespace_show::NamespaceShow;
+use api::outcome::Outcome;
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyModifiers};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Text};
+use ratatui::widgets::{Block, Paragraph};
+use serde_json::json;
+
+use crate::Cli;
+use crate::failure::{CommandResult, Failure};
+
+/// Most namespaces a view shows.
+pub const NAMESPACES_SHOWN_MAX: usize = 20;
+
+/// `strand top`'s flags.
+#[derive(clap::Args, Debug)]
+pub struct TopArgs {
+    /// Time between refreshes, e.g. 1s or 500ms.
+    #[arg(long, default_value = "1s", value_parser = parse_interval)]
+    interval: Duration,
+}
+
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    let interval = humantime::parse_duration(text).map_err(|error| format!("{error}; write it as 1s or 500ms"))?;
+    if interval < Duration::from_millis(100) {
+        return Err("refreshing more often than every 100ms would load the cluster; give 100ms or more".into());
+    }
+    Ok(interval)
+}
+
+/// How a line reads: plain, a heading, or something that needs attention.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tone {
+    Plain,
+    Heading,
+    Alarm,
+}
+
+/// A namespace's name and its counts, as `namespace show` reads them.
+type NamespaceCounts = (String, Vec<(String, u64)>);
+
+/// One refresh: what the cluster said, or why it could not be read.
+struct Snapshot {
+    status: Result<api::proto::StatusResponse, String>,
+    namespaces: Result<Vec<NamespaceCounts>, String>,
+}
+
+async fn read(cli: &Cli) -> Snapshot {
+    let client = match cli.client() {
+        Ok(client) => client,
+        Err(failure) => {
+            let why = failure.message().to_string();
+            return Snapshot { status: Err(why.clone()), namespaces: Err(why) };
+        }
+    };
+    let status = client.status(false).await.map_err(|error| error.to_string());
+    let namespaces = async {
+        let names = match client.query(Query::Namespaces).await.map_err(|error| error.to_string())? {
+            Outcome::Namespaces(namespaces) => namespaces,
+            other => return Err(format!("the cluster answered the namespaces with {other:?}")),
+        };
+        let mut shown = Vec::new();
+        for info in names.into_iter().take(NAMESPACES_SHOWN_MAX) {
+            let client = cli.client_of_existing(&info.name).map_err(|failure| failure.message().to_string())?;
+            let counts = match client.query(NamespaceShow::default().into()).await {
+                Ok(Outcome::Registered(RegisteredAnswer::NamespaceDetail(detail))) => detail.counts,
+                Ok(other) => return Err(format!("namespace {} answered {other:?}", info.name)),
+                Err(error) => return Err(format!("namespace {}: {error}", info.name)),
+            };
+            shown.push((info.name, counts));
+        }
+        Ok(shown)
+    }
+    .await;
+    Snapshot { status, namespaces }
+}
+
+/// The view of a snapshot, line by line.
+fn lines(snapshot: &Snapshot) -> Vec<(Tone, String)> {
+    let mut lines = Vec::new();
+    let status = match &snapshot.status {
+        Ok(status) => status,
+        Err(error) => {
+            lines.push((Tone::Alarm, format!("CLUSTER UNAVAILABLE: {error}")));
+            lines.push((
+                Tone::Plain,
+                "no figures are shown until a node answers; check --endpoints and that the nodes run".into(),
+            ));
+            return lines;
+        }
+    };
+    // What needs attention, and nothing when all is well.
+    let mut attention = Vec::new();
+    if status.leader_id == 0 {
+        attention.push("no leader: writes wait until one is elected".to_string());
+    }
+    for node in &status.nodes {
+        if node.state == "unreachable" {
+            attention.push(format!("node {} is unreachable: {}", node.id, node.error));
+        }
+        if !node.fatal_error.is_empty() {
+            attention.push(format!("node {}'s Raft core stopped: {} (restart it)", node.id, node.fatal_error));
+        }
+        if !node.divergence.is_empty() {
+            attention.push(format!("node {} reports divergence: {}", node.id, node.divergence));
+        }
+        if !node.note.is_empty() {
+            attention.push(format!("node {}: {}", node.id, node.note));
+        }
+    }
+    if attention.is_empty() {
+        lines.push((Tone::Plain, "all is well: every member answers and keeps up".into()));
+    } else {
+        lines.push((Tone::Heading, "NEEDS ATTENTION".into()));
+        lines.extend(attention.into_iter().map(|what| (Tone::Alarm, format!("  {what}"))));
+    }
+    lines.push((Tone::Plain, String::new()));
+    let leader = if status.leader_id == 0 { "none".to_string() } else { status.leader_id.to_string() };
+    let version = super::cluster::apply_version(status).map_or("?".to_string(), |(version, _)| version.to_string());
+    lines.push((
+        Tone::Heading,
+        format!("CLUSTER  leader {leader}, term {}, voters {:?}, apply version {version}", status.term, status.voters),
+    ));
+    lines.push((
+        Tone::Plain,
+        format!(
+            "{:>4}  {:<22} {:<12} {:>6} {:>10} {:>10} {:>8}  {}",
+            "id", "client", "state", "term", "last_log", "applied", "lag", "leases"
+        ),
+    ));
+    for node in &status.nodes {
+        let tone = if node.state == "unreachable" || !node.fatal_error.is_empty() { Tone::Alarm } else { Tone::Plain };
+        lines.push((
+            tone,
+            format!(
+                "{:>4}  {:<22} {:<12} {:>6} {:>10} {:>10} {:>8}  {}",
+                node.id,
+                if node.client_address.is_empty() { "?" } else { &node.client_address },
+                node.state,
+                node.term,
+                node.last_log_index,
+                node.applied_index,
+                node.lag,
+                node.lease_count
+            ),
+        ));
+    }
+    match super::cluster::controller(status) {
+        Some(id) => {
+            let now = crate::values::now_ms();
+            let duties =
+                status.nodes.iter().find(|node| node.id == id).map(|node| node.duties.clone()).unwrap_or_default();
+            let ran: Vec<String> = duties
+                .iter()
+                .map(|duty| match duty.last_run_ms {
+                    Some(ms) => format!("{} {:.1}s ago", duty.name, now.saturating_sub(ms).max(0) as f64 / 1000.0),
+                    None if duty.interval_ms == 0 => format!("{} off", duty.name),
+                    None => format!("{} not yet", duty.name),
+                })
+                .collect();
+            lines.push((Tone::Plain, format!("controller on node {id}: {}", ran.join(", "))));
+        }
+        None => {
+            lines.push((Tone::Alarm, "controller: none running (no leader, or its controller has not begun)".into()))
+        }
+    }
+    lines.push((Tone::Plain, String::new()));
+    match &snapshot.namespaces {
+        Err(error) => lines.push((Tone::Alarm, format!("NAMESPACES UNAVAILABLE: {error}"))),
+        Ok(namespaces) if namespaces.is_empty() => {
+            lines.push((Tone::Heading, "NAMESPACES  none yet (the first write creates one)".into()))
+        }
+        Ok(namespaces) => {
+            lines.push((Tone::Heading, "NAMESPACES".into()));
+            let columns: Vec<&str> = namespaces[0].1.iter().map(|(name, _)| name.as_str()).collect();
+            let header: Vec<String> = columns.iter().map(|name| format!(" {name:>11}")).collect();
+            lines.push((Tone::Plain, format!("{:<20} {}", "namespace", header.join(""))));
+            for (name, counts) in namespaces {
+                let cells: Vec<String> = counts.iter().map(|(_, count)| format!(" {count:>11}")).collect();
+                lines.push((Tone::Plain, format!("{:<20} {}", api::printable::printable(name), cells.join(""))));
+            }
+        }
+    }
+    lines
+}
+
+fn snapshot_json(snapshot: &Snapshot) -> serde_json::Value {
+    let status = match &snapshot.status {
+        Ok(status) => json!({
+            "leader_id": status.leader_id, "term": status.term, "voters": status.voters,
+            "apply_version": super::cluster::apply_version(status).map(|(version, _)| version),
+            "controller": super::cluster::controller(status),
+            "nodes": status.nodes.iter().map(|node| json!({
+                "id": node.id, "client_address": node.client_address, "state": node.state, "term": node.term,
+                "last_log_index": node.last_log_index, "applied_index": node.applied_index, "lag": node.lag,
+                "lease_count": node.lease_count, "error": node.error, "fatal_error": node.fatal_error,
+                "note": node.note, "divergence": node.divergence,
+            })).collect::<Vec<_>>(),
+        }),
+        Err(error) => json!({ "unavailable": error }),
+    };
+    let namespaces = match &snapshot.namespaces {
+        Ok(namespaces) => json!(namespaces
+            .iter()
+            .map(|(name, counts)| json!({ "name": name, "counts": counts.iter().map(|(name, count)| (name.clone(), json!(count))).collect::<serde_json::Map<_, _>>() }))
+            .collect::<Vec<_>>()),
+        Err(error) => json!({ "unavailable": error }),
+    };
+    json!({ "cluster": status, "namespaces": namespaces })
+}
+
+/// Runs `strand top`.
+pub async fn run(cli: &Cli, args: &TopArgs) -> CommandResult {
+    if cli.json || !std::io::stdout().is_terminal() {
+        let snapshot = read(cli).await;
+        if cli.json {
+            crate::output::print_value(&snapshot_json(&snapshot));
+        } else {
+            for (_, line) in lines(&snapshot) {
+                println!("{line}");
+            }
+        }
+        return match &snapshot.status {
+            Ok(_) => Ok(true),
+            Err(error) => Err(Failure::Unavailable(error.clone())),
+        };
+    }
+    let mut terminal =
+        ratatui::try_init().map_err(|error| Failure::Refused(format!("cannot take over the terminal: {error}")))?;
+    let result = live(cli, args, &mut terminal).await;
+    ratatui::restore();
+    result
+}
+
+async fn live(cli: &Cli, args: &TopArgs, terminal: &mut ratatui::DefaultTerminal) -> CommandResult {
+    loop {
+        let snapshot = read(cli).await;
+        let shown: Vec<Line> = lines(&snapshot)
+            .into_iter()
+            .map(|(tone, line)| match tone {
+                Tone::Plain => Line::raw(line),
+                Tone::Heading => Line::styled(line, Style::default().add_modifier(Modifier::BOLD)),
+                Tone::Alarm => Line::styled(line, Style::default().fg(Color::Red).add_modifier(Modifier::BOLD)),
+            })
+            .collect();
+        let title = format!(" strand top: every {}, q to quit ", humantime::format_duration(args.interval));
+        terminal
+            .draw(|frame| {
+                frame.render_widget(
+                    Paragraph::new(Text::from(shown)).block(Block::bordered().title(title)),
+                    frame.area(),
+                )
+            })
+            .map_err(|error| Failure::Refused(format!("cannot draw on the terminal: {error}")))?;
+        let next = tokio::time::Instant::now() + args.interval;
+        while tokio::time::Instant::now() < next {
+            while event::poll(Duration::ZERO)
+                .map_err(|error| Failure::Refused(format!("cannot read the keyboard: {error}")))?
+            {
+                if let Event::Key(key) =
+                    event::read().map_err(|error| Failure::Refused(format!("cannot read the keyboard: {error}")))?
+                    && (matches!(key.code, KeyCode::Char('q') | KeyCode::Esc)
+                        || (key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL)))
+                {
+                    return Ok(true);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
