@@ -124,3 +124,53 @@ async fn live_under_tmux_it_refreshes_shows_a_dead_node_and_quits_on_q() {
     assert!(quit.success());
     wait_for("top to quit on q", || async { (!session.alive()).then_some(()) }).await;
 }
+
+/// `strand` over TLS with `token` (or none), its global flags only from the arguments.
+fn strand_tls(cluster: &Cluster, token: Option<&str>, args: &[&str]) -> std::process::Output {
+    let mut command = Command::new(strand_binary());
+    command
+        .arg("--endpoints")
+        .arg(cluster.endpoints().join(","))
+        .arg("--cacert")
+        .arg(cluster.tls().unwrap().dir.join("ca.pem"))
+        .args(args);
+    for variable in ["STRAND_TOKEN", "STRAND_NAMESPACE", "STRAND_CONFIG", "STRAND_ACTOR"] {
+        command.env_remove(variable);
+    }
+    if let Some(token) = token {
+        command.env("STRAND_TOKEN", token);
+    }
+    command.output().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_tls_with_auth_a_scoped_token_sees_its_namespace_only() {
+    let cluster = Cluster::start_tls(3, false);
+    cluster.wait_for_leader().await;
+    let enabled = strand_tls(&cluster, None, &["auth", "enable", "--json"]);
+    let admin: serde_json::Value = serde_json::from_slice(&enabled.stdout).unwrap();
+    let admin = admin["token"].as_str().unwrap().to_string();
+    for namespace in ["alpha", "beta"] {
+        let made = strand_tls(&cluster, Some(&admin), &["namespace", "create", namespace]);
+        assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    }
+    let created = strand_tls(&cluster, Some(&admin), &["--namespace", "alpha", "create", "alpha work"]);
+    assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
+    let made = strand_tls(
+        &cluster,
+        Some(&admin),
+        &["auth", "token", "create", "watcher", "--role", "reader", "--namespace", "alpha", "--json"],
+    );
+    let reader: serde_json::Value = serde_json::from_slice(&made.stdout).unwrap();
+    let reader = reader["token"].as_str().unwrap().to_string();
+
+    let output = strand_tls(&cluster, Some(&reader), &["top"]);
+    let view = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{view}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(view.contains("CLUSTER  leader") && view.contains("alpha "), "{view}");
+    assert!(!view.contains("beta"), "a token scoped to alpha sees no other namespace, nor its name: {view}");
+    // Without a token: no figures, and what to do.
+    let output = strand_tls(&cluster, None, &["top"]);
+    let view = String::from_utf8_lossy(&output.stdout);
+    assert!(!view.contains("CLUSTER  leader") && !view.contains("alpha"), "{view}");
+}
