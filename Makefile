@@ -52,10 +52,16 @@ fmt:
 	rustfmt --edition 2024 $(COMMAND_FILES)
 
 # What only the tests need: Prometheus, for the test that scrapes the compose cluster with
-# deploy/prometheus.yml and answers every query of deploy/grafana/strand.json.
+# deploy/prometheus.yml and answers every query of deploy/grafana/strand.json, and headless
+# Chromium, for the web console's tests.
 test-deps: deps
-	@command -v prometheus >/dev/null 2>&1 || { echo "installing: prometheus"; \
-		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+	@missing=""; \
+	command -v prometheus >/dev/null 2>&1 || missing="$$missing prometheus"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
 
 test: test-deps
 	cargo fmt --all -- --check
