@@ -36,6 +36,7 @@ pub mod printable;
 pub mod proto;
 pub mod request_ids;
 pub mod state;
+pub mod status;
 pub mod suggest;
 pub mod tls;
 pub mod validate;

@@ -6,6 +6,7 @@
 //! membership changes, made by the leader through joint consensus.
 
 use api::printable::printable;
+use api::status::{apply_version, controller};
 use clap::Subcommand;
 use serde_json::json;
 
@@ -234,12 +235,6 @@ async fn member_list(cli: &Cli) -> CommandResult {
     Ok(true)
 }
 
-/// The node whose controller runs: the leader, once its replica applied the `Begin` of its term.
-pub(crate) fn controller(status: &api::proto::StatusResponse) -> Option<u64> {
-    let leader = status.nodes.iter().find(|node| node.id == status.leader_id && node.state == "leader")?;
-    (leader.controller_term == leader.term && leader.term > 0).then_some(leader.id)
-}
-
 /// Runs a cluster command.
 pub async fn run(cli: &Cli, command: &ClusterCommand) -> CommandResult {
     match command {
@@ -335,14 +330,6 @@ async fn check(cli: &Cli) -> CommandResult {
         }
     }
     Ok(agree)
-}
-
-/// What `cluster version` shows: the state's apply version as the leader (or else any node that
-/// answered) holds it, and the version the leader would switch to.
-pub(crate) fn apply_version(status: &api::proto::StatusResponse) -> Option<(u32, bool)> {
-    let leader = status.nodes.iter().find(|node| node.id == status.leader_id && node.apply_version > 0);
-    let node = leader.or_else(|| status.nodes.iter().find(|node| node.apply_version > 0))?;
-    Some((node.apply_version, node.apply_pinned))
 }
 
 /// The highest version every member applies (`Err`: a member that did not answer).

@@ -8,6 +8,7 @@
 //! Invariant: a view holds only what the last refresh read; a failed read shows as unavailable,
 //! never as the figures of an earlier one.
 
+use std::collections::BTreeMap;
 use std::io::IsTerminal as _;
 use std::time::Duration;
 
@@ -60,14 +61,25 @@ struct Snapshot {
     namespaces: Result<Vec<NamespaceCounts>, String>,
 }
 
-async fn read(cli: &Cli) -> Snapshot {
-    let client = match cli.client() {
-        Ok(client) => client,
-        Err(failure) => {
-            let why = failure.message().to_string();
-            return Snapshot { status: Err(why.clone()), namespaces: Err(why) };
+/// The clients a view reads with, made once and kept across refreshes (their connections too):
+/// one for the cluster, one per namespace shown.
+#[derive(Default)]
+struct Readers {
+    cluster: Option<api::client::Client>,
+    namespaces: BTreeMap<String, api::client::Client>,
+}
+
+async fn read(cli: &Cli, readers: &mut Readers) -> Snapshot {
+    if readers.cluster.is_none() {
+        match cli.client() {
+            Ok(client) => readers.cluster = Some(client),
+            Err(failure) => {
+                let why = failure.message().to_string();
+                return Snapshot { status: Err(why.clone()), namespaces: Err(why) };
+            }
         }
-    };
+    }
+    let client = readers.cluster.as_ref().expect("made above");
     let status = client.status(false).await.map_err(|error| error.to_string());
     let namespaces = async {
         let names = match client.query(Query::Namespaces).await.map_err(|error| error.to_string())? {
@@ -76,7 +88,11 @@ async fn read(cli: &Cli) -> Snapshot {
         };
         let mut shown = Vec::new();
         for info in names.into_iter().take(NAMESPACES_SHOWN_MAX) {
-            let client = cli.client_of_existing(&info.name).map_err(|failure| failure.message().to_string())?;
+            if !readers.namespaces.contains_key(&info.name) {
+                let client = cli.client_of_existing(&info.name).map_err(|failure| failure.message().to_string())?;
+                readers.namespaces.insert(info.name.clone(), client);
+            }
+            let client = &readers.namespaces[&info.name];
             let counts = match client.query(NamespaceShow::default().into()).await {
                 Ok(Outcome::Registered(RegisteredAnswer::NamespaceDetail(detail))) => detail.counts,
                 Ok(other) => return Err(format!("namespace {} answered {other:?}", info.name)),
@@ -84,6 +100,8 @@ async fn read(cli: &Cli) -> Snapshot {
             };
             shown.push((info.name, counts));
         }
+        // Only the namespaces shown keep a client, so a long view holds no more than it shows.
+        readers.namespaces.retain(|name, _| shown.iter().any(|(seen, _)| seen == name));
         Ok(shown)
     }
     .await;
@@ -105,24 +123,7 @@ fn lines(snapshot: &Snapshot) -> Vec<(Tone, String)> {
         }
     };
     // What needs attention, and nothing when all is well.
-    let mut attention = Vec::new();
-    if status.leader_id == 0 {
-        attention.push("no leader: writes wait until one is elected".to_string());
-    }
-    for node in &status.nodes {
-        if node.state == "unreachable" {
-            attention.push(format!("node {} is unreachable: {}", node.id, node.error));
-        }
-        if !node.fatal_error.is_empty() {
-            attention.push(format!("node {}'s Raft core stopped: {} (restart it)", node.id, node.fatal_error));
-        }
-        if !node.divergence.is_empty() {
-            attention.push(format!("node {} reports divergence: {}", node.id, node.divergence));
-        }
-        if !node.note.is_empty() {
-            attention.push(format!("node {}: {}", node.id, node.note));
-        }
-    }
+    let attention = api::status::attention(status);
     if attention.is_empty() {
         lines.push((Tone::Plain, "all is well: every member answers and keeps up".into()));
     } else {
@@ -131,7 +132,7 @@ fn lines(snapshot: &Snapshot) -> Vec<(Tone, String)> {
     }
     lines.push((Tone::Plain, String::new()));
     let leader = if status.leader_id == 0 { "none".to_string() } else { status.leader_id.to_string() };
-    let version = super::cluster::apply_version(status).map_or("?".to_string(), |(version, _)| version.to_string());
+    let version = api::status::apply_version(status).map_or("?".to_string(), |(version, _)| version.to_string());
     lines.push((
         Tone::Heading,
         format!("CLUSTER  leader {leader}, term {}, voters {:?}, apply version {version}", status.term, status.voters),
@@ -160,7 +161,7 @@ fn lines(snapshot: &Snapshot) -> Vec<(Tone, String)> {
             ),
         ));
     }
-    match super::cluster::controller(status) {
+    match api::status::controller(status) {
         Some(id) => {
             let now = crate::values::now_ms();
             let duties =
@@ -203,8 +204,8 @@ fn snapshot_json(snapshot: &Snapshot) -> serde_json::Value {
     let status = match &snapshot.status {
         Ok(status) => json!({
             "leader_id": status.leader_id, "term": status.term, "voters": status.voters,
-            "apply_version": super::cluster::apply_version(status).map(|(version, _)| version),
-            "controller": super::cluster::controller(status),
+            "apply_version": api::status::apply_version(status).map(|(version, _)| version),
+            "controller": api::status::controller(status),
             "nodes": status.nodes.iter().map(|node| json!({
                 "id": node.id, "client_address": node.client_address, "state": node.state, "term": node.term,
                 "last_log_index": node.last_log_index, "applied_index": node.applied_index, "lag": node.lag,
@@ -227,7 +228,7 @@ fn snapshot_json(snapshot: &Snapshot) -> serde_json::Value {
 /// Runs `strand top`.
 pub async fn run(cli: &Cli, args: &TopArgs) -> CommandResult {
     if cli.json || !std::io::stdout().is_terminal() {
-        let snapshot = read(cli).await;
+        let snapshot = read(cli, &mut Readers::default()).await;
         if cli.json {
             crate::output::print_value(&snapshot_json(&snapshot));
         } else {
@@ -248,8 +249,9 @@ pub async fn run(cli: &Cli, args: &TopArgs) -> CommandResult {
 }
 
 async fn live(cli: &Cli, args: &TopArgs, terminal: &mut ratatui::DefaultTerminal) -> CommandResult {
+    let mut readers = Readers::default();
     loop {
-        let snapshot = read(cli).await;
+        let snapshot = read(cli, &mut readers).await;
         let shown: Vec<Line> = lines(&snapshot)
             .into_iter()
             .map(|(tone, line)| match tone {

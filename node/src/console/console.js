@@ -46,17 +46,11 @@ function render(cluster) {
   document.getElementById("summary").textContent =
     "leader " + leader + ", term " + cluster.term + ", voters " + cluster.voters.join(", ") +
     ", apply version " + (cluster.apply_version === null ? "?" : cluster.apply_version);
-  const attention = [];
-  if (cluster.leader_id === 0) attention.push("no leader: writes wait until one is elected");
   const rows = cluster.nodes.map((node) => {
     const row = document.createElement("tr");
     row.id = "member-" + node.id;
     const notes = [node.error, node.fatal_error, node.divergence, node.note].filter((note) => note);
     const unwell = node.state === "unreachable" || node.fatal_error !== "" || node.divergence !== "";
-    if (node.state === "unreachable") attention.push("node " + node.id + " is unreachable: " + node.error);
-    if (node.fatal_error !== "") attention.push("node " + node.id + "'s Raft core stopped: " + node.fatal_error);
-    if (node.divergence !== "") attention.push("node " + node.id + " reports divergence: " + node.divergence);
-    if (node.note !== "") attention.push("node " + node.id + ": " + node.note);
     for (const value of [node.id, node.client_address || "?", node.peer_address, node.state, node.term,
       node.last_log_index, node.applied_index, node.lag, node.lease_count]) {
       cell(row, value, unwell && value === node.state);
@@ -65,7 +59,8 @@ function render(cluster) {
     return row;
   });
   document.getElementById("members").replaceChildren(...rows);
-  const list = attention.map((text) => {
+  // What needs attention is judged by the node (api::status::attention), as strand top judges it.
+  const list = cluster.attention.map((text) => {
     const item = document.createElement("li");
     item.className = "alarm";
     item.textContent = text;

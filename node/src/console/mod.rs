@@ -2,7 +2,8 @@
 //! compiled into the binary (`index.html`, `console.js`, `console.css`) and read-only JSON under
 //! `/ui/api/`, judged by the same tokens as the API (any token the replica knows, a reader's
 //! included, once auth is on). This first part shows what needs attention and the cluster's
-//! members (`/ui/api/cluster`, the node's `Cluster.Status`).
+//! members (`/ui/api/cluster`, the node's `Cluster.Status`, with what needs attention as
+//! `api::status` judges it for `strand top` too).
 //!
 //! Invariant: nothing under `/ui` changes state. Every answer carries a strict Content Security
 //! Policy (`script-src 'self'`, nothing from elsewhere); a method other than GET or HEAD is
@@ -101,10 +102,6 @@ async fn cluster_status<D: Disk>(cluster: &ClusterService<D>, headers: &HeaderMa
         }
         Err(status) => return text(StatusCode::SERVICE_UNAVAILABLE, status.message().to_string()),
     };
-    let leader = status.nodes.iter().find(|node| node.id == status.leader_id && node.state == "leader");
-    let controller = leader.filter(|node| node.controller_term == node.term && node.term > 0).map(|node| node.id);
-    let apply_version =
-        leader.or_else(|| status.nodes.iter().find(|node| node.apply_version > 0)).map(|node| node.apply_version);
     let nodes: Vec<serde_json::Value> = status
         .nodes
         .iter()
@@ -119,7 +116,9 @@ async fn cluster_status<D: Disk>(cluster: &ClusterService<D>, headers: &HeaderMa
         .collect();
     let body = serde_json::json!({
         "leader_id": status.leader_id, "term": status.term, "voters": status.voters,
-        "apply_version": apply_version, "controller": controller, "nodes": nodes,
+        "apply_version": api::status::apply_version(&status).map(|(version, _)| version),
+        "controller": api::status::controller(&status), "attention": api::status::attention(&status),
+        "nodes": nodes,
     });
     ([(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
 }

@@ -72,8 +72,8 @@ pub struct Deployment {
     pub strand: PathBuf,
     /// Certificates, node configs, the admin token and client.toml: a temporary directory that
     /// lives as long as the deployment, so a `cluster.sh` call under way when the run is dropped
-    /// still finds it (`None`: only removing).
-    pub cluster_dir: Option<tempfile::TempDir>,
+    /// still finds it.
+    pub cluster_dir: tempfile::TempDir,
     /// The compose project.
     pub project: String,
     /// Host ports of nodes 1 to 4's client listeners.
@@ -150,7 +150,7 @@ impl Deployment {
 
     /// The directory of certificates, node configs, the admin token and client.toml.
     pub fn dir(&self) -> &Path {
-        self.cluster_dir.as_ref().map_or(Path::new(""), tempfile::TempDir::path)
+        self.cluster_dir.path()
     }
 
     /// The id of node `id`'s container, if it exists.
@@ -290,22 +290,27 @@ impl Deployment {
 
     /// Removes every container, network and volume of the project.
     pub fn remove(&self) {
-        let project = format!("label=com.docker.compose.project={}", self.project);
-        if let Ok(containers) = run("docker", &["ps", "-aq", "--filter", &project]) {
-            let ids: Vec<&str> = containers.lines().collect();
-            if !ids.is_empty() {
-                let mut args = vec!["rm", "-f", "-v"];
-                args.extend(ids);
-                let _ = run("docker", &args);
-            }
-        }
-        if let Ok(volumes) = run("docker", &["volume", "ls", "-q", "--filter", &project]) {
-            for volume in volumes.lines() {
-                let _ = run("docker", &["volume", "rm", "-f", volume]);
-            }
-        }
-        let _ = run("docker", &["network", "rm", &self.network()]);
+        remove_project(&self.project);
     }
+}
+
+/// Removes every container, network and volume of the compose project `project`.
+pub fn remove_project(project: &str) {
+    let label = format!("label=com.docker.compose.project={project}");
+    if let Ok(containers) = run("docker", &["ps", "-aq", "--filter", &label]) {
+        let ids: Vec<&str> = containers.lines().collect();
+        if !ids.is_empty() {
+            let mut args = vec!["rm", "-f", "-v"];
+            args.extend(ids);
+            let _ = run("docker", &args);
+        }
+    }
+    if let Ok(volumes) = run("docker", &["volume", "ls", "-q", "--filter", &label]) {
+        for volume in volumes.lines() {
+            let _ = run("docker", &["volume", "rm", "-f", volume]);
+        }
+    }
+    let _ = run("docker", &["network", "rm", &format!("{project}_strand")]);
 }
 
 impl Drop for Deployment {
@@ -319,7 +324,7 @@ pub const PROJECT_PREFIX: &str = "strandjepsen";
 
 /// Removes what earlier container runs left behind when they were killed before their cleanup
 /// (their process is gone): projects named [`PROJECT_PREFIX`] and a pid no live process has.
-pub fn remove_abandoned(deploy_dir: &Path, strand: &Path) {
+pub fn remove_abandoned() {
     let Ok(projects) = run("docker", &["ps", "-a", "--format", "{{.Label \"com.docker.compose.project\"}}"]) else {
         return;
     };
@@ -332,14 +337,6 @@ pub fn remove_abandoned(deploy_dir: &Path, strand: &Path) {
         if Path::new(&format!("/proc/{pid}")).exists() || !seen.insert(project.to_string()) {
             continue;
         }
-        Deployment {
-            deploy_dir: deploy_dir.to_path_buf(),
-            strand: strand.to_path_buf(),
-            cluster_dir: None,
-            project: project.to_string(),
-            ports: [0; 4],
-            ungated_canary: false,
-        }
-        .remove();
+        remove_project(project);
     }
 }

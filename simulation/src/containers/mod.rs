@@ -134,13 +134,15 @@ impl Report {
     }
 }
 
-/// Polls every node's status until `stop`, recording what each says of itself.
-async fn observe(target: Target, stop: Arc<AtomicBool>, observations: Arc<Mutex<Vec<Observation>>>) {
+/// Polls every node of `real` (its `target`) until `stop`, recording what each says of itself.
+async fn observe(
+    real: Arc<RealCluster>,
+    target: Target,
+    stop: Arc<AtomicBool>,
+    observations: Arc<Mutex<Vec<Observation>>>,
+) {
     while !stop.load(Ordering::Relaxed) {
-        let ids: Vec<u64> = match &target {
-            Target::Real(real) => real.endpoints.lock().expect("endpoints lock").keys().copied().collect(),
-            Target::Simulated => Vec::new(),
-        };
+        let ids: Vec<u64> = real.endpoints.lock().expect("endpoints lock").keys().copied().collect();
         let asked = ids.iter().map(|id| {
             let target = target.clone();
             async move { (*id, target.status(*id, false, Duration::from_millis(OBSERVE_MS * 4)).await) }
@@ -190,13 +192,13 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 /// checkers found.
 pub async fn run(config: &Config) -> Result<Report, String> {
     let started = Instant::now();
-    docker::remove_abandoned(&config.deploy_dir, &config.strand);
+    docker::remove_abandoned();
     let cluster_dir = tempfile::tempdir().map_err(|error| format!("cannot make a directory: {error}"))?;
     let ports = [free_port()?, free_port()?, free_port()?, free_port()?];
     let deployment = Arc::new(Deployment {
         deploy_dir: config.deploy_dir.clone(),
         strand: config.strand.clone(),
-        cluster_dir: Some(cluster_dir),
+        cluster_dir,
         project: format!("{}{}x{}", docker::PROJECT_PREFIX, std::process::id(), config.seed),
         ports,
         ungated_canary: config.ungated_canary,
@@ -220,7 +222,8 @@ pub async fn run(config: &Config) -> Result<Report, String> {
     };
     let endpoints: BTreeMap<u64, String> =
         NODES.iter().map(|id| (*id, format!("127.0.0.1:{}", ports[*id as usize - 1]))).collect();
-    let target = Target::Real(Arc::new(RealCluster::new(endpoints, tls, Some(token.trim().to_string()))));
+    let real = Arc::new(RealCluster::new(endpoints, tls, Some(token.trim().to_string())));
+    let target = Target::Real(real.clone());
 
     let heal_at = config.duration;
     let agents_stop = heal_at + Duration::from_millis(AGENTS_AFTER_HEAL_MS);
@@ -255,7 +258,7 @@ pub async fn run(config: &Config) -> Result<Report, String> {
     let (healed_report, [reader, orderer]) = healed::spawn(&schedule, &history);
     let clients = workload::spawn(&agents, &history, &known);
     let (stop, observations) = (Arc::new(AtomicBool::new(false)), Arc::new(Mutex::new(Vec::new())));
-    let observer = tokio::spawn(observe(target.clone(), stop.clone(), observations.clone()));
+    let observer = tokio::spawn(observe(real.clone(), target.clone(), stop.clone(), observations.clone()));
 
     let mut nemesis = Nemesis::new(deployment.clone(), target.clone(), NODES.to_vec(), config.seed);
     let (join_at, remove_at) = (heal_at * 2 / 10, heal_at * 4 / 10);
@@ -277,10 +280,8 @@ pub async fn run(config: &Config) -> Result<Report, String> {
             }
         } else if !joined && target.now() >= join_at {
             joined = true;
-            if let Target::Real(real) = &target {
-                let endpoint = format!("127.0.0.1:{}", ports[3]);
-                real.endpoints.lock().expect("endpoints lock").insert(nemesis::SPARE, endpoint);
-            }
+            let endpoint = format!("127.0.0.1:{}", ports[3]);
+            real.endpoints.lock().expect("endpoints lock").insert(nemesis::SPARE, endpoint);
             nemesis.join().await;
         } else if !removed && target.now() >= remove_at {
             removed = true;
