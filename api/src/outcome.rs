@@ -80,6 +80,91 @@ pub struct NamespaceDetail {
     pub counts: Vec<(String, u64)>,
 }
 
+/// A namespace's work queues, as `namespace queues` and the console show them: what waits, for
+/// whom, since when, who holds what, which leases lapse soon, and what was dead-lettered.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueDetail {
+    /// The reading node's clock, which ages and the expiry window are measured from.
+    pub now: Timestamp,
+    /// How many beads `ready` lists now.
+    pub ready: u64,
+    /// Those ready beads by the pool they are routed to (`""`: none), most first.
+    pub ready_by_pool: Vec<(String, u64)>,
+    /// Those ready beads by assignee (`""`: unassigned), most first.
+    pub ready_by_assignee: Vec<(String, u64)>,
+    /// The ready bead created longest ago, and when it was created.
+    pub oldest_ready: Option<(BeadId, Timestamp)>,
+    /// `in_progress` beads by assignee (`""`: nobody), most first: who holds what.
+    pub in_progress_by_assignee: Vec<(String, u64)>,
+    /// How many beads are dead-lettered (labelled `dead-letter` and not closed).
+    pub dead_lettered: u64,
+    /// The first of them by creation, at most [`QueueDetail::ROWS_MAX`].
+    pub dead_letter_ids: Vec<BeadId>,
+    /// How many beads are held under a lease.
+    pub leased: u64,
+    /// How many of those leases lapse within `window_ms` of `now` (or already have).
+    pub expiring: u64,
+    /// The window `expiring` counts.
+    pub window_ms: u64,
+    /// The leases that lapse soonest, at most [`QueueDetail::ROWS_MAX`].
+    pub leases: Vec<LeaseHeld>,
+}
+
+impl QueueDetail {
+    /// Most rows of dead-lettered beads and of leases one answer lists (the counts cover all).
+    pub const ROWS_MAX: usize = 100;
+    /// The expiry window a request that names none gets: one minute.
+    pub const WINDOW_MS_DEFAULT: u64 = 60_000;
+
+    /// Its JSON form (`namespace queues --json`, the console): counts as `{name, count}` lists in
+    /// their order, times in milliseconds since the epoch, and the oldest ready bead's age.
+    pub fn to_json(&self) -> serde_json::Value {
+        let counts = |counts: &[(String, u64)]| -> Vec<serde_json::Value> {
+            counts.iter().map(|(name, count)| serde_json::json!({ "name": name, "count": count })).collect()
+        };
+        let oldest = self.oldest_ready.as_ref().map(|(id, created_at)| {
+            serde_json::json!({ "id": id.0, "created_at_ms": created_at.0, "age_ms": (self.now.0 - created_at.0).max(0) })
+        });
+        let leases: Vec<serde_json::Value> = self
+            .leases
+            .iter()
+            .map(|lease| {
+                serde_json::json!({
+                    "bead_id": lease.bead_id.0, "holder": lease.holder, "lease_id": lease.lease_id,
+                    "expires_at_ms": lease.expires_at.0, "expires_in_ms": lease.expires_at.0 - self.now.0,
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "now_ms": self.now.0,
+            "ready": self.ready,
+            "ready_by_pool": counts(&self.ready_by_pool),
+            "ready_by_assignee": counts(&self.ready_by_assignee),
+            "oldest_ready": oldest,
+            "in_progress_by_assignee": counts(&self.in_progress_by_assignee),
+            "dead_lettered": self.dead_lettered,
+            "dead_letter_ids": self.dead_letter_ids.iter().map(|id| id.0.as_str()).collect::<Vec<_>>(),
+            "leased": self.leased,
+            "expiring": self.expiring,
+            "window_ms": self.window_ms,
+            "leases": leases,
+        })
+    }
+}
+
+/// A lease held on a bead, as the queues list it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaseHeld {
+    /// The bead.
+    pub bead_id: BeadId,
+    /// Who holds it.
+    pub holder: String,
+    /// Its fencing token.
+    pub lease_id: u64,
+    /// When it lapses.
+    pub expires_at: Timestamp,
+}
+
 /// What a token may do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Role {

@@ -1,7 +1,13 @@
-//! What a cluster's status (`Cluster.Status`) says beyond its fields, judged one way for every
-//! reader of it: `strand cluster status`, `strand top` and the web console.
+//! What a cluster's status (`Cluster.Status`) and a namespace's queues (`Namespaces.Queues`) say
+//! beyond their fields, judged one way for every reader of them: `strand cluster status`,
+//! `strand top` and the web console.
 
+use crate::outcome::{OrderInfo, QueueDetail};
+use crate::printable::printable;
 use crate::proto::StatusResponse;
+
+/// Ready work waiting longer than this needs attention.
+pub const READY_WAIT_ATTENTION_MS: i64 = 10 * 60 * 1000;
 
 /// The node whose controller runs: the leader, once its replica applied the `Begin` of its term.
 pub fn controller(status: &StatusResponse) -> Option<u64> {
@@ -37,6 +43,34 @@ pub fn attention(status: &StatusResponse) -> Vec<String> {
         if !node.note.is_empty() {
             found.push(format!("node {}: {}", node.id, node.note));
         }
+    }
+    found
+}
+
+/// What in a namespace's queues and orders needs attention, one line each; empty when all is
+/// well: dead-lettered beads, leases about to lapse, ready work waiting longer than
+/// [`READY_WAIT_ATTENTION_MS`], an order whose stored source no longer parses.
+pub fn queue_attention(namespace: &str, queues: &QueueDetail, orders: &[OrderInfo]) -> Vec<String> {
+    let namespace = printable(namespace);
+    let mut found = Vec::new();
+    if queues.dead_lettered > 0 {
+        found.push(format!(
+            "{namespace}: {} dead-lettered (blocked after repeated lease expiries)",
+            queues.dead_lettered
+        ));
+    }
+    if queues.expiring > 0 {
+        let window = queues.window_ms / 1000;
+        found.push(format!("{namespace}: {} of {} leases lapse within {window}s", queues.expiring, queues.leased));
+    }
+    if let Some((id, created_at)) = &queues.oldest_ready {
+        let waited = queues.now.0 - created_at.0;
+        if waited > READY_WAIT_ATTENTION_MS {
+            found.push(format!("{namespace}: ready work has waited {}m (oldest {id})", waited / 60_000));
+        }
+    }
+    for order in orders.iter().filter(|order| !order.error.is_empty()) {
+        found.push(format!("{namespace}: order {} cannot fire: {}", printable(&order.name), order.error));
     }
     found
 }

@@ -391,13 +391,9 @@ where
     let client_server = tonic::transport::Server::builder()
         // HTTP/1.1 for the metrics page (Prometheus scrapes with it); gRPC stays on HTTP/2.
         .accept_http1(true)
-        .add_routes(tonic::service::Routes::from(
-            metrics_route(core.clone()).merge(console::route(Arc::new(ClusterService::new(
-                core.clone(),
-                peers.clone(),
-                leader.clone(),
-            )))),
-        ))
+        .add_routes(tonic::service::Routes::from(metrics_route(core.clone()).merge(console::route(Arc::new(
+            console::Console::new(ClusterService::new(core.clone(), peers.clone(), leader.clone()), leader.clone()),
+        )))))
         .add_service(health_service.clone())
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)

@@ -1,6 +1,8 @@
 //! A harness for end-to-end tests: real `strand node` processes on loopback ports, killed with
 //! SIGKILL on demand and always on drop, plus helpers that wait on conditions, never on sleeps.
 
+pub mod browser;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -655,4 +657,22 @@ pub fn strand_as(cluster: &Cluster, actor: &str, args: &[&str]) -> std::process:
 pub fn json_of(output: &std::process::Output) -> serde_json::Value {
     assert_eq!(output.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&output.stderr));
     serde_json::from_slice(&output.stdout).expect("the command printed JSON")
+}
+
+/// `strand` over TLS with `token` (or none), its global flags only from the arguments.
+pub fn strand_tls(cluster: &Cluster, token: Option<&str>, args: &[&str]) -> std::process::Output {
+    let mut command = Command::new(strand_binary());
+    command
+        .arg("--endpoints")
+        .arg(cluster.endpoints().join(","))
+        .arg("--cacert")
+        .arg(cluster.tls().expect("a TLS cluster").dir.join("ca.pem"))
+        .args(args);
+    for variable in ["STRAND_TOKEN", "STRAND_NAMESPACE", "STRAND_CONFIG", "STRAND_ACTOR"] {
+        command.env_remove(variable);
+    }
+    if let Some(token) = token {
+        command.env("STRAND_TOKEN", token);
+    }
+    command.output().expect("the strand binary runs")
 }

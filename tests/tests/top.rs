@@ -7,7 +7,7 @@
 use std::process::Command;
 
 use api::command::{Command as Write, CreateBead};
-use tests::{Cluster, strand_binary, wait_for};
+use tests::{Cluster, strand_binary, strand_tls, wait_for};
 
 fn strand_top(endpoints: &str, args: &[&str]) -> std::process::Output {
     Command::new(strand_binary())
@@ -68,6 +68,12 @@ async fn a_snapshot_without_a_terminal_and_as_json() {
     let snapshot: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(snapshot["cluster"]["nodes"].as_array().unwrap().len(), 3, "{snapshot}");
     assert_eq!(snapshot["namespaces"][0]["counts"]["open"], 1, "{snapshot}");
+    // The queues' figures, as the console shows them: one ready bead, routed to no pool.
+    let queues = &snapshot["namespaces"][0]["queues"];
+    assert_eq!((queues["ready"].as_u64(), queues["leased"].as_u64()), (Some(1), Some(0)), "{snapshot}");
+    assert_eq!(queues["ready_by_pool"][0], serde_json::json!({ "name": "", "count": 1 }), "{snapshot}");
+    let row = view.lines().skip_while(|line| !line.starts_with("QUEUES")).find(|line| line.starts_with("default "));
+    assert!(row.is_some_and(|row| row.contains("(none) 1")), "{view}");
 
     // No cluster: no figures, exit 3; a refresh too often: a usage error.
     let output = Command::new(strand_binary())
@@ -123,24 +129,6 @@ async fn live_under_tmux_it_refreshes_shows_a_dead_node_and_quits_on_q() {
     let quit = Command::new("tmux").args(["send-keys", "-t", &session.0, "q"]).status().unwrap();
     assert!(quit.success());
     wait_for("top to quit on q", || async { (!session.alive()).then_some(()) }).await;
-}
-
-/// `strand` over TLS with `token` (or none), its global flags only from the arguments.
-fn strand_tls(cluster: &Cluster, token: Option<&str>, args: &[&str]) -> std::process::Output {
-    let mut command = Command::new(strand_binary());
-    command
-        .arg("--endpoints")
-        .arg(cluster.endpoints().join(","))
-        .arg("--cacert")
-        .arg(cluster.tls().unwrap().dir.join("ca.pem"))
-        .args(args);
-    for variable in ["STRAND_TOKEN", "STRAND_NAMESPACE", "STRAND_CONFIG", "STRAND_ACTOR"] {
-        command.env_remove(variable);
-    }
-    if let Some(token) = token {
-        command.env("STRAND_TOKEN", token);
-    }
-    command.output().unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

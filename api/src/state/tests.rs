@@ -225,7 +225,7 @@ impl Harness {
         }))
     }
 
-    fn close(&mut self, bead_id: &BeadId) -> Answer {
+    pub(crate) fn close(&mut self, bead_id: &BeadId) -> Answer {
         self.apply(Command::Close(crate::command::Close { ids: vec![bead_id.clone()], reason: None }))
     }
 }

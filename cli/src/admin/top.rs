@@ -1,7 +1,9 @@
 //! `strand top`: a live terminal view of the cluster and its work (as `nats top` is of NATS):
 //! what needs attention first, then the members (role, addresses, term, indexes, lag,
-//! reachability), the apply version, the controller and when each duty last ran, and each
-//! namespace's beads by status, ready and leased. It refreshes every `--interval` and quits on `q`
+//! reachability), the apply version, the controller and when each duty last ran, each
+//! namespace's beads by status, and its queues (ready work, the oldest ready bead's wait, leases
+//! held and lapsing within a minute, dead-lettered beads, ready work by pool), the figures the
+//! web console shows, with what in them needs attention judged as the console judges it. It refreshes every `--interval` and quits on `q`
 //! (or Esc, or Ctrl-C); when stdout is not a terminal it prints one plain snapshot, and with
 //! `--json` one JSON snapshot.
 //!
@@ -14,7 +16,9 @@ use std::time::Duration;
 
 use api::command::Query;
 use api::commands::RegisteredAnswer;
+use api::commands::namespace_queues::{NamespaceQueues, QueueDetail};
 use api::commands::namespace_show::NamespaceShow;
+use api::commands::order_list::OrderList;
 use api::outcome::Outcome;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyModifiers};
 use ratatui::style::{Color, Modifier, Style};
@@ -52,13 +56,19 @@ enum Tone {
     Alarm,
 }
 
-/// A namespace's name and its counts, as `namespace show` reads them.
-type NamespaceCounts = (String, Vec<(String, u64)>);
+/// A namespace's name, its counts as `namespace show` reads them, its queues as `namespace queues`
+/// reads them, and what in them needs attention.
+struct NamespaceView {
+    name: String,
+    counts: Vec<(String, u64)>,
+    queues: QueueDetail,
+    attention: Vec<String>,
+}
 
 /// One refresh: what the cluster said, or why it could not be read.
 struct Snapshot {
     status: Result<api::proto::StatusResponse, String>,
-    namespaces: Result<Vec<NamespaceCounts>, String>,
+    namespaces: Result<Vec<NamespaceView>, String>,
 }
 
 /// The clients a view reads with, made once and kept across refreshes (their connections too):
@@ -93,15 +103,29 @@ async fn read(cli: &Cli, readers: &mut Readers) -> Snapshot {
                 readers.namespaces.insert(info.name.clone(), client);
             }
             let client = &readers.namespaces[&info.name];
-            let counts = match client.query(NamespaceShow::default().into()).await {
-                Ok(Outcome::Registered(RegisteredAnswer::NamespaceDetail(detail))) => detail.counts,
-                Ok(other) => return Err(format!("namespace {} answered {other:?}", info.name)),
-                Err(error) => return Err(format!("namespace {}: {error}", info.name)),
+            let failed = |error: api::client::ClientError| format!("namespace {}: {error}", info.name);
+            let counts = match client.query(NamespaceShow::default().into()).await.map_err(failed)? {
+                Outcome::Registered(RegisteredAnswer::NamespaceDetail(detail)) => detail.counts,
+                other => return Err(format!("namespace {} answered {other:?}", info.name)),
             };
-            shown.push((info.name, counts));
+            let queues = match client.query(NamespaceQueues::default().into()).await.map_err(failed)? {
+                Outcome::Registered(RegisteredAnswer::QueueDetail(queues)) => queues,
+                other => return Err(format!("namespace {} answered {other:?}", info.name)),
+            };
+            let has_orders = counts.iter().any(|(name, count)| name == "orders" && *count > 0);
+            let orders = if has_orders {
+                match client.query(OrderList { now: api::model::Timestamp(0) }.into()).await.map_err(failed)? {
+                    Outcome::Orders(orders) => orders,
+                    other => return Err(format!("namespace {} answered {other:?}", info.name)),
+                }
+            } else {
+                Vec::new()
+            };
+            let attention = api::status::queue_attention(&info.name, &queues, &orders);
+            shown.push(NamespaceView { name: info.name, counts, queues, attention });
         }
         // Only the namespaces shown keep a client, so a long view holds no more than it shows.
-        readers.namespaces.retain(|name, _| shown.iter().any(|(seen, _)| seen == name));
+        readers.namespaces.retain(|name, _| shown.iter().any(|seen| &seen.name == name));
         Ok(shown)
     }
     .await;
@@ -123,7 +147,10 @@ fn lines(snapshot: &Snapshot) -> Vec<(Tone, String)> {
         }
     };
     // What needs attention, and nothing when all is well.
-    let attention = api::status::attention(status);
+    let mut attention = api::status::attention(status);
+    if let Ok(namespaces) = &snapshot.namespaces {
+        attention.extend(namespaces.iter().flat_map(|namespace| namespace.attention.iter().cloned()));
+    }
     if attention.is_empty() {
         lines.push((Tone::Plain, "all is well: every member answers and keeps up".into()));
     } else {
@@ -188,12 +215,57 @@ fn lines(snapshot: &Snapshot) -> Vec<(Tone, String)> {
         }
         Ok(namespaces) => {
             lines.push((Tone::Heading, "NAMESPACES".into()));
-            let columns: Vec<&str> = namespaces[0].1.iter().map(|(name, _)| name.as_str()).collect();
+            let columns: Vec<&str> = namespaces[0].counts.iter().map(|(name, _)| name.as_str()).collect();
             let header: Vec<String> = columns.iter().map(|name| format!(" {name:>11}")).collect();
             lines.push((Tone::Plain, format!("{:<20} {}", "namespace", header.join(""))));
-            for (name, counts) in namespaces {
-                let cells: Vec<String> = counts.iter().map(|(_, count)| format!(" {count:>11}")).collect();
-                lines.push((Tone::Plain, format!("{:<20} {}", api::printable::printable(name), cells.join(""))));
+            for namespace in namespaces {
+                let cells: Vec<String> = namespace.counts.iter().map(|(_, count)| format!(" {count:>11}")).collect();
+                let name = api::printable::printable(&namespace.name);
+                lines.push((Tone::Plain, format!("{name:<20} {}", cells.join(""))));
+            }
+            lines.push((Tone::Plain, String::new()));
+            lines.push((Tone::Heading, "QUEUES".into()));
+            lines.push((
+                Tone::Plain,
+                format!(
+                    "{:<20} {:>7} {:>9} {:>7} {:>8} {:>6}  {}",
+                    "namespace", "ready", "oldest", "leased", "lapsing", "dead", "ready by pool"
+                ),
+            ));
+            for namespace in namespaces {
+                let queues = &namespace.queues;
+                let oldest = queues.oldest_ready.as_ref().map_or("-".to_string(), |(_, created_at)| {
+                    humantime::format_duration(Duration::from_secs(
+                        (queues.now.0 - created_at.0).max(0).unsigned_abs() / 1000,
+                    ))
+                    .to_string()
+                });
+                let pools: Vec<String> = queues
+                    .ready_by_pool
+                    .iter()
+                    .map(|(pool, count)| {
+                        let pool = if pool.is_empty() {
+                            "(none)".to_string()
+                        } else {
+                            api::printable::printable(pool).to_string()
+                        };
+                        format!("{pool} {count}")
+                    })
+                    .collect();
+                let tone = if namespace.attention.is_empty() { Tone::Plain } else { Tone::Alarm };
+                lines.push((
+                    tone,
+                    format!(
+                        "{:<20} {:>7} {:>9} {:>7} {:>8} {:>6}  {}",
+                        api::printable::printable(&namespace.name).to_string(),
+                        queues.ready,
+                        oldest,
+                        queues.leased,
+                        queues.expiring,
+                        queues.dead_lettered,
+                        pools.join(", ")
+                    ),
+                ));
             }
         }
     }
@@ -218,7 +290,12 @@ fn snapshot_json(snapshot: &Snapshot) -> serde_json::Value {
     let namespaces = match &snapshot.namespaces {
         Ok(namespaces) => json!(namespaces
             .iter()
-            .map(|(name, counts)| json!({ "name": name, "counts": counts.iter().map(|(name, count)| (name.clone(), json!(count))).collect::<serde_json::Map<_, _>>() }))
+            .map(|namespace| json!({
+                "name": namespace.name,
+                "counts": namespace.counts.iter().map(|(name, count)| (name.clone(), json!(count))).collect::<serde_json::Map<_, _>>(),
+                "queues": namespace.queues.to_json(),
+                "attention": namespace.attention,
+            }))
             .collect::<Vec<_>>()),
         Err(error) => json!({ "unavailable": error }),
     };

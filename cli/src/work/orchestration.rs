@@ -11,6 +11,7 @@ use std::time::Duration;
 use api::command::{Command, Query, Sling};
 use api::commands::RegisteredAnswer;
 use api::commands::hook::Hook;
+use api::commands::namespace_queues::{NamespaceQueues, QueueDetail};
 use api::commands::namespace_show::{NamespaceDetail, NamespaceShow};
 use api::commands::purge_preview::PurgePreview;
 use api::limits::LIST_RESULTS_MAX;
@@ -38,6 +39,15 @@ pub enum NamespaceCommand {
     Show {
         /// The namespace (not --namespace).
         name: String,
+    },
+    /// Show namespace NAME's work queues: ready work by pool and by assignee, the oldest ready
+    /// bead, who holds what, leases about to lapse, dead-lettered beads (JSON: one object).
+    Queues {
+        /// The namespace (not --namespace).
+        name: String,
+        /// Leases that lapse within this long count as expiring, e.g. 1m or 30s.
+        #[arg(long, default_value = "1m", value_parser = crate::values::parse_duration)]
+        window: Duration,
     },
     /// Create namespace NAME (creating it again with the same prefix succeeds).
     Create {
@@ -181,6 +191,20 @@ pub async fn run_namespace(cli: &Cli, command: &NamespaceCommand) -> CommandResu
             print_namespace_detail(&detail, cli.json);
             return Ok(true);
         }
+        NamespaceCommand::Queues { name, window } => {
+            let window_ms = u64::try_from(window.as_millis()).unwrap_or(u64::MAX).max(1);
+            let read = NamespaceQueues { now: Timestamp(0), window_ms };
+            let answer = cli.client_of_existing(name)?.query(read.into()).await?;
+            let Outcome::Registered(RegisteredAnswer::QueueDetail(detail)) = answer else {
+                return Err(unexpected(&answer));
+            };
+            if cli.json {
+                print_value(&detail.to_json());
+            } else {
+                print_queues(name, &detail);
+            }
+            return Ok(true);
+        }
         NamespaceCommand::Create { name, prefix } => {
             let prefix = match prefix {
                 Some(prefix) => prefix.clone(),
@@ -291,6 +315,47 @@ fn print_namespace_detail(detail: &NamespaceDetail, json: bool) {
         info.last_event_seq
     );
     println!("  {}", lease_settings(info));
+}
+
+/// Counts as `name count, ...`, an empty name shown as `empty`.
+fn count_list(counts: &[(String, u64)], empty: &str) -> String {
+    if counts.is_empty() {
+        return "none".into();
+    }
+    let named = |name: &str| if name.is_empty() { empty.to_string() } else { printable(name).to_string() };
+    counts.iter().map(|(name, count)| format!("{} {count}", named(name))).collect::<Vec<_>>().join(", ")
+}
+
+/// A span of milliseconds as `1m 5s` (negative: `-1m 5s`).
+fn span(ms: i64) -> String {
+    let text = humantime::format_duration(Duration::from_secs(ms.unsigned_abs() / 1000)).to_string();
+    if ms < 0 { format!("-{text}") } else { text }
+}
+
+fn print_queues(name: &str, detail: &QueueDetail) {
+    let oldest = match &detail.oldest_ready {
+        Some((id, created_at)) => format!(" (oldest {id} waiting {})", span(detail.now.0 - created_at.0)),
+        None => String::new(),
+    };
+    println!("{}  ready {}{oldest}", printable(name), detail.ready);
+    println!("  ready by pool: {}", count_list(&detail.ready_by_pool, "(no pool)"));
+    println!("  ready by assignee: {}", count_list(&detail.ready_by_assignee, "(unassigned)"));
+    println!("  in progress by assignee: {}", count_list(&detail.in_progress_by_assignee, "(nobody)"));
+    println!(
+        "  leased {}, {} lapsing within {}",
+        detail.leased,
+        detail.expiring,
+        span(i64::try_from(detail.window_ms).unwrap_or(i64::MAX))
+    );
+    for lease in detail.leases.iter().take_while(|lease| lease.expires_at.0 - detail.now.0 <= detail.window_ms as i64) {
+        let left = lease.expires_at.0 - detail.now.0;
+        let when = if left < 0 { format!("lapsed {} ago", span(-left)) } else { format!("lapses in {}", span(left)) };
+        println!("    {} held by {} (lease {}), {when}", lease.bead_id, printable(&lease.holder), lease.lease_id);
+    }
+    println!("  dead-lettered {}", detail.dead_lettered);
+    for id in &detail.dead_letter_ids {
+        println!("    {id}");
+    }
 }
 
 /// A namespace's lease settings, as text.

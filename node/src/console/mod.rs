@@ -1,22 +1,28 @@
 //! The web console, on the client listener at `/ui`, over the listener's TLS: static files
-//! compiled into the binary (`index.html`, `console.js`, `console.css`) and read-only JSON under
-//! `/ui/api/`, judged by the same tokens as the API (any token the replica knows, a reader's
-//! included, once auth is on). This first part shows what needs attention and the cluster's
-//! members (`/ui/api/cluster`, the node's `Cluster.Status`, with what needs attention as
-//! `api::status` judges it for `strand top` too).
+//! compiled into the binary (`index.html`, `console.js`, `console.css`), read-only JSON under
+//! `/ui/api/` (`data.rs`) and a live feed of a namespace's events (`live.rs`), judged by the same
+//! tokens as the API (any token the replica knows, a reader's included, once auth is on).
+//!
+//! Pages (each is `index.html`; the script reads the path): `/ui` (what needs attention, the
+//! cluster), `/ui/ns/NS` (a namespace's queues), `/ui/ns/NS/beads/ID`, `/ui/ns/NS/events`,
+//! `/ui/ns/NS/orders`. Path segments are percent-decoded, so a namespace holding `/` is one
+//! segment (`%2F`).
 //!
 //! Invariant: nothing under `/ui` changes state. Every answer carries a strict Content Security
 //! Policy (`script-src 'self'`, nothing from elsewhere); a method other than GET or HEAD is
 //! refused with 405, and a request whose `Origin` is not this node's own with 403.
 
+mod data;
+mod live;
+
 use std::sync::Arc;
 
-use api::proto::cluster_server::Cluster;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use raft_store::Disk;
 
-use crate::client::ClusterService;
+use crate::client::{ClusterService, EventsService};
+use crate::leader::Leader;
 
 const INDEX: &str = include_str!("index.html");
 const SCRIPT: &str = include_str!("console.js");
@@ -25,11 +31,26 @@ const STYLE: &str = include_str!("console.css");
 /// The Content Security Policy of every answer under `/ui`.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
+/// What the console reads with: the cluster service (status), the leader plane (reads) and the
+/// events service (watch streams).
+pub struct Console<D: Disk> {
+    cluster: ClusterService<D>,
+    leader: Arc<Leader<D>>,
+    events: EventsService<D>,
+}
+
+impl<D: Disk> Console<D> {
+    /// The console of a node.
+    pub fn new(cluster: ClusterService<D>, leader: Arc<Leader<D>>) -> Console<D> {
+        Console { cluster, events: EventsService::new(leader.clone()), leader }
+    }
+}
+
 /// The console's routes.
-pub fn route<D: Disk>(cluster: Arc<ClusterService<D>>) -> axum::Router {
+pub fn route<D: Disk>(console: Arc<Console<D>>) -> axum::Router {
     let serve = move |method: Method, uri: Uri, headers: HeaderMap| {
-        let cluster = cluster.clone();
-        async move { secured(answer(&cluster, &method, uri.path(), &headers).await) }
+        let console = console.clone();
+        async move { secured(answer(&console, &method, &uri, &headers).await) }
     };
     axum::Router::new()
         .route("/ui", axum::routing::any(serve.clone()))
@@ -48,9 +69,15 @@ fn secured(mut response: Response) -> Response {
     response
 }
 
-fn text(status: StatusCode, message: String) -> Response {
+/// A JSON error answer: `{"error": message}`.
+fn error(status: StatusCode, message: String) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], serde_json::json!({ "error": message }).to_string())
         .into_response()
+}
+
+/// A JSON answer.
+fn json(body: serde_json::Value) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
 }
 
 /// Whether the request's `Origin`, when it has one, is this node as the request addressed it.
@@ -62,63 +89,99 @@ fn same_origin(headers: &HeaderMap) -> bool {
     !host.is_empty() && authority == host
 }
 
-async fn answer<D: Disk>(cluster: &ClusterService<D>, method: &Method, path: &str, headers: &HeaderMap) -> Response {
+/// A path segment with its `%XX` escapes decoded; `None` when an escape is malformed or the
+/// result is not UTF-8.
+fn percent_decoded(segment: &str) -> Option<String> {
+    let bytes = segment.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(at + 1..at + 3)?).ok()?;
+            decoded.push(u8::from_str_radix(hex, 16).ok()?);
+            at += 3;
+        } else {
+            decoded.push(bytes[at]);
+            at += 1;
+        }
+    }
+    String::from_utf8(decoded).ok()
+}
+
+/// The value of `name` in a query string, percent-decoded.
+fn query_value(uri: &Uri, name: &str) -> Option<String> {
+    uri.query()?.split('&').find_map(|pair| {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        (key == name).then(|| percent_decoded(value)).flatten()
+    })
+}
+
+async fn answer<D: Disk>(console: &Console<D>, method: &Method, uri: &Uri, headers: &HeaderMap) -> Response {
     if method != Method::GET && method != Method::HEAD {
-        return text(
+        return error(
             StatusCode::METHOD_NOT_ALLOWED,
             format!("the console is read-only: {method} is refused; change state with the strand CLI or the gRPC API"),
         );
     }
     if !same_origin(headers) {
-        return text(
+        return error(
             StatusCode::FORBIDDEN,
             "a request from another origin is refused; open the console from this node".into(),
         );
     }
+    let path = uri.path();
+    let rest = path.strip_prefix("/ui").unwrap_or_default();
+    let segments: Option<Vec<String>> = if rest.is_empty() || rest == "/" {
+        Some(Vec::new())
+    } else {
+        rest[1..].split('/').map(percent_decoded).collect()
+    };
+    let Some(segments) = segments else {
+        return error(StatusCode::BAD_REQUEST, format!("the path {path} has a malformed %-escape; open /ui"));
+    };
+    let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
     let file = |kind: &'static str, body: &'static str| ([(header::CONTENT_TYPE, kind)], body).into_response();
-    match path {
-        "/ui" | "/ui/" | "/ui/index.html" => file("text/html; charset=utf-8", INDEX),
-        "/ui/console.js" => file("text/javascript; charset=utf-8", SCRIPT),
-        "/ui/console.css" => file("text/css; charset=utf-8", STYLE),
-        "/ui/api/cluster" => cluster_status(cluster, headers).await,
-        other => text(StatusCode::NOT_FOUND, format!("no console page or data at {other}; open /ui")),
+    let page = || file("text/html; charset=utf-8", INDEX);
+    match segments.as_slice() {
+        [] | ["index.html"] | ["cluster"] => page(),
+        ["ns", namespace] | ["ns", namespace, "events" | "orders"] | ["ns", namespace, "beads", _]
+            if !namespace.is_empty() =>
+        {
+            page()
+        }
+        ["console.js"] => file("text/javascript; charset=utf-8", SCRIPT),
+        ["console.css"] => file("text/css; charset=utf-8", STYLE),
+        ["api", "cluster"] => data::cluster(console, headers).await,
+        ["api", "namespaces"] => data::namespaces(console, headers).await,
+        ["api", "ns", namespace] => data::namespace(console, headers, namespace).await,
+        ["api", "ns", namespace, "beads", id] => data::bead(console, headers, namespace, id).await,
+        ["api", "ns", namespace, "orders"] => data::orders(console, headers, namespace).await,
+        ["api", "ns", namespace, "events"] => {
+            data::events(console, headers, namespace, query_value(uri, "after"), query_value(uri, "type")).await
+        }
+        ["api", "ns", namespace, "watch"] => live::watch(console, headers, namespace, query_value(uri, "after")).await,
+        _ => error(StatusCode::NOT_FOUND, format!("no console page or data at {path}; open /ui")),
     }
 }
 
-/// `Cluster.Status` as the node answers it, as JSON; 401 without a token it knows (auth on).
-async fn cluster_status<D: Disk>(cluster: &ClusterService<D>, headers: &HeaderMap) -> Response {
-    let mut request = tonic::Request::new(api::proto::StatusRequest { include_digest: false });
-    if let Some(value) = headers.get(header::AUTHORIZATION).and_then(|value| value.to_str().ok())
-        && let Ok(value) = value.parse()
-    {
-        request.metadata_mut().insert("authorization", value);
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_decode_their_escapes_and_refuse_malformed_ones() {
+        assert_eq!(percent_decoded("rig%2Fweb%3Aa").as_deref(), Some("rig/web:a"));
+        assert_eq!(percent_decoded("plain").as_deref(), Some("plain"));
+        assert_eq!(percent_decoded("bad%2"), None);
+        assert_eq!(percent_decoded("bad%zz"), None);
+        assert_eq!(percent_decoded("%ff"), None, "not UTF-8");
     }
-    let status = match cluster.status(request).await {
-        Ok(answer) => answer.into_inner(),
-        Err(status)
-            if status.code() == tonic::Code::Unauthenticated || status.code() == tonic::Code::PermissionDenied =>
-        {
-            return text(StatusCode::UNAUTHORIZED, status.message().to_string());
-        }
-        Err(status) => return text(StatusCode::SERVICE_UNAVAILABLE, status.message().to_string()),
-    };
-    let nodes: Vec<serde_json::Value> = status
-        .nodes
-        .iter()
-        .map(|node| {
-            serde_json::json!({
-                "id": node.id, "client_address": node.client_address, "peer_address": node.address,
-                "state": node.state, "term": node.term, "last_log_index": node.last_log_index,
-                "applied_index": node.applied_index, "lag": node.lag, "lease_count": node.lease_count,
-                "error": node.error, "fatal_error": node.fatal_error, "divergence": node.divergence, "note": node.note,
-            })
-        })
-        .collect();
-    let body = serde_json::json!({
-        "leader_id": status.leader_id, "term": status.term, "voters": status.voters,
-        "apply_version": api::status::apply_version(&status).map(|(version, _)| version),
-        "controller": api::status::controller(&status), "attention": api::status::attention(&status),
-        "nodes": nodes,
-    });
-    ([(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+
+    #[test]
+    fn a_query_value_is_found_by_name() {
+        let uri: Uri = "/ui/api/ns/a/events?after=5&type=bead.created".parse().unwrap();
+        assert_eq!(query_value(&uri, "after").as_deref(), Some("5"));
+        assert_eq!(query_value(&uri, "type").as_deref(), Some("bead.created"));
+        assert_eq!(query_value(&uri, "missing"), None);
+    }
 }

@@ -28,6 +28,7 @@ mod persist;
 #[cfg(test)]
 pub(in crate::state) use persist::sort_by_id;
 mod query;
+mod queues;
 mod txn;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
