@@ -458,6 +458,26 @@ async fn release_gives_back_a_plain_claim_and_namespace_show_counts_a_namespace(
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.starts_with("rig  prefix rg\n  2 beads: open 1, in_progress 1, blocked 0"), "{text}");
     run(&endpoint, &["namespace", "show", "rgi"], Expect::Fails(1, "namespace rgi does not exist; did you mean rig?"));
+
+    // Its queues: rg-1 ready (no pool), rg-2 held by alice under a lease lapsing within 15m, not 1m.
+    let queues = json(&["namespace", "queues", "rig", "--window", "15m", "--json"]);
+    assert_eq!(
+        (&queues["ready"], &queues["leased"], &queues["expiring"]),
+        (&1.into(), &1.into(), &1.into()),
+        "{queues}"
+    );
+    assert_eq!(queues["oldest_ready"]["id"], "rg-1", "{queues}");
+    assert_eq!(queues["in_progress_by_assignee"], serde_json::json!([{ "name": "alice", "count": 1 }]), "{queues}");
+    assert_eq!((&queues["leases"][0]["bead_id"], &queues["leases"][0]["holder"]), (&"rg-2".into(), &"alice".into()));
+    let text = strand_at(&endpoint, &["namespace", "queues", "rig"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("  leased 1, 0 lapsing within 1m\n"), "{text}");
+    run(
+        &endpoint,
+        &["namespace", "queues", "rgi"],
+        Expect::Fails(1, "namespace rgi does not exist; did you mean rig?"),
+    );
+    run(&endpoint, &["namespace", "queues", "rig", "--window", "soon"], Expect::Fails(2, "--window"));
 }
 
 /// Issue 36: a reader that stops reading ends a listing quietly, text or JSON; `snapshot save`

@@ -145,7 +145,8 @@ async fn every_page_shows_the_work_live_and_never_takes_agent_text_as_markup() {
     browser.wait_for_text("patrol-sweep");
     let orders = rows(&mut browser, "orders");
     assert!(orders[0][1].contains("cooldown") && orders[0][4] == "1", "{orders:?}");
-    assert!(orders[0][9].contains(&format!("{PREFIX}-")), "the run's bead is listed: {orders:?}");
+    let runs = rows(&mut browser, "runs");
+    assert!(runs[0][0] == "patrol-sweep" && runs[0][1].starts_with(&format!("{PREFIX}-")), "{runs:?}");
 
     // Events: live through the feed (this page never reloads), paused, filtered.
     browser.open(&page(&format!("/ui/ns/{NAMESPACE}/events")));

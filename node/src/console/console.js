@@ -56,6 +56,7 @@ function table(id, headings, rows) {
     for (const value of cells) tr.appendChild(el("td", {}, value === "" ? "—" : value));
     body.appendChild(tr);
   }
+  if (rows.length === 0) body.appendChild(el("tr", { class: "none" }, el("td", { colspan: headings.length }, "none")));
   const head = el("tr", {}, ...headings.map((heading) => el("th", {}, heading)));
   return el("div", { class: "scroll" }, el("table", {}, el("thead", {}, head), body));
 }
@@ -237,7 +238,7 @@ async function clusterPage() {
 async function namespacePage(namespace) {
   const shown = await data(dataPath(namespace));
   const queues = shown.queues;
-  const counts = Object.entries(shown.counts);
+  const counts = shown.counts.map((entry) => [entry.name, entry.count]);
   const oldest = queues.oldest_ready;
   const expiringRows = queues.leases.map((lease) => ({
     alarm: lease.expires_in_ms <= queues.window_ms,
@@ -270,7 +271,8 @@ async function namespacePage(namespace) {
       table("leases", ["bead", "holder", "lease", "lapses"], expiringRows),
       el("h3", {}, "Dead-lettered"),
       el("p", { id: "dead-summary", class: queues.dead_lettered > 0 ? "alarm" : "" }, queues.dead_lettered +
-        " dead-lettered (blocked after " + shown.namespace.max_deliveries + " lease expiries; reopen to retry)."),
+        " dead-lettered (blocked after " + shown.namespace.max_deliveries +
+        (shown.namespace.max_deliveries === 1 ? " lease expiry" : " lease expiries") + "; reopen to retry)."),
       el("ul", { id: "dead-letters", class: "links" },
         ...queues.dead_letter_ids.map((id) => el("li", {}, beadLink(namespace, id)))),
     ],
@@ -281,8 +283,14 @@ async function namespacePage(namespace) {
 async function beadPage(namespace, id) {
   const shown = await data(dataPath(namespace, "beads", id));
   const bead = shown.bead;
-  const fields = Object.entries(bead).map(([name, value]) => [name,
-    value === null ? "" : typeof value === "object" ? JSON.stringify(value) : String(value)]);
+  const first = ["id", "title", "status", "priority", "bead_type", "assignee", "labels", "parent_id", "description",
+    "notes", "metadata", "created_at", "updated_at", "started_at", "closed_at", "close_reason", "defer_until"];
+  const names = first.filter((name) => name in bead).concat(Object.keys(bead).filter((name) => !first.includes(name)));
+  const fields = names.map((name) => {
+    const value = bead[name];
+    const time = name.endsWith("_at") || name === "defer_until";
+    return [name, value === null ? "" : time ? when(value) : typeof value === "object" ? JSON.stringify(value) : String(value)];
+  });
   const edgeRows = (edges) => edges.map((edge) => [beadLink(namespace, edge.id), edge.type, edge.title || "(missing)", edge.status || ""]);
   const lease = bead.lease;
   const now = Date.now();
@@ -363,20 +371,25 @@ async function eventsPage(namespace) {
 
 async function ordersPage(namespace) {
   const shown = await data(dataPath(namespace, "orders"));
+  // A window past 10^12 is a time in ms (a cooldown's); a cron minute or an event seq is smaller.
+  const windowOf = (order) => order.last_window === 0 ? "" : order.last_window > 1e12 ? when(order.last_window) : order.last_window;
   const rows = shown.orders.map((order) => ({
     id: "order-" + order.name,
     alarm: order.error !== "",
     cells: [order.name, order.trigger, order.target, order.enabled ? "yes" : "no", order.fired,
-      order.last_window, when(order.last_fired_at), order.next_due_ms === null ? "" : when(order.next_due_ms), order.error,
-      el("span", {}, ...order.history.flatMap((run) => [beadLink(namespace, run.id), " " + run.status + " "]))],
+      windowOf(order), when(order.last_fired_at), order.next_due_ms === null ? "" : when(order.next_due_ms), order.error],
   }));
+  const runs = shown.orders.flatMap((order) => order.history.map((run) => [order.name, beadLink(namespace, run.id),
+    run.status, when(run.created_at_ms), when(run.closed_at_ms)]));
   return {
     nodes: [
       el("h2", {}, "Orders of ", el("span", { id: "namespace-name" }, namespace)),
       subnav(namespace, "Orders"),
       shown.orders.length === 0 ? el("p", {}, "No orders are stored in this namespace.") : null,
       table("orders", ["order", "trigger", "target", "enabled", "fired", "last window", "last fired", "next due",
-        "error", "latest runs"], rows),
+        "error"], rows),
+      el("h3", {}, "Latest runs"),
+      table("runs", ["order", "bead", "status", "fired", "closed"], runs),
     ],
     feed: { namespace, after: shown.last_seq, onEvent: scheduleReload },
   };

@@ -145,9 +145,10 @@ fn answered(result: Result<serde_json::Value, Failed>) -> Response {
     result.map_or_else(|Failed(status, message)| error(status, message), json)
 }
 
-/// A namespace's counts by name, as one JSON object.
+/// A namespace's counts in their order (statuses, then `ready`, `leased`, `formulas`, `orders`),
+/// as `{name, count}` objects.
 fn counts_json(detail: &NamespaceDetail) -> serde_json::Value {
-    detail.counts.iter().map(|(name, count)| (name.clone(), serde_json::Value::from(*count))).collect()
+    detail.counts.iter().map(|(name, count)| serde_json::json!({ "name": name, "count": count })).collect()
 }
 
 /// `/ui/api/cluster`: the node's `Cluster.Status`, with what needs attention.
@@ -301,8 +302,10 @@ pub async fn bead<D: Disk>(console: &Console<D>, headers: &HeaderMap, namespace:
             let (events, _) = console.events_after(headers, namespace, after, Vec::new(), BEAD_EVENTS_SCAN_MAX).await?;
             let events: Vec<&Event> = events.iter().filter(|event| event.subject == id.0).collect();
             let parent = bead.parent_id.as_ref().map(|parent| edge_json(parent, "parent", &ends));
+            let mut shown = serde_json::to_value(&bead).unwrap_or_default();
+            shown["status"] = bead.status.as_str().into();
             Ok(serde_json::json!({
-                "bead": bead, "parent": parent, "dependencies": dependencies, "dependents": dependents,
+                "bead": shown, "parent": parent, "dependencies": dependencies, "dependents": dependents,
                 "events": events, "events_scanned": last_seq - after, "last_seq": last_seq,
             }))
         }
