@@ -195,6 +195,9 @@ async fn every_page_shows_the_work_live_and_never_takes_agent_text_as_markup() {
     let gone = browser.wait_for_text("unavailable");
     assert!(!gone.contains("Ready by pool") && !gone.contains(&first), "no stale figures: {gone}");
     browser.wait_for_text("live feed from this node stopped");
+    // It comes back: the page reconnects and shows the figures again.
+    cluster.restart(1);
+    browser.wait_for_text("Ready by pool");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
