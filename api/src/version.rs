@@ -28,8 +28,31 @@
 //! on). Builds from before apply versions are kept out (see `node/src/peer/network.rs`).
 
 use std::fmt;
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
+
+/// The storage format this build's nodes write and read (`raft_store::codec`); `tests/golden/storage-format.txt` pins the bytes
+/// of every type stored or sent between nodes under it, and `tests/tests/storage_format.rs`
+/// fails until a changed layout bumps it. 12: a fourth space, `closed_index`, holds the index
+/// entries of closed beads (`crate::state::closed_index`), built from the state space at the first
+/// start that finds it missing (the storage's `META_CLOSED_INDEX`); a format-11 directory upgrades in place.
+/// 11: the state records its apply version
+/// (`RecordKey::ApplyVersion`), controller actions include the apply version's switch and
+/// consistency checkpoints, and commands include `cluster version pin|unpin|set`; a format-10
+/// directory upgrades in place (`raft_store::upgrade`). 10: the membership records each member's
+/// peer address, client address and auto-promotion (the storage's `Member`, was the Raft library's `BasicNode`).
+/// 9: the answers the dedup table keeps list
+/// tokens by a fingerprint of their hash, never the hash. 8: proposals carry the client's token hash,
+/// and the state keeps auth records (enabled, tokens). 7: namespaces carry a default lease and a
+/// delivery limit. 6: beads carry a lease and a delivery count,
+/// commands include lease renewals, releases and controller actions, transactions carry lease
+/// fences, and the state keeps the controller's term. 5: beads carry `no_history`, commands include
+/// imports, and an update may change `ephemeral` and `no_history`. 4: beads carry
+/// their revision, and commands include transactions. 3: every stored value carries a CRC-32.
+/// 2: standard Raft leader ids (one leader per term) in votes and log ids. Directories without
+/// the format key were written in format 1.
+pub const STORAGE_FORMAT: u32 = 12;
 
 /// The apply version of a state that never recorded one: every cluster made before apply
 /// versions existed applied these rules.
@@ -111,11 +134,46 @@ pub fn canary_next_applies(version: u32) -> bool {
         && (version >= NEXT_APPLY_VERSION || *UNGATED.get_or_init(|| std::env::var_os(UNGATED_CANARY_ENV).is_some()))
 }
 
-/// This build, as it names itself to other nodes and operators: the crate version and, in the
-/// test-only apply-next mode, `+apply-next`.
+/// Where a binary was built from: the git commit and whether the tree had uncommitted changes to
+/// tracked files. The binary sets it once at start (`cli/build.rs` reads it from git); a library
+/// use of this crate (the simulator, in-process tests) has none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BuildSource {
+    /// The commit, 12 hex digits (`unknown` when built outside a git checkout).
+    pub commit: &'static str,
+    /// Whether tracked files differed from the commit.
+    pub dirty: bool,
+}
+
+static BUILD_SOURCE: OnceLock<BuildSource> = OnceLock::new();
+
+/// Records where this binary was built from; a second call changes nothing.
+pub fn set_build_source(source: BuildSource) {
+    let _ = BUILD_SOURCE.set(source);
+}
+
+/// Where this binary was built from, once it said so.
+pub fn build_source() -> Option<BuildSource> {
+    BUILD_SOURCE.get().copied()
+}
+
+/// This build, as it names itself to other nodes and operators (`cluster status`, `member
+/// list`, `strand version`): the crate version, then as semver build metadata the commit,
+/// `dirty` when the tree had uncommitted changes, and `apply-next` in the test-only apply-next
+/// mode, e.g. `0.1.0+3f2a9c1e0b7d.dirty`.
 pub fn build_name() -> String {
+    let mut metadata = Vec::new();
+    if let Some(source) = build_source() {
+        metadata.push(source.commit);
+        if source.dirty {
+            metadata.push("dirty");
+        }
+    }
+    if test_apply_next() {
+        metadata.push("apply-next");
+    }
     let version = env!("CARGO_PKG_VERSION");
-    if test_apply_next() { format!("{version}+apply-next") } else { version.to_string() }
+    if metadata.is_empty() { version.to_string() } else { format!("{version}+{}", metadata.join(".")) }
 }
 
 #[cfg(test)]

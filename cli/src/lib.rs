@@ -48,7 +48,7 @@ use failure::EXIT_CODES;
 
 /// Strand: a replicated bead store for fleets of AI coding agents.
 #[derive(Parser, Debug)]
-#[command(name = "strand", version, about, after_help = EXIT_CODES)]
+#[command(name = "strand", version = VERSION, long_version = version_text(), about, after_help = EXIT_CODES)]
 pub struct Cli {
     /// Cluster nodes to talk to, host:port,... (any node will do). Without it: the `endpoints`
     /// of the TOML file named by $STRAND_CONFIG, else 127.0.0.1:7400.
@@ -267,6 +267,30 @@ enum Command {
 /// `bd sql` ready projection for 1.0.5, and Strand has no SQL.
 const BD_COMPATIBLE_VERSION: &str = "1.0.4";
 
+/// This build's version with its source as semver build metadata: `0.1.0+3f2a9c1e0b7d`, with
+/// `.dirty` when the tree had uncommitted changes (`build.rs`).
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), env!("STRAND_VERSION_SUFFIX"));
+
+/// Where this binary was built from, as `build.rs` read it from git.
+pub const BUILD_SOURCE: api::version::BuildSource = api::version::BuildSource {
+    commit: env!("STRAND_GIT_COMMIT"),
+    dirty: matches!(env!("STRAND_GIT_DIRTY").as_bytes(), b"true"),
+};
+
+/// The storage format of the data directories this build's nodes write.
+const STORAGE_FORMAT: u32 = api::version::STORAGE_FORMAT;
+
+/// `strand version` and `strand --version` in text: the build's name, then what it was built
+/// from and what it speaks, a line each (as `etcd --version` names its git SHA and API version).
+fn version_text() -> String {
+    let applies = api::version::build_apply_versions();
+    let changes = if BUILD_SOURCE.dirty { " (with uncommitted changes)" } else { "" };
+    format!(
+        "{VERSION}\ncommit: {}{changes}\nstorage format: {STORAGE_FORMAT}\napply versions: {applies}\nbd command line: {BD_COMPATIBLE_VERSION}",
+        BUILD_SOURCE.commit
+    )
+}
+
 /// `strand version`: as `bd version` prints it when run under the name `bd`.
 fn print_version(json: bool) {
     let own = env!("CARGO_PKG_VERSION");
@@ -276,7 +300,8 @@ fn print_version(json: bool) {
             "{}",
             serde_json::json!({
                 "version": own, "bd_compatible": BD_COMPATIBLE_VERSION, "schema_version": 1,
-                "build": api::version::build_name(),
+                "build": api::version::build_name(), "commit": BUILD_SOURCE.commit, "dirty": BUILD_SOURCE.dirty,
+                "storage_format": STORAGE_FORMAT,
                 "apply_versions": { "min": applies.min, "max": applies.max },
             })
         );
@@ -288,11 +313,7 @@ fn print_version(json: bool) {
     if name == "bd" {
         println!("bd version {BD_COMPATIBLE_VERSION} (strand {own})");
     } else {
-        println!(
-            "strand {own} (the bd {BD_COMPATIBLE_VERSION} command line), build {}, apply versions {}",
-            api::version::build_name(),
-            applies
-        );
+        println!("strand {}", version_text());
     }
 }
 
@@ -885,6 +906,7 @@ fn end_quietly_on_a_closed_stdout() {
 /// `members` runs `node`, `dev` and `snapshot` in process (the full build); without it, they are
 /// handed to the full build's binary.
 pub fn main(members: Option<MemberCommands>) -> ExitCode {
+    api::version::set_build_source(BUILD_SOURCE);
     let mut cli = match parse() {
         Ok(cli) => cli,
         Err(code) => return code,

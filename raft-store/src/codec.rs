@@ -34,27 +34,9 @@ pub const META_IDENTITY: &[u8] = b"identity";
 pub const META_CLOSED_INDEX: &[u8] = b"closed_index";
 /// Key of the storage format version a data directory was written with.
 pub const META_FORMAT: &[u8] = b"format";
-/// The storage format this build writes and reads; `tests/golden/storage-format.txt` pins the bytes
-/// of every type stored or sent between nodes under it, and `tests/tests/storage_format.rs`
-/// fails until a changed layout bumps it. 12: a fourth space, `closed_index`, holds the index
-/// entries of closed beads (`api::state::closed_index`), built from the state space at the first
-/// start that finds it missing (`META_CLOSED_INDEX`); a format-11 directory upgrades in place.
-/// 11: the state records its apply version
-/// (`RecordKey::ApplyVersion`), controller actions include the apply version's switch and
-/// consistency checkpoints, and commands include `cluster version pin|unpin|set`; a format-10
-/// directory upgrades in place (`crate::upgrade`). 10: the membership records each member's
-/// peer address, client address and auto-promotion (`types::Member`, was openraft's `BasicNode`).
-/// 9: the answers the dedup table keeps list
-/// tokens by a fingerprint of their hash, never the hash. 8: proposals carry the client's token hash,
-/// and the state keeps auth records (enabled, tokens). 7: namespaces carry a default lease and a
-/// delivery limit. 6: beads carry a lease and a delivery count,
-/// commands include lease renewals, releases and controller actions, transactions carry lease
-/// fences, and the state keeps the controller's term. 5: beads carry `no_history`, commands include
-/// imports, and an update may change `ephemeral` and `no_history`. 4: beads carry
-/// their revision, and commands include transactions. 3: every stored value carries a CRC-32.
-/// 2: standard Raft leader ids (one leader per term) in votes and log ids. Directories without
-/// the key were written in format 1.
-pub const STORAGE_FORMAT: u32 = 12;
+/// The storage format this build writes and reads, defined beside the apply versions
+/// (`api::version`) so that the client build names it without linking storage.
+pub use api::version::STORAGE_FORMAT;
 /// Bytes of the checksum that ends every stored value.
 pub const CHECKSUM_BYTES: usize = 4;
 

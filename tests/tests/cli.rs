@@ -622,3 +622,55 @@ async fn peers_may_name_this_node_or_leave_it_out() {
     assert!(listed["cluster_id"].is_string() && left_out["cluster_id"].is_null(), "{listed} {left_out}");
     assert_eq!((&listed["members"], &left_out["members"]), (&serde_json::json!([1, 2]), &serde_json::json!([1, 2])));
 }
+
+/// Issue 42: `strand version` names the build: the crate version, the commit its sources were
+/// built from and whether they had uncommitted changes (as git sees them now), the storage format,
+/// the apply versions and the bd command line; `--version` says the same.
+#[test]
+fn version_names_the_commit_the_storage_format_and_what_the_build_speaks() {
+    let git = |args: &[&str]| {
+        let output = std::process::Command::new("git").args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output();
+        output
+            .ok()
+            .filter(|output| output.status.success())
+            .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_string())
+    };
+    let version = json_at("127.0.0.1:1", &["version", "--json"]);
+    assert_eq!(version["version"], env!("CARGO_PKG_VERSION"), "{version}");
+    assert_eq!(version["storage_format"], raft_store::codec::STORAGE_FORMAT, "{version}");
+    let applies = api::version::build_apply_versions();
+    assert_eq!(
+        (&version["apply_versions"]["min"], &version["apply_versions"]["max"]),
+        (&applies.min.into(), &applies.max.into())
+    );
+    assert_eq!(version["bd_compatible"], "1.0.4");
+    let commit = version["commit"].as_str().unwrap();
+    if let Some(head) = git(&["rev-parse", "--short=12", "HEAD"]) {
+        assert_eq!(commit, head, "{version}");
+        let sources = [
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+            "--",
+            "../api",
+            "../node",
+            "../raft-store",
+            "../cli",
+            "../Cargo.toml",
+            "../Cargo.lock",
+        ];
+        let dirty = git(&sources).is_some_and(|changes| !changes.is_empty());
+        assert_eq!(version["dirty"], dirty, "{version}");
+    }
+    let suffix = if version["dirty"] == true { ".dirty" } else { "" };
+    let build = format!("{}+{commit}{suffix}", env!("CARGO_PKG_VERSION"));
+    assert_eq!(version["build"], build.as_str());
+    let text = strand_at("127.0.0.1:1", &["version"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.starts_with(&format!("strand {build}\ncommit: {commit}")), "{text}");
+    assert!(text.contains(&format!("storage format: {}\n", raft_store::codec::STORAGE_FORMAT)), "{text}");
+    let flag = strand_at("127.0.0.1:1", &["--version"]);
+    assert_eq!(String::from_utf8_lossy(&flag.stdout), text, "--version says what version does");
+    let short = strand_at("127.0.0.1:1", &["-V"]);
+    assert_eq!(String::from_utf8_lossy(&short.stdout).trim(), format!("strand {build}"));
+}

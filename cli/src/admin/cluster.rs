@@ -208,6 +208,7 @@ async fn member_list(cli: &Cli) -> CommandResult {
                     "id": row.node.id, "client_address": row.client_address, "peer_address": row.node.address,
                     "role": row.role, "leader": row.leader, "match_index": row.match_index, "lag": row.lag,
                     "reachable": row.reachable,
+                    "version": (!row.node.build.is_empty()).then_some(&row.node.build),
                 })
             })
             .collect();
@@ -543,5 +544,29 @@ async fn status(cli: &Cli, digest: bool) -> CommandResult {
             printable(&notes.join("; "))
         );
     }
+    println!("{}", builds_line(&status));
     Ok(true)
+}
+
+/// The builds the members run, as one line: `build B on every member`, or each member's.
+fn builds_line(status: &api::proto::StatusResponse) -> String {
+    let answered: Vec<_> = status.nodes.iter().filter(|node| !node.build.is_empty()).collect();
+    let first = answered.first().map(|node| node.build.as_str());
+    match first {
+        None => "build: no member answered".into(),
+        Some(build) if answered.len() == status.nodes.len() && answered.iter().all(|node| node.build == build) => {
+            format!("build {} on every member", printable(build))
+        }
+        Some(_) => {
+            let each: Vec<String> = status
+                .nodes
+                .iter()
+                .map(|node| {
+                    let build = if node.build.is_empty() { "?" } else { node.build.as_str() };
+                    format!("node {} {}", node.id, printable(build))
+                })
+                .collect();
+            format!("builds: {}", each.join(", "))
+        }
+    }
 }
