@@ -8,7 +8,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/strand-target
 export STRAND_SIM_FRESH_SEED ?= $(shell git rev-parse HEAD 2>/dev/null)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test deps test-deps build release bench fmt
+.PHONY: run test deps test-deps build release package bench fmt
 
 deps:
 	@missing=""; \
@@ -40,6 +40,14 @@ build: deps
 release: deps
 	cargo build --release -p cli --bins
 
+# What operators install: the Debian package of the release build (stripped binaries, the unit,
+# the example configuration, man pages, completions) in $(CARGO_TARGET_DIR)/package/, and the
+# container image strand:VERSION (also tagged strand:latest) built from the same binaries.
+package: release
+	deploy/debian/build-deb --bin-dir $(CARGO_TARGET_DIR)/release --out $(CARGO_TARGET_DIR)/package
+	STRAND_BIN=$(CARGO_TARGET_DIR)/release/strand deploy/cluster.sh image strand:$$($(CARGO_TARGET_DIR)/release/strand version --json | jq -r .build | tr + -)
+	docker tag strand:$$($(CARGO_TARGET_DIR)/release/strand version --json | jq -r .build | tr + -) strand:latest
+
 run: build
 	$(CARGO_TARGET_DIR)/debug/strand dev --nodes 3
 
@@ -52,12 +60,14 @@ fmt:
 	rustfmt --edition 2024 $(COMMAND_FILES)
 
 # What only the tests need: Prometheus, for the test that scrapes the compose cluster with
-# deploy/prometheus.yml and answers every query of deploy/grafana/strand.json, and headless
-# Chromium, for the web console's tests.
+# deploy/prometheus.yml and answers every query of deploy/grafana/strand.json; headless
+# Chromium, for the web console's tests; debootstrap, for the fresh Debian image the package's
+# test installs into.
 test-deps: deps
 	@missing=""; \
 	command -v prometheus >/dev/null 2>&1 || missing="$$missing prometheus"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v debootstrap >/dev/null 2>&1 || missing="$$missing debootstrap"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \

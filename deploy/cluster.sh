@@ -18,10 +18,12 @@
 #                             it drains) and made again from IMAGE on the same volume, then it
 #                             must answer and catch up; upgrade one node at a time
 #   deploy/cluster.sh down    stop the cluster and delete its containers and data volumes
+#   deploy/cluster.sh image [TAG]
+#                             only build the image (default tag strand:dev)
 #
 # Environment:
 #   STRAND_BIN          the strand binary to put in the image, with strand-node beside it
-#                       (default: the build of `make run`)
+#                       (default: the release build, `make release`)
 #   STRAND_CLUSTER_DIR  where certificates, node configs, the admin token and client.toml go
 #                       (default: deploy/cluster; kept across runs)
 #   STRAND_PROJECT      the compose project name (default: strand)
@@ -33,7 +35,7 @@ set -eu
 here=$(cd "$(dirname -- "$0")" && pwd)
 dir=${STRAND_CLUSTER_DIR:-$here/cluster}
 project=${STRAND_PROJECT:-strand}
-strand=${STRAND_BIN:-${CARGO_TARGET_DIR:-$HOME/.cache/strand-target}/debug/strand}
+strand=${STRAND_BIN:-${CARGO_TARGET_DIR:-$HOME/.cache/strand-target}/release/strand}
 if command -v docker-compose >/dev/null 2>&1; then compose="docker-compose"; else compose="docker compose"; fi
 
 # Runs a command, showing its output only when it fails.
@@ -117,9 +119,9 @@ TOML
 }
 
 build_image() {
-    [ -x "$strand" ] || { echo "cluster.sh: no strand binary at $strand; run make build or set STRAND_BIN" >&2; exit 1; }
+    [ -x "$strand" ] || { echo "cluster.sh: no strand binary at $strand; run make release or set STRAND_BIN" >&2; exit 1; }
     strand_node="$(dirname "$strand")/strand-node"
-    [ -x "$strand_node" ] || { echo "cluster.sh: no strand-node beside $strand (strand runs its nodes); run make build" >&2; exit 1; }
+    [ -x "$strand_node" ] || { echo "cluster.sh: no strand-node beside $strand (strand runs its nodes); run make release" >&2; exit 1; }
     work=$(mktemp -d)
     trap 'rm -rf "$work"' EXIT
     mkdir -p "$work/rootfs/usr/local/bin" "$work/rootfs/tmp" "$work/rootfs/data"
@@ -132,7 +134,7 @@ build_image() {
         cp -L "$lib" "$work/rootfs$lib"
     done
     cp "$here/image/Dockerfile" "$work/Dockerfile"
-    quietly docker build -q -t strand:dev "$work"
+    quietly docker build -q -t "${1:-strand:dev}" "$work"
 }
 
 write_configs() {
@@ -257,8 +259,12 @@ case "${1:-}" in
         quietly run_compose_grown down -v
         echo "cluster down: containers and data volumes removed (certificates and token stay in $dir)"
         ;;
+    image)
+        build_image "${2:-strand:dev}"
+        echo "built image ${2:-strand:dev} from $strand"
+        ;;
     *)
-        echo "usage: deploy/cluster.sh up|join|upgrade ID IMAGE|restore FILE|recover|down" >&2
+        echo "usage: deploy/cluster.sh up|join|upgrade ID IMAGE|restore FILE|recover|down|image [TAG]" >&2
         exit 2
         ;;
 esac

@@ -1,4 +1,6 @@
-//! Apply versions: which rules entries of the log apply by.
+//! Apply versions: which rules entries of the log apply by; beside them, the other numbers a
+//! build is known by: the storage format its nodes write ([`STORAGE_FORMAT`]) and its name
+//! ([`build_name`]: the crate version, the commit it was built from, a dirty mark).
 //!
 //! The replicated state holds the cluster's **apply version** ([`crate::state::State::apply_version`]),
 //! changed only by entries of the log (the leader's switch, `cluster version set`). Every rule

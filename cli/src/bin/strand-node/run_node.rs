@@ -37,11 +37,25 @@ fn init_logging(format: LogFormat) {
     };
 }
 
+/// Where the Debian package installs the commented example of a node's configuration (its
+/// `/etc/strand/node.toml` starts as a copy).
+const CONFIG_EXAMPLE: &str = "/usr/share/doc/strand/examples/node.toml";
+
 fn load_config(args: &NodeArgs) -> Result<NodeConfig, Failure> {
     let mut config = match &args.config {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|error| Failure::Usage(format!("cannot read --config {}: {error}", path.display())))?;
+            let text = std::fs::read_to_string(path).map_err(|error| {
+                let path = path.display();
+                if error.kind() == std::io::ErrorKind::NotFound {
+                    Failure::Usage(format!(
+                        "--config {path} does not exist; write it from the commented example ({CONFIG_EXAMPLE} where \
+                         the Debian package is installed, deploy/debian/node.toml in the source), or start without \
+                         --config and give the settings as flags"
+                    ))
+                } else {
+                    Failure::Usage(format!("cannot read --config {path}: {error}"))
+                }
+            })?;
             toml::from_str(&text)
                 .map_err(|error| Failure::Usage(format!("--config {} is not valid: {error}", path.display())))?
         }
