@@ -524,6 +524,20 @@ fn regression_seed_249628576259355_a_wiped_node_refuses_a_deposed_leader() {
     assert!(report.counts.wipes > 0, "the seed wiped no node");
 }
 
+/// Seed 163 569 193 936 533 (3 nodes, 6 s, a swarm of every fault) found a client that stuck to a
+/// dead endpoint: once a failed call had moved its position past its last endpoint, no failed call
+/// moved it again, so the healed reader tried node 2 (damaged, down for good) until its deadline,
+/// call after call, while nodes 1 and 4 served; the orders, orchestration and leases checkers
+/// could read nothing back. Fixed in `api::client` (`move_past` keeps the position below the
+/// endpoints' count and judges it by the endpoint it leads to).
+#[test]
+fn regression_seed_163569193936533_a_client_leaves_a_dead_endpoint() {
+    let mut faults = Fault::ALL.to_vec();
+    faults.push(Fault::Code);
+    let report = run_clean(&RunConfig { faults, swarm: true, ..config(163_569_193_936_533, 3) });
+    assert!(report.counts.failed_starts > 0, "no node stayed down, so no endpoint was dead");
+}
+
 /// Seed 17 (3 nodes, 6 s) once reported a leader-completeness violation: a restarted node
 /// restored its leadership of term 1 after the cluster had moved to term 2. The checker was wrong
 /// (it held a leader to entries of later terms); this keeps that seed clean.
