@@ -76,6 +76,12 @@ pub fn parse_lease(text: &str) -> Result<u64, String> {
     Ok(lease_ms)
 }
 
+/// A span of milliseconds in whole seconds, as `1m 5s` (negative: `-1m 5s`).
+pub fn span(ms: i64) -> String {
+    let text = humantime::format_duration(std::time::Duration::from_secs(ms.unsigned_abs() / 1000)).to_string();
+    if ms < 0 { format!("-{text}") } else { text }
+}
+
 /// The wall clock, in milliseconds (for relative times and `ready --sort hybrid`).
 #[allow(clippy::disallowed_methods)]
 pub fn now_ms() -> i64 {

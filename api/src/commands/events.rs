@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ReadCommand;
-use crate::model::Namespace;
+use crate::model::{Namespace, event_type};
 use crate::outcome::{Outcome, Refusal};
 use crate::state::NamespaceState;
 
@@ -30,33 +30,31 @@ impl ReadCommand for Events {
     }
 }
 
+/// Checks event type filters against the known types, so a typo is refused instead of silently
+/// matching nothing (the gRPC requests and the web console's events page).
+pub fn known_types(types: Vec<String>) -> Result<Vec<String>, Refusal> {
+    if let Some(unknown) = types.iter().find(|name| !event_type::ALL.contains(&name.as_str())) {
+        let known = event_type::ALL.join(", ");
+        return Err(Refusal::Invalid(format!("unknown event type {unknown:?}; use one of: {known}")));
+    }
+    Ok(types)
+}
+
 /// The protobuf mapping, both ways (the only part of the file that knows protobuf types).
 mod wire {
     use super::Events;
     use crate::convert::{ToReadRequest, read_request};
-    use crate::model::event_type;
-    use crate::outcome::Refusal;
     use crate::proto as pb;
     use crate::registry::ClientRpc;
 
-    /// Checks event type filters against the known types, so a typo is refused instead of
-    /// silently matching nothing.
-    fn event_types(types: Vec<String>) -> Result<Vec<String>, Refusal> {
-        if let Some(unknown) = types.iter().find(|name| !event_type::ALL.contains(&name.as_str())) {
-            let known = event_type::ALL.join(", ");
-            return Err(Refusal::Invalid(format!("unknown event type {unknown:?}; use one of: {known}")));
-        }
-        Ok(types)
-    }
-
     read_request!(pb::EventsRequest, |request, _now| {
-        Ok(Events { after: request.after, types: event_types(request.types)?, limit: request.limit }.into())
+        Ok(Events { after: request.after, types: super::known_types(request.types)?, limit: request.limit }.into())
     });
 
     // A watch reads the log in batches as large as one answer may be.
     read_request!(pb::WatchRequest, |request, _now| {
         let limit = crate::limits::EVENTS_PER_QUERY_MAX;
-        Ok(Events { after: request.after, types: event_types(request.types)?, limit }.into())
+        Ok(Events { after: request.after, types: super::known_types(request.types)?, limit }.into())
     });
 
     impl ToReadRequest for Events {

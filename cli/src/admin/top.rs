@@ -235,10 +235,7 @@ fn lines(snapshot: &Snapshot) -> Vec<(Tone, String)> {
             for namespace in namespaces {
                 let queues = &namespace.queues;
                 let oldest = queues.oldest_ready.as_ref().map_or("-".to_string(), |(_, created_at)| {
-                    humantime::format_duration(Duration::from_secs(
-                        (queues.now.0 - created_at.0).max(0).unsigned_abs() / 1000,
-                    ))
-                    .to_string()
+                    crate::values::span((queues.now.0 - created_at.0).max(0))
                 });
                 let pools: Vec<String> = queues
                     .ready_by_pool

@@ -22,6 +22,7 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use crate::answers::{beads_of, unexpected};
 use crate::output::{bead_line, print_beads, print_value};
+use crate::values::span;
 use crate::work::molecule::{formula_source, vars};
 use crate::{Cli, CommandResult, Failure};
 
@@ -324,12 +325,6 @@ fn count_list(counts: &[(String, u64)], empty: &str) -> String {
     }
     let named = |name: &str| if name.is_empty() { empty.to_string() } else { printable(name).to_string() };
     counts.iter().map(|(name, count)| format!("{} {count}", named(name))).collect::<Vec<_>>().join(", ")
-}
-
-/// A span of milliseconds as `1m 5s` (negative: `-1m 5s`).
-fn span(ms: i64) -> String {
-    let text = humantime::format_duration(Duration::from_secs(ms.unsigned_abs() / 1000)).to_string();
-    if ms < 0 { format!("-{text}") } else { text }
 }
 
 fn print_queues(name: &str, detail: &QueueDetail) {

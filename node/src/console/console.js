@@ -9,7 +9,7 @@ const POLL_MS = 2000;
 const NAMESPACE_POLL_MS = 5000;
 const EVENTS_KEPT_MAX = 500;
 
-const view = { route: null, leader: undefined, timer: null, reloading: null, failed: false, events: [], held: [], paused: false, filter: "" };
+const view = { route: null, leader: undefined, timer: null, reloading: null, failed: false, events: [], held: [], heldCount: 0, paused: false, filter: "" };
 
 // ---- helpers --------------------------------------------------------------------------------
 
@@ -328,14 +328,16 @@ function renderEvents() {
   const holder = document.getElementById("events-table");
   if (!holder) return;
   holder.replaceChildren(table("events", ["seq", "time", "type", "actor", "bead", "message"], eventRows()));
-  document.getElementById("held").textContent = view.paused
-    ? "Paused: " + view.held.length + " new events held." : "";
+  const dropped = view.heldCount - view.held.length;
+  document.getElementById("held").textContent = view.paused ? "Paused: " + view.heldCount + " new events held" +
+    (dropped > 0 ? " (the oldest " + dropped + " will not be shown)." : ".") : "";
 }
 
 async function eventsPage(namespace) {
   const shown = await data(dataPath(namespace, "events"));
   view.events = shown.events;
   view.held = [];
+  view.heldCount = 0;
   const filter = el("select", { id: "filter", "aria-label": "event type" }, el("option", { value: "" }, "every type"),
     ...shown.types.map((type) => el("option", { value: type }, type)));
   filter.value = view.filter;
@@ -346,15 +348,20 @@ async function eventsPage(namespace) {
     pause.textContent = view.paused ? "Resume" : "Pause";
     if (!view.paused) {
       view.events.push(...view.held);
+      view.events.splice(0, Math.max(0, view.events.length - EVENTS_KEPT_MAX));
       view.held = [];
+      view.heldCount = 0;
     }
     renderEvents();
   });
   const onEvent = (event) => {
     const kept = view.held.length > 0 ? view.held : view.events;
     if (kept.length > 0 && event.seq <= kept[kept.length - 1].seq) return;
-    (view.paused ? view.held : view.events).push(event);
-    if (view.events.length > EVENTS_KEPT_MAX) view.events.splice(0, view.events.length - EVENTS_KEPT_MAX);
+    if (view.paused) view.heldCount += 1;
+    // Both lists keep the newest EVENTS_KEPT_MAX: a long pause holds no more than a page shows.
+    const list = view.paused ? view.held : view.events;
+    list.push(event);
+    if (list.length > EVENTS_KEPT_MAX) list.splice(0, list.length - EVENTS_KEPT_MAX);
     renderEvents();
   };
   return {

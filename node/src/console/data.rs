@@ -1,10 +1,13 @@
-//! The console's JSON reads under `/ui/api/`: each is one or more reads through the leader plane
-//! (linearizable, so a page never shows a stale figure as current), judged by the request's
-//! bearer token as the gRPC API judges it.
+//! The console's JSON reads under `/ui/api/`: each is one or more reads through the leader plane,
+//! judged by the request's bearer token as the gRPC API judges it ([`Reads`]). The first read of a
+//! request is linearizable (a read index), so a page never shows a stale figure as current; the
+//! rest read this node's replica, which has applied at least that index by then.
 //!
 //! Invariant: a read that fails answers an error status with `{"error": ...}`, never partial
 //! figures; a refusal keeps its meaning (401 no or unknown token, 403 a token not allowed here,
 //! 404 an unknown namespace or bead, 503 no leader).
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use api::command::Query;
 use api::commands::RegisteredAnswer;
@@ -54,65 +57,78 @@ pub fn http_status(code: Code) -> StatusCode {
 pub fn credential(headers: &HeaderMap) -> Result<Option<api::auth::TokenHash>, Failed> {
     match headers.get(header::AUTHORIZATION) {
         None => Ok(None),
-        Some(value) => api::auth::parse_bearer(value.as_bytes()).map(Some).map_err(|refusal| {
-            let status = refusal_to_status(refusal);
-            Failed(http_status(status.code()), status.message().to_string())
-        }),
+        Some(value) => api::auth::parse_bearer(value.as_bytes()).map(Some).map_err(refused),
     }
 }
 
-impl<D: Disk> Console<D> {
+/// The reads of one console request, as its token: the first linearizable, the later ones from
+/// this node's replica, which by then has applied at least the first one's read index, so they see
+/// that state or a newer one without another round to a quorum.
+pub struct Reads<'a, D: Disk> {
+    console: &'a Console<D>,
+    headers: &'a HeaderMap,
+    /// Whether a read of this request went through a read index.
+    linearized: AtomicBool,
+}
+
+impl<'a, D: Disk> Reads<'a, D> {
+    /// The reads of a request with these headers.
+    pub fn new(console: &'a Console<D>, headers: &'a HeaderMap) -> Reads<'a, D> {
+        Reads { console, headers, linearized: AtomicBool::new(false) }
+    }
+
     /// This node's clock: the time a read that depends on it (ready, due orders) is judged at,
     /// as the gRPC API stamps it.
     fn now(&self) -> Timestamp {
-        self.leader.core().clock.now()
+        self.console.leader.core().clock.now()
     }
 
     /// Reads `query` of `namespace` (which must exist, unless it is the namespaces' listing)
-    /// through the leader plane, linearizably, as the request's token.
-    async fn read(&self, headers: &HeaderMap, namespace: &str, query: Query) -> Result<Outcome, Failed> {
+    /// through the leader plane, as the request's token.
+    async fn read(&self, namespace: &str, query: Query) -> Result<Outcome, Failed> {
         let must_exist = !matches!(query, Query::Namespaces);
+        let consistency =
+            if self.linearized.load(Ordering::Relaxed) { Consistency::Serializable } else { Consistency::Linearizable };
         let request = ReadRequest {
             namespace: if namespace.is_empty() { Namespace::default_namespace() } else { Namespace(namespace.into()) },
-            consistency: Consistency::Linearizable,
+            consistency,
             namespace_must_exist: must_exist,
             query,
-            credential: credential(headers)?,
+            credential: credential(self.headers)?,
         };
-        match self.leader.read(request).await {
-            Ok(Ok(outcome)) => Ok(outcome),
-            Ok(Err(refusal)) => {
-                let status = refusal_to_status(refusal);
-                Err(Failed(http_status(status.code()), status.message().to_string()))
-            }
-            Err(unavailable) => Err(Failed(StatusCode::SERVICE_UNAVAILABLE, unavailable.0)),
-        }
+        let outcome = match self.console.leader.read(request).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(refusal)) => return Err(refused(refusal)),
+            Err(unavailable) => return Err(Failed(StatusCode::SERVICE_UNAVAILABLE, unavailable.0)),
+        };
+        self.linearized.store(true, Ordering::Relaxed);
+        Ok(outcome)
     }
 
-    async fn detail(&self, headers: &HeaderMap, namespace: &str) -> Result<NamespaceDetail, Failed> {
-        match self.read(headers, namespace, NamespaceShow { now: self.now() }.into()).await? {
+    async fn detail(&self, namespace: &str) -> Result<NamespaceDetail, Failed> {
+        match self.read(namespace, NamespaceShow { now: self.now() }.into()).await? {
             Outcome::Registered(RegisteredAnswer::NamespaceDetail(detail)) => Ok(detail),
             other => Err(unexpected(&other)),
         }
     }
 
-    async fn queues(&self, headers: &HeaderMap, namespace: &str) -> Result<QueueDetail, Failed> {
+    async fn queues(&self, namespace: &str) -> Result<QueueDetail, Failed> {
         let read = NamespaceQueues { now: self.now(), window_ms: QueueDetail::WINDOW_MS_DEFAULT };
-        match self.read(headers, namespace, read.into()).await? {
+        match self.read(namespace, read.into()).await? {
             Outcome::Registered(RegisteredAnswer::QueueDetail(queues)) => Ok(queues),
             other => Err(unexpected(&other)),
         }
     }
 
-    async fn order_list(&self, headers: &HeaderMap, namespace: &str) -> Result<Vec<OrderInfo>, Failed> {
-        match self.read(headers, namespace, OrderList { now: self.now() }.into()).await? {
+    async fn order_list(&self, namespace: &str) -> Result<Vec<OrderInfo>, Failed> {
+        match self.read(namespace, OrderList { now: self.now() }.into()).await? {
             Outcome::Orders(orders) => Ok(orders),
             other => Err(unexpected(&other)),
         }
     }
 
-    async fn beads(&self, headers: &HeaderMap, namespace: &str, query: Query) -> Result<Vec<Bead>, Failed> {
-        match self.read(headers, namespace, query).await? {
+    async fn beads(&self, namespace: &str, query: Query) -> Result<Vec<Bead>, Failed> {
+        match self.read(namespace, query).await? {
             Outcome::Beads(beads) => Ok(beads),
             other => Err(unexpected(&other)),
         }
@@ -120,21 +136,32 @@ impl<D: Disk> Console<D> {
 
     async fn events_after(
         &self,
-        headers: &HeaderMap,
         namespace: &str,
         after: u64,
         types: Vec<String>,
         limit: u32,
     ) -> Result<(Vec<Event>, u64), Failed> {
-        match self.read(headers, namespace, Events { after, types, limit }.into()).await? {
+        match self.read(namespace, Events { after, types, limit }.into()).await? {
             Outcome::Events { events, last_seq } => Ok((events, last_seq)),
             other => Err(unexpected(&other)),
         }
+    }
+
+    /// The sequence number of the namespace's newest event: an events read past the end, which
+    /// answers no event.
+    async fn last_event_seq(&self, namespace: &str) -> Result<u64, Failed> {
+        Ok(self.events_after(namespace, u64::MAX, Vec::new(), 1).await?.1)
     }
 }
 
 /// Why a read failed: the HTTP status and what to tell the reader.
 pub struct Failed(pub StatusCode, pub String);
+
+/// A refusal, with the HTTP status of its gRPC status.
+fn refused(refusal: api::outcome::Refusal) -> Failed {
+    let status = refusal_to_status(refusal);
+    Failed(http_status(status.code()), status.message().to_string())
+}
 
 fn unexpected(outcome: &Outcome) -> Failed {
     Failed(StatusCode::INTERNAL_SERVER_ERROR, format!("the node answered a console read with {outcome:?}"))
@@ -154,12 +181,7 @@ fn counts_json(detail: &NamespaceDetail) -> serde_json::Value {
 /// `/ui/api/cluster`: the node's `Cluster.Status`, with what needs attention.
 pub async fn cluster<D: Disk>(console: &Console<D>, headers: &HeaderMap) -> Response {
     use api::proto::cluster_server::Cluster;
-    let mut request = tonic::Request::new(api::proto::StatusRequest { include_digest: false });
-    if let Some(value) = headers.get(header::AUTHORIZATION).and_then(|value| value.to_str().ok())
-        && let Ok(value) = value.parse()
-    {
-        request.metadata_mut().insert("authorization", value);
-    }
+    let request = super::grpc_request(headers, api::proto::StatusRequest { include_digest: false });
     let status = match console.cluster.status(request).await {
         Ok(answer) => answer.into_inner(),
         Err(status) => return error(http_status(status.code()), status.message().to_string()),
@@ -202,23 +224,22 @@ pub async fn cluster<D: Disk>(console: &Console<D>, headers: &HeaderMap) -> Resp
 }
 
 /// `/ui/api/namespaces`: every namespace the token may read (at most [`NAMESPACES_SHOWN_MAX`]),
-/// with its counts, its queues' headline figures and what in them needs attention.
-pub async fn namespaces<D: Disk>(console: &Console<D>, headers: &HeaderMap) -> Response {
+/// with its bead count, its queues' headline figures and what in them needs attention.
+pub async fn namespaces<D: Disk>(reads: Reads<'_, D>) -> Response {
     answered(
         async {
-            let listed = match console.read(headers, "", Query::Namespaces).await? {
+            let listed = match reads.read("", Query::Namespaces).await? {
                 Outcome::Namespaces(namespaces) => namespaces,
                 other => return Err(unexpected(&other)),
             };
             let total = listed.len();
             let (mut shown, mut attention) = (Vec::new(), Vec::new());
             for info in listed.into_iter().take(NAMESPACES_SHOWN_MAX) {
-                let detail = console.detail(headers, &info.name).await?;
-                let queues = console.queues(headers, &info.name).await?;
-                let orders = console.order_list(headers, &info.name).await?;
+                let queues = reads.queues(&info.name).await?;
+                let orders = reads.order_list(&info.name).await?;
                 let found = api::status::queue_attention(&info.name, &queues, &orders);
                 shown.push(serde_json::json!({
-                    "name": info.name, "beads": info.beads, "counts": counts_json(&detail),
+                    "name": info.name, "beads": info.beads,
                     "ready": queues.ready, "leased": queues.leased, "expiring": queues.expiring,
                     "dead_lettered": queues.dead_lettered,
                     "oldest_ready_age_ms": queues.oldest_ready.as_ref().map(|(_, created)| (queues.now.0 - created.0).max(0)),
@@ -233,14 +254,14 @@ pub async fn namespaces<D: Disk>(console: &Console<D>, headers: &HeaderMap) -> R
 }
 
 /// `/ui/api/ns/NS`: a namespace's settings, counts and queues.
-pub async fn namespace<D: Disk>(console: &Console<D>, headers: &HeaderMap, namespace: &str) -> Response {
+pub async fn namespace<D: Disk>(reads: Reads<'_, D>, namespace: &str) -> Response {
     answered(
         async {
-            let detail = console.detail(headers, namespace).await?;
-            let queues = console.queues(headers, namespace).await?;
-            let orders = console.order_list(headers, namespace).await?;
+            let detail = reads.detail(namespace).await?;
+            let queues = reads.queues(namespace).await?;
+            let orders = reads.order_list(namespace).await?;
             let filter = ReadyFilter { limit: READY_SHOWN_MAX, ..Default::default() };
-            let next = console.beads(headers, namespace, Ready { filter, now: console.now() }.into()).await?;
+            let next = reads.beads(namespace, Ready { filter, now: reads.now() }.into()).await?;
             let next: Vec<serde_json::Value> = next
                 .iter()
                 .map(|bead| {
@@ -270,17 +291,17 @@ fn edge_json(id: &BeadId, dep_type: &str, beads: &[Bead]) -> serde_json::Value {
 
 /// `/ui/api/ns/NS/beads/ID`: the bead, its dependencies and dependents (with their titles), and
 /// its events among the namespace's latest [`BEAD_EVENTS_SCAN_MAX`].
-pub async fn bead<D: Disk>(console: &Console<D>, headers: &HeaderMap, namespace: &str, id: &str) -> Response {
+pub async fn bead<D: Disk>(reads: Reads<'_, D>, namespace: &str, id: &str) -> Response {
     answered(
         async {
             let id = BeadId(id.to_string());
-            let bead = console.beads(headers, namespace, Get { ids: vec![id.clone()] }.into()).await?;
+            let bead = reads.beads(namespace, Get { ids: vec![id.clone()] }.into()).await?;
             let bead = bead.into_iter().next().ok_or_else(|| {
                 Failed(StatusCode::NOT_FOUND, format!("bead {id} not found in namespace {namespace}"))
             })?;
             let mut edges: Vec<(Dependency, bool)> = Vec::new();
             for (direction, outgoing) in [(DepDirection::Down, true), (DepDirection::Up, false)] {
-                match console.read(headers, namespace, DepList { id: id.clone(), direction }.into()).await? {
+                match reads.read(namespace, DepList { id: id.clone(), direction }.into()).await? {
                     Outcome::Dependencies(found) => edges.extend(found.into_iter().map(|edge| (edge, outgoing))),
                     other => return Err(unexpected(&other)),
                 }
@@ -291,15 +312,15 @@ pub async fn bead<D: Disk>(console: &Console<D>, headers: &HeaderMap, namespace:
             let mut ids: Vec<BeadId> = edges.iter().map(other_end).collect();
             ids.extend(bead.parent_id.clone());
             ids.truncate(api::limits::IDS_PER_REQUEST_MAX);
-            let ends = console.beads(headers, namespace, Lookup { ids }.into()).await?;
+            let ends = reads.beads(namespace, Lookup { ids }.into()).await?;
             let (mut dependencies, mut dependents) = (Vec::new(), Vec::new());
             for edge in &edges {
                 let end = edge_json(&other_end(edge), edge.0.dep_type.0.as_str(), &ends);
                 if edge.1 { dependencies.push(end) } else { dependents.push(end) }
             }
-            let last_seq = console.detail(headers, namespace).await?.info.last_event_seq;
+            let last_seq = reads.last_event_seq(namespace).await?;
             let after = last_seq.saturating_sub(u64::from(BEAD_EVENTS_SCAN_MAX));
-            let (events, _) = console.events_after(headers, namespace, after, Vec::new(), BEAD_EVENTS_SCAN_MAX).await?;
+            let (events, _) = reads.events_after(namespace, after, Vec::new(), BEAD_EVENTS_SCAN_MAX).await?;
             let events: Vec<&Event> = events.iter().filter(|event| event.subject == id.0).collect();
             let parent = bead.parent_id.as_ref().map(|parent| edge_json(parent, "parent", &ends));
             let mut shown = serde_json::to_value(&bead).unwrap_or_default();
@@ -314,14 +335,14 @@ pub async fn bead<D: Disk>(console: &Console<D>, headers: &HeaderMap, namespace:
 }
 
 /// `/ui/api/ns/NS/orders`: each order, with its latest firings (tracking beads), newest first.
-pub async fn orders<D: Disk>(console: &Console<D>, headers: &HeaderMap, namespace: &str) -> Response {
+pub async fn orders<D: Disk>(reads: Reads<'_, D>, namespace: &str) -> Response {
     answered(
         async {
-            let orders = console.order_list(headers, namespace).await?;
+            let orders = reads.order_list(namespace).await?;
             let mut shown = Vec::new();
             for order in &orders {
                 let label = format!("{}{}", api::state::ORDER_RUN_LABEL_PREFIX, order.name);
-                let mut runs = console.beads(headers, namespace, ListByLabel { label, limit: 0 }.into()).await?;
+                let mut runs = reads.beads(namespace, ListByLabel { label, limit: 0 }.into()).await?;
                 runs.sort_by_key(|run| std::cmp::Reverse((run.created_at, run.seq)));
                 let history: Vec<serde_json::Value> = runs
                     .iter()
@@ -337,7 +358,7 @@ pub async fn orders<D: Disk>(console: &Console<D>, headers: &HeaderMap, namespac
                 value["history"] = history.into();
                 shown.push(value);
             }
-            let last_seq = console.detail(headers, namespace).await?.info.last_event_seq;
+            let last_seq = reads.last_event_seq(namespace).await?;
             Ok(serde_json::json!({ "orders": shown, "last_seq": last_seq }))
         }
         .await,
@@ -347,8 +368,7 @@ pub async fn orders<D: Disk>(console: &Console<D>, headers: &HeaderMap, namespac
 /// `/ui/api/ns/NS/events?after=N&type=T`: events after N (default: the latest
 /// [`EVENTS_PAGE_MAX`]), of type T when given.
 pub async fn events<D: Disk>(
-    console: &Console<D>,
-    headers: &HeaderMap,
+    reads: Reads<'_, D>,
     namespace: &str,
     after: Option<String>,
     event_type: Option<String>,
@@ -356,10 +376,7 @@ pub async fn events<D: Disk>(
     answered(
         async {
             let after = match after.as_deref() {
-                None | Some("") => {
-                    let last_seq = console.detail(headers, namespace).await?.info.last_event_seq;
-                    last_seq.saturating_sub(EVENTS_PAGE_MAX)
-                }
+                None | Some("") => reads.last_event_seq(namespace).await?.saturating_sub(EVENTS_PAGE_MAX),
                 Some(text) => text.parse().map_err(|_| {
                     Failed(
                         StatusCode::BAD_REQUEST,
@@ -367,16 +384,9 @@ pub async fn events<D: Disk>(
                     )
                 })?,
             };
-            let types: Vec<String> = event_type.into_iter().filter(|name| !name.is_empty()).collect();
-            if let Some(unknown) = types.iter().find(|name| !api::model::event_type::ALL.contains(&name.as_str())) {
-                let known = api::model::event_type::ALL.join(", ");
-                return Err(Failed(
-                    StatusCode::BAD_REQUEST,
-                    format!("unknown event type {unknown:?}; use one of: {known}"),
-                ));
-            }
-            let (events, last_seq) =
-                console.events_after(headers, namespace, after, types, EVENTS_PAGE_MAX as u32).await?;
+            let types = event_type.into_iter().filter(|name| !name.is_empty()).collect();
+            let types = api::commands::events::known_types(types).map_err(refused)?;
+            let (events, last_seq) = reads.events_after(namespace, after, types, EVENTS_PAGE_MAX as u32).await?;
             Ok(serde_json::json!({ "events": events, "last_seq": last_seq, "types": api::model::event_type::ALL }))
         }
         .await,

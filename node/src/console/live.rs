@@ -45,12 +45,7 @@ pub async fn watch<D: Disk>(
         Err(_) => return error(StatusCode::BAD_REQUEST, "after must be a sequence number, 0 or more".into()),
     };
     let header = pb::ReadHeader { namespace: namespace.to_string(), namespace_must_exist: true, ..Default::default() };
-    let mut request = tonic::Request::new(pb::WatchRequest { header: Some(header), after, types: Vec::new() });
-    if let Some(value) = headers.get(header::AUTHORIZATION).and_then(|value| value.to_str().ok())
-        && let Ok(value) = value.parse()
-    {
-        request.metadata_mut().insert("authorization", value);
-    }
+    let request = super::grpc_request(headers, pb::WatchRequest { header: Some(header), after, types: Vec::new() });
     let mut stream = match console.events.watch(request).await {
         Ok(stream) => stream.into_inner(),
         Err(status) => return error(http_status(status.code()), status.message().to_string()),
@@ -65,10 +60,8 @@ pub async fn watch<D: Disk>(
                 () = sender.closed() => break,
                 _ = beat.tick() => message(Some("node"), &serde_json::json!({ "id": core.id, "leader_id": core.leader() })),
                 event = stream.next() => match event {
-                    Some(Ok(event)) => message(None, &serde_json::json!({
-                        "seq": event.seq, "event_type": event.r#type, "timestamp": event.ts_ms,
-                        "actor": event.actor, "subject": event.subject, "message": event.message,
-                    })),
+                    // The event's JSON as the events page reads it (`api::model::Event`).
+                    Some(Ok(event)) => message(None, &serde_json::json!(api::convert::event_from_proto(event))),
                     Some(Err(status)) => {
                         let refused = message(Some("error"), &serde_json::json!({ "error": status.message() }));
                         let _ = sender.send(Ok(refused)).await;

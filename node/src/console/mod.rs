@@ -23,6 +23,7 @@ use raft_store::Disk;
 
 use crate::client::{ClusterService, EventsService};
 use crate::leader::Leader;
+use data::Reads;
 
 const INDEX: &str = include_str!("index.html");
 const SCRIPT: &str = include_str!("console.js");
@@ -78,6 +79,18 @@ fn error(status: StatusCode, message: String) -> Response {
 /// A JSON answer.
 fn json(body: serde_json::Value) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+}
+
+/// A gRPC request of `message` that carries the HTTP request's `Authorization` header, for the
+/// node's own services to judge its token.
+fn grpc_request<T>(headers: &HeaderMap, message: T) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    if let Some(value) = headers.get(header::AUTHORIZATION).and_then(|value| value.to_str().ok())
+        && let Ok(value) = value.parse()
+    {
+        request.metadata_mut().insert("authorization", value);
+    }
+    request
 }
 
 /// Whether the request's `Origin`, when it has one, is this node as the request addressed it.
@@ -152,12 +165,13 @@ async fn answer<D: Disk>(console: &Console<D>, method: &Method, uri: &Uri, heade
         ["console.js"] => file("text/javascript; charset=utf-8", SCRIPT),
         ["console.css"] => file("text/css; charset=utf-8", STYLE),
         ["api", "cluster"] => data::cluster(console, headers).await,
-        ["api", "namespaces"] => data::namespaces(console, headers).await,
-        ["api", "ns", namespace] => data::namespace(console, headers, namespace).await,
-        ["api", "ns", namespace, "beads", id] => data::bead(console, headers, namespace, id).await,
-        ["api", "ns", namespace, "orders"] => data::orders(console, headers, namespace).await,
+        ["api", "namespaces"] => data::namespaces(Reads::new(console, headers)).await,
+        ["api", "ns", namespace] => data::namespace(Reads::new(console, headers), namespace).await,
+        ["api", "ns", namespace, "beads", id] => data::bead(Reads::new(console, headers), namespace, id).await,
+        ["api", "ns", namespace, "orders"] => data::orders(Reads::new(console, headers), namespace).await,
         ["api", "ns", namespace, "events"] => {
-            data::events(console, headers, namespace, query_value(uri, "after"), query_value(uri, "type")).await
+            let (after, event_type) = (query_value(uri, "after"), query_value(uri, "type"));
+            data::events(Reads::new(console, headers), namespace, after, event_type).await
         }
         ["api", "ns", namespace, "watch"] => live::watch(console, headers, namespace, query_value(uri, "after")).await,
         _ => error(StatusCode::NOT_FOUND, format!("no console page or data at {path}; open /ui")),

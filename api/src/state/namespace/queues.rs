@@ -33,9 +33,7 @@ impl NamespaceState {
         }
         let in_progress_by_assignee =
             self.indexes.working.iter().map(|(assignee, beads)| (assignee.clone(), beads.len() as u64)).collect();
-        let dead: Vec<_> = self.indexes.by_label.get(LABEL_DEAD_LETTER).into_iter().flatten().collect();
-        let dead: Vec<_> = dead
-            .into_iter()
+        let dead: Vec<_> = (self.indexes.by_label.get(LABEL_DEAD_LETTER).into_iter().flatten())
             .filter(|key| self.beads.get(&key.id).is_some_and(|bead| bead.status != Status::Closed))
             .collect();
         let mut leases: Vec<LeaseHeld> = self
