@@ -88,8 +88,8 @@ async fn every_page_shows_the_work_live_and_never_takes_agent_text_as_markup() {
     std::fs::write(&formula, "formula = \"patrol\"\n[[steps]]\nid = \"look\"\ntitle = \"Look around\"\n").unwrap();
     cli(&cluster, &["formula", "put", formula.to_str().unwrap(), "--json"]);
     let order = cluster.dir().join("patrol-sweep.toml");
-    std::fs::write(&order, "[order]\nformula = \"patrol\"\ngate = \"cooldown\"\ninterval = \"1h\"\npool = \"dog\"\n")
-        .unwrap();
+    // Manual: the controller never fires it, so it fires once, when run.
+    std::fs::write(&order, "[order]\nformula = \"patrol\"\ngate = \"manual\"\npool = \"dog\"\n").unwrap();
     cli(&cluster, &["order", "put", order.to_str().unwrap(), "--json"]);
     cli(&cluster, &["order", "run", "patrol-sweep", "--json"]);
 
@@ -108,10 +108,14 @@ async fn every_page_shows_the_work_live_and_never_takes_agent_text_as_markup() {
     // Cluster: a row per member, the controller and its duties.
     browser.open(&page("/ui/cluster"));
     browser.wait_for_text("The controller runs on node");
-    let members = rows(&mut browser, "members");
-    assert_eq!(members.len(), 3, "{members:?}");
-    assert!(members.iter().all(|row| row[4] == "SERVING"), "{members:?}");
-    assert!(!rows(&mut browser, "duties").is_empty());
+    // Every member answers its status (one slow to answer shows UNKNOWN until the next poll).
+    browser.wait_until("three members, each SERVING", |browser| {
+        let members = rows(browser, "members");
+        (members.len() == 3 && members.iter().all(|row| row[4] == "SERVING")).then_some(())
+    });
+    // The duties are listed once the controller has begun; the page polls until they show.
+    browser.wait_for_text("lease_sweep");
+    assert!(rows(&mut browser, "duties").iter().any(|row| row[0] == "lease_sweep"));
 
     // The namespace: ready work by pool, who holds what, the lease, the hostile title as text.
     browser.open(&page(&format!("/ui/ns/{NAMESPACE}")));
@@ -144,7 +148,7 @@ async fn every_page_shows_the_work_live_and_never_takes_agent_text_as_markup() {
     browser.open(&page(&format!("/ui/ns/{NAMESPACE}/orders")));
     browser.wait_for_text("patrol-sweep");
     let orders = rows(&mut browser, "orders");
-    assert!(orders[0][1].contains("cooldown") && orders[0][4] == "1", "{orders:?}");
+    assert!(orders[0][1] == "manual" && orders[0][4] == "1", "{orders:?}");
     let runs = rows(&mut browser, "runs");
     assert!(runs[0][0] == "patrol-sweep" && runs[0][1].starts_with(&format!("{PREFIX}-")), "{runs:?}");
 

@@ -164,6 +164,8 @@ async fn lead<D: Disk>(core: &NodeCore<D>, term: u64) {
     // A checkpoint compares the replicas' states, none of which changed yet: the first is due one
     // interval after the controller began.
     duties.started(CONSISTENCY_CHECK, Instant::now());
+    // Listed from the start, so `cluster status` never shows a running controller without duties.
+    duties.publish(core, None);
     let wisp_ttl_ms = settings.wisp_ttl().map_or(0, |ttl| ttl.as_millis() as i64);
     let mut sweep = LeaseSweep::new(Duration::from_millis(core.config.raft.election_timeout_ms_max));
     loop {
@@ -243,10 +245,21 @@ impl Duties {
     /// Records a run of `duty` and publishes every duty's status.
     fn done<D: Disk>(&mut self, core: &NodeCore<D>, duty: &'static str, result: String) {
         core.metrics.observe_duty_run(duty);
+        for (name, _, last) in &mut self.duties {
+            if *name == duty {
+                *last = Some(Instant::now());
+            }
+        }
+        self.publish(core, Some((duty, result)));
+    }
+
+    /// Publishes every duty's status for `cluster status`, with `ran`'s run and result stamped
+    /// now; a duty that has not run yet is listed without a last run.
+    fn publish<D: Disk>(&self, core: &NodeCore<D>, ran: Option<(&'static str, String)>) {
         let wall_now = core.clock.now();
         let mut published = core.duties.lock().expect("the duties lock is never poisoned");
         let previous: Vec<pb::DutyStatus> = std::mem::take(&mut *published);
-        for (name, interval, last) in &mut self.duties {
+        for (name, interval, _) in &self.duties {
             let mut status =
                 previous.iter().find(|status| status.name == *name).cloned().unwrap_or_else(|| pb::DutyStatus {
                     name: name.to_string(),
@@ -254,8 +267,9 @@ impl Duties {
                     interval_ms: interval.map_or(0, |interval| interval.as_millis() as u64),
                     last_result: String::new(),
                 });
-            if *name == duty {
-                *last = Some(Instant::now());
+            if let Some((duty, result)) = &ran
+                && name == duty
+            {
                 status.last_run_ms = Some(wall_now.0);
                 status.last_result = result.clone();
             }
