@@ -16,7 +16,9 @@
 //!
 //! A node that starts with a rejoin marker never initialises: it asks the other members the same
 //! way for their last log ids, until enough answer to set the target its log must reach before it
-//! votes again (see [`crate::rejoin`]).
+//! votes again (see [`crate::rejoin`]). A rejoining node that learned, by the same judgement, that
+//! the cluster has not formed drops its marker before it starts (see `crate::join`), and so may
+//! initialise.
 //!
 //! A node that joined a running cluster (`--join`, see `crate::join`) never runs any of this.
 //!

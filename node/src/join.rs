@@ -17,14 +17,26 @@
 //! Where to ask: the `--join` addresses; a rejoining node without them asks its configured
 //! `--peers`.
 //!
+//! A rejoining node may have lost its data before the cluster ever formed (the lowest id had not
+//! initialised it yet, or its initialisation failed): no member can name its membership then. A
+//! member that holds no membership and shows no cluster (term 0, an empty log, not rejoining
+//! itself) answers so ([`ChangeRefused::NotFormed`]); once `others / 2 + 1` of the configured
+//! other members answer so in one round of asking, the node starts as the initial member it was,
+//! with no rejoin marker. That is the judgement the lowest id makes before it initialises (see
+//! `crate::bootstrap`): a cluster that formed holds its first membership on a majority of its
+//! members, at most one of them this node, so that many other members include one that holds it
+//! and names the membership instead. A node given `--join` addresses never judges this: they
+//! need not be every member.
+//!
 //! A refusal that asking again cannot change (another cluster's name, a certificate of another
 //! node, no admin token, an id or address in use, an address that serves no Raft service, such as
 //! a client port) stops the node with the reason; no answer, no leader, or a change in progress
 //! is asked again until `join_timeout_ms` (`--join-timeout`) has passed, and then the node stops
 //! with the last reason. Nothing is written to the data directory before an answer.
 //!
-//! Invariant: a joining or rejoining node never initialises a cluster, and records the cluster id
-//! only from a member's answer.
+//! Invariant: a joining node never initialises a cluster; a joining or rejoining node records
+//! the cluster id only from a member's answer, and a rejoining node drops its rejoin marker only
+//! on the answers of enough configured members that the cluster has not formed.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -36,6 +48,7 @@ use raft_store::types::Member;
 use crate::config::NodeConfig;
 use crate::peer::network::{Connector, PEER_MESSAGE_BYTES_MAX, decode, encode};
 use crate::peer::{ChangeRefused, JoinRequest, Joined};
+use crate::rejoin::answers_needed;
 
 /// How long one join request may take (the leader adds the learner through Raft first).
 pub const JOIN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -60,6 +73,16 @@ impl Purpose {
     }
 }
 
+/// What the members answered a joining or rejoining node.
+#[derive(Debug)]
+pub enum Answered {
+    /// Its cluster's id and membership.
+    Joined(Joined),
+    /// Rejoining only: enough configured members showed that the cluster has not formed (see
+    /// the module header); the node starts as the initial member it was.
+    NotFormed,
+}
+
 /// The peer addresses a node asks for `purpose`: the `--join` addresses, or a rejoining node's
 /// configured members but itself.
 pub fn addresses(config: &NodeConfig, purpose: Purpose) -> Vec<String> {
@@ -69,15 +92,16 @@ pub fn addresses(config: &NodeConfig, purpose: Purpose) -> Vec<String> {
     config.members().into_iter().filter(|(id, _)| *id != config.id).map(|(_, address)| address).collect()
 }
 
-/// Asks the members (see [`addresses`]) until one answers for `purpose`; `Ok(None)` when
-/// `shutdown` resolved first, `Err` for a refusal that asking again cannot change, or once
-/// `config.join_timeout_ms` passed without an answer.
+/// Asks the members (see [`addresses`]) until one answers for `purpose`, or, rejoining, until
+/// enough answer that the cluster has not formed; `Ok(None)` when `shutdown` resolved first,
+/// `Err` for a refusal that asking again cannot change, or once `config.join_timeout_ms` passed
+/// without an answer.
 pub async fn join(
     connector: &dyn Connector,
     config: &NodeConfig,
     purpose: Purpose,
     shutdown: &mut Pin<Box<dyn Future<Output = ()> + Send>>,
-) -> Result<Option<Joined>, String> {
+) -> Result<Option<Answered>, String> {
     let request = JoinRequest {
         cluster_name: config.cluster_name.clone(),
         id: config.id,
@@ -107,9 +131,13 @@ pub async fn join(
             "rejoining on an empty data directory: asking a member which cluster this node belongs to"
         ),
     }
+    // Whether this node may judge that the cluster has not formed: rejoining through every
+    // configured member.
+    let judges_formation = purpose == Purpose::Rejoin && config.join.is_empty();
     let mut round = 0u64;
     let mut last = String::new();
     loop {
+        let mut not_formed = 0;
         for address in &addresses {
             let asked = tokio::select! {
                 () = &mut *shutdown => return Ok(None),
@@ -129,10 +157,14 @@ pub async fn join(
                             Purpose::Rejoin => "learned this node's cluster and membership",
                         }
                     );
-                    return Ok(Some(joined));
+                    return Ok(Some(Answered::Joined(joined)));
                 }
                 Err(Asked::Refused(refused)) => {
                     return Err(format!("node {} could not {verb} through {address}: {refused}", config.id));
+                }
+                Err(Asked::NotFormed(reason)) => {
+                    not_formed += 1;
+                    last = format!("{address}: {reason}");
                 }
                 Err(Asked::Again(reason)) => {
                     if round.is_multiple_of(10) {
@@ -145,6 +177,22 @@ pub async fn join(
                     last = format!("{address}: {reason}");
                 }
             }
+        }
+        if judges_formation && not_formed >= answers_needed(addresses.len()) {
+            tracing::warn!(
+                node = config.id,
+                answered = not_formed,
+                "rejoining: the cluster has not formed (these members hold no membership and no log), so this node lost nothing of it; it starts as the initial member it was, and votes at once"
+            );
+            return Ok(Some(Answered::NotFormed));
+        }
+        if not_formed > 0 && round.is_multiple_of(10) {
+            tracing::warn!(
+                node = config.id,
+                answered = not_formed,
+                needed = answers_needed(addresses.len()),
+                "rejoining: members answered that the cluster has not formed on them; asking again, until it forms or enough of them say so"
+            );
         }
         round += 1;
         tokio::select! {
@@ -167,6 +215,8 @@ enum Asked {
     Refused(ChangeRefused),
     /// Worth asking again (no answer, no leader, a change in progress).
     Again(String),
+    /// The member holds no cluster (see [`ChangeRefused::NotFormed`]).
+    NotFormed(String),
 }
 
 async fn ask(
@@ -218,6 +268,7 @@ async fn ask(
         Ok(Err(refused @ (ChangeRefused::Unavailable(_) | ChangeRefused::NotReady(_)))) => {
             Err(Asked::Again(refused.to_string()))
         }
+        Ok(Err(ChangeRefused::NotFormed(reason))) => Err(Asked::NotFormed(reason)),
         Ok(Err(refused)) => Err(Asked::Refused(refused)),
     }
 }

@@ -279,14 +279,22 @@ where
             // A joining node is added by a member; a rejoining one learns from a member which
             // cluster it belongs to and what its membership is now (see `crate::identity`).
             let purpose = if config.rejoin { join::Purpose::Rejoin } else { join::Purpose::Join };
-            let joined = match join::join(connector.as_ref(), &config, purpose, &mut shutdown).await {
-                Ok(Some(joined)) => joined,
+            match join::join(connector.as_ref(), &config, purpose, &mut shutdown).await {
+                Ok(Some(join::Answered::Joined(joined))) => {
+                    standing::record_joined(disk.as_ref(), &joined).map_err(corrupt)?;
+                    identity::record(disk.as_ref(), &config.cluster_name, config.id, joined.cluster_id)
+                        .map_err(corrupt)?;
+                    joined.cluster_id
+                }
+                Ok(Some(join::Answered::NotFormed)) => {
+                    // Marker first: a crash between the two asks the members again.
+                    rejoin.not_formed().map_err(corrupt)?;
+                    identity::record(disk.as_ref(), &config.cluster_name, config.id, UNBOUND).map_err(corrupt)?;
+                    UNBOUND
+                }
                 Ok(None) => return Ok(()),
                 Err(message) => return Err(NodeError::Join(message)),
-            };
-            standing::record_joined(disk.as_ref(), &joined).map_err(corrupt)?;
-            identity::record(disk.as_ref(), &config.cluster_name, config.id, joined.cluster_id).map_err(corrupt)?;
-            joined.cluster_id
+            }
         }
         None => {
             identity::record(disk.as_ref(), &config.cluster_name, config.id, UNBOUND).map_err(corrupt)?;

@@ -139,6 +139,14 @@ impl<D: Disk> Rejoin<D> {
         }
     }
 
+    /// Clears the marker of a node that lost its data before the cluster formed (see
+    /// `crate::join`): it lost nothing of the cluster, and starts as the initial member it was.
+    pub fn not_formed(&self) -> std::io::Result<()> {
+        self.disk.write(vec![Op::Delete(Space::Meta, META_REJOINING.to_vec())], Durability::Sync)?;
+        self.rejoining.store(false, Ordering::Release);
+        Ok(())
+    }
+
     /// Clears the marker once this node's last log id reaches the target; answers whether it did
     /// now.
     pub fn check_caught_up(&self, last_log: LastLog) -> std::io::Result<bool> {

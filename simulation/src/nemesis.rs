@@ -17,7 +17,11 @@
 //! Invariant: the storage of at most a minority of the nodes is ever damaged or wiped
 //! ([`Nemesis::damaged_nodes_max`]), so a majority with intact storage remains to keep the cluster
 //! live and to hold every acknowledged write. A node is wiped only while no wiped node is still
-//! rejoining (its rejoin marker is set), one at a time, as an operator replaces one disk at a time.
+//! rejoining (its rejoin marker is set), one at a time, as an operator replaces one disk at a time,
+//! and only once the cluster has formed ([`Nemesis::formed`]): before, no member holds anything
+//! to lose, and a lowest id that lost its data after it stood for election leaves a cluster that
+//! can never form (the members it asked remember the vote, and no one holds a membership), whose
+//! recovery is to start every member again on empty data directories.
 //! A node whose start failed ([`cluster::FailedStarts`]) is down for good: the nemesis neither
 //! crashes nor restarts it again, and says so in the trace once.
 
@@ -126,6 +130,9 @@ pub struct Nemesis {
     pub action_gap_ms: (u64, u64),
     /// Once this many faults are injected, the nemesis injects no more (a shrunk run).
     pub max_faults: Option<usize>,
+    /// Whether the cluster has formed: a node applied an entry past its first membership, so a
+    /// majority holds that membership. No node is wiped before.
+    pub formed: bool,
 }
 
 impl Nemesis {
@@ -176,6 +183,7 @@ impl Nemesis {
             upgrades: 0,
             action_gap_ms: (ACTION_GAP_MS_MIN, ACTION_GAP_MS_MAX),
             max_faults: None,
+            formed: false,
         }
     }
 
@@ -411,7 +419,7 @@ impl Nemesis {
     /// Crashes a node (unless it is down already), loses its whole storage, and lets it restart
     /// with `rejoin`. Only while no node is still rejoining, and within the damaged-nodes bound.
     fn wipe(&mut self, sim: &mut Sim<'_>, nodes: &[SimNode], now: Duration) -> Option<String> {
-        if nodes.iter().any(SimNode::rejoining) {
+        if !self.formed || nodes.iter().any(SimNode::rejoining) {
             return None;
         }
         let (node, crashed) = self.stop_one_for_storage(sim, nodes, now)?;

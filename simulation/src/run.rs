@@ -226,6 +226,13 @@ impl Trace {
     }
 }
 
+/// Whether the cluster has formed: a node applied an entry past its first membership (index 0),
+/// which commits only once a majority holds the log that begins with it.
+fn formed(observations: &Observations) -> bool {
+    let observations = observations.lock().expect("observations lock");
+    observations.iter().any(|observation| observation.applied.as_ref().is_some_and(|(index, _, _)| *index >= 1))
+}
+
 fn current_leader(observations: &Observations) -> Option<u64> {
     let observations = observations.lock().expect("observations lock");
     let mut latest: BTreeMap<u64, (u64, bool)> = BTreeMap::new();
@@ -421,6 +428,7 @@ fn run_seed(config: &RunConfig) -> Result<RunReport, String> {
             events.push("healed: every fault removed".into());
             events
         } else {
+            nemesis.formed = nemesis.formed || formed(&observations);
             nemesis.tick(&mut sim, &nodes, now, || current_leader(&observations))
         };
         for event in events {

@@ -538,6 +538,22 @@ fn regression_seed_163569193936533_a_client_leaves_a_dead_endpoint() {
     assert!(report.counts.failed_starts > 0, "no node stayed down, so no endpoint was dead");
 }
 
+/// Seeds 806676336648 and 806676336742 (3 nodes, 10 s, a swarm of every fault and the fault
+/// points) once never formed a cluster: the lowest id's first log write failed as it initialised,
+/// and before the cluster formed a member was wiped and restarted with `--rejoin`. No member could
+/// name a membership, so the wiped node stayed down; where it was the lowest id, after its vote
+/// requests had reached the others, the cluster could never form. A rejoining node now starts as
+/// the initial member it was once enough members show no cluster (`node::join`), and the nemesis
+/// wipes a node only once the cluster has formed.
+#[test]
+fn regression_seeds_806676336648_and_806676336742_a_wipe_before_the_cluster_formed() {
+    for seed in [806_676_336_648, 806_676_336_742] {
+        let mut faults = Fault::ALL.to_vec();
+        faults.push(Fault::Code);
+        run_clean(&RunConfig { faults, swarm: true, duration: Duration::from_secs(10), ..config(seed, 3) });
+    }
+}
+
 /// Seed 17 (3 nodes, 6 s) once reported a leader-completeness violation: a restarted node
 /// restored its leadership of term 1 after the cluster had moved to term 2. The checker was wrong
 /// (it held a leader to entries of later terms); this keeps that seed clean.

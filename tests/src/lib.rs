@@ -174,7 +174,26 @@ impl Cluster {
         Cluster::start_full(size, None, None, true, client_certificates)
     }
 
+    /// Lays out `size` nodes as [`Cluster::start`] does, and starts none (`restart` starts one).
+    pub fn unstarted(size: u64) -> Cluster {
+        Cluster::layout(size, None, None, false, false)
+    }
+
     fn start_full(
+        size: u64,
+        config_toml: Option<&str>,
+        open_files: Option<u64>,
+        tls: bool,
+        client_certificates: bool,
+    ) -> Cluster {
+        let mut cluster = Cluster::layout(size, config_toml, open_files, tls, client_certificates);
+        for id in 1..=size {
+            cluster.restart(id);
+        }
+        cluster
+    }
+
+    fn layout(
         size: u64,
         config_toml: Option<&str>,
         open_files: Option<u64>,
@@ -210,11 +229,7 @@ impl Cluster {
             })
             .collect();
         let peers = nodes.iter().map(|node| format!("{}={}", node.id, node.peer_address)).collect::<Vec<_>>().join(",");
-        let mut cluster = Cluster { nodes, peers, config, open_files, tls, dir };
-        for id in 1..=size {
-            cluster.restart(id);
-        }
-        cluster
+        Cluster { nodes, peers, config, open_files, tls, dir }
     }
 
     /// The command that starts node `id` (for tests that expect it to fail).

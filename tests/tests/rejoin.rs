@@ -10,6 +10,8 @@
 //!   diverged log;
 //! - node 1, the lowest id, which initialised the cluster: wiped, it rejoins and never
 //!   initialises a second cluster;
+//! - a member that lost its data before the cluster formed starts, once enough members said so,
+//!   as the initial member it was;
 //! - a node that cannot catch up (it refuses every snapshot) costs the leader a bounded number of
 //!   replication sessions a second, and is reported: its lag on the metrics page, a note in
 //!   `cluster status`, and a warning in the leader's log.
@@ -306,6 +308,33 @@ async fn node_1_wiped_rejoins_and_never_initialises_a_second_cluster() {
     let log = cluster.log(1);
     assert!(!log.contains("initializing the cluster"), "node 1 initialised a cluster on its rejoin: {log}");
     assert!(log.contains("caught up after rejoining"), "{log}");
+}
+
+/// A member that lost its data before the cluster formed: node 2 restarted with `--rejoin` while
+/// node 1, the lowest id, has not yet started, so no member holds a membership. Node 3 alone
+/// answering "not formed" is not enough (node 1 might hold the cluster); once node 1 runs and
+/// answers so too, node 2 starts as the initial member it was, node 1 initialises, and the
+/// cluster serves, with node 2 a voter that is not rejoining.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_member_that_lost_its_data_before_the_cluster_formed_starts_as_an_initial_member() {
+    let mut cluster = Cluster::unstarted(3);
+    cluster.restart(3);
+    cluster.restart_with(2, &["--rejoin"]);
+    wait_for("node 2 to hear from node 3 that the cluster has not formed", || async {
+        cluster.log(2).contains("members answered that the cluster has not formed").then_some(())
+    })
+    .await;
+    assert!(!cluster.log(2).contains("it starts as the initial member it was"), "{}", cluster.log(2));
+    cluster.restart(1);
+    cluster.wait_for_leader().await;
+    let created = create_many(&cluster, 5, 1).await;
+    assert_eq!(created.len(), 5);
+    let log = cluster.log(2);
+    assert!(log.contains("it starts as the initial member it was"), "{log}");
+    assert!(cluster.log(1).contains("initializing the cluster"), "{}", cluster.log(1));
+    cluster.wait_for_convergence(3).await;
+    let status = cluster.own_status(2).await;
+    assert!(!status.rejoining, "node 2 is still rejoining: {status:?}");
 }
 
 /// One metric's value on node `id`'s metrics page (the first series of that name).

@@ -411,6 +411,7 @@ fn change_refusals() -> Vec<ChangeRefused> {
         ChangeRefused::Denied("another cluster".into()),
         ChangeRefused::Unavailable("no leader".into()),
         ChangeRefused::Invalid("an id of 0".into()),
+        ChangeRefused::NotFormed("no cluster yet".into()),
     ]
 }
 
@@ -582,6 +583,7 @@ fn change_refused_name(refused: &ChangeRefused) -> &'static str {
         ChangeRefused::Denied(_) => "denied",
         ChangeRefused::Unavailable(_) => "unavailable",
         ChangeRefused::Invalid(_) => "invalid",
+        ChangeRefused::NotFormed(_) => "not_formed",
     }
 }
 

@@ -61,6 +61,7 @@ fn change_refused(refused: ChangeRefused) -> Status {
         ChangeRefused::Denied(message) => Status::permission_denied(message),
         ChangeRefused::Unavailable(message) => Status::unavailable(message),
         ChangeRefused::Invalid(message) => Status::invalid_argument(message),
+        ChangeRefused::NotFormed(message) => Status::failed_precondition(message),
     }
 }
 

@@ -139,6 +139,12 @@ pub enum ChangeRefused {
     /// The request is malformed (an id of 0, an address that is not `host:port`).
     #[error("{0}")]
     Invalid(String),
+    /// Asked which cluster a node belongs to (`--rejoin`), a member that holds no membership and
+    /// shows no cluster (term 0, an empty log, not rejoining itself): the cluster has not formed
+    /// on it. A rejoining node that hears this from enough members starts as the initial member
+    /// it was (see `crate::join`).
+    #[error("{0}")]
+    NotFormed(String),
 }
 
 /// What a node that is not yet a member sends a member's peer listener to join (`strand node

@@ -508,10 +508,23 @@ impl<D: Disk, L: LeaderPlane> RaftService for RaftPeerService<D, L> {
 
     /// A node that lost its data asks which cluster it belongs to (`crate::join`, `--rejoin`):
     /// judged like a join (cluster name, certificate), it must be a member of the membership this
-    /// node holds; the answer carries the cluster id and that membership. Changes nothing.
+    /// node holds; the answer carries the cluster id and that membership. A node that holds no
+    /// cluster at all (term 0, an empty log) answers [`ChangeRefused::NotFormed`], for the asking
+    /// node to judge whether the cluster formed (see `crate::join`). Changes nothing.
     async fn identify(&self, request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
         small(&request, "an identify request")?;
         let answer = self.admit_named(&request, "rejoin").and_then(|asked| {
+            let metrics = self.core.raft.metrics().borrow_watched().clone();
+            if metrics.membership_config.log_id().is_none()
+                && metrics.current_term == 0
+                && self.core.last_log() == (0, 0)
+                && !self.core.is_rejoining()
+            {
+                return Err(ChangeRefused::NotFormed(format!(
+                    "node {} holds no membership and no log: the cluster has not formed on it",
+                    self.core.id
+                )));
+            }
             let cluster_id = self.core.cluster_id.get();
             if cluster_id == UNBOUND {
                 return Err(ChangeRefused::Unavailable(format!(
@@ -519,8 +532,13 @@ impl<D: Disk, L: LeaderPlane> RaftService for RaftPeerService<D, L> {
                     self.core.id
                 )));
             }
-            let metrics = self.core.raft.metrics().borrow_watched().clone();
             let stored = metrics.membership_config.clone();
+            if stored.log_id().is_none() {
+                return Err(ChangeRefused::Unavailable(format!(
+                    "node {} holds no membership yet (it is at term {}): the cluster has not formed on it; if it never forms because its lowest id lost its data, stop every member, empty each --data-dir and start them all again (nothing was stored)",
+                    self.core.id, metrics.current_term
+                )));
+            }
             let index = stored.log_id().map_or(0, |log_id| log_id.index);
             let membership = super::Changed::of(stored.membership(), index, metrics.current_leader.unwrap_or(0));
             if !membership.members.contains_key(&asked.id) {
