@@ -142,6 +142,11 @@ impl<D: Disk> Rejoin<D> {
     /// Clears the marker of a node that lost its data before the cluster formed (see
     /// `crate::join`): it lost nothing of the cluster, and starts as the initial member it was.
     pub fn not_formed(&self) -> std::io::Result<()> {
+        self.clear()
+    }
+
+    /// Deletes the marker (synced) and votes again.
+    fn clear(&self) -> std::io::Result<()> {
         self.disk.write(vec![Op::Delete(Space::Meta, META_REJOINING.to_vec())], Durability::Sync)?;
         self.rejoining.store(false, Ordering::Release);
         Ok(())
@@ -157,8 +162,7 @@ impl<D: Disk> Rejoin<D> {
         if last_log < target {
             return Ok(false);
         }
-        self.disk.write(vec![Op::Delete(Space::Meta, META_REJOINING.to_vec())], Durability::Sync)?;
-        self.rejoining.store(false, Ordering::Release);
+        self.clear()?;
         tracing::info!(term = target.0, index = target.1, "caught up after rejoining; this node votes again");
         Ok(true)
     }
